@@ -1,0 +1,66 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# The suite runs on PostgreSQL and Redis (see README); override to point elsewhere.
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/portal
+TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
+TEST_DEBIAN_PACKAGES := chromium prometheus
+
+.PHONY: demo serve install install-test test lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+# A development checkout keeps its own secret key in .env, written once.
+.env:
+	@umask 077 && printf 'SECRET_KEY=%s\n' "$$($(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))')" > $@
+	@echo "Wrote .env with a fresh SECRET_KEY."
+
+install: $(VENV)/.installed .env
+
+demo: install
+	$(PY) manage.py migrate --no-input -v 0
+	$(PY) manage.py load_demo
+	@echo "Serving the demo on http://$(HOST):$(PORT)/ (Ctrl-C stops it)."
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+serve: install
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+# Debian packages the browser and Prometheus tests need, installed only when missing.
+debian-packages:
+	@missing=""; for p in $(TEST_DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing Debian packages:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+install-test: $(VENV)/.installed-test .env debian-packages
+	@if [ -f tests/oidc_provider/package.json ]; then \
+	  (cd tests/oidc_provider && npm ci --silent --no-audit --no-fund); fi
+
+lint: install-test
+	$(VENV)/bin/ruff check .
+
+test: install-test
+	$(VENV)/bin/ruff check .
+	DATABASE_URL=$(TEST_DATABASE_URL) TEST_REDIS_URL=$(TEST_REDIS_URL) DJANGO_ALLOW_ASYNC_UNSAFE=true \
+	  $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+bench: install-test
+	DATABASE_URL=$(TEST_DATABASE_URL) $(VENV)/bin/pytest benchmarks $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) staticfiles artifacts

@@ -1,0 +1,136 @@
+"""The one vocabulary of resource classes shared by quota, admission, metering and rates.
+
+Keys look like `gpu:nvidia-h200`, `mig:nvidia-a100-80gb:1g.10gb`, `cpu`, `memory-gib`,
+`storage-gib`, `count:vm`. Each GPU class maps to its Kubernetes side here and nowhere else:
+the extended resource it consumes and the node label that selects its model.
+"""
+
+from dataclasses import dataclass
+
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    key: str
+    display_name: str
+    product_label: str
+    memory_gib: int
+    mig_profiles: tuple[str, ...] = ()
+
+    @property
+    def mig_capable(self) -> bool:
+        return bool(self.mig_profiles)
+
+
+GPU_MODELS: dict[str, GpuModel] = {
+    m.key: m
+    for m in (
+        GpuModel(
+            "nvidia-h200",
+            "NVIDIA H200 141GB",
+            "NVIDIA-H200",
+            141,
+            ("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"),
+        ),
+        GpuModel(
+            "nvidia-h100-80gb",
+            "NVIDIA H100 80GB HBM3",
+            "NVIDIA-H100-80GB-HBM3",
+            80,
+            ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
+        ),
+        GpuModel(
+            "nvidia-a100-80gb",
+            "NVIDIA A100 SXM4 80GB",
+            "NVIDIA-A100-SXM4-80GB",
+            80,
+            ("1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
+        ),
+        GpuModel("nvidia-l40s", "NVIDIA L40S", "NVIDIA-L40S", 48),
+        GpuModel(
+            "nvidia-rtx-4000-ada", "NVIDIA RTX 4000 Ada", "NVIDIA-RTX-4000-Ada-Generation", 20
+        ),
+    )
+}
+
+SCALAR_CLASSES: dict[str, str] = {
+    "cpu": "vCPU",
+    "memory-gib": "Memory (GiB)",
+    "storage-gib": "Storage (GiB)",
+}
+WORKLOAD_KINDS: tuple[str, ...] = ("vcluster", "vm", "slurm", "inference")
+
+
+class UnknownResourceClass(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ResourceClass:
+    key: str
+    kind: str  # gpu | mig | scalar | count
+    gpu_model: GpuModel | None = None
+    mig_profile: str = ""
+
+    @property
+    def label(self) -> str:
+        if self.kind == "gpu":
+            return f"{self.gpu_model.display_name} GPUs"
+        if self.kind == "mig":
+            return f"{self.gpu_model.display_name} MIG {self.mig_profile}"
+        if self.kind == "count":
+            return f"{self.key.split(':', 1)[1]} workloads"
+        return SCALAR_CLASSES[self.key]
+
+    @property
+    def kubernetes_resource(self) -> str:
+        """The extended resource (or core resource) this class consumes on a node."""
+        if self.kind == "gpu":
+            return GPU_RESOURCE
+        if self.kind == "mig":
+            return f"nvidia.com/mig-{self.mig_profile}"
+        return {"cpu": "cpu", "memory-gib": "memory", "storage-gib": "storage"}.get(self.key, "")
+
+    @property
+    def node_selector(self) -> dict[str, str]:
+        if self.gpu_model is None:
+            return {}
+        return {GPU_PRODUCT_LABEL: self.gpu_model.product_label}
+
+
+def parse(key: str) -> ResourceClass:
+    """Return the resource class for `key`, or raise UnknownResourceClass."""
+    if key in SCALAR_CLASSES:
+        return ResourceClass(key=key, kind="scalar")
+    kind, _, rest = key.partition(":")
+    if kind == "gpu" and rest in GPU_MODELS:
+        return ResourceClass(key=key, kind="gpu", gpu_model=GPU_MODELS[rest])
+    if kind == "mig":
+        model_key, _, profile = rest.partition(":")
+        model = GPU_MODELS.get(model_key)
+        if model and profile in model.mig_profiles:
+            return ResourceClass(key=key, kind="mig", gpu_model=model, mig_profile=profile)
+    if kind == "count" and rest in WORKLOAD_KINDS:
+        return ResourceClass(key=key, kind="count")
+    raise UnknownResourceClass(f"Unknown resource class {key!r}.")
+
+
+def gpu_class(model_key: str) -> str:
+    return f"gpu:{model_key}"
+
+
+def all_keys() -> list[str]:
+    keys = [gpu_class(k) for k in GPU_MODELS]
+    keys += [f"mig:{m.key}:{p}" for m in GPU_MODELS.values() for p in m.mig_profiles]
+    keys += list(SCALAR_CLASSES)
+    keys += [f"count:{k}" for k in WORKLOAD_KINDS]
+    return keys
+
+
+def model_for_product_label(product: str) -> GpuModel | None:
+    for model in GPU_MODELS.values():
+        if model.product_label == product:
+            return model
+    return None

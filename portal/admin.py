@@ -1,0 +1,56 @@
+from django.contrib import admin
+
+from .models import ApiToken, AuditEvent, SimulatedObject
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    list_display = [
+        "created_at",
+        "actor_repr",
+        "action",
+        "object_type",
+        "object_repr",
+        "tenant_slug",
+        "request_id",
+    ]
+    list_filter = ["action", "object_type", "tenant_slug", "created_at"]
+    search_fields = [
+        "actor_repr",
+        "action",
+        "object_repr",
+        "object_id",
+        "tenant_slug",
+        "request_id",
+    ]
+    date_hierarchy = "created_at"
+    list_select_related = ["actor"]
+
+    # The audit trail is append-only: nobody edits or deletes it from the admin.
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    list_display = ["name", "user", "hint", "created_at", "last_used_at", "revoked_at"]
+    list_filter = ["revoked_at"]
+    search_fields = ["name", "user__username", "hint"]
+    readonly_fields = ["digest", "hint", "created_at", "last_used_at"]
+    list_select_related = ["user"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(SimulatedObject)
+class SimulatedObjectAdmin(admin.ModelAdmin):
+    list_display = ["kind", "namespace", "name", "api_version", "updated_at"]
+    list_filter = ["kind", "api_version"]
+    search_fields = ["name", "namespace"]

@@ -1,0 +1,195 @@
+"""The demo's fleet, tenants and accounts: deterministic, so loading twice changes nothing."""
+
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from inventory.models import GPU, Node, NodeState, Rack, Site
+from inventory.resource_classes import GPU_MODELS
+from tenants import services as tenant_services
+from tenants.models import Membership, RoleAssignment, Tenant
+
+DEMO_NAMESPACE = uuid.UUID("5f1c2a7e-4d1b-4e0a-9c39-2f6a3b8d7e10")
+
+
+@dataclass(frozen=True)
+class DemoAccount:
+    username: str
+    password: str
+    name: str
+    role: str
+
+
+ACCOUNTS = (
+    DemoAccount("olivia", "olivia-owner-demo", "Olivia Owner", "tenant owner of Helix Research"),
+    DemoAccount("mike", "mike-member-demo", "Mike Member", "tenant member of Nova Inference"),
+    DemoAccount("fiona", "fiona-finance-demo", "Fiona Finance", "finance"),
+    DemoAccount("adam", "adam-admin-demo", "Adam Admin", "platform admin"),
+)
+
+# (model key, nodes, GPUs per node, CPU cores, memory GiB)
+NODE_PLAN = (
+    ("nvidia-h200", 8, 8, 192, 2048),
+    ("nvidia-h100-80gb", 10, 8, 112, 2048),
+    ("nvidia-a100-80gb", 10, 8, 128, 1024),
+    ("nvidia-l40s", 12, 8, 64, 512),
+)
+SITES = (("fra1", "Frankfurt 1", "eu-central"), ("ams1", "Amsterdam 1", "eu-west"))
+TENANTS = (
+    ("helix", "Helix Research", "dedicated", "CC-1001", Decimal("250000.00")),
+    ("nova", "Nova Inference", "shared", "CC-2040", Decimal("90000.00")),
+    ("atlas", "Atlas Evaluation", "shared", "CC-3300", Decimal("30000.00")),
+    ("orbit", "Orbit Fine-tuning", "shared", "CC-4120", Decimal("60000.00")),
+)
+QUOTAS = {
+    "helix": {
+        "gpu:nvidia-h200": 32,
+        "cpu": 768,
+        "memory-gib": 8192,
+        "storage-gib": 50000,
+        "count:vcluster": 4,
+        "count:slurm": 2,
+    },
+    "nova": {
+        "gpu:nvidia-h100-80gb": 16,
+        "gpu:nvidia-l40s": 24,
+        "cpu": 256,
+        "memory-gib": 2048,
+        "storage-gib": 10000,
+        "count:inference": 10,
+    },
+    "atlas": {
+        "mig:nvidia-a100-80gb:1g.10gb": 28,
+        "gpu:nvidia-l40s": 8,
+        "cpu": 96,
+        "memory-gib": 768,
+        "storage-gib": 2000,
+        "count:vm": 6,
+    },
+    "orbit": {
+        "gpu:nvidia-a100-80gb": 24,
+        "cpu": 192,
+        "memory-gib": 1536,
+        "storage-gib": 20000,
+        "count:vcluster": 2,
+        "count:vm": 4,
+    },
+}
+MEMBERS = {
+    "helix": [("olivia", "owner"), ("hana", "member"), ("viktor", "viewer")],
+    "nova": [("nora", "owner"), ("mike", "member"), ("olivia", "viewer")],
+    "atlas": [("ari", "owner"), ("mike", "viewer")],
+    "orbit": [("omar", "owner"), ("olga", "member")],
+}
+EXTRA_USERS = {
+    "hana": "Hana Hoffmann",
+    "viktor": "Viktor Vogel",
+    "nora": "Nora Nakamura",
+    "ari": "Ari Andersson",
+    "omar": "Omar Okafor",
+    "olga": "Olga Orlova",
+}
+
+
+def _user(username: str, full_name: str, password: str | None):
+    user_model = get_user_model()
+    first, _, last = full_name.partition(" ")
+    user, created = user_model.objects.get_or_create(
+        username=username,
+        defaults={"first_name": first, "last_name": last, "email": f"{username}@example.com"},
+    )
+    if created:
+        if password:
+            user.set_password(password)
+        else:
+            user.set_unusable_password()
+        user.save()
+    return user
+
+
+def _fleet() -> int:
+    racks = []
+    for slug, name, region in SITES:
+        site, _ = Site.objects.get_or_create(slug=slug, defaults={"name": name, "region": region})
+        racks += [Rack.objects.get_or_create(site=site, name=f"r{n:02d}")[0] for n in range(1, 6)]
+    number = 0
+    created = 0
+    for model_key, count, per_node, cores, memory in NODE_PLAN:
+        model = GPU_MODELS[model_key]
+        for i in range(count):
+            number += 1
+            rack = racks[(number - 1) % len(racks)]
+            hostname = f"gpu-{rack.site.slug}-{number:03d}"
+            state = NodeState.AVAILABLE
+            if number in (7, 23):
+                state = NodeState.CORDONED
+            elif number == 31:
+                state = NodeState.MAINTENANCE
+            elif number == 40:
+                state = NodeState.VALIDATING
+            node, node_created = Node.objects.get_or_create(
+                hostname=hostname,
+                defaults={
+                    "k8s_name": hostname,
+                    "serial": f"SN{uuid.uuid5(DEMO_NAMESPACE, hostname).hex[:10].upper()}",
+                    "rack": rack,
+                    "position": 2 + 4 * ((number - 1) // len(racks)),
+                    "cpu_cores": cores,
+                    "memory_gib": memory,
+                    "state": state,
+                    "reserved_for": "helix" if model_key == "nvidia-h200" and i < 4 else "",
+                },
+            )
+            created += node_created
+            if node_created:
+                GPU.objects.bulk_create(
+                    GPU(
+                        node=node,
+                        index=g,
+                        uuid=f"GPU-{uuid.uuid5(DEMO_NAMESPACE, f'{hostname}/{g}')}",
+                        model=model_key,
+                        memory_gib=model.memory_gib,
+                        mig_capable=model.mig_capable,
+                        mig_layout=["1g.10gb"] * 7
+                        if model_key == "nvidia-a100-80gb" and i < 2
+                        else [],
+                        health=GPU.Health.DEGRADED
+                        if number == 23 and g == 3
+                        else GPU.Health.HEALTHY,
+                    )
+                    for g in range(per_node)
+                )
+    return created
+
+
+@transaction.atomic
+def load_demo() -> list[DemoAccount]:
+    """Create the demo fleet, tenants, members, quotas and accounts (idempotent)."""
+    _fleet()
+    accounts = {a.username: _user(a.username, a.name, a.password) for a in ACCOUNTS}
+    users = accounts | {u: _user(u, n, None) for u, n in EXTRA_USERS.items()}
+    for slug, name, isolation, cost_center, budget in TENANTS:
+        tenant = Tenant.objects.filter(slug=slug).first() or tenant_services.tenant_create(
+            actor=None,
+            slug=slug,
+            name=name,
+            isolation=isolation,
+            cost_center=cost_center,
+            monthly_budget=budget,
+        )
+        for username, role in MEMBERS[slug]:
+            if not Membership.objects.filter(tenant=tenant, user=users[username]).exists():
+                tenant_services.membership_set(
+                    actor=None, tenant=tenant, user=users[username], role=role
+                )
+        for resource, limit in QUOTAS[slug].items():
+            if not tenant.quotas.filter(resource=resource).exists():
+                tenant_services.quota_set(actor=None, tenant=tenant, resource=resource, limit=limit)
+    tenant_services.role_grant(actor=None, user=users["fiona"], role=RoleAssignment.Role.FINANCE)
+    tenant_services.role_grant(
+        actor=None, user=users["adam"], role=RoleAssignment.Role.PLATFORM_ADMIN
+    )
+    return list(ACCOUNTS)

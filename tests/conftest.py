@@ -1,0 +1,96 @@
+"""Shared fixtures: role fixtures, API clients, and the real services the suite uses."""
+
+import os
+
+import pytest
+from rest_framework.test import APIClient
+
+from tenants.models import Membership, RoleAssignment
+
+from .factories import MembershipFactory, RoleAssignmentFactory, TenantFactory, UserFactory
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _suite_runs_on_postgresql(django_db_blocker):
+    """The suite is meant for PostgreSQL (`make test`); say so instead of passing on SQLite."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql" and not os.environ.get("ALLOW_SQLITE_TESTS"):
+        pytest.exit(
+            "Tests run on PostgreSQL: use `make test`, or set DATABASE_URL=postgres://…",
+            returncode=2,
+        )
+
+
+@pytest.fixture
+def redis_url() -> str:
+    return os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+@pytest.fixture
+def tenant(db):
+    return TenantFactory(slug="acme", name="Acme Labs")
+
+
+@pytest.fixture
+def other_tenant(db):
+    return TenantFactory(slug="globex", name="Globex Corp")
+
+
+def _member(tenant, role: str, username: str):
+    return MembershipFactory(tenant=tenant, role=role, user=UserFactory(username=username)).user
+
+
+@pytest.fixture
+def tenant_owner(tenant):
+    return _member(tenant, Membership.Role.OWNER, "owner")
+
+
+@pytest.fixture
+def tenant_member(tenant):
+    return _member(tenant, Membership.Role.MEMBER, "member")
+
+
+@pytest.fixture
+def tenant_viewer(tenant):
+    return _member(tenant, Membership.Role.VIEWER, "viewer")
+
+
+@pytest.fixture
+def other_tenant_member(other_tenant):
+    return _member(other_tenant, Membership.Role.MEMBER, "outsider")
+
+
+@pytest.fixture
+def finance(db):
+    return RoleAssignmentFactory(
+        user=UserFactory(username="finance"), role=RoleAssignment.Role.FINANCE
+    ).user
+
+
+@pytest.fixture
+def platform_admin(db):
+    return RoleAssignmentFactory(
+        user=UserFactory(username="platform-admin"), role=RoleAssignment.Role.PLATFORM_ADMIN
+    ).user
+
+
+@pytest.fixture
+def no_role_user(db):
+    return UserFactory(username="newcomer")
+
+
+@pytest.fixture
+def api_client() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def login(client):
+    """Sign `user` in on the Django test client and return the client."""
+
+    def _login(user):
+        client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
+        return client
+
+    return _login

@@ -1,0 +1,67 @@
+"""Production mode: refuses to start without secrets, and `check --deploy` is clean."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PRODUCTION_ENV = {
+    "PORTAL_ENV": "production",
+    "SECRET_KEY": "k" * 10 + "Zq8!vR2#pL5@wN9$xT4%mB7^cF1&hJ3*dG6(sK0)",
+    "ALLOWED_HOSTS": "portal.example.com",
+    "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/portal",
+    "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",
+}
+
+
+def _manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k not in PRODUCTION_ENV and k != "DEBUG"}
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=clean | env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_check_deploy_is_clean_in_production():
+    result = _manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION_ENV)
+    assert result.returncode == 0, result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_production_refuses_to_start_without_secret_key():
+    env = {k: v for k, v in PRODUCTION_ENV.items() if k != "SECRET_KEY"}
+    result = _manage("check", env=env)
+    assert result.returncode != 0
+    assert "SECRET_KEY" in result.stderr
+
+
+def test_production_refuses_to_start_without_allowed_hosts():
+    env = {k: v for k, v in PRODUCTION_ENV.items() if k != "ALLOWED_HOSTS"}
+    result = _manage("check", env=env)
+    assert result.returncode != 0
+    assert "ALLOWED_HOSTS" in result.stderr
+
+
+def test_production_forces_debug_off_and_secure_cookies():
+    code = (
+        "from django.conf import settings as s;"
+        "print(s.DEBUG, s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS)"
+    )
+    result = _manage("shell", "--no-imports", "-c", code, env=PRODUCTION_ENV | {"DEBUG": "true"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "True", "True", "31536000"]
+
+
+def test_env_example_lists_every_variable_the_settings_read():
+    settings_source = (ROOT / "portal" / "settings.py").read_text()
+    example = (ROOT / ".env.example").read_text()
+    import re
+
+    read = set(re.findall(r'env(?:\.\w+)?\(\s*"([A-Z_]+)"', settings_source))
+    documented = set(re.findall(r"^#?\s*([A-Z_]+)=", example, re.MULTILINE))
+    assert read - documented == set()
