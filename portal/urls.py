@@ -3,19 +3,14 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django_prometheus.exports import ExportToDjangoView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework.routers import SimpleRouter
-
-from tenants.api import MeView
 
 from . import ops, views
-from .api.tokens import ApiTokenViewSet
-
-router = SimpleRouter()
-router.register("tokens", ApiTokenViewSet, basename="token")
 
 api_v1 = [
-    path("me/", MeView.as_view(), name="me"),
-    *router.urls,
+    path("", include("portal.api.urls")),
+    path("", include("tenants.api_urls")),
+    path("", include("inventory.api_urls")),
+    path("", include("billing.api_urls")),
 ]
 
 urlpatterns = [

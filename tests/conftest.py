@@ -9,6 +9,14 @@ from tenants.models import Membership, RoleAssignment
 
 from .factories import MembershipFactory, RoleAssignmentFactory, TenantFactory, UserFactory
 
+# Each real part the suite starts has its own fixture module.
+pytest_plugins = [
+    "tests.support.fixtures_kube",
+    "tests.support.fixtures_browser",
+    "tests.support.fixtures_oidc",
+    "tests.support.fixtures_prometheus",
+]
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _suite_runs_on_postgresql(django_db_blocker):

@@ -1,0 +1,3 @@
+"""Billing endpoints under /api/v1/."""
+
+urlpatterns: list = []

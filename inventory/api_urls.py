@@ -1,0 +1,3 @@
+"""Inventory endpoints under /api/v1/."""
+
+urlpatterns: list = []

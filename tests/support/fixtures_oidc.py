@@ -1,0 +1,1 @@
+"""Fixtures for the oidc part of the suite (registered in tests/conftest.py)."""
