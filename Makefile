@@ -60,7 +60,7 @@ test: install-test
 	  $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 bench: install-test
-	DATABASE_URL=$(TEST_DATABASE_URL) $(VENV)/bin/pytest benchmarks $(PYTEST_ARGS)
+	DATABASE_URL=$(TEST_DATABASE_URL) $(VENV)/bin/pytest -m bench --benchmark-enable --benchmark-sort=mean tests/benchmarks $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) staticfiles artifacts
