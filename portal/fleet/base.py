@@ -1,0 +1,113 @@
+"""The fleet gateway's contract: what the portal may ask of a cluster, and how it fails."""
+
+from __future__ import annotations
+
+import abc
+import json
+from typing import Any, ClassVar
+
+import urllib3.exceptions
+
+Manifest = dict[str, Any]
+
+
+class FleetError(Exception):
+    """A cluster call failed; `status` is the HTTP status when the API answered."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+    def __str__(self) -> str:
+        return f"{self.status} {self.message}" if self.status else self.message
+
+
+class TransientFleetError(FleetError):
+    """Worth retrying later: throttling (429), server errors (5xx), timeouts, lost connections."""
+
+
+class PermanentFleetError(FleetError):
+    """Retrying will not help: a rejected or invalid request (4xx), a missing API kind."""
+
+
+def _api_message(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", "replace")
+    if isinstance(body, str) and body:
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            return body[:500]
+        if isinstance(parsed, dict) and parsed.get("message"):
+            return str(parsed["message"])
+    return str(getattr(exc, "reason", None) or exc.__class__.__name__)
+
+
+def classify(exc: BaseException) -> FleetError:
+    """Turn any failure of a cluster call into a transient or permanent fleet error."""
+    if isinstance(exc, FleetError):
+        return exc
+    # kubernetes' ApiException (and the dynamic client's subclasses) carry the HTTP status.
+    status = getattr(exc, "status", None)
+    if isinstance(status, int) and not isinstance(status, bool):
+        message = _api_message(exc)
+        # Status 0 is the client's own wrapper for a failed TLS handshake: a connection problem.
+        if status == 0 or status == 429 or status >= 500:
+            return TransientFleetError(message, status=status or None)
+        return PermanentFleetError(message, status=status)
+    if isinstance(exc, urllib3.exceptions.HTTPError | ConnectionError | TimeoutError):
+        return TransientFleetError(f"{exc.__class__.__name__}: {exc}")
+    if isinstance(exc, OSError):
+        return TransientFleetError(f"{exc.__class__.__name__}: {exc}")
+    return PermanentFleetError(f"{exc.__class__.__name__}: {exc}")
+
+
+class FleetGateway(abc.ABC):
+    """The one way the portal reads and changes a cluster (real or simulated).
+
+    Every method raises `TransientFleetError` or `PermanentFleetError`, never a client library's
+    own exception. Objects go in and come out as plain dicts in their Kubernetes JSON form.
+    """
+
+    backend: ClassVar[str]
+
+    @abc.abstractmethod
+    def apply(self, *, manifests: list[Manifest]) -> list[Manifest]:
+        """Server-side apply each manifest in order (forced, one field manager); idempotent."""
+
+    @abc.abstractmethod
+    def get(
+        self, *, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> Manifest | None:
+        """The object as stored, or None when it does not exist."""
+
+    @abc.abstractmethod
+    def delete(
+        self, *, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> bool:
+        """Ask for deletion; True if it was there, False if it was already gone (also success)."""
+
+    @abc.abstractmethod
+    def list(
+        self,
+        *,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+    ) -> list[Manifest]:
+        """Objects of a kind, in one namespace or all of them, optionally label-selected."""
+
+    def list_nodes(self, *, label_selector: str | None = None) -> list[Manifest]:
+        """The cluster's Node objects, optionally label-selected (e.g. by GPU product)."""
+        return self.list(api_version="v1", kind="Node", label_selector=label_selector)
+
+    @abc.abstractmethod
+    def patch_node(self, *, name: str, patch: Manifest) -> Manifest:
+        """JSON merge patch a Node (cordon: {"spec": {"unschedulable": true}}); returns it."""
+
+    @abc.abstractmethod
+    def evict_pod(self, *, name: str, namespace: str) -> None:
+        """Evict a Pod (policy/v1); a PodDisruptionBudget refusal (429) is transient."""

@@ -1,0 +1,247 @@
+"""The fleet gateway for a real cluster: the official `kubernetes` client over HTTP."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import urllib3
+from django.conf import settings
+from kubernetes import client, config
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
+from kubernetes.dynamic.resource import Resource
+
+from .base import FleetGateway, Manifest, PermanentFleetError, classify
+
+# Retry only failed connects (the request never left), quickly: Celery retries everything else
+# with backoff, and a retried read of a PATCH/POST could apply it twice.
+DEFAULT_RETRIES = urllib3.Retry(total=2, connect=2, read=0, status=0, other=0, backoff_factor=0.2)
+
+
+def build_api_client(
+    *, kubeconfig: str = "", context: str = "", retries: int | urllib3.Retry | None = None
+) -> client.ApiClient:
+    """An ApiClient from a kubeconfig file (or ~/.kube/config), or in-cluster config in a Pod."""
+    configuration = client.Configuration()
+    if kubeconfig or not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config.load_kube_config(
+            config_file=kubeconfig or None,
+            context=context or None,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+    else:
+        config.load_incluster_config(client_configuration=configuration)
+    configuration.retries = DEFAULT_RETRIES if retries is None else retries
+    return client.ApiClient(configuration)
+
+
+class _TimedDynamicClient(DynamicClient):
+    """A DynamicClient whose own discovery requests also carry the request timeout."""
+
+    def __init__(self, api_client: client.ApiClient, *, timeout: float, **kwargs: Any) -> None:
+        self._default_timeout = timeout
+        super().__init__(api_client, **kwargs)
+
+    def request(self, method: str, path: str, body: Any = None, **params: Any) -> Any:
+        params.setdefault("_request_timeout", self._default_timeout)
+        return super().request(method, path, body=body, **params)
+
+
+@contextmanager
+def _classified() -> Iterator[None]:
+    try:
+        yield
+    except ResourceNotFoundError as exc:
+        raise PermanentFleetError(f"the cluster serves no such kind: {exc}", status=404) from exc
+    except (client.ApiException, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+        raise classify(exc) from exc
+    except config.ConfigException as exc:
+        raise PermanentFleetError(f"cannot configure the Kubernetes client: {exc}") from exc
+
+
+class KubernetesFleetGateway(FleetGateway):
+    """Talks to one cluster; discovery is resolved once and cached for the process."""
+
+    backend = "kubernetes"
+
+    def __init__(
+        self,
+        *,
+        api_client: client.ApiClient | None = None,
+        request_timeout: float | None = None,
+        field_manager: str | None = None,
+        retries: int | urllib3.Retry | None = None,
+        discovery_cache_file: str | None = None,
+    ) -> None:
+        self._api_client = api_client
+        self._retries = retries
+        self.request_timeout = (
+            settings.FLEET_REQUEST_TIMEOUT if request_timeout is None else request_timeout
+        )
+        self.field_manager = field_manager or settings.FLEET_FIELD_MANAGER
+        self._discovery_cache_file = discovery_cache_file
+        self._dynamic: DynamicClient | None = None
+        self._resources: dict[tuple[str, str], Resource] = {}
+        self._lock = threading.Lock()
+
+    # Construction is lazy: building the DynamicClient already talks to the API server.
+    @property
+    def api_client(self) -> client.ApiClient:
+        with self._lock:
+            if self._api_client is None:
+                with _classified():
+                    self._api_client = build_api_client(
+                        kubeconfig=settings.FLEET_KUBECONFIG,
+                        context=settings.FLEET_KUBE_CONTEXT,
+                        retries=self._retries,
+                    )
+            return self._api_client
+
+    @property
+    def dynamic(self) -> DynamicClient:
+        api_client = self.api_client
+        with self._lock:
+            if self._dynamic is None:
+                with _classified():
+                    self._dynamic = _TimedDynamicClient(
+                        api_client,
+                        timeout=self.request_timeout,
+                        cache_file=self._discovery_cache_file,
+                    )
+            return self._dynamic
+
+    def _resource(self, api_version: str, kind: str) -> Resource:
+        key = (api_version, kind)
+        if key not in self._resources:
+            with _classified():
+                # Naming the prefix keeps a core-group lookup from scanning every API group.
+                self._resources[key] = self.dynamic.resources.get(
+                    prefix="apis" if "/" in api_version else "api",
+                    api_version=api_version,
+                    kind=kind,
+                )
+        return self._resources[key]
+
+    def _scope(self, resource: Resource, namespace: str | None) -> str | None:
+        if not resource.namespaced:
+            return None
+        if not namespace:
+            raise PermanentFleetError(f"{resource.kind} is namespaced: a namespace is required")
+        return namespace
+
+    def apply(self, *, manifests: list[Manifest]) -> list[Manifest]:
+        stored = []
+        for manifest in manifests:
+            api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
+            metadata = manifest.get("metadata") or {}
+            if not api_version or not kind or not metadata.get("name"):
+                raise PermanentFleetError("a manifest needs apiVersion, kind and metadata.name")
+            resource = self._resource(api_version, kind)
+            namespace = self._scope(resource, metadata.get("namespace"))
+            with _classified():
+                result = self.dynamic.server_side_apply(
+                    resource,
+                    body=manifest,
+                    name=metadata["name"],
+                    namespace=namespace,
+                    field_manager=self.field_manager,
+                    force_conflicts=True,
+                    _request_timeout=self.request_timeout,
+                )
+            stored.append(_with_type(result.to_dict(), api_version, kind))
+        return stored
+
+    def get(
+        self, *, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> Manifest | None:
+        resource = self._resource(api_version, kind)
+        scope = self._scope(resource, namespace)
+        try:
+            with _classified():
+                result = self.dynamic.get(
+                    resource, name=name, namespace=scope, _request_timeout=self.request_timeout
+                )
+        except PermanentFleetError as exc:
+            if isinstance(exc.__cause__, NotFoundError):
+                return None
+            raise
+        return _with_type(result.to_dict(), api_version, kind)
+
+    def delete(
+        self, *, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> bool:
+        resource = self._resource(api_version, kind)
+        scope = self._scope(resource, namespace)
+        try:
+            with _classified():
+                self.dynamic.delete(
+                    resource,
+                    name=name,
+                    namespace=scope,
+                    propagation_policy="Background",
+                    _request_timeout=self.request_timeout,
+                )
+        except PermanentFleetError as exc:
+            if isinstance(exc.__cause__, NotFoundError):
+                return False
+            raise
+        return True
+
+    def list(
+        self,
+        *,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+    ) -> list[Manifest]:
+        resource = self._resource(api_version, kind)
+        scope = namespace if resource.namespaced else None
+        with _classified():
+            result = self.dynamic.get(
+                resource,
+                namespace=scope,
+                label_selector=label_selector or None,
+                _request_timeout=self.request_timeout,
+            )
+        items = result.to_dict().get("items") or []
+        return [_with_type(item, api_version, kind) for item in items]
+
+    def patch_node(self, *, name: str, patch: Manifest) -> Manifest:
+        resource = self._resource("v1", "Node")
+        with _classified():
+            result = self.dynamic.patch(
+                resource,
+                body=patch,
+                name=name,
+                content_type="application/merge-patch+json",
+                _request_timeout=self.request_timeout,
+            )
+        return _with_type(result.to_dict(), "v1", "Node")
+
+    def evict_pod(self, *, name: str, namespace: str) -> None:
+        body = client.V1Eviction(
+            api_version="policy/v1",
+            kind="Eviction",
+            metadata=client.V1ObjectMeta(name=name, namespace=namespace),
+        )
+        try:
+            with _classified():
+                client.CoreV1Api(self.api_client).create_namespaced_pod_eviction(
+                    name=name, namespace=namespace, body=body, _request_timeout=self.request_timeout
+                )
+        except PermanentFleetError as exc:
+            if exc.status != 404:  # the Pod is already gone: what the eviction wanted
+                raise
+
+
+def _with_type(obj: dict[str, Any], api_version: str, kind: str) -> Manifest:
+    # A real API server leaves apiVersion/kind out of the items of built-in lists.
+    obj.setdefault("apiVersion", api_version)
+    obj.setdefault("kind", kind)
+    return obj
