@@ -16,7 +16,11 @@ PRODUCTION_ENV = {
 
 
 def _manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if k not in PRODUCTION_ENV and k != "DEBUG"}
+    # Test-only switches (async-unsafe for Playwright, DEBUG) are not part of production.
+    test_only = {"DEBUG", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    clean = {
+        k: v for k, v in os.environ.items() if k not in PRODUCTION_ENV and k not in test_only
+    }
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
