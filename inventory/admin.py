@@ -1,6 +1,14 @@
-from django.contrib import admin
+"""Django admin for the inventory. Lifecycle state is read-only here: it moves only through the
+lifecycle services, which the admin actions below call (cordon, uncordon, drain, return)."""
 
-from .models import GPU, Node, Rack, Site
+from celery.exceptions import Retry
+from django.contrib import admin, messages
+
+from portal.fleet import FleetError
+
+from .errors import InventoryError
+from .models import GPU, NIC, HealthEvent, InventoryRun, Node, NodeValidation, Rack, Site
+from .services import lifecycle
 
 
 @admin.register(Site)
@@ -11,7 +19,7 @@ class SiteAdmin(admin.ModelAdmin):
 
 @admin.register(Rack)
 class RackAdmin(admin.ModelAdmin):
-    list_display = ["name", "site", "units"]
+    list_display = ["name", "site", "row", "units"]
     list_filter = ["site"]
     list_select_related = ["site"]
 
@@ -19,20 +27,124 @@ class RackAdmin(admin.ModelAdmin):
 class GPUInline(admin.TabularInline):
     model = GPU
     extra = 0
+    fields = ["index", "model", "uuid", "memory_gib", "mig_layout", "health", "numa_node",
+              "nvlink_domain"]
+
+
+class NICInline(admin.TabularInline):
+    model = NIC
+    extra = 0
+    fields = ["name", "kind", "mac_address", "ib_guid", "link_speed_gbps", "fabric", "rail",
+              "numa_node"]
+
+
+class HealthEventInline(admin.TabularInline):
+    model = HealthEvent
+    extra = 0
+    can_delete = False
+    fields = ["opened_at", "kind", "subject", "severity", "detail", "remediation", "resolved_at"]
+    readonly_fields = fields
+    ordering = ["-opened_at"]
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+def _lifecycle_action(service, verb: str, description: str):
+    def run(modeladmin, request, queryset):
+        done, refused = 0, []
+        for node in queryset.order_by("hostname"):
+            try:
+                service(node_id=node.pk, actor=request.user, reason=f"{verb} from Django admin")
+                done += 1
+            except InventoryError as exc:
+                refused.append(str(exc))
+            except (FleetError, Retry) as exc:
+                done += 1
+                refused.append(f"{node}: recorded; the cluster change will be retried ({exc})")
+        if done:
+            modeladmin.message_user(request, f"{verb.capitalize()}: {done} node(s).",
+                                    messages.SUCCESS)
+        for message in refused:
+            modeladmin.message_user(request, message, messages.WARNING)
+
+    run.short_description = description
+    run.__name__ = f"action_{verb.replace(' ', '_')}"
+    return run
 
 
 @admin.register(Node)
 class NodeAdmin(admin.ModelAdmin):
-    list_display = ["hostname", "rack", "role", "state", "reserved_for", "cpu_cores", "memory_gib"]
-    list_filter = ["state", "role", "rack__site", "reserved_for"]
-    search_fields = ["hostname", "k8s_name", "serial"]
+    list_display = ["hostname", "rack", "position", "role", "state", "bios_profile",
+                    "reserved_for", "cpu_cores", "memory_gib"]
+    list_filter = ["state", "role", "bios_profile", "rack__site", "reserved_for"]
+    search_fields = ["hostname", "k8s_name", "serial", "bmc_address"]
     list_select_related = ["rack__site"]
-    inlines = [GPUInline]
+    readonly_fields = ["state", "state_changed_at", "k8s_last_seen_at", "k8s_ready",
+                       "k8s_unschedulable", "k8s_conditions", "k8s_labels", "k8s_capacity",
+                       "placed_pods", "gpus_in_use", "mig_in_use", "disks_wiped_at",
+                       "bmc_reset_at", "created_at"]
+    fieldsets = [
+        (None, {"fields": ["hostname", "k8s_name", "serial", "bmc_address", "role",
+                           "bios_profile", "reserved_for", "cpu_cores", "memory_gib"]}),
+        ("Location", {"fields": ["rack", "position", "height_units"]}),
+        ("Lifecycle", {"fields": ["state", "state_changed_at", "disks_wiped_at",
+                                  "bmc_reset_at"]}),
+        ("Seen in the cluster", {"classes": ["collapse"], "fields": [
+            "k8s_last_seen_at", "k8s_ready", "k8s_unschedulable", "k8s_conditions",
+            "k8s_labels", "k8s_capacity", "placed_pods", "gpus_in_use", "mig_in_use"]}),
+    ]
+    inlines = [GPUInline, NICInline, HealthEventInline]
+    actions = [
+        _lifecycle_action(lifecycle.node_cordon, "cordon", "Cordon selected nodes"),
+        _lifecycle_action(lifecycle.node_uncordon, "uncordon", "Uncordon selected nodes"),
+        _lifecycle_action(lifecycle.node_drain, "drain", "Drain selected nodes to maintenance"),
+        _lifecycle_action(lifecycle.node_return_to_service, "return to service",
+                          "Return selected nodes to service"),
+    ]
 
 
 @admin.register(GPU)
 class GPUAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "model", "uuid", "health", "mig_capable"]
+    list_display = ["__str__", "model", "uuid", "health", "mig_capable", "ecc_dbe_count"]
     list_filter = ["model", "health", "mig_capable"]
-    search_fields = ["uuid", "node__hostname"]
+    search_fields = ["uuid", "serial", "node__hostname"]
     list_select_related = ["node"]
+
+
+@admin.register(NIC)
+class NICAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "kind", "mac_address", "ib_guid", "link_speed_gbps", "fabric",
+                    "rail"]
+    list_filter = ["kind", "fabric"]
+    search_fields = ["mac_address", "ib_guid", "node__hostname", "name"]
+    list_select_related = ["node"]
+
+
+@admin.register(HealthEvent)
+class HealthEventAdmin(admin.ModelAdmin):
+    list_display = ["opened_at", "node", "kind", "subject", "severity", "remediation",
+                    "resolved_at"]
+    list_filter = ["severity", "kind", "source", "remediation",
+                   ("resolved_at", admin.EmptyFieldListFilter)]
+    search_fields = ["node__hostname", "detail"]
+    list_select_related = ["node"]
+    readonly_fields = ["notified_tenants"]
+
+
+@admin.register(NodeValidation)
+class NodeValidationAdmin(admin.ModelAdmin):
+    list_display = ["node", "kind", "passed", "summary", "recorded_at", "recorded_by"]
+    list_filter = ["kind", "passed"]
+    list_select_related = ["node", "recorded_by"]
+
+
+@admin.register(InventoryRun)
+class InventoryRunAdmin(admin.ModelAdmin):
+    list_display = ["started_at", "kind", "ok", "finished_at", "error"]
+    list_filter = ["kind", "ok"]
+    readonly_fields = ["kind", "started_at", "finished_at", "ok", "error", "summary"]
+
+    def has_add_permission(self, request) -> bool:
+        return False

@@ -61,6 +61,12 @@ SCALAR_CLASSES: dict[str, str] = {
     "storage-gib": "Storage (GiB)",
 }
 WORKLOAD_KINDS: tuple[str, ...] = ("vcluster", "vm", "slurm", "inference")
+COUNT_LABELS: dict[str, str] = {
+    "vcluster": "vClusters",
+    "vm": "Virtual machines",
+    "slurm": "Slurm clusters",
+    "inference": "Inference endpoints",
+}
 
 
 class UnknownResourceClass(ValueError):
@@ -81,7 +87,8 @@ class ResourceClass:
         if self.kind == "mig":
             return f"{self.gpu_model.display_name} MIG {self.mig_profile}"
         if self.kind == "count":
-            return f"{self.key.split(':', 1)[1]} workloads"
+            kind = self.key.split(":", 1)[1]
+            return COUNT_LABELS.get(kind, f"{kind} workloads")
         return SCALAR_CLASSES[self.key]
 
     @property
@@ -134,3 +141,25 @@ def model_for_product_label(product: str) -> GpuModel | None:
         if model.product_label == product:
             return model
     return None
+
+
+def _bare_product(product: str) -> str:
+    return product.upper().removeprefix("NVIDIA-")
+
+
+def parse_product_label(product: str) -> tuple[GpuModel | None, str]:
+    """The model (and MIG profile, under the `single` strategy) a GFD product label names.
+
+    GPU Feature Discovery writes `NVIDIA-H100-80GB-HBM3`, older releases `A100-SXM4-80GB`
+    (no vendor prefix), and under MIG `single` it appends the profile: `…-MIG-1g.10gb`.
+    """
+    base, _, profile = product.partition("-MIG-")
+    wanted = _bare_product(base)
+    for model in GPU_MODELS.values():
+        if _bare_product(model.product_label) == wanted:
+            return model, profile
+    return None, profile
+
+
+def mig_model_key(model_key: str, profile: str) -> str:
+    return f"mig:{model_key}:{profile}"

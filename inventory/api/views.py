@@ -1,0 +1,261 @@
+"""Inventory endpoints: thin viewsets over the selectors and services."""
+
+from dataclasses import asdict
+
+from celery.exceptions import Retry
+from django.db.models import Prefetch
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import exceptions, mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import BasePermission
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from portal.fleet import FleetError
+from tenants.access import access_for, is_platform_admin
+from tenants.capacity import capacity_by_resource_class
+
+from .. import transfer
+from ..errors import InventoryError
+from ..filters import NodeFilterSet
+from ..models import GPU, NIC, HealthEvent, Node, NodeValidation, Rack, Site
+from ..selectors.export import inventory_export_nested, inventory_export_records
+from ..selectors.fleet import fleet_health_summary, fleet_nodes_by_state, fleet_totals
+from ..selectors.nodes import nodes_for_list
+from ..services import health, lifecycle
+from ..services.transfer import inventory_import
+from . import serializers as s
+
+
+class IsPlatformAdmin(BasePermission):
+    message = "Hardware inventory is for platform admins."
+
+    def has_permission(self, request, view) -> bool:
+        return is_platform_admin(request.user)
+
+
+class HasAnyRole(BasePermission):
+    message = "You hold no role in the portal."
+
+    def has_permission(self, request, view) -> bool:
+        return access_for(request.user).has_any_access
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "conflict"
+
+
+def _call(service, **kwargs):
+    try:
+        return service(**kwargs)
+    except InventoryError as exc:
+        raise Conflict(str(exc)) from exc
+    except (FleetError, Retry) as exc:
+        # Eager (demo) mode carries the cluster change out in the request; it is retried later.
+        raise exceptions.APIException(f"Recorded, but the cluster change failed: {exc}") from exc
+
+
+class CapacityView(APIView):
+    """Fleet capacity per resource class: installed, healthy, reserved, granted, in use."""
+
+    permission_classes = [HasAnyRole]
+
+    @extend_schema(responses=s.CapacitySerializer(many=True))
+    def get(self, request):
+        rows = [asdict(row) for row in capacity_by_resource_class()]
+        return Response(s.CapacitySerializer(rows, many=True).data)
+
+
+class FleetSummaryView(APIView):
+    """Totals, nodes by state and the health summary (platform admins)."""
+
+    permission_classes = [IsPlatformAdmin]
+
+    @extend_schema(responses=s.FleetSummarySerializer)
+    def get(self, request):
+        return Response({
+            "totals": fleet_totals(),
+            "nodes_by_state": {value: count for value, _, count, _ in fleet_nodes_by_state()},
+            "health": asdict(fleet_health_summary()),
+        })
+
+
+class NodeViewSet(viewsets.ReadOnlyModelViewSet):
+    """Nodes with their GPUs, NICs, health and lifecycle; actions move them (admins only)."""
+
+    permission_classes = [IsPlatformAdmin]
+    filterset_class = NodeFilterSet
+    queryset = Node.objects.none()
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Node.objects.none()
+        queryset = nodes_for_list()
+        if self.action == "retrieve":
+            queryset = queryset.prefetch_related(
+                Prefetch("gpus", queryset=GPU.objects.select_related("node").order_by("index")),
+                Prefetch("nics", queryset=NIC.objects.order_by("name")),
+                Prefetch("health_events", queryset=HealthEvent.objects.select_related("node")),
+                "validations",
+            )
+        return queryset
+
+    def get_serializer_class(self):
+        if self.action == "retrieve":
+            return s.NodeDetailSerializer
+        return {
+            "transition": s.TransitionSerializer,
+            "validations": s.ValidationResultSerializer,
+            "retirement": s.RetirementSerializer,
+        }.get(self.action, s.NodeListSerializer if self.action == "list" else s.ReasonSerializer)
+
+    def _node_id(self) -> int:
+        return get_object_or_404(Node, pk=self.kwargs["pk"]).pk
+
+    def _detail(self) -> Response:
+        self.action = "retrieve"  # answer every move with the node as it is now
+        node = get_object_or_404(self.get_queryset(), pk=self.kwargs["pk"])
+        return Response(s.NodeDetailSerializer(node).data)
+
+    def _moved(self, service, **extra) -> Response:
+        body = s.ReasonSerializer(data=self.request.data)
+        body.is_valid(raise_exception=True)
+        _call(service, node_id=self._node_id(), actor=self.request.user,
+              reason=body.validated_data["reason"], **extra)
+        return self._detail()
+
+    @action(detail=True, methods=["post"])
+    def cordon(self, request, pk=None):
+        return self._moved(lifecycle.node_cordon)
+
+    @action(detail=True, methods=["post"])
+    def uncordon(self, request, pk=None):
+        return self._moved(lifecycle.node_uncordon)
+
+    @action(detail=True, methods=["post"])
+    def drain(self, request, pk=None):
+        return self._moved(lifecycle.node_drain)
+
+    @action(detail=True, methods=["post"], url_path="return-to-service")
+    def return_to_service(self, request, pk=None):
+        return self._moved(lifecycle.node_return_to_service)
+
+    @action(detail=True, methods=["post"])
+    def transition(self, request, pk=None):
+        body = s.TransitionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        _call(lifecycle.node_transition, node_id=self._node_id(), actor=request.user,
+              target=body.validated_data["target"], reason=body.validated_data["reason"])
+        return self._detail()
+
+    @action(detail=True, methods=["post"])
+    def validations(self, request, pk=None):
+        body = s.ValidationResultSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        result: NodeValidation = _call(
+            lifecycle.node_validation_record, node_id=self._node_id(), actor=request.user,
+            **body.validated_data,
+        )
+        return Response(s.NodeValidationSerializer(result).data, status=status.HTTP_201_CREATED)
+
+    @action(detail=True, methods=["post"])
+    def retirement(self, request, pk=None):
+        body = s.RetirementSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        _call(lifecycle.node_retirement_record, node_id=self._node_id(), actor=request.user,
+              **body.validated_data)
+        return self._detail()
+
+
+class SiteViewSet(viewsets.ReadOnlyModelViewSet):
+    permission_classes = [IsPlatformAdmin]
+    serializer_class = s.SiteSerializer
+    queryset = Site.objects.order_by("name")
+
+
+class RackViewSet(viewsets.ReadOnlyModelViewSet):
+    permission_classes = [IsPlatformAdmin]
+    serializer_class = s.RackSerializer
+    queryset = Rack.objects.select_related("site").order_by("site__name", "name")
+    filterset_fields = ["site"]
+
+
+class GPUViewSet(viewsets.ReadOnlyModelViewSet):
+    permission_classes = [IsPlatformAdmin]
+    serializer_class = s.GPUSerializer
+    queryset = GPU.objects.select_related("node").order_by("node__hostname", "index")
+    filterset_fields = ["node", "model", "health", "mig_capable"]
+
+
+class HealthEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
+                         viewsets.GenericViewSet):
+    permission_classes = [IsPlatformAdmin]
+    serializer_class = s.HealthEventSerializer
+    queryset = HealthEvent.objects.select_related("node").order_by("-opened_at", "-id")
+    filterset_fields = {"node": ["exact"], "severity": ["exact"], "kind": ["exact"],
+                        "resolved_at": ["isnull"]}
+
+    @extend_schema(request=s.ReasonSerializer, responses=s.HealthEventSerializer)
+    @action(detail=True, methods=["post"])
+    def resolve(self, request, pk=None):
+        event = self.get_object()
+        body = s.ReasonSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        event = health.health_event_resolve(event_id=event.pk, actor=request.user,
+                                            note=body.validated_data["reason"])
+        return Response(s.HealthEventSerializer(event).data)
+
+
+class ImportView(APIView):
+    """Import nodes, GPUs or NICs (CSV) or nested nodes (JSON); all or nothing.
+
+    With `dry_run` (the default) nothing is written and the answer previews each row. A real
+    run with any error answers 400 with every row's errors, and writes nothing."""
+
+    permission_classes = [IsPlatformAdmin]
+
+    @extend_schema(request=s.ImportRequestSerializer, responses=s.ImportResultSerializer)
+    def post(self, request):
+        body = s.ImportRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        result = inventory_import(text=data["data"], fmt=data["format"],
+                                  objects=data["objects"], dry_run=data["dry_run"],
+                                  actor=request.user)
+        code = status.HTTP_200_OK
+        if not result.ok and not result.dry_run:
+            code = status.HTTP_400_BAD_REQUEST
+        elif result.applied:
+            code = status.HTTP_201_CREATED
+        return Response(result.as_dict(), status=code)
+
+
+class ExportView(APIView):
+    """The inventory as CSV (`?as=csv&objects=nodes|gpus|nics`) or nested JSON (`?as=json`).
+
+    (`as`, not `format`: DRF keeps `format` for choosing its own renderer.)"""
+
+    permission_classes = [IsPlatformAdmin]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("as", str, enum=["json", "csv"], description="json (default), csv"),
+            OpenApiParameter("objects", str, enum=list(transfer.COLUMNS),
+                             description="CSV only: nodes (default), gpus or nics"),
+        ],
+        responses={(200, "application/json"): OpenApiTypes.OBJECT,
+                   (200, "text/csv"): OpenApiTypes.STR},
+    )
+    def get(self, request):
+        fmt = request.query_params.get("as", "json")
+        if fmt == "csv":
+            objects = request.query_params.get("objects", "nodes")
+            if objects not in transfer.COLUMNS:
+                raise exceptions.ValidationError({"objects": ["nodes, gpus or nics"]})
+            body = transfer.render_csv(inventory_export_records(objects=objects), objects=objects)
+            return HttpResponse(body, content_type="text/csv; charset=utf-8")
+        return Response({"nodes": inventory_export_nested()})

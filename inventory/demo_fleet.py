@@ -1,0 +1,172 @@
+"""The demo fleet's details: BIOS profiles, BMCs, NICs, topology, health history, and the
+simulated cluster's Node and Pod objects, so that every fleet page has something to show.
+
+Deterministic and idempotent: details are added only where missing, and the simulated objects
+are applied (server-side apply semantics: a second apply changes nothing).
+"""
+
+import uuid
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from portal.fleet import get_gateway
+
+from . import resource_classes
+from .models import GPU, NIC, BiosProfile, HealthEvent, Node, NodeState, NodeValidation
+from .node_labels import MIG_COMPUTE_SLICES
+from .services.sync import cluster_sync
+
+NAMESPACE = uuid.UUID("8d4c8f7e-6a1b-4c3e-9f0d-2b7a5e1c9d40")
+IB_RAILS = 8
+
+
+def _hex(seed: str, digits: int) -> str:
+    return uuid.uuid5(NAMESPACE, seed).hex[:digits]
+
+
+def _details(node: Node, number: int) -> None:
+    model = node.gpus.first().model if node.gpus.exists() else ""
+    node.bios_profile = (
+        BiosProfile.CONFIDENTIAL_COMPUTE
+        if node.reserved_for
+        else BiosProfile.PERFORMANCE
+        if model in ("nvidia-h200", "nvidia-h100-80gb")
+        else BiosProfile.BASELINE
+    )
+    node.bmc_address = f"10.254.{number // 200}.{number % 200 + 10}"
+    node.height_units = 4
+    node.save(update_fields=["bios_profile", "bmc_address", "height_units"])
+    nvlink = model in ("nvidia-h200", "nvidia-h100-80gb", "nvidia-a100-80gb")
+    gpus = list(node.gpus.order_by("index"))
+    for gpu in gpus:
+        gpu.numa_node = gpu.index // 4
+        gpu.pci_bus_id = f"00000000:{0x18 + 0x10 * gpu.index:02X}:00.0"
+        gpu.nvlink_domain = f"{node.hostname}-nvswitch" if nvlink else ""
+    GPU.objects.bulk_update(gpus, ["numa_node", "pci_bus_id", "nvlink_domain"])
+    nics = [
+        NIC(node=node, name=f"mlx5_{rail}", kind=NIC.Kind.INFINIBAND,
+            ib_guid=":".join(_hex(f"{node.hostname}/ib{rail}", 16)[i:i + 4] for i in (0, 4, 8, 12)),
+            link_speed_gbps=400, fabric="ib-compute", rail=rail, numa_node=rail // 4)
+        for rail in range(IB_RAILS if nvlink else 2)
+    ]
+    nics += [
+        NIC(node=node, name=name, kind=NIC.Kind.ETHERNET,
+            mac_address=":".join(_hex(f"{node.hostname}/{name}", 12)[i:i + 2]
+                                 for i in range(0, 12, 2)),
+            link_speed_gbps=speed, fabric=fabric, numa_node=0)
+        for name, speed, fabric in (("eth0", 200, "storage"), ("eth1", 25, "management"))
+    ]
+    NIC.objects.bulk_create(nics)
+
+
+def _history(nodes: dict[int, Node]) -> None:
+    """A few health events and validation results, once."""
+    if HealthEvent.objects.exists():
+        return
+    now = timezone.now()
+    hours = timezone.timedelta(hours=1)
+    events = [
+        (7, "nvlink-errors", "gpu:5", "warning", "42 NVLink errors", "cordon", None),
+        (23, "thermal-violation", "gpu:3", "warning",
+         "Thermally throttled for 96.0 s in the last 10 min", "cordon", None),
+        (31, "xid", "gpu:6", "critical", "XID 79: GPU has fallen off the bus", "drain", None),
+        (12, "power-violation", "gpu:1", "info", "Power throttled for 4.2 s in the last 10 min",
+         "none", None),
+        (15, "ecc-dbe", "gpu:2", "critical", "1 uncorrectable (double-bit) ECC errors", "drain",
+         "GPU replaced (RMA 4711), burn-in passed"),
+    ]
+    for number, kind, subject, severity, detail, remediation, resolution in events:
+        node = nodes.get(number)
+        if node is None:
+            continue
+        gpu = node.gpus.filter(index=int(subject.split(":")[1])).first()
+        opened = now - (30 if resolution else 3) * hours
+        HealthEvent.objects.create(
+            node=node, gpu=gpu, kind=kind, subject=subject, severity=severity, detail=detail,
+            source=HealthEvent.Source.DCGM, opened_at=opened, last_seen_at=opened + hours,
+            remediation=remediation, resolved_at=opened + 20 * hours if resolution else None,
+            resolution=resolution or "", value=79 if kind == "xid" else None,
+            notified_tenants=[node.reserved_for] if node.reserved_for and remediation != "none"
+            else [],
+        )
+    if 31 in nodes:
+        GPU.objects.filter(node=nodes[31], index=6).update(health=GPU.Health.FAILED)
+    if 40 in nodes and nodes[40].state == NodeState.VALIDATING:
+        NodeValidation.objects.create(
+            node=nodes[40], kind=NodeValidation.Kind.BURN_IN, passed=True,
+            summary="24 h gpu-burn and DCGM diag level 3: no errors",
+            metrics={"duration_h": 24, "dcgm_diag_level": 3},
+        )
+
+
+def _node_object(node: Node) -> dict:
+    gpus = list(node.gpus.all())
+    model = resource_classes.GPU_MODELS.get(gpus[0].model) if gpus else None
+    labels = {"kubernetes.io/hostname": node.k8s_name, "kubernetes.io/os": "linux",
+              "topology.kubernetes.io/zone": node.rack.site.slug if node.rack else ""}
+    if model:
+        layouts = [g.mig_layout for g in gpus if g.mig_layout]
+        labels |= {
+            "nvidia.com/gpu.present": "true",
+            "nvidia.com/gpu.product": model.product_label,
+            "nvidia.com/gpu.count": str(len(gpus)),
+            "nvidia.com/gpu.memory": str(model.memory_gib * 1024),
+            "nvidia.com/mig.capable": "true" if model.mig_capable else "false",
+            "nvidia.com/mig.strategy": "mixed" if model.mig_capable else "none",
+            "nvidia.com/cuda.driver-version.full": "580.95.05",
+        }
+        if gpus[0].nvlink_domain:
+            labels["nvidia.com/gpu.clique"] = gpus[0].nvlink_domain
+        counts: dict[str, int] = {}
+        for layout in layouts:
+            for profile in layout:
+                counts[profile] = counts.get(profile, 0) + 1
+        for profile, count in counts.items():
+            labels[f"nvidia.com/mig-{profile}.count"] = str(count)
+    spec = {"unschedulable": True} if node.state not in (
+        NodeState.AVAILABLE, NodeState.DISCOVERED, NodeState.VALIDATING) else {}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node.k8s_name,
+                                                             "labels": labels}, "spec": spec}
+
+
+def _pod(name: str, namespace: str, node: str, *, gpus: int = 0, mig: str = "") -> dict:
+    limits = {"nvidia.com/gpu": str(gpus)} if gpus else {f"nvidia.com/mig-{mig}": "1"}
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"nodeName": node, "containers": [
+            {"name": "main", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+             "resources": {"limits": limits, "requests": limits}}]},
+    }
+
+
+def _simulated_cluster(nodes: dict[int, Node]) -> None:
+    """The cluster the simulated fleet shows: every node, and a few tenants' pods on them."""
+    pods = []
+    for number in (1, 2, 3):
+        if number in nodes:
+            pods.append(_pod(f"helix-train-{number}", "tenant-helix", nodes[number].k8s_name,
+                             gpus=8))
+    for number in (10, 11):
+        if number in nodes:
+            pods.append(_pod(f"nova-vllm-{number}", "tenant-nova", nodes[number].k8s_name,
+                             gpus=2))
+    mig_nodes = [n for n in nodes.values() if any(g.mig_layout for g in n.gpus.all())]
+    for i, node in enumerate(mig_nodes[:1]):
+        pods += [_pod(f"atlas-eval-{i}-{j}", "tenant-atlas", node.k8s_name, mig="1g.10gb")
+                 for j in range(min(5, MIG_COMPUTE_SLICES))]
+    get_gateway().apply(manifests=[_node_object(n) for n in nodes.values()] + pods)
+
+
+def demo_fleet_details(*, numbered: dict[int, Node]) -> None:
+    """Fill the demo fleet's details where missing, and (simulated backend) its cluster."""
+    with transaction.atomic():
+        for number, node in numbered.items():
+            if not node.nics.exists():
+                _details(node, number)
+        _history(numbered)
+    if settings.FLEET_BACKEND == "simulated":
+        _simulated_cluster(numbered)
+        cluster_sync()

@@ -1,0 +1,193 @@
+"""Read a Kubernetes Node object the way the inventory needs it.
+
+GPU Feature Discovery / GPU Operator labels name the GPU model, count, memory and MIG set-up;
+`status.capacity` carries the extended resources (`nvidia.com/gpu`, `nvidia.com/mig-<profile>`);
+`status.conditions` and `spec.unschedulable` say whether the node is ready and cordoned.
+Pure functions (no ORM, no I/O).
+"""
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import resource_classes
+from .resource_classes import GpuModel
+
+LABEL = "nvidia.com/"
+MIG_COMPUTE_SLICES, MIG_MEMORY_SLICES = 7, 8  # per GPU on A100, H100 and H200
+KEPT_LABEL_PREFIXES = (
+    "nvidia.com/",
+    "topology.kubernetes.io/",
+    "node.kubernetes.io/instance-type",
+    "kubernetes.io/hostname",
+    "feature.node.kubernetes.io/rdma",
+)
+_MIG_COUNT_LABEL = re.compile(r"^nvidia\.com/mig-(?P<profile>\d+g\.\d+gb)\.count$")
+_MIG_CAPACITY = re.compile(r"^nvidia\.com/mig-(?P<profile>\d+g\.\d+gb)$")
+
+
+@dataclass(frozen=True)
+class ObservedNode:
+    """One cluster Node as the inventory sees it."""
+
+    name: str
+    hostname: str
+    role: str
+    labels: dict[str, str]
+    gpu_product: str = ""
+    gpu_model: GpuModel | None = None
+    gpu_count: int = 0
+    gpu_memory_gib: int = 0
+    mig_capable: bool = False
+    mig_strategy: str = ""
+    mig_devices: dict[str, int] = field(default_factory=dict)
+    nvlink_domain: str = ""
+    cpu_cores: int | None = None
+    memory_gib: int | None = None
+    capacity: dict[str, str] = field(default_factory=dict)
+    ready: bool | None = None
+    conditions: list[dict[str, str]] = field(default_factory=list)
+    unschedulable: bool = False
+
+    @property
+    def has_gpus(self) -> bool:
+        return bool(self.gpu_product) or self.gpu_count > 0
+
+    def mig_layouts(self) -> list[list[str]]:
+        """MIG profiles per GPU index. The node reports totals per profile, not per GPU: they
+        are laid out in index order, which is exact for the uniform layouts mig-parted applies."""
+        memory = self.gpu_model.memory_gib if self.gpu_model else 0
+        layouts: list[list[str]] = [[] for _ in range(self.gpu_count)]
+        free = [[MIG_COMPUTE_SLICES, MIG_MEMORY_SLICES] for _ in range(self.gpu_count)]
+        for profile, count in sorted(
+            self.mig_devices.items(), key=lambda item: mig_slices(item[0], memory), reverse=True
+        ):
+            compute, mem = mig_slices(profile, memory)
+            for _ in range(count):
+                index = next(
+                    (i for i, (c, m) in enumerate(free) if c >= compute and m >= mem), None
+                )
+                if index is None:
+                    break
+                layouts[index].append(profile)
+                free[index][0] -= compute
+                free[index][1] -= mem
+        return layouts
+
+
+def mig_slices(profile: str, gpu_memory_gib: int) -> tuple[int, int]:
+    """(compute, memory) slices a MIG profile takes of a GPU's 7 and 8 (A100, H100, H200)."""
+    match = re.match(r"(\d+)g\.(\d+)gb$", profile)
+    if not match:
+        return MIG_COMPUTE_SLICES, MIG_MEMORY_SLICES
+    compute, memory = int(match[1]), int(match[2])
+    if not gpu_memory_gib:
+        return compute, compute
+    per_slice = gpu_memory_gib / MIG_MEMORY_SLICES
+    return compute, max(1, min(MIG_MEMORY_SLICES, round(memory / per_slice)))
+
+
+def mig_instances_per_gpu(profile: str, gpu_memory_gib: int) -> int:
+    compute, memory = mig_slices(profile, gpu_memory_gib)
+    return max(1, min(MIG_COMPUTE_SLICES // compute, MIG_MEMORY_SLICES // memory))
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(str(value))
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_memory_gib(quantity: str | None) -> int | None:
+    """A Kubernetes memory quantity (`2113409304Ki`, `512Gi`, bytes) in whole GiB."""
+    if not quantity:
+        return None
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([KMGTPE]i?|)", str(quantity).strip())
+    if not match:
+        return None
+    number, unit = float(match[1]), match[2]
+    powers = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+    base = 1024 if unit.endswith("i") else 1000
+    raw_bytes = number * base ** powers[unit.rstrip("i")]
+    return round(raw_bytes / 1024**3)
+
+
+def _cpu_cores(quantity: str | None) -> int | None:
+    if not quantity:
+        return None
+    text = str(quantity)
+    if text.endswith("m"):
+        value = _int(text[:-1])
+        return None if value is None else value // 1000
+    return _int(text)
+
+
+def _role(labels: dict[str, str], has_gpus: bool) -> str:
+    if "node-role.kubernetes.io/control-plane" in labels:
+        return "control-plane"
+    return "gpu-worker" if has_gpus else "cpu-worker"
+
+
+def parse_node(obj: dict[str, Any]) -> ObservedNode:
+    """The inventory's view of a Node object (labels, capacity, conditions, cordon)."""
+    meta = obj.get("metadata") or {}
+    labels: dict[str, str] = {k: str(v) for k, v in (meta.get("labels") or {}).items()}
+    status = obj.get("status") or {}
+    capacity = {k: str(v) for k, v in (status.get("capacity") or {}).items()}
+    name = meta.get("name") or ""
+
+    product = labels.get(f"{LABEL}gpu.product", "")
+    model, single_profile = resource_classes.parse_product_label(product) if product else (None, "")
+    strategy = labels.get(f"{LABEL}mig.strategy", "")
+    count = _int(labels.get(f"{LABEL}gpu.count"))
+    if count is None:
+        count = _int(capacity.get(resource_classes.GPU_RESOURCE)) or 0
+    memory_mib = _int(labels.get(f"{LABEL}gpu.memory")) or 0
+
+    mig_devices: dict[str, int] = {}
+    if single_profile:
+        # MIG `single`: gpu.count counts MIG devices, all of one profile, and gpu.memory is theirs.
+        mig_devices[single_profile] = count
+        memory_gib = model.memory_gib if model else 0
+        count = math.ceil(count / mig_instances_per_gpu(single_profile, memory_gib))
+    else:
+        for key, value in labels.items():
+            if match := _MIG_COUNT_LABEL.match(key):
+                mig_devices[match["profile"]] = _int(value) or 0
+        for key, value in capacity.items():
+            if (match := _MIG_CAPACITY.match(key)) and match["profile"] not in mig_devices:
+                mig_devices[match["profile"]] = _int(value) or 0
+        memory_gib = round(memory_mib / 1024) if memory_mib else (model.memory_gib if model else 0)
+
+    conditions = [
+        {k: str(c.get(k, "")) for k in ("type", "status", "reason", "message")}
+        for c in status.get("conditions") or []
+    ]
+    ready = next((c["status"] == "True" for c in conditions if c["type"] == "Ready"), None)
+    has_gpus = bool(product) or count > 0
+    return ObservedNode(
+        name=name,
+        hostname=labels.get("kubernetes.io/hostname") or name,
+        role=_role(labels, has_gpus),
+        labels={k: v for k, v in sorted(labels.items()) if k.startswith(KEPT_LABEL_PREFIXES)},
+        gpu_product=product,
+        gpu_model=model,
+        gpu_count=count,
+        gpu_memory_gib=memory_gib,
+        mig_capable=labels.get(f"{LABEL}mig.capable") == "true" or bool(mig_devices),
+        mig_strategy=strategy,
+        mig_devices={k: v for k, v in sorted(mig_devices.items()) if v},
+        nvlink_domain=labels.get(f"{LABEL}gpu.clique", ""),
+        cpu_cores=_cpu_cores(capacity.get("cpu")),
+        memory_gib=parse_memory_gib(capacity.get("memory")),
+        capacity={
+            k: v
+            for k, v in sorted(capacity.items())
+            if k.startswith(LABEL) or k in ("cpu", "memory")
+        },
+        ready=ready,
+        conditions=conditions,
+        unschedulable=bool((obj.get("spec") or {}).get("unschedulable")),
+    )

@@ -1,0 +1,109 @@
+"""The fleet overview: capacity by model, nodes by state, health summary, last job runs."""
+
+from dataclasses import dataclass
+
+from django.db.models import Count, Q, QuerySet
+
+from .. import resource_classes
+from ..models import GPU, HealthEvent, InventoryRun, Node, NodeState
+from ..models.health import Severity
+from ..models.node import NODE_STATE_COLORS
+
+
+@dataclass(frozen=True)
+class ModelCapacity:
+    model: str
+    label: str
+    installed: int
+    healthy: int
+
+
+def fleet_capacity_by_model() -> list[ModelCapacity]:
+    """Physical GPUs by model on nodes that are not retired, and how many report healthy."""
+    rows = (
+        GPU.objects.exclude(node__state=NodeState.RETIRED)
+        .values("model")
+        .annotate(
+            installed=Count("id"),
+            healthy=Count("id", filter=Q(health=GPU.Health.HEALTHY)),
+        )
+        .order_by("model")
+    )
+    return [
+        ModelCapacity(
+            model=row["model"],
+            label=getattr(
+                resource_classes.GPU_MODELS.get(row["model"]), "display_name", row["model"]
+            ),
+            installed=row["installed"],
+            healthy=row["healthy"],
+        )
+        for row in rows
+    ]
+
+
+def fleet_nodes_by_state() -> list[tuple[str, str, int, str]]:
+    """(state, label, count, colour) for every lifecycle state, in lifecycle order."""
+    counts = dict(Node.objects.values_list("state").annotate(n=Count("id")).order_by())
+    return [
+        (state.value, state.label, counts.get(state.value, 0), NODE_STATE_COLORS[state])
+        for state in NodeState
+    ]
+
+
+def fleet_totals() -> dict[str, int]:
+    return {
+        **Node.objects.aggregate(nodes=Count("id"), sites=Count("rack__site", distinct=True)),
+        "gpus": GPU.objects.count(),
+    }
+
+
+@dataclass(frozen=True)
+class HealthSummary:
+    open_critical: int
+    open_warning: int
+    open_info: int
+    gpus_degraded: int
+    gpus_failed: int
+    nodes_affected: int
+
+    @property
+    def open_total(self) -> int:
+        return self.open_critical + self.open_warning + self.open_info
+
+
+def fleet_health_summary() -> HealthSummary:
+    events = HealthEvent.objects.filter(resolved_at__isnull=True).aggregate(
+        critical=Count("id", filter=Q(severity=Severity.CRITICAL)),
+        warning=Count("id", filter=Q(severity=Severity.WARNING)),
+        info=Count("id", filter=Q(severity=Severity.INFO)),
+        nodes=Count("node", distinct=True),
+    )
+    gpus = GPU.objects.exclude(node__state=NodeState.RETIRED).aggregate(
+        degraded=Count("id", filter=Q(health=GPU.Health.DEGRADED)),
+        failed=Count("id", filter=Q(health=GPU.Health.FAILED)),
+    )
+    return HealthSummary(
+        open_critical=events["critical"],
+        open_warning=events["warning"],
+        open_info=events["info"],
+        gpus_degraded=gpus["degraded"],
+        gpus_failed=gpus["failed"],
+        nodes_affected=events["nodes"],
+    )
+
+
+def health_events_open(*, limit: int = 10) -> QuerySet[HealthEvent]:
+    return (
+        HealthEvent.objects.filter(resolved_at__isnull=True)
+        .select_related("node", "gpu")
+        .order_by("-opened_at", "-id")[:limit]
+    )
+
+
+def inventory_last_runs() -> dict[str, InventoryRun | None]:
+    """The latest run of each periodic job (one query per kind: two)."""
+    return {
+        kind: InventoryRun.objects.filter(kind=kind).order_by("-started_at", "-id").first()
+        for kind in (InventoryRun.Kind.CLUSTER_SYNC, InventoryRun.Kind.HEALTH_INGEST)
+    }

@@ -1,0 +1,185 @@
+"""Nodes for the list, the detail page and the rack view: prefetched, fixed query counts."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import models
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery, Value, When
+from django.db.models.functions import Coalesce
+from django.shortcuts import get_object_or_404
+
+from portal.models import AuditEvent
+
+from ..models import GPU, NIC, HealthEvent, Node, NodeState, NodeValidation, Rack
+from ..models.health import Severity
+
+
+class NodeHealth(models.TextChoices):
+    HEALTHY = "healthy", "Healthy"
+    DEGRADED = "degraded", "Degraded"
+    CRITICAL = "critical", "Critical"
+
+
+NODE_HEALTH_COLORS = {"healthy": "success", "degraded": "warning", "critical": "danger"}
+
+
+def _open_event(severity: str) -> Exists:
+    return Exists(
+        HealthEvent.objects.filter(
+            node=OuterRef("pk"), resolved_at__isnull=True, severity=severity
+        )
+    )
+
+
+def _gpu_with(health: str) -> Exists:
+    return Exists(GPU.objects.filter(node=OuterRef("pk"), health=health))
+
+
+def nodes_for_list() -> QuerySet[Node]:
+    """Every node with its site, GPU model and count, open events and health: one query."""
+    gpus = GPU.objects.filter(node=OuterRef("pk"))
+    open_events = HealthEvent.objects.filter(node=OuterRef("pk"), resolved_at__isnull=True)
+    return (
+        Node.objects.select_related("rack__site")
+        .annotate(
+            gpu_count=Coalesce(
+                Subquery(gpus.order_by().values("node").annotate(n=Count("id")).values("n")),
+                0,
+            ),
+            gpu_model=Subquery(gpus.order_by("index").values("model")[:1]),
+            open_events=Coalesce(
+                Subquery(open_events.order_by().values("node").annotate(n=Count("id")).values("n")),
+                0,
+            ),
+            health=models.Case(
+                When(Q(_open_event(Severity.CRITICAL)) | Q(_gpu_with(GPU.Health.FAILED)),
+                     then=Value(NodeHealth.CRITICAL)),
+                When(Q(_open_event(Severity.WARNING)) | Q(_gpu_with(GPU.Health.DEGRADED)),
+                     then=Value(NodeHealth.DEGRADED)),
+                default=Value(NodeHealth.HEALTHY),
+                output_field=models.CharField(),
+            ),
+        )
+        .order_by("hostname")
+    )
+
+
+def reserved_tenants_in_use() -> list[str]:
+    """Tenant slugs that hold reserved nodes (for the list's filter)."""
+    return list(
+        Node.objects.exclude(reserved_for="")
+        .order_by("reserved_for")
+        .values_list("reserved_for", flat=True)
+        .distinct()
+    )
+
+
+def node_get_for_detail(*, node_id: int) -> Node:
+    """A node with its GPUs, NICs, validations and health events, or 404."""
+    return get_object_or_404(
+        nodes_for_list().prefetch_related(
+            Prefetch("gpus", queryset=GPU.objects.order_by("index")),
+            Prefetch("nics", queryset=NIC.objects.order_by("rail", "name")),
+            Prefetch("validations", queryset=NodeValidation.objects.select_related("recorded_by")),
+            Prefetch(
+                "health_events",
+                queryset=HealthEvent.objects.select_related("gpu", "resolved_by").order_by(
+                    "-opened_at", "-id"
+                ),
+            ),
+        ),
+        pk=node_id,
+    )
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    at: datetime
+    title: str
+    detail: str
+    color: str
+    icon: str
+
+
+def node_timeline(*, node: Node, limit: int = 50) -> list[TimelineEntry]:
+    """Lifecycle moves (from the audit trail) and health events, newest first."""
+    entries = []
+    for event in node.health_events.all():
+        entries.append(
+            TimelineEntry(
+                at=event.opened_at,
+                title=f"{event.get_kind_display()} on {event.subject}",
+                detail=event.detail,
+                color=event.severity_color,
+                icon="exclamation-triangle",
+            )
+        )
+        if event.resolved_at:
+            entries.append(
+                TimelineEntry(
+                    at=event.resolved_at,
+                    title=f"Resolved: {event.get_kind_display()} on {event.subject}",
+                    detail=event.resolution,
+                    color="success",
+                    icon="check-circle",
+                )
+            )
+    trail = AuditEvent.objects.filter(
+        object_type=Node._meta.label_lower, object_id=str(node.pk)
+    ).exclude(action__startswith="health_event.")[:limit]
+    for item in trail:
+        changes = item.changes or {}
+        if item.action == "node.transition":
+            title = f"{changes.get('from')} → {changes.get('to')}"
+            detail = changes.get("reason", "")
+        else:
+            title = item.action.removeprefix("node.").replace("_", " ").capitalize()
+            detail = ", ".join(f"{k}: {v}" for k, v in changes.items() if v not in ("", None))
+        entries.append(
+            TimelineEntry(
+                at=item.created_at,
+                title=f"{title} · {item.actor_repr or 'system'}",
+                detail=str(detail)[:300],
+                color="secondary",
+                icon="arrow-right-circle",
+            )
+        )
+    entries.sort(key=lambda entry: entry.at, reverse=True)
+    return entries[:limit]
+
+
+@dataclass(frozen=True)
+class RackSlot:
+    unit: int  # the top unit of the slot
+    span: int
+    node: Node | None
+
+    @property
+    def height(self) -> str:
+        """CSS height of the slot in the elevation drawing (one unit is 1.1rem)."""
+        return f"{self.span * 1.1 + (self.span - 1) * 0.25:.2f}rem"
+
+
+def rack_get_with_elevation(*, rack_id: int) -> tuple[Rack, list[RackSlot]]:
+    """A rack and its units top-down: one slot per node (spanning its height) or empty unit."""
+    rack = get_object_or_404(Rack.objects.select_related("site"), pk=rack_id)
+    nodes = list(nodes_for_list().filter(rack=rack, position__isnull=False).order_by("-position"))
+    by_top = {node.top_unit: node for node in nodes}
+    slots, unit = [], rack.units
+    while unit >= 1:
+        node = by_top.get(unit)
+        if node is not None:
+            span = min(node.height_units, unit)
+            slots.append(RackSlot(unit=unit, span=span, node=node))
+            unit -= span
+        else:
+            slots.append(RackSlot(unit=unit, span=1, node=None))
+            unit -= 1
+    return rack, slots
+
+
+def racks_for_site_overview() -> QuerySet[Rack]:
+    return Rack.objects.select_related("site").annotate(
+        node_count=Count("nodes", distinct=True),
+        available=Count("nodes", filter=Q(nodes__state=NodeState.AVAILABLE), distinct=True),
+    ).order_by("site__name", "name")

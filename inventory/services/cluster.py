@@ -1,0 +1,77 @@
+"""The cluster side of lifecycle moves, through the fleet gateway: cordon state and drains.
+
+Level-triggered: each function reads the node's state now and brings the cluster to it, so it
+is safe to run twice, late, or after a crash. Gateway calls happen outside any transaction;
+the state change they lead to is a service call of its own.
+"""
+
+import logging
+
+from django.utils import timezone
+
+from portal.fleet import FleetGateway, PermanentFleetError, get_gateway
+
+from ..models import Node, NodeState
+from ..models.node import UNSCHEDULABLE_IN_STATE
+from ..pods import PodPlacement, placements_by_node
+from . import lifecycle
+
+logger = logging.getLogger(__name__)
+
+
+def node_pods(*, gateway: FleetGateway, k8s_name: str) -> list[PodPlacement]:
+    # The gateway's list has no field selector yet: all pods, filtered on spec.nodeName here.
+    pods = gateway.list(api_version="v1", kind="Pod")
+    return placements_by_node(pods).get(k8s_name, [])
+
+
+def node_schedulability_reconcile(*, node_id: int) -> bool | None:
+    """Cordon or uncordon the Kubernetes node as its inventory state says; None: left alone."""
+    node = Node.objects.filter(pk=node_id).first()
+    if node is None:
+        return None
+    desired = UNSCHEDULABLE_IN_STATE[NodeState(node.state)]
+    if desired is None:
+        return None
+    try:
+        get_gateway().patch_node(name=node.k8s_name, patch={"spec": {"unschedulable": desired}})
+    except PermanentFleetError as exc:
+        if exc.status != 404:
+            raise
+        logger.warning("Node %s is not in the cluster; cordon state not applied", node.k8s_name)
+        return None
+    Node.objects.filter(pk=node_id).update(k8s_unschedulable=desired)
+    return desired
+
+
+def node_drain_execute(*, node_id: int, health_event_id: int | None = None) -> list[str] | None:
+    """Cordon, evict every evictable pod (PodDisruptionBudgets refuse with 429: the task retries
+    later), then move the node to maintenance. Returns the namespaces evicted from, or None when
+    the node is no longer draining (finished, or abandoned by an admin)."""
+    node = Node.objects.filter(pk=node_id).first()
+    if node is None or node.state != NodeState.DRAINING:
+        return None
+    gateway = get_gateway()
+    try:
+        gateway.patch_node(name=node.k8s_name, patch={"spec": {"unschedulable": True}})
+    except PermanentFleetError as exc:
+        if exc.status != 404:
+            raise
+        logger.warning("Node %s is not in the cluster: nothing to evict", node.k8s_name)
+    else:
+        Node.objects.filter(pk=node_id).update(k8s_unschedulable=True)
+    pods = node_pods(gateway=gateway, k8s_name=node.k8s_name)
+    for pod in pods:
+        if pod.evictable:
+            gateway.evict_pod(name=pod.name, namespace=pod.namespace)
+    namespaces = sorted({pod.namespace for pod in pods if pod.evictable})
+    Node.objects.filter(pk=node_id).update(
+        placed_pods=[p.as_record() for p in pods if not p.evictable],
+        gpus_in_use=sum(p.gpus for p in pods if not p.evictable),
+        mig_in_use={},
+        k8s_last_seen_at=timezone.now(),
+    )
+    lifecycle.node_drain_complete(
+        node_id=node_id, health_event_id=health_event_id, namespaces=namespaces
+    )
+    return namespaces

@@ -1,0 +1,99 @@
+"""Tell tenants that a node their workloads ran on was taken out of service.
+
+Inventory sits below tenants, so tenants are looked up through the app registry, by slug.
+Until the portal records workloads itself, the tenants affected by a node are: the tenant it is
+reserved for, and the tenants whose namespaces had pods on it (seen by the last sync, or by the
+drain that evicted them).
+"""
+
+from collections.abc import Iterable
+
+from django.apps import apps
+from django.conf import settings
+from django.core.mail import EmailMessage, get_connection
+from django.db import transaction
+
+from portal.audit import audit
+
+from ..models import HealthEvent, Node, NodeState
+
+OWNER_ROLE = "owner"
+
+
+def tenant_slugs_for_namespaces(namespaces: Iterable[str]) -> set[str]:
+    """The tenants owning these namespaces (each tenant has one: `Tenant.namespace`)."""
+    wanted = set(namespaces)
+    if not wanted:
+        return set()
+    tenant_model = apps.get_model("tenants", "Tenant")
+    return {t.slug for t in tenant_model.objects.only("slug") if t.namespace in wanted}
+
+
+def node_affected_tenants(*, node: Node, namespaces: Iterable[str] = ()) -> list[str]:
+    seen = {p.get("namespace", "") for p in node.placed_pods or []} | set(namespaces)
+    slugs = tenant_slugs_for_namespaces(seen)
+    if node.reserved_for:
+        slugs.add(node.reserved_for)
+    return sorted(slugs)
+
+
+def _message(node: Node, event: HealthEvent | None) -> tuple[str, str]:
+    drained = node.state in (NodeState.MAINTENANCE, NodeState.DRAINING)
+    what = "drained and moved to maintenance" if drained else "cordoned"
+    subject = f"[AI Factory] Node {node.hostname} was {what}"
+    lines = [
+        f"Node {node.hostname} (Kubernetes node {node.k8s_name}) was {what}.",
+        "",
+    ]
+    if event is not None:
+        lines.append(f"Cause: {event.get_kind_display()} ({event.severity}) on {event.subject}.")
+        if event.detail:
+            lines.append(event.detail)
+        lines.append("")
+    if drained:
+        lines.append(
+            "Workloads that ran there were evicted, honouring their PodDisruptionBudgets; "
+            "controllers reschedule them on healthy nodes."
+        )
+    else:
+        lines.append("Running workloads keep running; no new work is placed on the node.")
+    return subject, "\n".join(lines)
+
+
+@transaction.atomic
+def node_tenants_notify(
+    *, node_id: int, health_event_id: int | None, namespaces: Iterable[str] = ()
+) -> list[str]:
+    """Email the owners of each affected tenant once per health event; returns who was told."""
+    node = Node.objects.get(pk=node_id)
+    event = (
+        HealthEvent.objects.select_for_update().filter(pk=health_event_id).first()
+        if health_event_id
+        else None
+    )
+    already = set(event.notified_tenants) if event is not None else set()
+    affected = node_affected_tenants(node=node, namespaces=namespaces)
+    tenants = [t for t in affected if t not in already]
+    if not tenants:
+        return []
+    membership_model = apps.get_model("tenants", "Membership")
+    owners: dict[str, list[str]] = {}
+    for membership in membership_model.objects.filter(
+        tenant__slug__in=tenants, role=OWNER_ROLE, user__is_active=True
+    ).select_related("user", "tenant"):
+        if membership.user.email:
+            owners.setdefault(membership.tenant.slug, []).append(membership.user.email)
+    subject, body = _message(node, event)
+    messages = [
+        EmailMessage(subject=subject, body=body, from_email=settings.DEFAULT_FROM_EMAIL,
+                     to=sorted(emails))
+        for _slug, emails in sorted(owners.items())
+    ]
+    if messages:
+        get_connection().send_messages(messages)
+    if event is not None:
+        event.notified_tenants = sorted(already | set(tenants))
+        event.save(update_fields=["notified_tenants"])
+    audit(actor=None, action="node.tenants_notify", obj=node,
+          changes={"tenants": tenants, "emailed": sorted(owners), "event": health_event_id})
+    return tenants

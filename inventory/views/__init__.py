@@ -1,0 +1,1 @@
+"""Fleet pages: overview, nodes, racks, capacity, import/export (thin: parse, authorize, call)."""

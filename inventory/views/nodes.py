@@ -1,0 +1,163 @@
+"""The node list (an htmx partial when filtered), the node detail page and its actions."""
+
+from celery.exceptions import Retry
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from portal.fleet import FleetError
+
+from ..errors import InventoryError
+from ..filters import NodeFilterSet
+from ..forms import (
+    ACTION_MOVES,
+    NodeActionForm,
+    RetirementRecordForm,
+    ValidationResultForm,
+    actions_for,
+)
+from ..models import HealthEvent, Node, NodeState
+from ..models.health import SEVERITY_COLORS
+from ..selectors.nodes import (
+    NODE_HEALTH_COLORS,
+    node_get_for_detail,
+    node_timeline,
+    nodes_for_list,
+    reserved_tenants_in_use,
+)
+from ..services import health, lifecycle
+from .access import platform_admin_required
+
+PAGE_SIZE = 50
+
+
+@platform_admin_required
+def node_list(request):
+    filters = NodeFilterSet(request.GET, queryset=nodes_for_list())
+    page = Paginator(filters.qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "filters": filters,
+        "page": page,
+        "query": query.urlencode(),
+        "health_colors": NODE_HEALTH_COLORS,
+        "reserved_tenants": reserved_tenants_in_use(),
+        "states": NodeState.choices,
+    }
+    template = "inventory/nodes.html#node-table" if request.htmx else "inventory/nodes.html"
+    return render(request, template, context)
+
+
+@platform_admin_required
+def node_detail(request, node_id: int):
+    node = node_get_for_detail(node_id=node_id)
+    gpus = list(node.gpus.all())
+    nics = list(node.nics.all())
+    return render(
+        request,
+        "inventory/node_detail.html",
+        {
+            "node": node,
+            "gpus": gpus,
+            "nics": nics,
+            "numa_nodes": sorted({d.numa_node for d in [*gpus, *nics] if d.numa_node is not None}),
+            "open_events": [e for e in node.health_events.all() if e.is_open],
+            "timeline": node_timeline(node=node),
+            "validations": list(node.validations.all()),
+            "actions": actions_for(node.state),
+            "action_form": NodeActionForm(),
+            "validation_form": ValidationResultForm(),
+            "retirement_form": RetirementRecordForm(),
+            "health_colors": NODE_HEALTH_COLORS,
+            "severity_colors": SEVERITY_COLORS,
+        },
+    )
+
+
+def _service_call(request, call, success: str) -> None:
+    try:
+        call()
+    except InventoryError as exc:
+        messages.error(request, str(exc))
+    except (FleetError, Retry) as exc:
+        # Eager (demo) mode carries the cluster change out in this request: report, not 500.
+        messages.warning(request, f"Recorded, but the cluster change failed for now: {exc}")
+    else:
+        messages.success(request, success)
+
+
+@require_POST
+@platform_admin_required
+def node_action(request, node_id: int):
+    node = get_object_or_404(Node, pk=node_id)
+    form = NodeActionForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose an action and say why.")
+        return redirect("inventory:node-detail", node_id=node.pk)
+    action, reason = form.cleaned_data["action"], form.cleaned_data["reason"]
+    target, _ = ACTION_MOVES[action]
+    calls = {
+        "cordon": lambda: lifecycle.node_cordon(node_id=node.pk, actor=request.user,
+                                                reason=reason),
+        "uncordon": lambda: lifecycle.node_uncordon(node_id=node.pk, actor=request.user,
+                                                    reason=reason),
+        "drain": lambda: lifecycle.node_drain(node_id=node.pk, actor=request.user,
+                                              reason=reason),
+        "return-to-service": lambda: lifecycle.node_return_to_service(
+            node_id=node.pk, actor=request.user, reason=reason),
+    }
+    call = calls.get(action) or (
+        lambda: lifecycle.node_transition(node_id=node.pk, target=target, actor=request.user,
+                                          reason=reason)
+    )
+    _service_call(request, call, f"{node}: {dict(NodeState.choices)[target].lower()}.")
+    return redirect("inventory:node-detail", node_id=node.pk)
+
+
+@require_POST
+@platform_admin_required
+def node_validation(request, node_id: int):
+    node = get_object_or_404(Node, pk=node_id)
+    form = ValidationResultForm(request.POST)
+    if form.is_valid():
+        _service_call(
+            request,
+            lambda: lifecycle.node_validation_record(
+                node_id=node.pk, actor=request.user, kind=form.cleaned_data["kind"],
+                passed=form.cleaned_data["passed"], summary=form.cleaned_data["summary"],
+            ),
+            "Test result recorded.",
+        )
+    else:
+        messages.error(request, "The test result form has errors.")
+    return redirect("inventory:node-detail", node_id=node.pk)
+
+
+@require_POST
+@platform_admin_required
+def node_retirement(request, node_id: int):
+    node = get_object_or_404(Node, pk=node_id)
+    form = RetirementRecordForm(request.POST)
+    if form.is_valid():
+        _service_call(
+            request,
+            lambda: lifecycle.node_retirement_record(
+                node_id=node.pk, actor=request.user, note=form.cleaned_data["note"],
+                disks_wiped=form.cleaned_data["disks_wiped"],
+                bmc_reset=form.cleaned_data["bmc_reset"],
+            ),
+            "Retirement steps recorded.",
+        )
+    return redirect("inventory:node-detail", node_id=node.pk)
+
+
+@require_POST
+@platform_admin_required
+def health_event_resolve(request, event_id: int):
+    event = get_object_or_404(HealthEvent, pk=event_id)
+    note = request.POST.get("note", "").strip() or "resolved by an admin"
+    health.health_event_resolve(event_id=event.pk, actor=request.user, note=note)
+    messages.success(request, "Health event resolved.")
+    return redirect("inventory:node-detail", node_id=event.node_id)

@@ -1,0 +1,218 @@
+"""Fleet pages: who may see what, filters, htmx partials, actions, and pinned query counts."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from inventory.models import HealthEvent, Node, NodeState
+from portal.models import AuditEvent
+from tests.factories import GPUFactory, NodeFactory, QuotaFactory
+
+from .fleets import build_fleet
+
+ADMIN_PAGES = ["/fleet/", "/fleet/nodes/", "/fleet/racks/", "/fleet/import/",
+               "/fleet/export/?format=csv&objects=nodes"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ADMIN_PAGES)
+def test_tenants_and_finance_get_403_on_hardware_pages(login, tenant_member, finance, path):
+    for user in (tenant_member, finance):
+        assert login(user).get(path).status_code == 403
+
+
+@pytest.mark.django_db
+def test_tenants_get_403_on_a_node_and_a_rack_and_cannot_act(login, tenant_owner):
+    node = NodeFactory(state=NodeState.AVAILABLE)
+    client = login(tenant_owner)
+
+    assert client.get(f"/fleet/nodes/{node.pk}/").status_code == 403
+    assert client.get(f"/fleet/racks/{node.rack_id}/").status_code == 403
+    response = client.post(f"/fleet/nodes/{node.pk}/action/",
+                           {"action": "cordon", "reason": "mine now"})
+    assert response.status_code == 403
+    node.refresh_from_db()
+    assert node.state == NodeState.AVAILABLE
+    assert not AuditEvent.objects.filter(action="node.transition").exists()
+
+
+@pytest.mark.django_db
+def test_tenants_see_the_capacity_summary(login, tenant_member, tenant):
+    build_fleet(8)
+    QuotaFactory(tenant=tenant, resource="gpu:nvidia-h100-80gb", limit=4)
+
+    response = login(tenant_member).get("/fleet/capacity/")
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert 'data-resource="gpu:nvidia-h100-80gb"' in page
+    assert "fleet-tabs" not in page  # no way into node details from here
+    assert "bulk1" not in page and "gpu-00000" not in page
+
+
+@pytest.mark.django_db
+def test_a_user_without_any_role_gets_no_capacity(login, no_role_user):
+    assert login(no_role_user).get("/fleet/capacity/").status_code == 403
+
+
+@pytest.mark.django_db
+def test_the_overview_shows_health_state_and_capacity(login, platform_admin):
+    build_fleet(40)
+
+    response = login(platform_admin).get("/fleet/")
+
+    page = response.content.decode()
+    assert response.status_code == 200
+    for landmark in ('id="capacity-chart"', 'id="nodes-by-state"', 'id="health-summary"',
+                     'id="capacity-by-class"', "XID 79", "/fleet/nodes/?state=cordoned"):
+        assert landmark in page
+    assert response.context["health"].open_critical == 3
+
+
+@pytest.mark.django_db
+def test_node_list_filters_by_site_model_state_health_and_reserved_tenant(login, platform_admin):
+    build_fleet(48)
+    NodeFactory(hostname="lonely-1", reserved_for="nova")
+    client = login(platform_admin)
+
+    def hosts(query: str) -> list[str]:
+        response = client.get(f"/fleet/nodes/?{query}")
+        assert response.status_code == 200
+        return [node.hostname for node in response.context["page"].object_list]
+
+    assert len(hosts("site=bulk1")) == 48
+    assert len(hosts("model=nvidia-l40s")) == 16
+    assert hosts("state=maintenance") == [f"gpu-{i:05d}" for i in range(7, 48, 8)]
+    assert hosts("health=critical") == ["gpu-00000", "gpu-00017", "gpu-00034"]
+    assert hosts("health=degraded") == ["gpu-00013", "gpu-00026", "gpu-00039"]
+    assert hosts("reserved_for=nova") == ["lonely-1"]
+    assert len(hosts("reserved_for=any")) == 6
+    assert hosts("q=00042") == ["gpu-00042"]
+    assert hosts("state=maintenance&model=nvidia-h100-80gb") == ["gpu-00015", "gpu-00039"]
+
+
+@pytest.mark.django_db
+def test_node_list_pages_and_answers_htmx_with_the_table_only(login, platform_admin):
+    build_fleet(120)
+    client = login(platform_admin)
+
+    full = client.get("/fleet/nodes/?page=3&state=available")
+    partial = client.get("/fleet/nodes/?state=available&page=2", HTTP_HX_REQUEST="true")
+
+    assert full.context["page"].paginator.count == 90
+    assert len(full.context["page"].object_list) == 40
+    assert full.context["page"].number == 2  # 90 rows: page 3 does not exist, the last is 2
+    body = partial.content.decode()
+    assert body.lstrip().startswith('<div class="card" id="node-table">')
+    assert "<html" not in body and 'id="node-filters"' not in body
+    assert 'id="node-pagination"' in body
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("size", [50, 2000])
+def test_node_list_page_makes_the_same_queries_at_50_and_2000_nodes(
+    login, platform_admin, size, django_assert_num_queries
+):
+    build_fleet(size)
+    client = login(platform_admin)
+    client.get("/fleet/nodes/")  # warm the session and caches
+
+    with django_assert_num_queries(NODE_LIST_PAGE_QUERIES):
+        response = client.get("/fleet/nodes/?health=critical&state=available&state=cordoned")
+    assert response.status_code == 200
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("size", [50, 2000])
+def test_node_list_api_makes_the_same_queries_at_50_and_2000_nodes(
+    api_client, platform_admin, size, django_assert_num_queries
+):
+    build_fleet(size)
+    api_client.force_login(platform_admin)
+    api_client.get("/api/v1/nodes/")
+
+    with django_assert_num_queries(NODE_LIST_API_QUERIES):
+        response = api_client.get("/api/v1/nodes/?page_size=100&model=nvidia-h100-80gb")
+    assert response.status_code == 200
+    assert response.json()["count"] == (size + 2) // 3
+
+
+NODE_LIST_PAGE_QUERIES = 9
+NODE_LIST_API_QUERIES = 6
+
+
+@pytest.mark.django_db
+def test_node_detail_shows_gpus_topology_nics_timeline_and_workloads(login, platform_admin):
+    node = build_fleet(1)[0]
+    Node.objects.filter(pk=node.pk).update(
+        placed_pods=[{"namespace": "tenant-helix", "name": "train-0", "gpus": 8, "mig": {}}]
+    )
+    client = login(platform_admin)
+    client.post(f"/fleet/nodes/{node.pk}/action/", {"action": "cordon", "reason": "XID 79"})
+
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(f"/fleet/nodes/{node.pk}/")
+
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert page.count('data-gpu="') == 8
+    assert 'data-numa="0"' in page and 'data-numa="1"' in page
+    assert "mlx5_1" in page and "train-0" in page
+    assert "available → cordoned · platform-admin" in page
+    assert "XID 79" in page
+    assert len(queries) < 25
+
+
+@pytest.mark.django_db
+def test_an_admin_moves_a_node_from_its_page_and_an_illegal_move_is_refused(
+    login, platform_admin, django_capture_on_commit_callbacks
+):
+    node = NodeFactory(state=NodeState.AVAILABLE)
+    client = login(platform_admin)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        cordoned = client.post(f"/fleet/nodes/{node.pk}/action/",
+                               {"action": "cordon", "reason": "fan noise"}, follow=True)
+        refused = client.post(f"/fleet/nodes/{node.pk}/action/",
+                              {"action": "retire", "reason": "too early"}, follow=True)
+
+    node.refresh_from_db()
+    assert node.state == NodeState.CORDONED
+    assert "cordoned" in cordoned.content.decode()
+    assert "cannot go from cordoned to retired" in refused.content.decode()
+    assert AuditEvent.objects.filter(action="node.transition").count() == 1
+
+
+@pytest.mark.django_db
+def test_resolving_a_health_event_from_the_node_page(login, platform_admin):
+    node = NodeFactory()
+    event = HealthEvent.objects.create(node=node, kind="thermal-violation", subject="gpu:0",
+                                       severity="warning")
+
+    login(platform_admin).post(f"/fleet/events/{event.pk}/resolve/", {"note": "fan replaced"})
+
+    event.refresh_from_db()
+    assert event.resolved_at is not None and event.resolution == "fan replaced"
+
+
+@pytest.mark.django_db
+def test_the_rack_view_draws_nodes_at_their_units(login, platform_admin):
+    node = NodeFactory(position=10, height_units=4)
+    GPUFactory(node=node, index=0)
+
+    response = login(platform_admin).get(f"/fleet/racks/{node.rack_id}/")
+
+    slots = response.context["slots"]
+    assert response.status_code == 200
+    assert len(slots) == 42 - 3  # one 4U slot instead of four 1U ones
+    occupied = next(slot for slot in slots if slot.node)
+    assert (occupied.unit, occupied.span, occupied.node.hostname) == (13, 4, node.hostname)
+
+
+@pytest.mark.django_db
+def test_sync_now_in_the_demo_reads_the_simulated_fleet_without_a_500(
+    login, platform_admin, simulated_gateway
+):
+    response = login(platform_admin).post("/fleet/sync/", follow=True)
+    assert response.status_code == 200
+    assert "Cluster sync done." in response.content.decode()
