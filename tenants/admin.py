@@ -1,25 +1,167 @@
-from django.contrib import admin
+"""Django admin for platform admins: tenants, members, quota, and the quota review queue.
 
-from .models import Membership, Quota, RoleAssignment, Tenant
+Every write goes through a service (audit, reconcile after commit); the admin only parses input.
+"""
+
+from datetime import timedelta
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import QuerySet
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+
+from inventory import resource_classes
+
+from . import quota_requests, services
+from .enforcement import tenant_mark_changed
+from .forms import QuotaDecisionForm, RejectForm
+from .models import Membership, Quota, QuotaRequest, RoleAssignment, Tenant
+from .selectors import quota_preview, tenant_quota_lines
+from .state_machine import InvalidTransition
+
+
+class QuotaInlineForm(forms.ModelForm):
+    resource = forms.ChoiceField(
+        choices=[
+            (key, f"{resource_classes.parse(key).label} ({key})")
+            for key in resource_classes.all_keys()
+        ]
+    )
+
+    class Meta:
+        model = Quota
+        fields = ["resource", "limit", "borrowing_limit", "lending_limit"]
 
 
 class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 0
     autocomplete_fields = ["user"]
+    fields = ["user", "role", "source"]
 
 
 class QuotaInline(admin.TabularInline):
     model = Quota
+    form = QuotaInlineForm
     extra = 0
+    fields = ["resource", "limit", "in_use", "borrowing_limit", "lending_limit"]
+    readonly_fields = ["in_use"]
 
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "isolation", "status", "cost_center", "monthly_budget"]
-    list_filter = ["isolation", "status"]
+    list_display = [
+        "name",
+        "slug",
+        "isolation",
+        "status",
+        "cohort",
+        "cost_center",
+        "monthly_budget",
+        "cluster",
+    ]
+    list_filter = ["isolation", "status", "cohort"]
     search_fields = ["name", "slug", "cost_center"]
     inlines = [MembershipInline, QuotaInline]
+    actions = ["reconcile_selected"]
+    readonly_fields = [
+        "applied_at",
+        "applied_version",
+        "desired_version",
+        "reconcile_error",
+        "reconcile_failed_at",
+        "reconcile_failures",
+    ]
+    fieldsets = [
+        (None, {"fields": ["slug", "name", "cost_center", "monthly_budget", "status"]}),
+        ("Isolation", {"fields": ["isolation", "cohort", "keycloak_group"]}),
+        (
+            "On the cluster",
+            {
+                "fields": [
+                    "applied_at",
+                    "applied_version",
+                    "desired_version",
+                    "reconcile_error",
+                    "reconcile_failed_at",
+                    "reconcile_failures",
+                ]
+            },
+        ),
+    ]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        # Deleting would orphan the namespace and queues on the cluster: suspend instead.
+        return False
+
+    def get_readonly_fields(self, request, obj=None):
+        # The slug names the namespace and the queues; a LocalQueue's clusterQueue is immutable.
+        return [*self.readonly_fields, "slug"] if obj else self.readonly_fields
+
+    @admin.display(description="cluster")
+    def cluster(self, tenant: Tenant) -> str:
+        if tenant.reconcile_error:
+            return format_html(
+                '<span style="color:#b00">failing: {}</span>', tenant.reconcile_error[:80]
+            )
+        if tenant.applied_at and tenant.applied_version >= tenant.desired_version:
+            return format_html(
+                "applied {}", timezone.localtime(tenant.applied_at).strftime("%Y-%m-%d %H:%M")
+            )
+        return "applying…"
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            services.tenant_update(actor=request.user, tenant=obj, changed=form.changed_data)
+        else:
+            services.tenant_add(actor=request.user, tenant=obj)
+
+    def save_formset(self, request, form, formset, change):
+        tenant = form.instance
+        if formset.model is Quota:
+            formset.save(commit=False)
+            for obj in formset.deleted_objects:
+                services.quota_remove(actor=request.user, quota=obj)
+            for inline_form in formset.forms:
+                if inline_form in formset.deleted_forms or not inline_form.has_changed():
+                    continue
+                data = inline_form.cleaned_data
+                if not data.get("resource"):
+                    continue
+                services.quota_set(
+                    actor=request.user,
+                    tenant=tenant,
+                    resource=data["resource"],
+                    limit=data["limit"],
+                    borrowing_limit=data.get("borrowing_limit"),
+                    lending_limit=data.get("lending_limit"),
+                )
+        elif formset.model is Membership:
+            formset.save(commit=False)
+            for obj in formset.deleted_objects:
+                services.membership_remove(actor=request.user, membership=obj)
+            for obj in [*formset.new_objects, *(o for o, _ in formset.changed_objects)]:
+                services.membership_set(
+                    actor=request.user,
+                    tenant=tenant,
+                    user=obj.user,
+                    role=obj.role,
+                    source=obj.source,
+                )
+        else:  # pragma: no cover - no other inlines
+            formset.save()
+
+    @admin.action(description="Apply on the cluster now")
+    def reconcile_selected(self, request, queryset: QuerySet[Tenant]) -> None:
+        tenants = list(queryset)
+        tenant_mark_changed(tenants=tenants)
+        self.message_user(request, f"Queued {len(tenants)} tenant(s) for the cluster.")
 
 
 @admin.register(Membership)
@@ -38,3 +180,250 @@ class RoleAssignmentAdmin(admin.ModelAdmin):
     search_fields = ["user__username"]
     list_select_related = ["user"]
     autocomplete_fields = ["user"]
+
+
+# --- the quota review queue -------------------------------------------------------------------
+
+
+class ResourceFilter(admin.SimpleListFilter):
+    title = "resource"
+    parameter_name = "resource"
+
+    def lookups(self, request, model_admin):
+        return [(key, resource_classes.parse(key).label) for key in resource_classes.all_keys()]
+
+    def queryset(self, request, queryset):
+        if self.value():
+            return queryset.filter(lines__resource=self.value()).distinct()
+        return queryset
+
+
+class AgeFilter(admin.SimpleListFilter):
+    title = "age"
+    parameter_name = "age"
+    BUCKETS = {
+        "day": ("Under a day", 0, 1),
+        "week": ("1 to 7 days", 1, 7),
+        "month": ("1 to 4 weeks", 7, 28),
+        "older": ("Over 4 weeks", 28, None),
+    }
+
+    def lookups(self, request, model_admin):
+        return [(key, label) for key, (label, _, _) in self.BUCKETS.items()]
+
+    def queryset(self, request, queryset):
+        if self.value() not in self.BUCKETS:
+            return queryset
+        _, newest, oldest = self.BUCKETS[self.value()]
+        now = timezone.now()
+        queryset = queryset.filter(created_at__lte=now - timedelta(days=newest))
+        if oldest is not None:
+            queryset = queryset.filter(created_at__gt=now - timedelta(days=oldest))
+        return queryset
+
+
+@admin.register(QuotaRequest)
+class QuotaRequestAdmin(admin.ModelAdmin):
+    list_display = [
+        "number",
+        "tenant",
+        "asked",
+        "status_badge",
+        "requested_by",
+        "created_at",
+        "age",
+        "ends_on",
+    ]
+    list_display_links = ["number"]
+    list_filter = ["status", "tenant", ResourceFilter, AgeFilter]
+    search_fields = ["tenant__slug", "tenant__name", "requested_by__username", "justification"]
+    list_select_related = ["tenant", "requested_by"]
+    ordering = ["created_at", "id"]
+    actions = ["approve_selected", "reject_selected"]
+    change_form_template = "tenants/admin/quota_request_review.html"
+    list_per_page = 50
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("lines")
+
+    def has_add_permission(self, request) -> bool:
+        return False  # tenants ask in the portal
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # decisions stay on record
+
+    @admin.display(description="#", ordering="id")
+    def number(self, obj: QuotaRequest) -> str:
+        return f"#{obj.pk}"
+
+    @admin.display(description="asked")
+    def asked(self, obj: QuotaRequest) -> str:
+        return format_html_join(
+            ", ", "+{} {}", ((line.amount, line.resource_label) for line in obj.lines.all())
+        )
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, obj: QuotaRequest) -> str:
+        colors = {
+            "primary": "#5b3cc4",
+            "info": "#0aa2c0",
+            "success": "#198754",
+            "danger": "#dc3545",
+            "secondary": "#6c757d",
+            "light": "#adb5bd",
+            "dark": "#343a40",
+        }
+        return format_html(
+            '<span class="status-{}" style="color:#fff;background:{};padding:1px 6px;'
+            'border-radius:4px;white-space:nowrap">{}</span>',
+            obj.status,
+            colors[obj.status_color],
+            obj.get_status_display(),
+        )
+
+    @admin.display(description="age")
+    def age(self, obj: QuotaRequest) -> str:
+        days = (timezone.now() - obj.created_at).days
+        return "today" if days == 0 else f"{days} d"
+
+    # -- the review page (replaces the change form) --
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        obj = get_object_or_404(
+            self.get_queryset(request).select_related("tenant", "requested_by", "decided_by"),
+            pk=object_id,
+        )
+        if not self.has_view_or_change_permission(request, obj):
+            raise PermissionDenied
+        form = QuotaDecisionForm(request.POST or None, request=obj)
+        amounts = {line.resource: line.amount for line in obj.lines.all()}
+        if request.method == "POST" and form.is_valid():
+            if "_preview" in request.POST:
+                amounts = form.amounts()
+            else:
+                done = self._decide(request, obj, form)
+                if done:
+                    return HttpResponseRedirect(
+                        reverse("admin:tenants_quotarequest_changelist")
+                        + "?status__exact=submitted"
+                    )
+                amounts = form.amounts()
+        preview = quota_preview(tenant=obj.tenant, lines=list(amounts.items()))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "title": f"Review quota request #{obj.pk}",
+            "original": obj,
+            "quota_request": obj,
+            "form": form,
+            "preview": preview,
+            "quota_lines": tenant_quota_lines(tenant=obj.tenant),
+            "history": obj.tenant.quota_requests.exclude(pk=obj.pk)
+            .prefetch_related("lines")
+            .order_by("-created_at")[:5],
+            "decidable": obj.status == QuotaRequest.Status.SUBMITTED,
+            "has_view_permission": True,
+            **(extra_context or {}),
+        }
+        return TemplateResponse(request, self.change_form_template, context)
+
+    def _decide(self, request, obj: QuotaRequest, form: QuotaDecisionForm) -> bool:
+        note = form.cleaned_data.get("note", "")
+        try:
+            if "_reject" in request.POST:
+                quota_requests.quota_request_reject(
+                    request_id=obj.pk, approver=request.user, reason=note
+                )
+                self.message_user(request, f"Rejected quota request #{obj.pk}.")
+            elif "_approve_changed" in request.POST:
+                quota_requests.quota_request_approve(
+                    request_id=obj.pk, approver=request.user, amounts=form.amounts(), note=note
+                )
+                self.message_user(
+                    request,
+                    f"Approved quota request #{obj.pk} with changed "
+                    "amounts; it is being applied on the cluster.",
+                )
+            elif "_approve" in request.POST:
+                quota_requests.quota_request_approve(
+                    request_id=obj.pk, approver=request.user, note=note
+                )
+                self.message_user(
+                    request,
+                    f"Approved quota request #{obj.pk}; it is being applied on the cluster.",
+                )
+            else:
+                return False
+        except InvalidTransition:
+            obj.refresh_from_db()
+            self.message_user(
+                request,
+                f"Quota request #{obj.pk} is already {obj.get_status_display().lower()}: "
+                "someone decided first.",
+                messages.WARNING,
+            )
+            return True
+        except ValidationError as exc:
+            for name, errors in exc.message_dict.items():
+                field = "note" if name in {"reason", "note"} else None
+                form.add_error(field, errors)
+            return False
+        return True
+
+    # -- bulk decisions --
+
+    @admin.action(description="Approve selected requests as asked")
+    def approve_selected(self, request, queryset: QuerySet[QuotaRequest]) -> None:
+        approved, skipped = [], []
+        for obj in queryset.order_by("created_at"):
+            try:
+                quota_requests.quota_request_approve(request_id=obj.pk, approver=request.user)
+                approved.append(obj.pk)
+            except (InvalidTransition, ValidationError):
+                skipped.append(obj.pk)
+        if approved:
+            self.message_user(request, f"Approved {len(approved)} request(s).")
+        if skipped:
+            self.message_user(
+                request,
+                f"Skipped {len(skipped)} request(s) that were not waiting for a decision: "
+                + ", ".join(f"#{pk}" for pk in skipped),
+                messages.WARNING,
+            )
+
+    @admin.action(description="Reject selected requests (asks for a reason)")
+    def reject_selected(self, request, queryset: QuerySet[QuotaRequest]):
+        form = RejectForm(request.POST if "apply" in request.POST else None)
+        if "apply" in request.POST and form.is_valid():
+            rejected, skipped = [], []
+            for obj in queryset.order_by("created_at"):
+                try:
+                    quota_requests.quota_request_reject(
+                        request_id=obj.pk,
+                        approver=request.user,
+                        reason=form.cleaned_data["reason"],
+                    )
+                    rejected.append(obj.pk)
+                except InvalidTransition:
+                    skipped.append(obj.pk)
+            if rejected:
+                self.message_user(request, f"Rejected {len(rejected)} request(s).")
+            if skipped:
+                self.message_user(
+                    request,
+                    f"Skipped {len(skipped)} request(s) not waiting for a decision.",
+                    messages.WARNING,
+                )
+            return None
+        return TemplateResponse(
+            request,
+            "tenants/admin/quota_request_reject_selected.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "title": "Reject quota requests",
+                "queryset": queryset,
+                "form": form,
+                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            },
+        )

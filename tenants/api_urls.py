@@ -1,9 +1,15 @@
 """Tenants' endpoints under /api/v1/."""
 
 from django.urls import path
+from rest_framework.routers import SimpleRouter
 
-from .api import MeView
+from .api import MeView, QuotaRequestViewSet, TenantViewSet
+
+router = SimpleRouter()
+router.register("tenants", TenantViewSet, basename="tenant")
+router.register("quota-requests", QuotaRequestViewSet, basename="quota-request")
 
 urlpatterns = [
     path("me/", MeView.as_view(), name="me"),
+    *router.urls,
 ]

@@ -3,13 +3,15 @@
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from inventory import resource_classes
 from portal.audit import audit
 
-from .access import forget_access
+from .access import forget_access, tenants_managed_by
+from .enforcement import tenant_mark_changed
 from .models import Membership, Quota, RoleAssignment, Source, Tenant
 
 User = get_user_model()
@@ -28,6 +30,12 @@ def tenant_create(
     tenant = Tenant(slug=slug, name=name, isolation=isolation, cost_center=cost_center)
     if monthly_budget is not None:
         tenant.monthly_budget = monthly_budget
+    return tenant_add(actor=actor, tenant=tenant)
+
+
+@transaction.atomic
+def tenant_add(*, actor: Any | None, tenant: Tenant) -> Tenant:
+    """Save a new tenant (e.g. filled in by an admin form) and put it on the cluster."""
     tenant.full_clean()
     tenant.save()
     audit(
@@ -35,8 +43,9 @@ def tenant_create(
         action="tenant.create",
         obj=tenant,
         tenant=tenant,
-        changes={"slug": slug, "name": name, "isolation": isolation},
+        changes={"slug": tenant.slug, "name": tenant.name, "isolation": tenant.isolation},
     )
+    tenant_mark_changed(tenants=[tenant])
     return tenant
 
 
@@ -105,23 +114,144 @@ def role_revoke(*, actor: Any | None, assignment: RoleAssignment) -> None:
     forget_access(assignment.user)
 
 
+# Fields of a tenant that change what the cluster holds.
+ENFORCED_FIELDS = frozenset({"isolation", "status", "cohort", "keycloak_group"})
+
+
 @transaction.atomic
-def quota_set(*, actor: Any | None, tenant: Tenant, resource: str, limit: int) -> Quota:
+def tenant_update(*, actor: Any | None, tenant: Tenant, changed: list[str]) -> Tenant:
+    """Save `tenant` (already validated) after an edit of `changed` fields; re-enforce it."""
+    before = Tenant.objects.select_for_update().get(pk=tenant.pk)
+    tenant.full_clean()
+    tenant.save()
+    diff = {
+        name: [str(getattr(before, name)), str(getattr(tenant, name))]
+        for name in changed
+        if getattr(before, name, None) != getattr(tenant, name, None)
+    }
+    if diff:
+        audit(actor=actor, action="tenant.update", obj=tenant, tenant=tenant, changes=diff)
+    peers = [before] if before.cohort and before.cohort != tenant.cohort else []
+    if ENFORCED_FIELDS & set(diff):
+        # Leaving a cohort changes what its remaining members may borrow too.
+        tenant_mark_changed(tenants=[tenant, *peers])
+    return tenant
+
+
+@transaction.atomic
+def quota_set(
+    *,
+    actor: Any | None,
+    tenant: Tenant,
+    resource: str,
+    limit: int,
+    borrowing_limit: int | None = None,
+    lending_limit: int | None = None,
+) -> Quota:
     """Set the granted amount of `resource` for `tenant` (the resource class must exist)."""
     resource_classes.parse(resource)
     quota = Quota.objects.select_for_update().filter(tenant=tenant, resource=resource).first()
-    before = quota.limit if quota else 0
+    before = (quota.limit, quota.borrowing_limit, quota.lending_limit) if quota else (0, None, None)
     if quota is None:
         quota = Quota(tenant=tenant, resource=resource, limit=limit)
     quota.limit, quota.updated_at = limit, timezone.now()
+    quota.borrowing_limit, quota.lending_limit = borrowing_limit, lending_limit
     quota.full_clean()
     quota.save()
-    if before != limit:
+    after = (limit, borrowing_limit, lending_limit)
+    if before != after:
         audit(
             actor=actor,
             action="quota.set",
             obj=quota,
             tenant=tenant,
-            changes={"resource": resource, "limit": [before, limit]},
+            changes={
+                "resource": resource,
+                "limit": [before[0], limit],
+                "borrowing_limit": [before[1], borrowing_limit],
+                "lending_limit": [before[2], lending_limit],
+            },
         )
+        tenant_mark_changed(tenants=[tenant])
     return quota
+
+
+@transaction.atomic
+def quota_remove(*, actor: Any | None, quota: Quota) -> None:
+    """Take a resource class away from a tenant: on the cluster its quota becomes 0."""
+    audit(
+        actor=actor,
+        action="quota.remove",
+        obj=quota,
+        tenant=quota.tenant,
+        changes={"resource": quota.resource, "limit": [quota.limit, 0]},
+    )
+    quota.delete()
+    tenant_mark_changed(tenants=[quota.tenant])
+
+
+# --- members, managed by the tenant's owners ---------------------------------------------------
+
+
+def _managed(actor, tenant: Tenant) -> None:
+    if not tenants_managed_by(actor).filter(pk=tenant.pk).exists():
+        raise PermissionDenied("Only the tenant's owners manage its members.")
+
+
+def _not_from_keycloak(membership: Membership) -> None:
+    if membership.source == Source.KEYCLOAK:
+        raise ValidationError(
+            {"role": ["This membership comes from Keycloak: change it in Keycloak."]}
+        )
+
+
+def _keeps_an_owner(membership: Membership, new_role: str | None) -> None:
+    if membership.role != Membership.Role.OWNER or new_role == Membership.Role.OWNER:
+        return
+    others = membership.tenant.memberships.filter(role=Membership.Role.OWNER).exclude(
+        pk=membership.pk
+    )
+    if not others.exists():
+        raise ValidationError({"role": ["A tenant keeps at least one owner."]})
+
+
+@transaction.atomic
+def tenant_member_add(*, actor, tenant: Tenant, username_or_email: str, role: str) -> Membership:
+    """An owner adds an existing portal user to the tenant."""
+    _managed(actor, tenant)
+    if role not in Membership.Role.values:
+        raise ValidationError({"role": ["Pick owner, member or viewer."]})
+    needle = username_or_email.strip()
+    user = (
+        User.objects.filter(username__iexact=needle).first()
+        or User.objects.filter(email__iexact=needle).order_by("pk").first()
+        if needle
+        else None
+    )
+    if user is None:
+        raise ValidationError(
+            {"user": ["No portal user with this username or e-mail (they sign in once first)."]}
+        )
+    if tenant.memberships.filter(user=user).exists():
+        raise ValidationError({"user": ["Already a member: change their role instead."]})
+    return membership_set(actor=actor, tenant=tenant, user=user, role=role)
+
+
+@transaction.atomic
+def tenant_member_change_role(*, actor, membership: Membership, role: str) -> Membership:
+    _managed(actor, membership.tenant)
+    if role not in Membership.Role.values:
+        raise ValidationError({"role": ["Pick owner, member or viewer."]})
+    membership = Membership.objects.select_for_update().get(pk=membership.pk)
+    _not_from_keycloak(membership)
+    _keeps_an_owner(membership, role)
+    return membership_set(actor=actor, tenant=membership.tenant, user=membership.user, role=role)
+
+
+@transaction.atomic
+def tenant_member_remove(*, actor, membership: Membership) -> None:
+    _managed(actor, membership.tenant)
+    membership = Membership.objects.select_for_update().get(pk=membership.pk)
+    _not_from_keycloak(membership)
+    _keeps_an_owner(membership, None)
+    membership_remove(actor=actor, membership=membership)

@@ -1,23 +1,53 @@
-"""Tenant pages: thin views over tenants' selectors."""
+"""Tenant pages: thin views over tenants' selectors and services."""
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import redirect, render
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.views.decorators.http import require_POST
 
+from . import quota_requests, services
 from .access import access_for, tenant_get_for_user
-from .selectors import tenant_for_dashboard, tenant_members, tenant_quota_lines, tenants_of_member
+from .forms import (
+    MemberAddForm,
+    MemberRoleForm,
+    QuotaRequestForm,
+    QuotaRequestLineFormSet,
+    lenient_lines,
+    line_initial,
+)
+from .models import Membership, QuotaRequest, Source
+from .selectors import (
+    quota_preview,
+    quota_request_get_for_user,
+    quota_requests_open,
+    tenant_for_dashboard,
+    tenant_members,
+    tenant_quota_lines,
+    tenant_quota_requests,
+    tenants_of_member,
+)
+from .state_machine import InvalidTransition
 
 CURRENT_TENANT_KEY = "current_tenant"
+HISTORY_PAGE_SIZE = 25
 
 
 def _tenant_page(request, slug, page: str):
     tenant = tenant_get_for_user(user=request.user, slug=slug)
     request.session[CURRENT_TENANT_KEY] = tenant.slug
+    role = access_for(request.user).tenant_roles.get(tenant.pk)
+    platform_admin = access_for(request.user).platform_admin
     return tenant, {
         "tenant": tenant,
         "my_tenants": tenants_of_member(user=request.user),
         "page": page,
+        "my_role": role,
+        "can_request": platform_admin or role in {Membership.Role.OWNER, Membership.Role.MEMBER},
+        "can_manage": platform_admin or role == Membership.Role.OWNER,
     }
 
 
@@ -49,6 +79,7 @@ def dashboard(request, slug: str):
     context |= {
         "members": tenant_members(tenant=tenant),
         "quota_lines": tenant_quota_lines(tenant=tenant),
+        "recent_requests": tenant_quota_requests(tenant=tenant)[:5],
     }
     return render(request, "tenants/dashboard.html", context)
 
@@ -63,11 +94,198 @@ def workload_list(request, slug: str):
 def quota_detail(request, slug: str):
     tenant, context = _tenant_page(request, slug, "quota")
     context["quota_lines"] = tenant_quota_lines(tenant=tenant)
+    context["open_requests"] = tenant_quota_requests(tenant=tenant).filter(
+        status__in=QuotaRequest.OPEN
+    )
     return render(request, "tenants/quota.html", context)
+
+
+# --- quota requests ---------------------------------------------------------------------------
+
+
+@login_required
+def quota_request_list(request, slug: str):
+    tenant, context = _tenant_page(request, slug, "requests")
+    paginator = Paginator(tenant_quota_requests(tenant=tenant), HISTORY_PAGE_SIZE)
+    context["page_obj"] = paginator.get_page(request.GET.get("page"))
+    return render(request, "tenants/quota_request_list.html", context)
+
+
+def _request_forms(tenant, data=None, initial_lines=None, initial=None):
+    form = QuotaRequestForm(data, initial=initial)
+    formset = QuotaRequestLineFormSet(
+        data,
+        initial=initial_lines,
+        prefix="lines",
+        form_kwargs={"isolation": tenant.isolation},
+    )
+    return form, formset
+
+
+@login_required
+def quota_request_create(request, slug: str):
+    tenant, context = _tenant_page(request, slug, "requests")
+    if not context["can_request"]:
+        raise PermissionDenied
+    if request.method == "POST" and "add_line" in request.POST:
+        # Redraw the form with one more row, keeping what was typed, without judging it yet.
+        form, formset = _request_forms(
+            tenant,
+            initial_lines=line_initial(request.POST),
+            initial={
+                "justification": request.POST.get("justification", ""),
+                "ends_on": request.POST.get("ends_on", ""),
+            },
+        )
+    elif request.method == "POST":
+        form, formset = _request_forms(tenant, request.POST)
+        if form.is_valid() and formset.is_valid():
+            try:
+                created = quota_requests.quota_request_create(
+                    tenant=tenant,
+                    requested_by=request.user,
+                    lines=[{"resource": r, "amount": a} for r, a in formset.lines()],
+                    justification=form.cleaned_data["justification"],
+                    ends_on=form.cleaned_data["ends_on"],
+                )
+            except ValidationError as exc:
+                for name, errors in exc.message_dict.items():
+                    form.add_error(name if name in form.fields else None, errors)
+            else:
+                messages.success(request, f"Quota request #{created.pk} sent to the platform team.")
+                return redirect("tenants:quota-request-detail", tenant.slug, created.pk)
+    else:
+        form, formset = _request_forms(tenant, initial_lines=[{}])
+    lines = lenient_lines(request.POST) if request.method == "POST" else []
+    context |= {
+        "form": form,
+        "formset": formset,
+        "preview": quota_preview(tenant=tenant, lines=lines),
+    }
+    template = "tenants/quota_request_form.html"
+    if request.htmx and "add_line" in request.POST:
+        template += "#request-form"
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def quota_request_preview(request, slug: str):
+    """The htmx partial: the resulting quota and whether the fleet has capacity for it."""
+    tenant, context = _tenant_page(request, slug, "quota")
+    if not context["can_request"]:
+        raise PermissionDenied
+    context["preview"] = quota_preview(tenant=tenant, lines=lenient_lines(request.POST))
+    return render(request, "tenants/quota_request_form.html#preview", context)
+
+
+def _tenant_request(request, slug: str, pk: int) -> QuotaRequest:
+    quota_request = quota_request_get_for_user(user=request.user, request_id=pk)
+    if quota_request.tenant.slug != slug:
+        raise Http404
+    return quota_request
+
+
+@login_required
+def quota_request_detail(request, slug: str, pk: int):
+    quota_request = _tenant_request(request, slug, pk)
+    _, context = _tenant_page(request, slug, "requests")
+    context |= {
+        "quota_request": quota_request,
+        "can_withdraw": quota_requests.can_withdraw(request.user, quota_request),
+    }
+    if request.htmx:
+        return render(request, "tenants/quota_request_detail.html#status", context)
+    return render(request, "tenants/quota_request_detail.html", context)
+
+
+@login_required
+@require_POST
+def quota_request_withdraw(request, slug: str, pk: int):
+    quota_request = _tenant_request(request, slug, pk)
+    try:
+        quota_requests.quota_request_withdraw(request_id=quota_request.pk, actor=request.user)
+    except InvalidTransition:
+        messages.error(request, "This request was already decided; it can no longer be withdrawn.")
+    else:
+        messages.success(request, f"Quota request #{quota_request.pk} withdrawn.")
+    return redirect("tenants:quota-request-detail", slug, quota_request.pk)
+
+
+# --- members ----------------------------------------------------------------------------------
+
+
+@login_required
+def member_list(request, slug: str):
+    tenant, context = _tenant_page(request, slug, "members")
+    form = MemberAddForm()
+    if request.method == "POST":
+        if not context["can_manage"]:
+            raise PermissionDenied
+        form = MemberAddForm(request.POST)
+        if form.is_valid():
+            try:
+                membership = services.tenant_member_add(
+                    actor=request.user,
+                    tenant=tenant,
+                    username_or_email=form.cleaned_data["user"],
+                    role=form.cleaned_data["role"],
+                )
+            except ValidationError as exc:
+                for name, errors in exc.message_dict.items():
+                    form.add_error(name if name in form.fields else None, errors)
+            else:
+                messages.success(
+                    request, f"{membership.user.get_username()} is now {membership.role}."
+                )
+                return redirect("tenants:member-list", tenant.slug)
+    context |= {
+        "members": tenant_members(tenant=tenant),
+        "form": form,
+        "role_choices": Membership.Role.choices,
+        "keycloak": Source.KEYCLOAK,
+    }
+    return render(request, "tenants/members.html", context)
+
+
+@login_required
+@require_POST
+def member_change(request, slug: str, pk: int):
+    tenant, context = _tenant_page(request, slug, "members")
+    membership = get_object_or_404(tenant.memberships.select_related("user"), pk=pk)
+    if not context["can_manage"]:
+        raise PermissionDenied
+    try:
+        if "remove" in request.POST:
+            services.tenant_member_remove(actor=request.user, membership=membership)
+            messages.success(request, f"{membership.user.get_username()} removed.")
+        else:
+            form = MemberRoleForm(request.POST)
+            if not form.is_valid():
+                raise ValidationError({"role": form.errors.get("role", ["Pick a role."])})
+            services.tenant_member_change_role(
+                actor=request.user, membership=membership, role=form.cleaned_data["role"]
+            )
+            role = form.cleaned_data["role"]
+            messages.success(request, f"{membership.user.get_username()} is now {role}.")
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    return redirect("tenants:member-list", tenant.slug)
+
+
+# --- the platform admins' queue ---------------------------------------------------------------
 
 
 @login_required
 def request_queue(request):
     if not access_for(request.user).platform_admin:
         raise PermissionDenied
-    return render(request, "tenants/requests.html")
+    queue = list(quota_requests_open())
+    return render(
+        request,
+        "tenants/requests.html",
+        {
+            "waiting": [r for r in queue if r.status == QuotaRequest.Status.SUBMITTED],
+            "on_the_way": [r for r in queue if r.status != QuotaRequest.Status.SUBMITTED],
+        },
+    )

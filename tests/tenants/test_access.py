@@ -51,7 +51,7 @@ def test_dashboard_query_count_does_not_grow_with_members(
     client = login(tenant_owner)
     url = reverse("tenants:dashboard", args=[tenant.slug])
     client.get(url)
-    with django_assert_max_num_queries(12) as few:
+    with django_assert_max_num_queries(15) as few:
         client.get(url)
     MembershipFactory.create_batch(30, tenant=tenant)
     for resource in ["cpu", "memory-gib", "storage-gib", "gpu:nvidia-l40s"]:

@@ -1,0 +1,328 @@
+"""Quota enforced on the cluster, level-triggered: the database says what should be there.
+
+`tenant_mark_changed` bumps a tenant's desired_version inside the caller's transaction and
+queues a reconcile after commit. `tenant_reconcile` builds every manifest from the database
+(tenants.manifests), server-side applies them through the fleet gateway and records what it
+observed: the applied version and time, or the cluster's error; the usage the cluster reports;
+drift it corrected. It is safe to run twice, late or concurrently: apply is idempotent, and the
+recorded version only moves forward. `tenants_reconcile_sweep` re-queues every tenant, which
+both retries failures and repairs drift.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+from kubernetes.utils.quantity import parse_quantity
+
+from inventory import resource_classes
+from portal.audit import audit
+from portal.fleet import FleetError, FleetGateway, TransientFleetError, get_gateway
+
+from . import jobs
+from .manifests import (
+    COUNT_RESOURCES,
+    KUEUE,
+    RESOURCE_QUOTA,
+    Grant,
+    Manifest,
+    TenantSpec,
+    drifted_fields,
+    flavor_name,
+    tenant_manifests,
+)
+from .models import Quota, QuotaRequest, Tenant
+
+logger = logging.getLogger(__name__)
+
+GIB = 2**30
+MAX_ERROR_LENGTH = 2000
+
+
+@dataclass
+class ReconcileOutcome:
+    tenant_id: int
+    version: int
+    applied: int = 0
+    drift: dict[str, list[str]] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=dict)
+    requests_applied: list[int] = field(default_factory=list)
+
+
+# --- desired state ----------------------------------------------------------------------------
+
+
+def _cohort_lendable(tenant: Tenant) -> dict[str, int]:
+    """Per resource class, the most the other tenants of the cohort lend (their idle quota)."""
+    if not tenant.cohort or tenant.isolation == Tenant.Isolation.DEDICATED:
+        return {}
+    peers = Quota.objects.filter(
+        tenant__cohort=tenant.cohort,
+        tenant__isolation=Tenant.Isolation.SHARED,
+        tenant__status=Tenant.Status.ACTIVE,
+    ).exclude(tenant=tenant)
+    lendable: dict[str, int] = {}
+    for resource, limit, lending in peers.values_list("resource", "limit", "lending_limit"):
+        lendable[resource] = lendable.get(resource, 0) + (limit if lending is None else lending)
+    return lendable
+
+
+def tenant_spec(*, tenant: Tenant) -> TenantSpec:
+    """The tenant's desired state on the cluster, read from the database."""
+    grants = tuple(
+        Grant(
+            resource=q.resource,
+            limit=q.limit,
+            borrowing_limit=q.borrowing_limit,
+            lending_limit=q.lending_limit,
+        )
+        for q in tenant.quotas.order_by("resource")
+    )
+    return TenantSpec(
+        slug=tenant.slug,
+        isolation=tenant.isolation,
+        group=f"{settings.KUBERNETES_OIDC_GROUPS_PREFIX}{tenant.group_name}",
+        grants=grants,
+        suspended=tenant.status == Tenant.Status.SUSPENDED,
+        cohort=tenant.cohort,
+        cohort_lendable=_cohort_lendable(tenant),
+        ingress_namespace=settings.TENANT_INGRESS_NAMESPACE,
+        edit_role=settings.TENANT_EDIT_CLUSTER_ROLE,
+    )
+
+
+def tenant_mark_changed(*, tenants: Iterable[Tenant]) -> dict[int, int]:
+    """Bump desired_version of `tenants` (and their cohort peers); reconcile each after commit.
+
+    Call inside the transaction that changed the desired state. Returns the new versions.
+    """
+    tenants = list(tenants)
+    ids = {t.pk for t in tenants}
+    cohorts = {t.cohort for t in tenants if t.cohort}
+    if cohorts:
+        # A cohort member's quota is what its peers may borrow: their ceilings change too.
+        ids |= set(Tenant.objects.filter(cohort__in=cohorts).values_list("pk", flat=True))
+    Tenant.objects.filter(pk__in=ids).update(desired_version=F("desired_version") + 1)
+    versions = dict(Tenant.objects.filter(pk__in=ids).values_list("pk", "desired_version"))
+    for tenant_id in sorted(ids):
+        jobs.enqueue_after_commit(jobs.RECONCILE_TENANT, tenant_id)
+    return versions
+
+
+# --- reconcile --------------------------------------------------------------------------------
+
+
+def _drift(gateway: FleetGateway, manifests: list[Manifest]) -> dict[str, list[str]]:
+    drift = {}
+    for manifest in manifests:
+        meta = manifest["metadata"]
+        live = gateway.get(
+            api_version=manifest["apiVersion"],
+            kind=manifest["kind"],
+            name=meta["name"],
+            namespace=meta.get("namespace"),
+        )
+        fields = drifted_fields(manifest, live)
+        if fields:
+            where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+            drift[f"{manifest['kind']} {where}{meta['name']}"] = fields
+    return drift
+
+
+def _whole(quantity: str, unit: int = 1) -> int:
+    return max(0, math.ceil(parse_quantity(quantity) / unit))
+
+
+def _observed_usage(gateway: FleetGateway, spec: TenantSpec) -> dict[str, int]:
+    """What the tenant uses now, per resource class, as the cluster's controllers report it."""
+    quota = gateway.get(
+        api_version="v1", kind="ResourceQuota", name=RESOURCE_QUOTA, namespace=spec.namespace
+    )
+    queue = gateway.get(api_version=KUEUE, kind="ClusterQueue", name=spec.cluster_queue)
+    used = ((quota or {}).get("status") or {}).get("used") or {}
+    usage: dict[str, int] = {}
+    scalars = {"cpu": ("requests.cpu", 1), "memory-gib": ("requests.memory", GIB)}
+    scalars["storage-gib"] = ("requests.storage", GIB)
+    for key, (name, unit) in scalars.items():
+        if name in used:
+            usage[key] = _whole(used[name], unit)
+    for kind, name in COUNT_RESOURCES.items():
+        if name in used:
+            usage[f"count:{kind}"] = _whole(used[name])
+    # Per GPU model only Kueue can tell (one flavor per model); ResourceQuota sums all models.
+    granted = [resource_classes.parse(g.resource) for g in spec.grants]
+    by_resource: dict[tuple[str, str], str] = {}
+    for rc in granted:
+        if rc.kind in {"gpu", "mig"}:
+            flavor = flavor_name(spec, rc.gpu_model.key)
+            by_resource[(flavor, rc.kubernetes_resource)] = rc.key
+    flavors_usage = ((queue or {}).get("status") or {}).get("flavorsUsage")
+    if flavors_usage is not None:
+        for flavor in flavors_usage:
+            for cell in flavor.get("resources") or []:
+                key = by_resource.get((flavor.get("name"), cell.get("name")))
+                if key is not None:
+                    usage[key] = _whole(cell.get("total") or "0")
+    else:
+        for rc in granted:
+            name = f"requests.{rc.kubernetes_resource}"
+            same = [o for o in granted if o.kubernetes_resource == rc.kubernetes_resource]
+            if rc.kind in {"gpu", "mig"} and len(same) == 1 and name in used:
+                usage[rc.key] = _whole(used[name])
+    return usage
+
+
+def tenant_reconcile(
+    *, tenant_id: int, force: bool = True, gateway: FleetGateway | None = None
+) -> ReconcileOutcome:
+    """Make the cluster hold what the database says for one tenant; record what happened.
+
+    Without `force`, a tenant already in sync is left alone (a change queues one reconcile per
+    write; the first applies them all). The sweep forces: that is how drift is found.
+    Raises the gateway's FleetError after recording it (TransientFleetError is worth a retry).
+    """
+    tenant = Tenant.objects.filter(pk=tenant_id).first()
+    if tenant is None:
+        return ReconcileOutcome(tenant_id=tenant_id, version=0)  # gone: nothing to enforce
+    if not force and tenant.in_sync:
+        return ReconcileOutcome(tenant_id=tenant_id, version=tenant.applied_version, applied=0)
+    # Read the version before the quotas: what gets applied is at least this new.
+    version = tenant.desired_version
+    spec = tenant_spec(tenant=tenant)
+    manifests = tenant_manifests(spec)
+    gateway = gateway or get_gateway()
+    outcome = ReconcileOutcome(tenant_id=tenant_id, version=version, applied=len(manifests))
+    try:
+        if tenant.applied_version:
+            outcome.drift = _drift(gateway, manifests)
+        gateway.apply(manifests=manifests)
+        try:
+            outcome.usage = _observed_usage(gateway, spec)
+        except (ValueError, TypeError, AttributeError):
+            logger.warning("Unreadable usage for tenant %s", tenant.slug, exc_info=True)
+    except FleetError as exc:
+        _record_failure(tenant_id=tenant_id, version=version, error=exc)
+        raise
+    outcome.requests_applied = _record_success(outcome)
+    return outcome
+
+
+@transaction.atomic
+def _record_success(outcome: ReconcileOutcome) -> list[int]:
+    now = timezone.now()
+    tenant = Tenant.objects.select_for_update().get(pk=outcome.tenant_id)
+    was_failing = bool(tenant.reconcile_error)
+    advanced = outcome.version > tenant.applied_version
+    tenant.applied_version = max(tenant.applied_version, outcome.version)
+    tenant.applied_at, tenant.reconcile_error = now, ""
+    tenant.reconcile_failed_at, tenant.reconcile_failures = None, 0
+    tenant.save(
+        update_fields=[
+            "applied_version",
+            "applied_at",
+            "reconcile_error",
+            "reconcile_failed_at",
+            "reconcile_failures",
+        ]
+    )
+    for quota in Quota.objects.filter(tenant=tenant, resource__in=list(outcome.usage)):
+        if quota.in_use != outcome.usage[quota.resource]:
+            quota.in_use = outcome.usage[quota.resource]
+            quota.save(update_fields=["in_use"])
+    if outcome.drift:
+        audit(
+            actor=None,
+            action="tenant.drift_corrected",
+            obj=tenant,
+            tenant=tenant,
+            changes=outcome.drift,
+        )
+    if advanced or was_failing:
+        audit(
+            actor=None,
+            action="tenant.applied",
+            obj=tenant,
+            tenant=tenant,
+            changes={"version": outcome.version, "objects": outcome.applied},
+        )
+    applied = []
+    ready = QuotaRequest.objects.filter(
+        tenant=tenant,
+        status__in=[QuotaRequest.Status.APPROVED, QuotaRequest.Status.FAILED],
+        tenant_version__lte=tenant.applied_version,
+    )
+    for request in ready:
+        request.move_to(
+            QuotaRequest.Status.APPLIED,
+            applied_at=now,
+            last_error="",
+            attempts=request.attempts + 1,
+        )
+        audit(actor=None, action="quota_request.applied", obj=request, tenant=tenant)
+        jobs.enqueue_after_commit(jobs.NOTIFY_QUOTA_REQUEST, request.pk, "applied")
+        applied.append(request.pk)
+    return applied
+
+
+@transaction.atomic
+def _record_failure(*, tenant_id: int, version: int, error: FleetError) -> None:
+    message = str(error)[:MAX_ERROR_LENGTH] or error.__class__.__name__
+    tenant = Tenant.objects.select_for_update().filter(pk=tenant_id).first()
+    if tenant is None:
+        return
+    first_or_new = tenant.reconcile_error != message
+    tenant.reconcile_error, tenant.reconcile_failed_at = message, timezone.now()
+    tenant.reconcile_failures += 1
+    tenant.save(update_fields=["reconcile_error", "reconcile_failed_at", "reconcile_failures"])
+    pending = QuotaRequest.objects.filter(tenant=tenant, tenant_version__gt=tenant.applied_version)
+    # Those already failed keep failing (with the latest error); then the newly approved fail.
+    pending.filter(status=QuotaRequest.Status.FAILED).update(
+        last_error=message, attempts=F("attempts") + 1
+    )
+    for request in pending.filter(status=QuotaRequest.Status.APPROVED):
+        request.move_to(
+            QuotaRequest.Status.FAILED, last_error=message, attempts=request.attempts + 1
+        )
+        audit(
+            actor=None,
+            action="quota_request.failed",
+            obj=request,
+            tenant=tenant,
+            changes={"error": message},
+        )
+    if first_or_new:
+        audit(
+            actor=None,
+            action="tenant.apply_failed",
+            obj=tenant,
+            tenant=tenant,
+            changes={
+                "version": version,
+                "error": message,
+                "transient": isinstance(error, TransientFleetError),
+            },
+        )
+
+
+def tenants_reconcile_sweep() -> list[int]:
+    """Queue a reconcile of every tenant: retries failures, finishes stuck ones, repairs drift."""
+    ids = list(Tenant.objects.order_by("pk").values_list("pk", flat=True))
+    for tenant_id in ids:
+        jobs.enqueue_after_commit(jobs.RECONCILE_TENANT, tenant_id, True)
+    return ids
+
+
+def tenants_out_of_sync() -> list[int]:
+    """Tenants whose cluster state lags the database or whose last apply failed."""
+    return list(
+        Tenant.objects.filter(
+            Q(applied_version__lt=F("desired_version")) | ~Q(reconcile_error="")
+        ).values_list("pk", flat=True)
+    )

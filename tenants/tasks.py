@@ -1,0 +1,58 @@
+"""Celery tasks of the tenants app: thin interfaces over the services, ids in."""
+
+import logging
+
+from celery import shared_task
+
+from portal.fleet import PermanentFleetError, TransientFleetError
+
+from .enforcement import tenant_reconcile, tenants_reconcile_sweep
+from .notifications import quota_request_notify
+from .quota_requests import quota_grants_end_due, quota_grants_remind
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(
+    acks_late=True,
+    autoretry_for=(TransientFleetError,),
+    retry_backoff=5,
+    retry_backoff_max=600,
+    retry_jitter=True,
+    max_retries=8,
+)
+def tenant_reconcile_task(tenant_id: int, force: bool = False) -> dict:
+    """Apply the tenant's desired state; transient cluster errors are retried with backoff.
+
+    The error is recorded on the tenant and its requests before any retry; a permanent one
+    waits for the periodic sweep (or a fix by an admin) instead of a tight retry loop.
+    """
+    try:
+        outcome = tenant_reconcile(tenant_id=tenant_id, force=force)
+    except PermanentFleetError as exc:
+        logger.warning("Tenant %s: the cluster refused its objects: %s", tenant_id, exc)
+        return {"tenant": tenant_id, "error": str(exc)}
+    return {
+        "tenant": tenant_id,
+        "version": outcome.version,
+        "applied": outcome.applied,
+        "drift": sorted(outcome.drift),
+        "requests_applied": outcome.requests_applied,
+    }
+
+
+@shared_task(acks_late=True)
+def tenants_reconcile_sweep_task() -> int:
+    """Periodic: re-apply every tenant (retries failures, repairs drift)."""
+    return len(tenants_reconcile_sweep())
+
+
+@shared_task(acks_late=True)
+def quota_grants_sweep_task() -> dict:
+    """Periodic: remind tenants of temporary grants ending soon, end those past their date."""
+    return {"reminded": quota_grants_remind(), "ended": quota_grants_end_due()}
+
+
+@shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
+def quota_request_notify_task(request_id: int, event: str) -> int:
+    return quota_request_notify(request_id=request_id, event=event)

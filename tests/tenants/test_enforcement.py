@@ -1,0 +1,303 @@
+"""Quota enforced on the cluster: applied through the real gateway to the Kubernetes API emulator,
+read back and validated; drift corrected; cluster errors recorded and retried."""
+
+import re
+
+import pytest
+from celery import current_app
+from django.urls import reverse
+
+from portal.fleet import TransientFleetError
+from portal.models import AuditEvent, SimulatedObject
+from tenants import quota_requests
+from tenants.enforcement import tenant_mark_changed, tenant_reconcile, tenants_reconcile_sweep
+from tenants.manifests import KUEUE
+from tenants.models import Quota, QuotaRequest, Tenant
+from tests.factories import QuotaFactory
+
+from .kube_schemas import assert_valid
+
+S = QuotaRequest.Status
+NS = "tenant-acme"
+RQ_PATH = f"/api/v1/namespaces/{NS}/resourcequotas/tenant-quota"
+OBJECTS = [
+    ("v1", "Namespace", NS, None),
+    ("v1", "ResourceQuota", "tenant-quota", NS),
+    ("v1", "LimitRange", "tenant-defaults", NS),
+    ("networking.k8s.io/v1", "NetworkPolicy", "tenant-isolation", NS),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding", "tenant-edit", NS),
+    (KUEUE, "ResourceFlavor", "portal-default", None),
+    (KUEUE, "ResourceFlavor", "gpu-nvidia-h100-80gb", None),
+    (KUEUE, "ClusterQueue", "tenant-acme", None),
+    (KUEUE, "LocalQueue", "default", NS),
+]
+SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
+
+
+def _read_back(emulator) -> list[dict]:
+    objects = []
+    for api_version, kind, name, namespace in OBJECTS:
+        obj = emulator.get_object(api_version, kind, name, namespace)
+        assert obj is not None, f"{kind} {name} is not on the cluster"
+        objects.append(obj)
+    return objects
+
+
+def _approve(request, admin, capture, **kwargs):
+    with capture(execute=True):
+        quota_requests.quota_request_approve(request_id=request.pk, approver=admin, **kwargs)
+    request.refresh_from_db()
+    return request
+
+
+@pytest.fixture
+def approved_tenant(
+    tenant,
+    tenant_member,
+    granted,
+    submit,
+    platform_admin,
+    kube_gateway,
+    kube_emulator,
+    django_capture_on_commit_callbacks,
+):
+    """Acme with 8 H100s and 64 vCPUs, plus an approved request for 8 more H100s, applied."""
+    request = _approve(
+        submit({"gpu:nvidia-h100-80gb": 8}), platform_admin, django_capture_on_commit_callbacks
+    )
+    return request
+
+
+def test_approved_quota_is_applied_read_back_and_valid_against_the_schemas(
+    approved_tenant, kube_emulator, tenant
+):
+    request = approved_tenant
+    assert request.status == S.APPLIED and request.applied_at is not None
+    tenant.refresh_from_db()
+    assert tenant.applied_at is not None and tenant.applied_version == tenant.desired_version
+    assert tenant.reconcile_error == ""
+
+    objects = _read_back(kube_emulator)
+    assert_valid(objects)
+    by_kind = {o["kind"]: o for o in objects}
+    assert by_kind["ResourceQuota"]["spec"]["hard"]["requests.nvidia.com/gpu"] == "16"
+    assert by_kind["ResourceQuota"]["spec"]["hard"]["requests.cpu"] == "64"
+    gpu_flavor = by_kind["ClusterQueue"]["spec"]["resourceGroups"][1]["flavors"][0]
+    assert gpu_flavor == {
+        "name": "gpu-nvidia-h100-80gb",
+        "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "16"}],
+    }
+    assert by_kind["Namespace"]["metadata"]["labels"]["portal.ai-factory.io/tenant"] == "acme"
+    # Written with server-side apply, as one field manager.
+    applies = [r for r in kube_emulator.requests("PATCH")]
+    assert applies and all("apply-patch" in r.content_type for r in applies)
+    assert all(r.params.get("fieldManager") == "ai-factory-portal" for r in applies)
+    assert AuditEvent.objects.filter(action="tenant.applied", tenant_slug="acme").exists()
+    assert AuditEvent.objects.filter(action="quota_request.applied").count() == 1
+
+
+def test_reconciling_again_changes_nothing_on_the_cluster(approved_tenant, kube_emulator, tenant):
+    before = {o["kind"] + o["metadata"]["name"]: o for o in _read_back(kube_emulator)}
+    tenant_reconcile(tenant_id=tenant.pk)
+    tenant_reconcile(tenant_id=tenant.pk)
+    after = {o["kind"] + o["metadata"]["name"]: o for o in _read_back(kube_emulator)}
+    assert after == before  # not even a resourceVersion moved
+    assert after["LocalQueuedefault"]["spec"] == {"clusterQueue": "tenant-acme"}
+    assert not AuditEvent.objects.filter(action="tenant.drift_corrected").exists()
+
+
+def test_the_sweep_corrects_drift_someone_made_on_the_cluster(
+    approved_tenant, kube_emulator, tenant, django_capture_on_commit_callbacks
+):
+    quota = kube_emulator.get_object("v1", "ResourceQuota", "tenant-quota", NS)
+    edited = {**quota, "spec": {"hard": {**quota["spec"]["hard"], "requests.nvidia.com/gpu": "64"}}}
+    edited["metadata"] = {k: v for k, v in quota["metadata"].items() if k not in SERVER_FIELDS}
+    kube_emulator.put_object(edited)
+    queue = kube_emulator.get_object(KUEUE, "ClusterQueue", "tenant-acme")
+    queue["spec"]["resourceGroups"][1]["flavors"][0]["resources"][0]["nominalQuota"] = "64"
+    kube_emulator.put_object(queue)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert tenants_reconcile_sweep() == [tenant.pk]
+
+    restored = kube_emulator.get_object("v1", "ResourceQuota", "tenant-quota", NS)
+    assert restored["spec"]["hard"]["requests.nvidia.com/gpu"] == "16"
+    queue = kube_emulator.get_object(KUEUE, "ClusterQueue", "tenant-acme")
+    assert queue["spec"]["resourceGroups"][1]["flavors"][0]["resources"][0]["nominalQuota"] == "16"
+    drift = AuditEvent.objects.get(action="tenant.drift_corrected")
+    assert drift.changes == {
+        f"ResourceQuota {NS}/tenant-quota": ["spec"],
+        "ClusterQueue tenant-acme": ["spec"],
+    }
+
+
+def test_a_cluster_error_leaves_the_request_failed_with_the_error_and_the_sweep_retries_it(
+    tenant,
+    granted,
+    submit,
+    platform_admin,
+    kube_gateway,
+    kube_emulator,
+    login,
+    tenant_member,
+    api_client,
+    django_capture_on_commit_callbacks,
+):
+    request = submit({"gpu:nvidia-h100-80gb": 8})
+    quota_requests.quota_request_approve(request_id=request.pk, approver=platform_admin)
+    kube_emulator.fail(503, method="PATCH", path=RQ_PATH, message="etcdserver: request timed out")
+
+    with pytest.raises(TransientFleetError):
+        tenant_reconcile(tenant_id=tenant.pk)
+
+    request.refresh_from_db()
+    tenant.refresh_from_db()
+    assert request.status == S.FAILED and request.attempts == 1
+    assert "etcdserver: request timed out" in request.last_error
+    assert "etcdserver: request timed out" in tenant.reconcile_error
+    # The decision stands: the database still wants 16, the cluster has not got it.
+    assert Quota.objects.get(resource="gpu:nvidia-h100-80gb").limit == 16
+    assert AuditEvent.objects.filter(action="tenant.apply_failed").count() == 1
+    page = login(tenant_member).get(reverse("tenants:dashboard", args=["acme"])).content.decode()
+    assert "Not applied on the cluster" in page and "etcdserver: request timed out" in page
+    api_client.force_login(tenant_member)
+    body = api_client.get(f"/api/v1/quota-requests/{request.pk}/").json()
+    assert body["status"] == "failed" and "etcdserver" in body["last_error"]
+    assert api_client.get("/api/v1/tenants/acme/").json()["cluster"]["state"] == "failing"
+
+    with django_capture_on_commit_callbacks(execute=True):
+        tenants_reconcile_sweep()
+
+    request.refresh_from_db()
+    tenant.refresh_from_db()
+    assert request.status == S.APPLIED and request.last_error == "" and request.attempts == 2
+    assert tenant.reconcile_error == "" and tenant.reconcile_failures == 0
+    quota = kube_emulator.get_object("v1", "ResourceQuota", "tenant-quota", NS)
+    assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == "16"
+    page = login(tenant_member).get(reverse("tenants:dashboard", args=["acme"])).content.decode()
+    assert "Applied on the cluster at" in page
+
+
+def test_the_reconcile_task_retries_transient_errors_with_backoff(
+    tenant,
+    granted,
+    submit,
+    platform_admin,
+    kube_gateway,
+    kube_emulator,
+    monkeypatch,
+):
+    from tenants.tasks import tenant_reconcile_task
+
+    assert tenant_reconcile_task.autoretry_for == (TransientFleetError,)
+    assert tenant_reconcile_task.retry_backoff and tenant_reconcile_task.max_retries == 8
+    request = submit({"cpu": 8})
+    quota_requests.quota_request_approve(request_id=request.pk, approver=platform_admin)
+    kube_emulator.fail(503, method="PATCH", path=RQ_PATH, times=2)
+
+    # Run as a worker would (errors not propagated): Celery retries, here without the wait.
+    monkeypatch.setitem(current_app.conf, "task_eager_propagates", False)
+    result = tenant_reconcile_task.apply(args=(tenant.pk,))
+
+    assert result.successful()
+    request.refresh_from_db()
+    # Two attempts failed and were recorded; the third went through.
+    assert request.status == S.APPLIED and request.attempts == 3
+    assert len(kube_emulator.requests("PATCH", RQ_PATH)) == 3
+    assert AuditEvent.objects.filter(action="quota_request.failed").count() == 1
+    assert AuditEvent.objects.filter(action="tenant.apply_failed").count() == 1
+
+
+def test_a_permanent_refusal_is_recorded_without_a_retry_storm(
+    tenant,
+    granted,
+    submit,
+    platform_admin,
+    kube_gateway,
+    kube_emulator,
+    django_capture_on_commit_callbacks,
+):
+    kube_emulator.fail(
+        403, method="PATCH", path=RQ_PATH, message="resourcequotas is forbidden", times=5
+    )
+    request = _approve(submit({"cpu": 8}), platform_admin, django_capture_on_commit_callbacks)
+    assert request.status == S.FAILED and "forbidden" in request.last_error
+    assert len(kube_emulator.requests("PATCH", RQ_PATH)) == 1
+
+
+def test_usage_reported_by_the_cluster_shows_next_to_the_quota(
+    approved_tenant, kube_emulator, tenant, tenant_member, login
+):
+    quota = kube_emulator.get_object("v1", "ResourceQuota", "tenant-quota", NS)
+    kube_emulator.put_object(
+        {**quota, "status": {"hard": quota["spec"]["hard"], "used": {"requests.cpu": "12500m"}}}
+    )
+    queue = kube_emulator.get_object(KUEUE, "ClusterQueue", "tenant-acme")
+    flavors_usage = [
+        {"name": "gpu-nvidia-h100-80gb", "resources": [{"name": "nvidia.com/gpu", "total": "6"}]}
+    ]
+    kube_emulator.put_object({**queue, "status": {"flavorsUsage": flavors_usage}})
+
+    tenant_reconcile(tenant_id=tenant.pk)
+
+    used = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "in_use"))
+    assert used == {"gpu:nvidia-h100-80gb": 6, "cpu": 13}
+    html = login(tenant_member).get(reverse("tenants:dashboard", args=["acme"])).content.decode()
+    assert re.search(r"6\s*/\s*16", html)
+
+
+def test_a_cohort_change_re_enforces_the_peers_that_may_borrow_from_it(db):
+    lender = Tenant.objects.create(slug="lender", name="Lender", cohort="pool")
+    borrower = Tenant.objects.create(slug="borrower", name="Borrower", cohort="pool")
+    loner = Tenant.objects.create(slug="loner", name="Loner")
+    QuotaFactory(tenant=lender, resource="gpu:nvidia-l40s", limit=8, lending_limit=6)
+    QuotaFactory(tenant=borrower, resource="gpu:nvidia-l40s", limit=2, borrowing_limit=4)
+    versions = tenant_mark_changed(tenants=[lender])
+    assert set(versions) == {lender.pk, borrower.pk}
+    assert Tenant.objects.get(pk=loner.pk).desired_version == 1
+
+    from tenants.enforcement import tenant_spec
+    from tenants.manifests import resource_quota_hard
+
+    spec = tenant_spec(tenant=borrower)
+    assert spec.cohort_lendable == {"gpu:nvidia-l40s": 6}
+    assert resource_quota_hard(spec)["requests.nvidia.com/gpu"] == "6"  # 2 own + 4 borrowed
+
+
+def test_the_demo_fleet_holds_the_same_valid_objects(
+    tenant, granted, submit, platform_admin, simulated_gateway, django_capture_on_commit_callbacks
+):
+    request = _approve(
+        submit({"mig:nvidia-a100-80gb:1g.10gb": 14}),
+        platform_admin,
+        django_capture_on_commit_callbacks,
+    )
+    assert request.status == S.APPLIED
+    stored = [row.body for row in SimulatedObject.objects.all()]
+    assert {o["kind"] for o in stored} >= {"Namespace", "ResourceQuota", "ClusterQueue"}
+    assert_valid(
+        [
+            {**o, "metadata": {k: v for k, v in o["metadata"].items() if k not in SERVER_FIELDS}}
+            for o in stored
+        ]
+    )
+
+
+def test_the_periodic_sweeps_are_scheduled_and_registered(settings):
+    from celery import current_app
+
+    scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    ours = {"tenants.tasks.tenants_reconcile_sweep_task", "tenants.tasks.quota_grants_sweep_task"}
+    assert ours <= scheduled
+    assert ours <= set(current_app.tasks)
+
+
+def test_the_sweep_task_reapplies_every_tenant(
+    approved_tenant, tenant, other_tenant, kube_emulator, django_capture_on_commit_callbacks
+):
+    from tenants.tasks import quota_grants_sweep_task, tenants_reconcile_sweep_task
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert tenants_reconcile_sweep_task.apply().get() == 2
+    assert kube_emulator.get_object("v1", "Namespace", "tenant-globex") is not None
+    assert quota_grants_sweep_task.apply().get() == {"reminded": [], "ended": []}

@@ -1,0 +1,254 @@
+"""The tenant's objects on the cluster, built by pure functions and checked against the schemas."""
+
+import pytest
+
+from tenants.manifests import (
+    RESERVED_FOR_KEY,
+    TENANT_LABEL,
+    Grant,
+    TenantSpec,
+    burst_ceiling,
+    drifted_fields,
+    mig_resource_names,
+    scheduling_for,
+    tenant_manifests,
+)
+
+from .kube_schemas import assert_valid, schema_errors
+
+SHARED = TenantSpec(
+    slug="nova",
+    isolation="shared",
+    group="oidc:tenant-nova",
+    grants=(
+        Grant("gpu:nvidia-h100-80gb", 16),
+        Grant("gpu:nvidia-l40s", 24),
+        Grant("mig:nvidia-a100-80gb:1g.10gb", 28),
+        Grant("mig:nvidia-h100-80gb:1g.10gb", 7),
+        Grant("cpu", 256),
+        Grant("memory-gib", 2048),
+        Grant("storage-gib", 10000),
+        Grant("count:inference", 10),
+    ),
+)
+DEDICATED = TenantSpec(
+    slug="helix",
+    isolation="dedicated",
+    group="oidc:tenant-helix",
+    grants=(Grant("gpu:nvidia-h200", 32), Grant("cpu", 768), Grant("memory-gib", 8192)),
+)
+COHORT = TenantSpec(
+    slug="atlas",
+    isolation="shared",
+    group="oidc:tenant-atlas",
+    cohort="shared-gpus",
+    cohort_lendable={"gpu:nvidia-l40s": 20},
+    grants=(
+        Grant("gpu:nvidia-l40s", 8, borrowing_limit=4, lending_limit=2),
+        Grant("gpu:nvidia-h100-80gb", 2),
+        Grant("cpu", 96),
+    ),
+)
+EMPTY = TenantSpec(slug="fresh", isolation="shared", group="oidc:tenant-fresh")
+SUSPENDED = TenantSpec(
+    slug="orbit", isolation="shared", group="g", suspended=True, grants=(Grant("cpu", 8),)
+)
+
+
+def _by_kind(manifests):
+    found = {}
+    for m in manifests:
+        found.setdefault(m["kind"], []).append(m)
+    return found
+
+
+def _one(manifests, kind):
+    (obj,) = _by_kind(manifests)[kind]
+    return obj
+
+
+@pytest.mark.parametrize(
+    "spec", [SHARED, DEDICATED, COHORT, EMPTY, SUSPENDED], ids=lambda s: s.slug
+)
+def test_every_manifest_validates_against_kubernetes_and_kueue_schemas(spec):
+    manifests = tenant_manifests(spec)
+    assert_valid(manifests)
+    kinds = [m["kind"] for m in manifests]
+    assert kinds[0] == "Namespace"
+    assert kinds.index("ClusterQueue") < kinds.index("LocalQueue")
+    assert max(i for i, k in enumerate(kinds) if k == "ResourceFlavor") < kinds.index(
+        "ClusterQueue"
+    )
+    assert {"ResourceQuota", "LimitRange", "NetworkPolicy", "RoleBinding"} <= set(kinds)
+
+
+def test_the_schema_check_catches_a_broken_manifest():
+    bad_quota = _one(tenant_manifests(SHARED), "ResourceQuota") | {"bogus": True}
+    assert schema_errors(bad_quota)
+    queue = _one(tenant_manifests(SHARED), "ClusterQueue")
+    queue["spec"]["queueingStrategy"] = "Whenever"
+    assert schema_errors(queue)
+
+
+def test_resource_quota_counts_gpus_mig_cpu_memory_storage_and_objects():
+    hard = _one(tenant_manifests(SHARED), "ResourceQuota")["spec"]["hard"]
+    assert hard["requests.nvidia.com/gpu"] == "40"  # H100 + L40S, whole GPUs
+    assert hard["requests.nvidia.com/mig-1g.10gb"] == "35"  # A100 and H100 slices
+    assert hard["requests.cpu"] == "256"
+    assert hard["requests.memory"] == "2048Gi"
+    assert hard["requests.storage"] == "10000Gi"
+    assert hard["count/inferenceservices.serving.kserve.io"] == "10"
+    # Not granted is denied, not unlimited.
+    assert hard["count/virtualmachines.kubevirt.io"] == "0"
+    assert hard["requests.nvidia.com/mig-3g.40gb"] == "0"
+    assert {f"requests.{name}" for name in mig_resource_names()} <= set(hard)
+
+
+def test_cluster_queue_has_a_flavor_per_gpu_model_listing_exactly_the_covered_resources():
+    queue = _one(tenant_manifests(SHARED), "ClusterQueue")
+    cpu_group, gpu_group = queue["spec"]["resourceGroups"]
+    assert cpu_group["coveredResources"] == ["cpu", "memory"]
+    assert gpu_group["coveredResources"] == ["nvidia.com/gpu", "nvidia.com/mig-1g.10gb"]
+    quota = {
+        f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]}
+        for f in gpu_group["flavors"]
+    }
+    assert quota == {
+        "gpu-nvidia-h100-80gb": {"nvidia.com/gpu": "16", "nvidia.com/mig-1g.10gb": "7"},
+        "gpu-nvidia-a100-80gb": {"nvidia.com/gpu": "0", "nvidia.com/mig-1g.10gb": "28"},
+        "gpu-nvidia-l40s": {"nvidia.com/gpu": "24", "nvidia.com/mig-1g.10gb": "0"},
+    }
+    assert queue["spec"]["namespaceSelector"] == {"matchLabels": {TENANT_LABEL: "nova"}}
+    assert "cohortName" not in queue["spec"]
+    flavors = {
+        f["metadata"]["name"]: f for f in _by_kind(tenant_manifests(SHARED))["ResourceFlavor"]
+    }
+    assert flavors["gpu-nvidia-h100-80gb"]["spec"]["nodeLabels"] == {
+        "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"
+    }
+
+
+def test_local_queue_points_at_the_tenants_cluster_queue_in_its_namespace():
+    local = _one(tenant_manifests(SHARED), "LocalQueue")
+    assert local["metadata"] == {
+        "name": "default",
+        "namespace": "tenant-nova",
+        "labels": {"app.kubernetes.io/managed-by": "ai-factory-portal", TENANT_LABEL: "nova"},
+    }
+    assert local["spec"] == {"clusterQueue": "tenant-nova"}
+
+
+def test_dedicated_tenant_gets_whole_gpus_on_its_reserved_nodes_and_no_partitions():
+    manifests = tenant_manifests(DEDICATED)
+    hard = _one(manifests, "ResourceQuota")["spec"]["hard"]
+    assert hard["requests.nvidia.com/gpu"] == "32"
+    assert all(hard[f"requests.{name}"] == "0" for name in mig_resource_names())
+    assert hard["requests.nvidia.com/gpumem"] == "0" and hard["requests.nvidia.com/gpucores"] == "0"
+    flavor = next(
+        f
+        for f in _by_kind(manifests)["ResourceFlavor"]
+        if f["metadata"]["name"] != "portal-default"
+    )
+    assert flavor["metadata"]["name"] == "gpu-nvidia-h200-reserved-helix"
+    assert flavor["spec"]["nodeLabels"] == {
+        "nvidia.com/gpu.product": "NVIDIA-H200",
+        RESERVED_FOR_KEY: "helix",
+    }
+    assert flavor["spec"]["nodeTaints"] == [
+        {"key": RESERVED_FOR_KEY, "value": "helix", "effect": "NoSchedule"}
+    ]
+    assert flavor["spec"]["tolerations"] == scheduling_for(DEDICATED)["tolerations"]
+    gpu_group = _one(manifests, "ClusterQueue")["spec"]["resourceGroups"][1]
+    assert gpu_group["coveredResources"] == ["nvidia.com/gpu"]
+    assert (
+        _one(manifests, "Namespace")["metadata"]["labels"]["portal.ai-factory.io/isolation"]
+        == "dedicated"
+    )
+
+
+def test_dedicated_tenant_never_gets_mig_even_if_a_grant_slipped_through():
+    spec = TenantSpec(
+        slug="x",
+        isolation="dedicated",
+        group="g",
+        grants=(Grant("mig:nvidia-a100-80gb:1g.10gb", 7),),
+    )
+    manifests = tenant_manifests(spec)
+    assert (
+        _one(manifests, "ResourceQuota")["spec"]["hard"]["requests.nvidia.com/mig-1g.10gb"] == "0"
+    )
+    assert len(_one(manifests, "ClusterQueue")["spec"]["resourceGroups"]) == 1
+    assert_valid(manifests)
+
+
+def test_cohort_tenant_borrows_within_its_limits_and_its_quota_ceiling_includes_it():
+    manifests = tenant_manifests(COHORT)
+    queue = _one(manifests, "ClusterQueue")
+    assert queue["spec"]["cohortName"] == "shared-gpus"
+    assert _one(manifests, "Cohort")["metadata"]["name"] == "shared-gpus"
+    cells = {
+        (f["name"], r["name"]): r
+        for f in queue["spec"]["resourceGroups"][1]["flavors"]
+        for r in f["resources"]
+    }
+    assert cells[("gpu-nvidia-l40s", "nvidia.com/gpu")] == {
+        "name": "nvidia.com/gpu",
+        "nominalQuota": "8",
+        "borrowingLimit": "4",
+        "lendingLimit": "2",
+    }
+    # A line without limits borrows freely, as much as peers lend.
+    assert "borrowingLimit" not in cells[("gpu-nvidia-h100-80gb", "nvidia.com/gpu")]
+    hard = _one(manifests, "ResourceQuota")["spec"]["hard"]
+    assert hard["requests.nvidia.com/gpu"] == str(8 + 4 + 2)  # L40S 8+4, H100 2+0 lendable
+    assert burst_ceiling(Grant("r", 8, borrowing_limit=None), lendable=20) == 28
+    assert burst_ceiling(Grant("r", 8, borrowing_limit=30), lendable=20) == 28
+
+
+def test_network_policy_denies_all_but_the_tenant_itself_the_ingress_gateway_and_dns():
+    policy = _one(tenant_manifests(SHARED), "NetworkPolicy")["spec"]
+    assert policy["podSelector"] == {} and policy["policyTypes"] == ["Ingress", "Egress"]
+    sources = [peer for rule in policy["ingress"] for peer in rule["from"]]
+    assert sources == [
+        {"podSelector": {}},
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-gateway"}}},
+    ]
+    assert {p["port"] for p in policy["egress"][1]["ports"]} == {53}
+
+
+def test_role_binding_gives_the_keycloak_group_edit_in_the_namespace():
+    binding = _one(tenant_manifests(SHARED), "RoleBinding")
+    assert binding["metadata"]["namespace"] == "tenant-nova"
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "edit",
+    }
+    assert binding["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "oidc:tenant-nova"}
+    ]
+
+
+def test_suspended_tenant_holds_its_queue():
+    assert _one(tenant_manifests(SUSPENDED), "ClusterQueue")["spec"]["stopPolicy"] == "Hold"
+    assert _one(tenant_manifests(SHARED), "ClusterQueue")["spec"]["stopPolicy"] == "None"
+
+
+def test_building_twice_gives_the_same_objects():
+    assert tenant_manifests(COHORT) == tenant_manifests(COHORT)
+
+
+def test_drift_ignores_server_defaults_and_canonical_quantities_but_sees_edits():
+    quota = _one(tenant_manifests(SHARED), "ResourceQuota")
+    live = {
+        **quota,
+        "metadata": {**quota["metadata"], "uid": "1", "resourceVersion": "9"},
+        "spec": {"hard": {**quota["spec"]["hard"], "requests.memory": "2Ti"}},
+        "status": {"used": {}},
+    }
+    assert drifted_fields(quota, live) == []
+    live["spec"]["hard"]["requests.nvidia.com/gpu"] = "999"
+    assert drifted_fields(quota, live) == ["spec"]
+    live["metadata"]["labels"] = {}
+    assert drifted_fields(quota, live) == ["spec", "metadata.labels"]
+    assert drifted_fields(quota, None) == ["<missing>"]
