@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import ApiToken, AuditEvent, SimulatedObject
+from .models import ApiToken, AuditEvent, OidcIdentity, SimulatedObject
 
 
 @admin.register(AuditEvent)
@@ -43,6 +43,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
     list_filter = ["revoked_at"]
     search_fields = ["name", "user__username", "hint"]
     readonly_fields = ["digest", "hint", "created_at", "last_used_at"]
+    list_select_related = ["user"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+
+@admin.register(OidcIdentity)
+class OidcIdentityAdmin(admin.ModelAdmin):
+    """Who signs in through Keycloak as whom; created at the first sign-in, read-only here."""
+
+    list_display = ["user", "subject", "issuer", "created_at", "last_seen_at"]
+    search_fields = ["user__username", "user__email", "subject"]
+    readonly_fields = ["user", "subject", "issuer", "created_at", "last_seen_at"]
     list_select_related = ["user"]
 
     def has_add_permission(self, request) -> bool:

@@ -4,6 +4,9 @@ from django.conf import settings
 from django.urls import reverse
 
 from tenants.access import access_for
+from tenants.models import RoleAssignment
+
+from .openid import oidc_enabled
 
 
 def _nav_for(user) -> list[dict[str, str]]:
@@ -11,9 +14,29 @@ def _nav_for(user) -> list[dict[str, str]]:
     items: list[dict[str, str]] = []
     if access.tenant_roles:
         items += [
-            {"label": "Dashboard", "url": reverse("tenants:home"), "icon": "speedometer2"},
-            {"label": "Workloads", "url": reverse("tenants:workloads"), "icon": "boxes"},
-            {"label": "Quota", "url": reverse("tenants:quota"), "icon": "pie-chart"},
+            {
+                "label": "Dashboard",
+                "url": reverse("tenants:home"),
+                "icon": "speedometer2",
+                "views": ("tenants:dashboard", "tenants:member-list"),
+            },
+            {
+                "label": "Workloads",
+                "url": reverse("tenants:workloads"),
+                "icon": "boxes",
+                "views": ("tenants:workload-list",),
+            },
+            {
+                "label": "Quota",
+                "url": reverse("tenants:quota"),
+                "icon": "pie-chart",
+                "views": (
+                    "tenants:quota-detail",
+                    "tenants:quota-request-list",
+                    "tenants:quota-request-create",
+                    "tenants:quota-request-detail",
+                ),
+            },
             {"label": "Usage & invoices", "url": reverse("billing:tenant"), "icon": "receipt"},
         ]
     if access.finance:
@@ -30,12 +53,37 @@ def _nav_for(user) -> list[dict[str, str]]:
     return items
 
 
+def _mark_active(items: list[dict], request) -> list[dict]:
+    """Highlight the item the page belongs to: a view it names, else the longest URL prefix."""
+    match = getattr(request, "resolver_match", None)
+    view = match.view_name if match else ""
+    candidates = [
+        item
+        for item in items
+        if view in item.get("views", ()) or request.path.startswith(item["url"])
+    ]
+    best = max(
+        candidates,
+        key=lambda item: (view in item.get("views", ()), len(item["url"])),
+        default=None,
+    )
+    for item in items:
+        item["active"] = item is best
+    return items
+
+
 def portal(request) -> dict:
     user = getattr(request, "user", None)
     authenticated = bool(user and user.is_authenticated)
     return {
         "demo_mode": settings.FLEET_BACKEND == "simulated",
         "local_login_enabled": settings.LOCAL_LOGIN_ENABLED,
-        "nav_items": _nav_for(user) if authenticated else [],
+        "oidc_enabled": oidc_enabled(),
+        "nav_items": _mark_active(_nav_for(user), request) if authenticated else [],
         "user_access": access_for(user) if authenticated else None,
+        "user_role_labels": (
+            [RoleAssignment.Role(role).label for role in access_for(user).roles]
+            if authenticated
+            else []
+        ),
     }

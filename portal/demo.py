@@ -1,16 +1,20 @@
 """The demo's fleet, tenants and accounts: deterministic, so loading twice changes nothing."""
 
+import datetime
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 
+from inventory.demo_fleet import demo_fleet_details
 from inventory.models import GPU, Node, NodeState, Rack, Site
 from inventory.resource_classes import GPU_MODELS
+from tenants import quota_requests as tenant_quota_requests
 from tenants import services as tenant_services
-from tenants.models import Membership, RoleAssignment, Tenant
+from tenants.models import Membership, QuotaRequest, RoleAssignment, Tenant
 
 DEMO_NAMESPACE = uuid.UUID("5f1c2a7e-4d1b-4e0a-9c39-2f6a3b8d7e10")
 
@@ -117,6 +121,7 @@ def _fleet() -> int:
         racks += [Rack.objects.get_or_create(site=site, name=f"r{n:02d}")[0] for n in range(1, 6)]
     number = 0
     created = 0
+    numbered: dict[int, Node] = {}
     for model_key, count, per_node, cores, memory in NODE_PLAN:
         model = GPU_MODELS[model_key]
         for i in range(count):
@@ -144,6 +149,7 @@ def _fleet() -> int:
                 },
             )
             created += node_created
+            numbered[number] = node
             if node_created:
                 GPU.objects.bulk_create(
                     GPU(
@@ -162,7 +168,64 @@ def _fleet() -> int:
                     )
                     for g in range(per_node)
                 )
+    # NICs, topology, BIOS profiles, health history, and the simulated cluster's objects.
+    demo_fleet_details(numbered=numbered)
     return created
+
+
+# Shared tenants that lend each other idle GPUs through a Kueue cohort.
+COHORT = ("shared-pool", ("atlas", "orbit"))
+# (tenant, requester, lines, justification, days old, ends in days, outcome, decision note)
+QUOTA_REQUESTS = (
+    ("nova", "mike", {"gpu:nvidia-h100-80gb": 4},
+     "Second vLLM replica for the support assistant: p95 latency is over target at peak.",
+     12, None, "approve", "Approved for the launch."),
+    ("atlas", "ari", {"mig:nvidia-a100-80gb:1g.10gb": 7},
+     "Nightly eval sweep over 40 checkpoints; small slices are enough.",
+     9, 20, "approve", "Temporary, until the sweep is done."),
+    ("orbit", "olga", {"gpu:nvidia-a100-80gb": 16},
+     "LoRA fine-tuning backlog of 30 customer adapters.",
+     6, None, "reject", "No A100s free this quarter; ask again after the H200 expansion."),
+    ("atlas", "ari", {"count:vm": 2}, "Two VMs for the red-team tooling.", 4, None, "withdraw", ""),
+    ("helix", "olivia", {"gpu:nvidia-h200": 8, "storage-gib": 20000},
+     "Pre-training run of the 34B model needs one more H200 node for six weeks.",
+     2, 42, "submit", ""),
+    ("nova", "mike", {"gpu:nvidia-l40s": 8, "cpu": 64},
+     "Embedding service for the new search index.", 0, None, "submit", ""),
+)
+
+
+def _quota_requests(users: dict) -> None:
+    """A few requests in each state, so the review queue and the dashboards look alive."""
+    if QuotaRequest.objects.exists():
+        return
+    cohort, members = COHORT
+    for tenant in Tenant.objects.filter(slug__in=members, cohort=""):
+        tenant.cohort = cohort
+        tenant_services.tenant_update(actor=None, tenant=tenant, changed=["cohort"])
+    admin, now = users["adam"], timezone.now()
+    for slug, who, lines, why, age, ends_in, outcome, note in QUOTA_REQUESTS:
+        ends_on = timezone.localdate() + datetime.timedelta(days=ends_in) if ends_in else None
+        request = tenant_quota_requests.quota_request_create(
+            tenant=Tenant.objects.get(slug=slug),
+            requested_by=users[who],
+            lines=[{"resource": r, "amount": a} for r, a in lines.items()],
+            justification=why,
+            ends_on=ends_on,
+        )
+        QuotaRequest.objects.filter(pk=request.pk).update(
+            created_at=now - datetime.timedelta(days=age, hours=3)
+        )
+        if outcome == "approve":
+            tenant_quota_requests.quota_request_approve(
+                request_id=request.pk, approver=admin, note=note
+            )
+        elif outcome == "reject":
+            tenant_quota_requests.quota_request_reject(
+                request_id=request.pk, approver=admin, reason=note
+            )
+        elif outcome == "withdraw":
+            tenant_quota_requests.quota_request_withdraw(request_id=request.pk, actor=users[who])
 
 
 @transaction.atomic
@@ -192,4 +255,5 @@ def load_demo() -> list[DemoAccount]:
     tenant_services.role_grant(
         actor=None, user=users["adam"], role=RoleAssignment.Role.PLATFORM_ADMIN
     )
+    _quota_requests(users)
     return list(ACCOUNTS)

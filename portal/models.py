@@ -104,3 +104,25 @@ class SimulatedObject(models.Model):
     def __str__(self) -> str:
         where = f"{self.namespace}/" if self.namespace else ""
         return f"{self.kind} {where}{self.name}"
+
+
+class OidcIdentity(models.Model):
+    """The link from a portal user to their account at the OpenID Connect provider (`sub`)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identity"
+    )
+    # Keycloak's `sub` is a UUID unique across its realms; matching on it alone keeps accounts
+    # when the realm's public URL (the issuer) moves or the realm is exported and imported.
+    subject = models.CharField(max_length=255, unique=True)
+    issuer = models.CharField(max_length=255, help_text="Issuer at the last sign-in.")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "OIDC identity"
+        verbose_name_plural = "OIDC identities"
+        ordering = ["subject"]
+
+    def __str__(self) -> str:
+        return f"{self.subject} ({self.issuer})"

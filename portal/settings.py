@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "axes",
+    "mozilla_django_oidc",
     "django_celery_beat",
     "django_prometheus",
     "portal.apps.PortalConfig",
@@ -64,6 +65,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "tenants.oidc.KeycloakSessionRefresh",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -98,6 +100,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
+    "tenants.oidc.KeycloakBackend",
     "tenants.access.PlatformRoleBackend",
 ]
 AUTH_PASSWORD_VALIDATORS = [
@@ -110,6 +113,56 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 LOCAL_LOGIN_ENABLED = env.bool("LOCAL_LOGIN_ENABLED", default=True)
+
+# Sign-in with Keycloak (OpenID Connect, mozilla-django-oidc). Off until OIDC_ISSUER_URL (the
+# realm URL, e.g. https://sso.example.com/realms/ai-factory) and the client are set. Endpoints
+# come from the realm's discovery document (cached); an OIDC_OP_* endpoint set here wins, and
+# with all of authorization, token, userinfo and JWKS set no discovery request is made.
+OIDC_ISSUER_URL = env.str("OIDC_ISSUER_URL", default="").rstrip("/")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env.str("OIDC_OP_AUTHORIZATION_ENDPOINT", default="")
+OIDC_OP_TOKEN_ENDPOINT = env.str("OIDC_OP_TOKEN_ENDPOINT", default="")
+OIDC_OP_USER_ENDPOINT = env.str("OIDC_OP_USER_ENDPOINT", default="")
+OIDC_OP_JWKS_ENDPOINT = env.str("OIDC_OP_JWKS_ENDPOINT", default="")
+OIDC_OP_LOGOUT_ENDPOINT = env.str("OIDC_OP_LOGOUT_ENDPOINT", default="")
+OIDC_RP_CLIENT_ID = env.str("OIDC_RP_CLIENT_ID", default="")
+OIDC_RP_CLIENT_SECRET = env.str("OIDC_RP_CLIENT_SECRET", default="")
+_oidc_parts = [OIDC_OP_AUTHORIZATION_ENDPOINT, OIDC_OP_TOKEN_ENDPOINT, OIDC_OP_USER_ENDPOINT]
+if not OIDC_ISSUER_URL and any([*_oidc_parts, OIDC_OP_JWKS_ENDPOINT, OIDC_RP_CLIENT_ID]):
+    raise environ.ImproperlyConfigured(
+        "OIDC_ISSUER_URL is required with any OIDC_* setting: tokens are checked against it."
+    )
+if OIDC_ISSUER_URL and not (OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET):
+    raise environ.ImproperlyConfigured(
+        "OIDC_ISSUER_URL needs OIDC_RP_CLIENT_ID and OIDC_RP_CLIENT_SECRET (the portal's client)."
+    )
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_RP_SCOPES = env.str("OIDC_RP_SCOPES", default="openid email profile")
+OIDC_USE_PKCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
+OIDC_USE_NONCE = True
+OIDC_STORE_ID_TOKEN = True  # sent back as id_token_hint when signing out of Keycloak
+OIDC_CREATE_USER = True
+OIDC_VERIFY_SSL = True  # a private CA goes into REQUESTS_CA_BUNDLE, never verification off
+OIDC_TIMEOUT = env.float("OIDC_TIMEOUT", default=10.0)
+# Seconds of clock difference tolerated between the portal and Keycloak (exp, iat, nbf).
+OIDC_CLOCK_LEEWAY = env.int("OIDC_CLOCK_LEEWAY", default=30)
+OIDC_DISCOVERY_CACHE_SECONDS = env.int("OIDC_DISCOVERY_CACHE_SECONDS", default=3600)
+OIDC_JWKS_CACHE_SECONDS = env.int("OIDC_JWKS_CACHE_SECONDS", default=3600)
+# A Keycloak session is re-checked (prompt=none) this often: a user disabled in Keycloak loses
+# the portal within this time. Keycloak's access token lifespan (5 minutes) is a good value.
+OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS = env.int("OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS", default=300)
+# Claims -> access: realm or portal-client roles named here grant the platform roles; groups
+# <OIDC_GROUP_PREFIX><tenant slug>/<owner|member|viewer> grant tenant memberships.
+OIDC_ROLE_PLATFORM_ADMIN = env.list("OIDC_ROLE_PLATFORM_ADMIN", default=["platform-admin"])
+OIDC_ROLE_FINANCE = env.list("OIDC_ROLE_FINANCE", default=["finance"])
+OIDC_GROUP_PREFIX = env.str("OIDC_GROUP_PREFIX", default="/tenants/")
+# Bearer access tokens for the API must name this audience (Keycloak's audience mapper).
+OIDC_API_AUDIENCE = env.str("OIDC_API_AUDIENCE", default="") or OIDC_RP_CLIENT_ID
+OIDC_AUTHENTICATE_CLASS = "tenants.oidc_views.KeycloakSignInView"
+OIDC_CALLBACK_CLASS = "tenants.oidc_views.KeycloakCallbackView"
+OIDC_OP_LOGOUT_URL_METHOD = "tenants.oidc.provider_logout_url"
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/failed/"
+OIDC_EXEMPT_URLS = ["oidc-failed", "login", "logout", "healthz", "readyz", "metrics"]
 
 # Failed sign-ins: lock a username+IP pair out after AXES_FAILURE_LIMIT tries.
 AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
@@ -160,6 +213,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 3, "socket_timeout"
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE: dict = {
     "clear-expired-sessions": {"task": "portal.tasks.clear_expired_sessions", "schedule": 86400.0},
+    # Level-triggered tenant enforcement: retries failed applies and repairs drift.
+    "tenants-reconcile-sweep": {
+        "task": "tenants.tasks.tenants_reconcile_sweep_task",
+        "schedule": env.float("TENANT_RECONCILE_SWEEP_SECONDS", default=300.0),
+    },
+    "quota-grants-sweep": {"task": "tenants.tasks.quota_grants_sweep_task", "schedule": 3600.0},
 }
 CELERY_TIMEZONE = TIME_ZONE
 
@@ -173,12 +232,50 @@ FLEET_REQUEST_TIMEOUT = env.float("FLEET_REQUEST_TIMEOUT", default=15.0)
 FLEET_FIELD_MANAGER = env.str("FLEET_FIELD_MANAGER", default="ai-factory-portal")
 FLEET_SIMULATED_READY_SECONDS = env.float("FLEET_SIMULATED_READY_SECONDS", default=20.0)
 
+# Tenants on the cluster: who may reach a tenant's pods, and what its Keycloak group may do.
+TENANT_INGRESS_NAMESPACE = env.str("TENANT_INGRESS_NAMESPACE", default="ingress-gateway")
+TENANT_EDIT_CLUSTER_ROLE = env.str("TENANT_EDIT_CLUSTER_ROLE", default="edit")
+# The API server's --oidc-groups-prefix: Keycloak group "tenant-x" is "oidc:tenant-x" in RBAC.
+KUBERNETES_OIDC_GROUPS_PREFIX = env.str("KUBERNETES_OIDC_GROUPS_PREFIX", default="oidc:")
+# Where people reach the portal: links in e-mails are absolute.
+PORTAL_URL = env.str("PORTAL_URL", default="http://127.0.0.1:8000").rstrip("/")
+# Temporary quota grants: remind the tenant this many days before the end date.
+QUOTA_GRANT_REMINDER_DAYS = env.int("QUOTA_GRANT_REMINDER_DAYS", default=7)
+
 PROMETHEUS_URL = env.str("PROMETHEUS_URL", default="")
+PROMETHEUS_TIMEOUT = env.float("PROMETHEUS_TIMEOUT", default=5.0)
+
+# Fleet health: how often the cluster is read and DCGM signals are ingested, how far back a
+# finding counts, and the remediation policy (a severity, or "off"): cordon the Kubernetes
+# node at REMEDIATION_CORDON_AT or worse, drain it to maintenance at REMEDIATION_DRAIN_AT.
+INVENTORY_SYNC_INTERVAL = env.int("INVENTORY_SYNC_INTERVAL", default=300)
+HEALTH_INGEST_INTERVAL = env.int("HEALTH_INGEST_INTERVAL", default=60)
+HEALTH_LOOKBACK_MINUTES = env.int("HEALTH_LOOKBACK_MINUTES", default=10)
+REMEDIATION_CORDON_AT = env.str("REMEDIATION_CORDON_AT", default="warning")
+REMEDIATION_DRAIN_AT = env.str("REMEDIATION_DRAIN_AT", default="critical")
+for _name in ("REMEDIATION_CORDON_AT", "REMEDIATION_DRAIN_AT"):
+    if vars()[_name] not in {"info", "warning", "critical", "off"}:
+        raise environ.ImproperlyConfigured(f"{_name} must be info, warning, critical or off.")
+# XIDs that mean the GPU needs a reset or repair (ECC, fallen off the bus, NVLink, GSP).
+REMEDIATION_CRITICAL_XIDS = env.list(
+    "REMEDIATION_CRITICAL_XIDS", cast=int, default=[48, 63, 64, 74, 79, 92, 94, 95, 119, 120]
+)
+CELERY_BEAT_SCHEDULE |= {
+    "inventory-cluster-sync": {
+        "task": "inventory.tasks.cluster_sync_task",
+        "schedule": float(INVENTORY_SYNC_INTERVAL),
+    },
+    "inventory-health-ingest": {
+        "task": "inventory.tasks.health_ingest_task",
+        "schedule": float(HEALTH_INGEST_INTERVAL),
+    },
+}
 PROMETHEUS_EXPORT_MIGRATIONS = False
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "portal.api.authentication.ApiTokenAuthentication",
+        "tenants.oidc.KeycloakBearerAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -201,6 +298,26 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
 }
+# The inventory's choice sets share field names (kind, role, source, state) with others'.
+SPECTACULAR_SETTINGS.setdefault("ENUM_NAME_OVERRIDES", {}).update({
+    "NodeStateEnum": "inventory.models.node.NodeState",
+    "NodeRoleEnum": "inventory.models.node.NodeRole",
+    "BiosProfileEnum": "inventory.models.node.BiosProfile",
+    "ValidationKindEnum": "inventory.models.node.ValidationKind",
+    "GpuHealthEnum": "inventory.models.device.GpuHealth",
+    "NicKindEnum": "inventory.models.device.NicKind",
+    "HealthEventKindEnum": "inventory.models.health.HealthEventKind",
+    "HealthEventSourceEnum": "inventory.models.health.HealthEventSource",
+    "HealthEventRemediationEnum": "inventory.models.health.HealthEventRemediation",
+    "SeverityEnum": "inventory.models.health.Severity",
+})
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"].update({
+    "MembershipRoleEnum": "tenants.models.Membership.Role",
+    "MembershipSourceEnum": "tenants.models.Source",
+    "QuotaRequestStatusEnum": "tenants.models.QuotaRequestStatus",
+    "TenantIsolationEnum": "tenants.models.Tenant.Isolation",
+    "TenantStatusEnum": "tenants.models.Tenant.Status",
+})
 
 SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=8 * 3600)
 SESSION_COOKIE_HTTPONLY = True

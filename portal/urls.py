@@ -1,10 +1,12 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django_prometheus.exports import ExportToDjangoView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from mozilla_django_oidc.views import OIDCLogoutView
 
-from . import ops, views
+from tenants.oidc_views import sign_in_failed
+
+from . import account, ops, views
 
 api_v1 = [
     path("", include("portal.api.urls")),
@@ -16,12 +18,17 @@ api_v1 = [
 urlpatterns = [
     path("", views.home, name="home"),
     path("no-access/", views.no_access, name="no-access"),
+    path("accounts/login/", account.PortalLoginView.as_view(), name="login"),
+    path("accounts/login/failed/", sign_in_failed, name="oidc-failed"),
+    # Signing out of a Keycloak session signs out of Keycloak too (RP-initiated logout).
+    path("accounts/logout/", OIDCLogoutView.as_view(), name="logout"),
+    path("account/tokens/", account.api_tokens, name="api-tokens"),
     path(
-        "accounts/login/",
-        auth_views.LoginView.as_view(redirect_authenticated_user=True),
-        name="login",
+        "account/tokens/<int:token_id>/revoke/",
+        account.api_token_revoke_view,
+        name="api-token-revoke",
     ),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("oidc/", include("mozilla_django_oidc.urls")),
     path("", include("tenants.urls")),
     path("fleet/", include("inventory.urls")),
     path("billing/", include("billing.urls")),

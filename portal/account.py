@@ -1,0 +1,85 @@
+"""The signed-in user's own pages: the sign-in page, and personal API tokens.
+
+Thin views over portal.tokens (create and revoke are audited there).
+"""
+
+from datetime import timedelta
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods, require_POST
+
+from .tokens import api_token_create, api_token_revoke, api_tokens_of
+
+LOCAL_LOGIN_OFF = "Password sign-in is turned off: use “Sign in with Keycloak”."
+
+
+class PortalLoginView(auth_views.LoginView):
+    """Django's sign-in page; its password form refuses to work when LOCAL_LOGIN_ENABLED is off
+    (the page then offers only Keycloak)."""
+
+    redirect_authenticated_user = True
+
+    def post(self, request, *args, **kwargs):
+        if not settings.LOCAL_LOGIN_ENABLED:
+            form = self.get_form()
+            form.errors.clear()
+            form.add_error(None, LOCAL_LOGIN_OFF)
+            return self.render_to_response(self.get_context_data(form=form), status=403)
+        return super().post(request, *args, **kwargs)
+
+
+class ApiTokenForm(forms.Form):
+    EXPIRY_CHOICES = [
+        ("", "Never"),
+        ("30", "In 30 days"),
+        ("90", "In 90 days"),
+        ("365", "In a year"),
+    ]
+
+    name = forms.CharField(max_length=100)
+    expires_in_days = forms.TypedChoiceField(
+        choices=EXPIRY_CHOICES, coerce=int, required=False, empty_value=None
+    )
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def api_tokens(request):
+    """List your tokens with their last use; create one (its raw value is shown once, here)."""
+    issued = None
+    form = ApiTokenForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        days = form.cleaned_data["expires_in_days"]
+        try:
+            issued = api_token_create(
+                user=request.user,
+                name=form.cleaned_data["name"],
+                expires_at=timezone.now() + timedelta(days=days) if days else None,
+            )
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+        else:
+            form = ApiTokenForm()
+    status = 400 if request.method == "POST" and issued is None else 200
+    context = {"tokens": api_tokens_of(user=request.user), "form": form, "issued": issued}
+    return render(request, "portal/api_tokens.html", context, status=status)
+
+
+@login_required
+@require_POST
+def api_token_revoke_view(request, token_id: int):
+    """Revoke one of your own tokens (another user's token is a 404)."""
+    token = get_object_or_404(api_tokens_of(user=request.user), pk=token_id)
+    api_token_revoke(token=token, actor=request.user)
+    messages.success(request, f"Token “{token.name}” revoked: scripts using it now get 401.")
+    return redirect("api-tokens")

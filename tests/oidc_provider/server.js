@@ -1,0 +1,423 @@
+// A real OpenID Connect provider (oidc-provider, OpenID Certified) standing in for Keycloak in
+// the portal's tests. It is mounted under /realms/<realm> with Keycloak's endpoint paths and
+// issues Keycloak-shaped tokens, so the portal's settings differ from a real Keycloak's only in
+// host and port. Test-only: never deploy it.
+//
+//   PORTAL_URLS=http://127.0.0.1:8123 node server.js
+//
+// It listens on 127.0.0.1, port 0, and prints one line on stdout once it serves:
+//   OIDC_PROVIDER_READY {"issuer": "...", "admin": "...", "port": ...}
+//
+// Besides the realm it serves /admin/* for tests: reset the users, change a user's groups or
+// roles, disable a user, tamper with the next ID token of a user, re-sign a token with changed
+// claims, read request counters.
+
+import { readFileSync } from 'node:fs';
+import http from 'node:http';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, SignJWT } from 'jose';
+import Provider, { interactionPolicy } from 'oidc-provider';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const fixture = JSON.parse(readFileSync(process.env.USERS_FILE || join(here, 'users.json'), 'utf8'));
+const realm = fixture.realm;
+const prefix = `/realms/${realm}`;
+const oidcPath = '/protocol/openid-connect';
+const portalUrls = (process.env.PORTAL_URLS || 'http://127.0.0.1:8000')
+  .split(',')
+  .map((url) => url.trim().replace(/\/+$/, ''))
+  .filter(Boolean);
+// Keycloak's audience mapper puts the portal's client id into access tokens meant for it.
+const portalClientId = process.env.PORTAL_CLIENT_ID || 'portal';
+const portalResource = 'urn:ai-factory:portal';
+const otherResource = 'urn:ai-factory:other-service';
+
+let users = new Map();
+const tampers = new Map(); // sub -> {claims, corrupt_signature} for the next ID token
+const counters = { discovery: 0, token: 0, userinfo: 0, jwks: 0 };
+
+function resetUsers() {
+  users = new Map(fixture.users.map((u) => [u.username, { enabled: true, ...structuredClone(u) }]));
+  tampers.clear();
+  for (const key of Object.keys(counters)) counters[key] = 0;
+}
+resetUsers();
+
+function userBySub(sub) {
+  for (const user of users.values()) if (user.sub === sub) return user;
+  return undefined;
+}
+
+// The claims Keycloak's mappers add to the ID token, userinfo and access token.
+function keycloakClaims(user) {
+  const resourceAccess = {};
+  for (const [client, roles] of Object.entries(user.client_roles || {})) {
+    resourceAccess[client] = { roles: [...roles] };
+  }
+  return {
+    sub: user.sub,
+    preferred_username: user.username,
+    name: `${user.given_name} ${user.family_name}`,
+    given_name: user.given_name,
+    family_name: user.family_name,
+    email: user.email,
+    email_verified: true,
+    groups: [...user.groups],
+    realm_access: { roles: [...user.realm_roles] },
+    resource_access: resourceAccess,
+  };
+}
+
+const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+const signingJwk = { ...(await exportJWK(privateKey)), kid: 'test-rs256-1', alg: 'RS256', use: 'sig' };
+
+async function resign(token, { claims = {}, corruptSignature = false, headerTyp } = {}) {
+  const header = decodeProtectedHeader(token);
+  const payload = { ...decodeJwt(token), ...claims };
+  for (const [key, value] of Object.entries(claims)) if (value === null) delete payload[key];
+  let signed = await new SignJWT(payload)
+    .setProtectedHeader({ alg: 'RS256', kid: signingJwk.kid, typ: headerTyp || header.typ || 'JWT' })
+    .sign(privateKey);
+  if (corruptSignature) {
+    const [h, p, s] = signed.split('.');
+    const flipped = (s[0] === 'A' ? 'B' : 'A') + s.slice(1);
+    signed = [h, p, flipped].join('.');
+  }
+  return signed;
+}
+
+const escapeHtml = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+function page(title, body) {
+  return `<!DOCTYPE html><html><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head>
+<body><div id="kc-content"><h1 id="kc-page-title">${escapeHtml(title)}</h1>${body}</div></body></html>`;
+}
+
+function loginPage(uid, { username = '', error = '' } = {}) {
+  const errorHtml = error ? `<span id="input-error" class="kc-feedback-text">${escapeHtml(error)}</span>` : '';
+  return page(`Sign in to ${realm}`, `
+<form id="kc-form-login" method="post" action="${prefix}/login-actions/authenticate/${uid}">
+  <label for="username">Username or email</label>
+  <input id="username" name="username" type="text" autofocus value="${escapeHtml(username)}">
+  <label for="password">Password</label>
+  <input id="password" name="password" type="password">
+  ${errorHtml}
+  <input id="kc-login" name="login" type="submit" value="Sign In">
+</form>`);
+}
+
+async function readForm(req) {
+  const chunks = [];
+  for await (const chunk of req) chunks.push(chunk);
+  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+}
+
+async function readJson(req) {
+  const chunks = [];
+  for await (const chunk of req) chunks.push(chunk);
+  const text = Buffer.concat(chunks).toString('utf8');
+  return text ? JSON.parse(text) : {};
+}
+
+async function grantEverything(ctx, grant) {
+  const { params } = ctx.oidc;
+  grant.addOIDCScope(String(params.scope || 'openid'));
+  const resources = params.resource ? [].concat(params.resource) : [];
+  for (const resource of resources) grant.addResourceScope(resource, 'portal');
+  if (ctx.oidc.client.clientId === 'portal-cli' && resources.length === 0) {
+    grant.addResourceScope(portalResource, 'portal');
+  }
+  await grant.save();
+  return grant;
+}
+
+// Keycloak ends the sessions of a disabled user: a session whose account is gone needs a new
+// login (and prompt=none then answers login_required).
+const policy = interactionPolicy.base();
+policy.get('login').checks.add(
+  new interactionPolicy.Check('account_disabled', 'the account is disabled', 'login_required', (ctx) => (
+    ctx.oidc.session.accountId && !ctx.oidc.account
+      ? interactionPolicy.Check.REQUEST_PROMPT
+      : interactionPolicy.Check.NO_NEED_TO_PROMPT
+  )),
+  0,
+);
+
+const server = http.createServer();
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const { port } = server.address();
+const origin = `http://127.0.0.1:${port}`;
+const issuer = `${origin}${prefix}`;
+
+const provider = new Provider(issuer, {
+  clients: [
+    {
+      client_id: portalClientId,
+      client_secret: fixture.clients.portal.secret,
+      redirect_uris: portalUrls.map((url) => `${url}/oidc/callback/`),
+      post_logout_redirect_uris: portalUrls.map((url) => `${url}/accounts/login/`),
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'client_secret_post',
+    },
+    {
+      // A public client for scripts (like a CLI with a loopback redirect).
+      client_id: 'portal-cli',
+      application_type: 'native',
+      redirect_uris: ['http://127.0.0.1/callback'],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    },
+  ],
+  jwks: { keys: [signingJwk] },
+  cookies: { keys: ['portal-test-provider-cookie-key'] },
+  routes: {
+    authorization: `${oidcPath}/auth`,
+    token: `${oidcPath}/token`,
+    userinfo: `${oidcPath}/userinfo`,
+    jwks: `${oidcPath}/certs`,
+    end_session: `${oidcPath}/logout`,
+    introspection: `${oidcPath}/token/introspect`,
+    revocation: `${oidcPath}/revoke`,
+  },
+  scopes: ['openid', 'profile', 'email', 'roles', 'offline_access', 'portal'],
+  claims: {
+    // Keycloak's mappers add these whatever the scope; so does this provider.
+    openid: [
+      'sub', 'preferred_username', 'name', 'given_name', 'family_name', 'email', 'email_verified',
+      'groups', 'realm_access', 'resource_access',
+    ],
+  },
+  conformIdTokenClaims: false,
+  pkce: { required: () => true },
+  features: {
+    devInteractions: { enabled: false },
+    introspection: { enabled: true },
+    revocation: { enabled: true },
+    rpInitiatedLogout: {
+      enabled: true,
+      // Keycloak signs out without asking when the RP sends id_token_hint: submit the form.
+      async logoutSource(ctx, form) {
+        const autoForm = form.replace('</form>', '<input type="hidden" name="logout" value="yes"/></form>');
+        ctx.body = page('Signing out', `${autoForm}
+<noscript><button type="submit" form="op.logoutForm" id="kc-logout">Sign out</button></noscript>
+<script>document.getElementById('op.logoutForm').submit();</script>`);
+      },
+      async postLogoutSuccessSource(ctx) {
+        ctx.body = page('You are signed out', '<p id="kc-logout-done">You are signed out.</p>');
+      },
+    },
+    resourceIndicators: {
+      enabled: true,
+      async defaultResource(ctx, client, oneOf) {
+        if (oneOf) return oneOf;
+        return client.clientId === 'portal-cli' ? portalResource : undefined;
+      },
+      async useGrantedResource() {
+        return true;
+      },
+      async getResourceServerInfo(ctx, resource) {
+        const audience = { [portalResource]: portalClientId, [otherResource]: 'other-service' }[resource];
+        if (!audience) throw new Provider.errors.InvalidTarget();
+        return {
+          scope: 'portal',
+          audience,
+          accessTokenTTL: 300,
+          accessTokenFormat: 'jwt',
+          jwt: { sign: { alg: 'RS256' } },
+        };
+      },
+    },
+  },
+  async extraTokenClaims(ctx, token) {
+    if (token.kind !== 'AccessToken') return undefined;
+    const user = userBySub(token.accountId);
+    if (!user) return undefined;
+    const { sub, ...claims } = keycloakClaims(user);
+    return { typ: 'Bearer', azp: token.clientId, ...claims };
+  },
+  async issueRefreshToken(ctx, client) {
+    return client.grantTypeAllowed('refresh_token');
+  },
+  async findAccount(ctx, sub) {
+    const user = userBySub(sub);
+    if (!user || !user.enabled) return undefined;
+    return {
+      accountId: sub,
+      async claims() {
+        return keycloakClaims(user);
+      },
+    };
+  },
+  async loadExistingGrant(ctx) {
+    // First-party clients: no consent screen, as with Keycloak's "Consent required: off".
+    const { Grant } = ctx.oidc.provider;
+    const grantId = ctx.oidc.result?.consent?.grantId || ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId);
+    const existing = grantId ? await Grant.find(grantId) : undefined;
+    const grant = existing || new Grant({ clientId: ctx.oidc.client.clientId, accountId: ctx.oidc.session.accountId });
+    return grantEverything(ctx, grant);
+  },
+  interactions: {
+    policy,
+    url: (ctx, interaction) => `${prefix}/login-actions/authenticate/${interaction.uid}`,
+  },
+  ttl: {
+    AccessToken: 300,
+    AuthorizationCode: 60,
+    IdToken: 300,
+    Interaction: 600,
+    Session: 3600,
+    Grant: 3600,
+    RefreshToken: 1800,
+  },
+  async renderError(ctx, out) {
+    ctx.type = 'html';
+    ctx.body = page('We are sorry...', `<p id="kc-error-message">${escapeHtml(out.error)}: ${escapeHtml(out.error_description)}</p>`);
+  },
+});
+
+provider.on('server_error', (ctx, err) => console.error('server_error', err));
+
+// Count requests, and tamper with the next ID token of a user when a test asked for it.
+provider.use(async (ctx, next) => {
+  if (ctx.path === '/.well-known/openid-configuration') counters.discovery += 1;
+  if (ctx.path === `${oidcPath}/token`) counters.token += 1;
+  if (ctx.path === `${oidcPath}/userinfo`) counters.userinfo += 1;
+  if (ctx.path === `${oidcPath}/certs`) counters.jwks += 1;
+  await next();
+  if (ctx.path === `${oidcPath}/token` && ctx.status === 200 && ctx.body?.id_token) {
+    const { sub } = decodeJwt(ctx.body.id_token);
+    const tamper = tampers.get(sub);
+    if (tamper) {
+      tampers.delete(sub);
+      ctx.body = {
+        ...ctx.body,
+        id_token: await resign(ctx.body.id_token, {
+          claims: tamper.claims || {},
+          corruptSignature: Boolean(tamper.corrupt_signature),
+        }),
+      };
+    }
+  }
+});
+
+// The login page, with Keycloak's element ids.
+provider.use(async (ctx, next) => {
+  const match = ctx.path.match(/^\/login-actions\/authenticate\/([^/]+)$/);
+  if (!match) return next();
+  const details = await provider.interactionDetails(ctx.req, ctx.res);
+  if (details.uid !== match[1]) ctx.throw(400, 'interaction mismatch');
+  const { prompt, params } = details;
+  if (prompt.name === 'consent') {
+    // First-party clients: consent is implied (Keycloak's "Consent required: off").
+    const { Grant } = provider;
+    const grant = details.grantId
+      ? await Grant.find(details.grantId)
+      : new Grant({ accountId: details.session.accountId, clientId: params.client_id });
+    grant.addOIDCScope(String(params.scope || 'openid'));
+    for (const [resource] of Object.entries(details.prompt.details.missingResourceScopes || {})) {
+      grant.addResourceScope(resource, 'portal');
+    }
+    const grantId = await grant.save();
+    const returnTo = await provider.interactionResult(
+      ctx.req, ctx.res, { consent: { grantId } }, { mergeWithLastSubmission: true },
+    );
+    return ctx.redirect(returnTo);
+  }
+  if (prompt.name !== 'login') ctx.throw(400, `unsupported prompt ${prompt.name}`);
+  ctx.type = 'html';
+  if (ctx.method === 'GET') {
+    ctx.body = loginPage(details.uid, { username: params.login_hint || '' });
+    return undefined;
+  }
+  if (ctx.method !== 'POST') ctx.throw(405);
+  const form = await readForm(ctx.req);
+  const username = (form.get('username') || '').trim();
+  const user = users.get(username) || [...users.values()].find((u) => u.email === username);
+  if (!user || user.password !== form.get('password')) {
+    ctx.body = loginPage(details.uid, { username, error: 'Invalid username or password.' });
+    return undefined;
+  }
+  if (!user.enabled) {
+    ctx.body = loginPage(details.uid, { username, error: 'Account is disabled, contact your administrator.' });
+    return undefined;
+  }
+  const returnTo = await provider.interactionResult(
+    ctx.req, ctx.res,
+    { login: { accountId: user.sub } },
+    { mergeWithLastSubmission: false },
+  );
+  return ctx.redirect(returnTo);
+});
+
+const adminRoutes = {
+  'POST /admin/reset': async () => {
+    resetUsers();
+    return { ok: true };
+  },
+  'GET /admin/stats': async () => ({ ...counters }),
+  'POST /admin/users/:username': async (body, username) => {
+    const user = users.get(username);
+    if (!user) return [404, { error: 'no such user' }];
+    for (const key of ['groups', 'realm_roles', 'client_roles', 'enabled']) {
+      if (key in body) user[key] = body[key];
+    }
+    return { sub: user.sub, username, groups: user.groups, enabled: user.enabled };
+  },
+  'POST /admin/users/:username/next-id-token': async (body, username) => {
+    const user = users.get(username);
+    if (!user) return [404, { error: 'no such user' }];
+    tampers.set(user.sub, body);
+    return { ok: true };
+  },
+  'POST /admin/resign': async (body) => ({
+    token: await resign(body.token, {
+      claims: body.claims || {},
+      corruptSignature: Boolean(body.corrupt_signature),
+      headerTyp: body.header_typ,
+    }),
+  }),
+};
+
+async function handleAdmin(req, res) {
+  const url = new URL(req.url, origin);
+  for (const [route, handler] of Object.entries(adminRoutes)) {
+    const [method, pattern] = route.split(' ');
+    const regex = new RegExp(`^${pattern.replace(/:username/, '([^/]+)')}$`);
+    const match = url.pathname.match(regex);
+    if (method === req.method && match) {
+      const result = await handler(await readJson(req), ...match.slice(1).map(decodeURIComponent));
+      const [status, body] = Array.isArray(result) ? result : [200, result];
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+      return;
+    }
+  }
+  res.writeHead(404, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ error: 'not found' }));
+}
+
+const callback = provider.callback();
+server.on('request', (req, res) => {
+  if (req.url === prefix || req.url.startsWith(`${prefix}/`)) {
+    // Keep the full path for oidc-provider's URL building, then strip the mount prefix.
+    req.originalUrl = req.url;
+    req.url = req.url.slice(prefix.length) || '/';
+    callback(req, res);
+    return;
+  }
+  if (req.url.startsWith('/admin/')) {
+    handleAdmin(req, res).catch((err) => {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: String(err) }));
+    });
+    return;
+  }
+  res.writeHead(404, { 'content-type': 'text/plain' });
+  res.end('not found');
+});
+
+console.log(`OIDC_PROVIDER_READY ${JSON.stringify({ issuer, admin: `${origin}/admin`, port })}`);
