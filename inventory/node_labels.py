@@ -27,6 +27,29 @@ _MIG_COUNT_LABEL = re.compile(r"^nvidia\.com/mig-(?P<profile>\d+g\.\d+gb)\.count
 _MIG_CAPACITY = re.compile(r"^nvidia\.com/mig-(?P<profile>\d+g\.\d+gb)$")
 
 
+# Label and NoSchedule taint on the nodes reserved for one dedicated tenant; tenants' Kueue
+# flavors and pod templates select and tolerate it.
+RESERVED_FOR_KEY = "portal.ai-factory.io/reserved-for"
+
+
+def reservation_patch(
+    *, reserved_for: str, observed_label: str, taints: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The Node merge patch that makes its reservation label and taint say `reserved_for`
+    (empty: not reserved), keeping every other taint; None when the node already agrees."""
+    others = [t for t in taints if t.get("key") != RESERVED_FOR_KEY]
+    wanted_taints = others + (
+        [{"key": RESERVED_FOR_KEY, "value": reserved_for, "effect": "NoSchedule"}]
+        if reserved_for else []
+    )
+    if observed_label == reserved_for and taints == wanted_taints:
+        return None
+    return {
+        "metadata": {"labels": {RESERVED_FOR_KEY: reserved_for or None}},
+        "spec": {"taints": wanted_taints or None},
+    }
+
+
 @dataclass(frozen=True)
 class ObservedNode:
     """One cluster Node as the inventory sees it."""
@@ -49,6 +72,8 @@ class ObservedNode:
     ready: bool | None = None
     conditions: list[dict[str, str]] = field(default_factory=list)
     unschedulable: bool = False
+    reserved_for: str = ""
+    taints: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def has_gpus(self) -> bool:
@@ -190,4 +215,6 @@ def parse_node(obj: dict[str, Any]) -> ObservedNode:
         ready=ready,
         conditions=conditions,
         unschedulable=bool((obj.get("spec") or {}).get("unschedulable")),
+        reserved_for=str((meta.get("labels") or {}).get(RESERVED_FOR_KEY, "")),
+        taints=list((obj.get("spec") or {}).get("taints") or []),
     )

@@ -9,6 +9,7 @@ from django.db import transaction
 
 SCHEDULABILITY = "inventory.tasks.node_schedulability_reconcile_task"
 DRAIN = "inventory.tasks.node_drain_task"
+RESERVATION = "inventory.tasks.node_reservation_reconcile_task"
 NOTIFY_TENANTS = "inventory.tasks.node_tenants_notify_task"
 
 

@@ -20,6 +20,12 @@ def node_schedulability_reconcile_task(node_id: int) -> bool | None:
 
 @shared_task(acks_late=True, autoretry_for=(TransientFleetError,), retry_backoff=True,
              max_retries=8)
+def node_reservation_reconcile_task(node_id: int) -> bool | None:
+    return cluster.node_reservation_reconcile(node_id=node_id)
+
+
+@shared_task(acks_late=True, autoretry_for=(TransientFleetError,), retry_backoff=True,
+             max_retries=8)
 def node_drain_task(node_id: int, health_event_id: int | None = None) -> list[str] | None:
     # A PodDisruptionBudget refusing an eviction is a TransientFleetError (429): back off, retry.
     return cluster.node_drain_execute(node_id=node_id, health_event_id=health_event_id)

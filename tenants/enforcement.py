@@ -85,10 +85,13 @@ def tenant_spec(*, tenant: Tenant) -> TenantSpec:
         )
         for q in tenant.quotas.order_by("resource")
     )
+    groups = tenant.keycloak_groups(prefix=settings.OIDC_GROUP_PREFIX)
+    groups_prefix = settings.KUBERNETES_OIDC_GROUPS_PREFIX
     return TenantSpec(
         slug=tenant.slug,
         isolation=tenant.isolation,
-        group=f"{settings.KUBERNETES_OIDC_GROUPS_PREFIX}{tenant.group_name}",
+        edit_groups=tuple(f"{groups_prefix}{g}" for g in groups["edit"]),
+        view_groups=tuple(f"{groups_prefix}{g}" for g in groups["view"]),
         grants=grants,
         suspended=tenant.status == Tenant.Status.SUSPENDED,
         cohort=tenant.cohort,

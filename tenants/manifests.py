@@ -20,6 +20,7 @@ from typing import Any
 from kubernetes.utils.quantity import parse_quantity
 
 from inventory import resource_classes
+from inventory.node_labels import RESERVED_FOR_KEY
 
 Manifest = dict[str, Any]
 
@@ -27,8 +28,6 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "ai-factory-portal"
 TENANT_LABEL = "portal.ai-factory.io/tenant"
 ISOLATION_LABEL = "portal.ai-factory.io/isolation"
-# Label and NoSchedule taint on the nodes the inventory reserves for one dedicated tenant.
-RESERVED_FOR_KEY = "portal.ai-factory.io/reserved-for"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -38,6 +37,7 @@ RESOURCE_QUOTA = "tenant-quota"
 LIMIT_RANGE = "tenant-defaults"
 NETWORK_POLICY = "tenant-isolation"
 ROLE_BINDING = "tenant-edit"
+VIEW_ROLE_BINDING = "tenant-view"
 
 # Workload kinds counted by ResourceQuota object counts (`count/<plural>.<group>`).
 COUNT_RESOURCES: dict[str, str] = {
@@ -66,7 +66,9 @@ class TenantSpec:
 
     slug: str
     isolation: str  # dedicated | shared
-    group: str  # the Kubernetes group name of the tenant's Keycloak group
+    # Kubernetes group names (the API server's OIDC groups prefix + Keycloak group path).
+    edit_groups: tuple[str, ...] = ()
+    view_groups: tuple[str, ...] = ()
     grants: tuple[Grant, ...] = ()
     suspended: bool = False
     cohort: str = ""
@@ -74,6 +76,7 @@ class TenantSpec:
     cohort_lendable: dict[str, int] = field(default_factory=dict)
     ingress_namespace: str = "ingress-gateway"
     edit_role: str = "edit"
+    view_role: str = "view"
 
     @property
     def namespace(self) -> str:
@@ -240,20 +243,25 @@ def network_policy_manifest(spec: TenantSpec) -> Manifest:
     }
 
 
-def role_binding_manifest(spec: TenantSpec) -> Manifest:
+def _binding(name: str, role: str, groups: tuple[str, ...], spec: TenantSpec) -> Manifest:
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": _meta(ROLE_BINDING, spec),
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": spec.edit_role,
-        },
+        "metadata": _meta(name, spec),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
         "subjects": [
-            {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": spec.group}
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}
+            for group in groups
         ],
     }
+
+
+def role_binding_manifests(spec: TenantSpec) -> list[Manifest]:
+    """Owners and members edit the namespace; viewers only read it."""
+    return [
+        _binding(ROLE_BINDING, spec.edit_role, spec.edit_groups, spec),
+        _binding(VIEW_ROLE_BINDING, spec.view_role, spec.view_groups, spec),
+    ]
 
 
 # --- Kueue ------------------------------------------------------------------------------------
@@ -423,7 +431,7 @@ def tenant_manifests(spec: TenantSpec) -> list[Manifest]:
         resource_quota_manifest(spec),
         limit_range_manifest(spec),
         network_policy_manifest(spec),
-        role_binding_manifest(spec),
+        *role_binding_manifests(spec),
         *resource_flavor_manifests(spec),
     ]
     cohort = cohort_manifest(spec)

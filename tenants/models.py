@@ -52,7 +52,10 @@ class Tenant(models.Model):
     keycloak_group = models.CharField(
         max_length=200,
         blank=True,
-        help_text="Keycloak group given edit rights in the namespace; empty means tenant-<slug>.",
+        help_text=(
+            "Extra Keycloak group given edit rights in the namespace, besides the tenant's "
+            "owner and member groups."
+        ),
     )
     created_at = models.DateTimeField(default=timezone.now)
     # Level-triggered enforcement: every change to what the cluster should hold bumps
@@ -84,10 +87,17 @@ class Tenant(models.Model):
     def namespace(self) -> str:
         return f"tenant-{self.slug}"[:63]
 
-    @property
-    def group_name(self) -> str:
-        """The Keycloak group whose members may edit the tenant's namespace."""
-        return self.keycloak_group or f"tenant-{self.slug}"
+    def keycloak_groups(self, *, prefix: str) -> dict[str, list[str]]:
+        """Keycloak group paths that may edit and view the tenant's namespace.
+
+        The same `<prefix><slug>/<role>` paths the sign-in maps to memberships, so Keycloak
+        decides both who is a member in the portal and who may use the namespace.
+        """
+        base = f"{prefix.rstrip('/')}/{self.slug}"
+        edit = [f"{base}/owner", f"{base}/member"]
+        if self.keycloak_group:
+            edit.append(self.keycloak_group)
+        return {"edit": edit, "view": [f"{base}/viewer"]}
 
     @property
     def in_sync(self) -> bool:

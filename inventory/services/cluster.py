@@ -13,6 +13,7 @@ from portal.fleet import FleetGateway, PermanentFleetError, get_gateway
 
 from ..models import Node, NodeState
 from ..models.node import UNSCHEDULABLE_IN_STATE
+from ..node_labels import parse_node, reservation_patch
 from ..pods import PodPlacement, placements_by_node
 from . import lifecycle
 
@@ -42,6 +43,29 @@ def node_schedulability_reconcile(*, node_id: int) -> bool | None:
         return None
     Node.objects.filter(pk=node_id).update(k8s_unschedulable=desired)
     return desired
+
+
+def node_reservation_reconcile(*, node_id: int) -> bool | None:
+    """Label and taint the Kubernetes node for the dedicated tenant it is reserved for (or
+    clear both). True when it patched, False when the node already agreed, None: not in the
+    cluster."""
+    node = Node.objects.filter(pk=node_id).first()
+    if node is None:
+        return None
+    gateway = get_gateway()
+    obj = gateway.get(api_version="v1", kind="Node", name=node.k8s_name)
+    if obj is None:
+        logger.warning("Node %s is not in the cluster; reservation not applied", node.k8s_name)
+        return None
+    observed = parse_node(obj)
+    patch = reservation_patch(
+        reserved_for=node.reserved_for, observed_label=observed.reserved_for,
+        taints=observed.taints,
+    )
+    if patch is None:
+        return False
+    gateway.patch_node(name=node.k8s_name, patch=patch)
+    return True
 
 
 def node_drain_execute(*, node_id: int, health_event_id: int | None = None) -> list[str] | None:

@@ -18,7 +18,7 @@ from portal.fleet import FleetError, FleetGateway, get_gateway
 from .. import queueing
 from ..models import GPU, InventoryRun, Node, NodeState
 from ..models.node import UNSCHEDULABLE_IN_STATE
-from ..node_labels import ObservedNode, parse_node
+from ..node_labels import ObservedNode, parse_node, reservation_patch
 from ..pods import PodPlacement, placements_by_node
 from . import health, lifecycle
 
@@ -40,6 +40,7 @@ class SyncReport:
     hostname_conflicts: list[str] = field(default_factory=list)
     adopted_cordons: list[str] = field(default_factory=list)
     recordoned: list[str] = field(default_factory=list)
+    reservations_settled: list[str] = field(default_factory=list)
     gpus_created: int = 0
 
     def as_dict(self) -> dict:
@@ -153,6 +154,7 @@ def inventory_observed_apply(
         if (create or update) and not known:
             report.updated.append(obs.name)
         _settle_cordon(node, obs, report)
+        _settle_reservation(node, obs, report)
         health.node_readiness_record(
             node=node,
             ready=obs.ready,
@@ -181,6 +183,16 @@ def _settle_cordon(node: Node, obs: ObservedNode, report: SyncReport) -> None:
     elif desired is True and not obs.unschedulable:
         queueing.enqueue_on_commit(queueing.SCHEDULABILITY, node.pk)
         report.recordoned.append(obs.name)
+
+
+def _settle_reservation(node: Node, obs: ObservedNode, report: SyncReport) -> None:
+    """The inventory says which tenant a node is reserved for; the node's label and taint
+    follow it (dedicated tenants' queues select the label and tolerate the taint)."""
+    if reservation_patch(
+        reserved_for=node.reserved_for, observed_label=obs.reserved_for, taints=obs.taints
+    ) is not None:
+        queueing.enqueue_on_commit(queueing.RESERVATION, node.pk)
+        report.reservations_settled.append(obs.name)
 
 
 def cluster_sync(*, gateway: FleetGateway | None = None) -> InventoryRun:

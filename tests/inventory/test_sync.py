@@ -157,3 +157,44 @@ def test_an_unreachable_api_server_is_recorded_and_retried(
     assert runs.count() == 4  # the first try and three retries, each recorded
     assert not runs.filter(ok=True).exists()
     assert "503" in runs.first().error
+
+
+@pytest.mark.django_db
+def test_sync_labels_and_taints_reserved_nodes_and_clears_a_released_one(
+    kube_emulator, kube_gateway, django_capture_on_commit_callbacks
+):
+    from inventory.node_labels import RESERVED_FOR_KEY
+
+    other_taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+    reserved = node("h200-1", plain_labels("h200-1", product="NVIDIA-H200", count=8,
+                                           memory_mib=144384), gpus=8)
+    reserved["spec"]["taints"] = [other_taint]
+    released = node("h200-2", plain_labels("h200-2", product="NVIDIA-H200", count=8,
+                                           memory_mib=144384) | {RESERVED_FOR_KEY: "helix"},
+                    gpus=8)
+    released["spec"]["taints"] = [
+        {"key": RESERVED_FOR_KEY, "value": "helix", "effect": "NoSchedule"}
+    ]
+    kube_emulator.put_object(reserved)
+    kube_emulator.put_object(released)
+    NodeFactory(hostname="h200-1", k8s_name="h200-1", reserved_for="helix")
+    NodeFactory(hostname="h200-2", k8s_name="h200-2", reserved_for="")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        run = cluster_sync()
+
+    assert sorted(run.summary["reservations_settled"]) == ["h200-1", "h200-2"]
+    one = kube_emulator.get_object("v1", "Node", "h200-1", None)
+    assert one["metadata"]["labels"][RESERVED_FOR_KEY] == "helix"
+    assert one["spec"]["taints"] == [
+        other_taint, {"key": RESERVED_FOR_KEY, "value": "helix", "effect": "NoSchedule"}
+    ]
+    two = kube_emulator.get_object("v1", "Node", "h200-2", None)
+    assert RESERVED_FOR_KEY not in two["metadata"]["labels"]
+    assert not two["spec"].get("taints")
+
+    patches = len(kube_emulator.requests("PATCH"))
+    with django_capture_on_commit_callbacks(execute=True):
+        again = cluster_sync()
+    assert again.summary["reservations_settled"] == []
+    assert len(kube_emulator.requests("PATCH")) == patches

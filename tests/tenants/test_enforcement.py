@@ -26,6 +26,7 @@ OBJECTS = [
     ("v1", "LimitRange", "tenant-defaults", NS),
     ("networking.k8s.io/v1", "NetworkPolicy", "tenant-isolation", NS),
     ("rbac.authorization.k8s.io/v1", "RoleBinding", "tenant-edit", NS),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding", "tenant-view", NS),
     (KUEUE, "ResourceFlavor", "portal-default", None),
     (KUEUE, "ResourceFlavor", "gpu-nvidia-h100-80gb", None),
     (KUEUE, "ClusterQueue", "tenant-acme", None),

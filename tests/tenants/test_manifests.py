@@ -19,7 +19,8 @@ from .kube_schemas import assert_valid, schema_errors
 SHARED = TenantSpec(
     slug="nova",
     isolation="shared",
-    group="oidc:tenant-nova",
+    edit_groups=("oidc:/tenants/nova/owner", "oidc:/tenants/nova/member"),
+    view_groups=("oidc:/tenants/nova/viewer",),
     grants=(
         Grant("gpu:nvidia-h100-80gb", 16),
         Grant("gpu:nvidia-l40s", 24),
@@ -34,13 +35,13 @@ SHARED = TenantSpec(
 DEDICATED = TenantSpec(
     slug="helix",
     isolation="dedicated",
-    group="oidc:tenant-helix",
+    edit_groups=("oidc:tenant-helix",),
     grants=(Grant("gpu:nvidia-h200", 32), Grant("cpu", 768), Grant("memory-gib", 8192)),
 )
 COHORT = TenantSpec(
     slug="atlas",
     isolation="shared",
-    group="oidc:tenant-atlas",
+    edit_groups=("oidc:tenant-atlas",),
     cohort="shared-gpus",
     cohort_lendable={"gpu:nvidia-l40s": 20},
     grants=(
@@ -49,9 +50,9 @@ COHORT = TenantSpec(
         Grant("cpu", 96),
     ),
 )
-EMPTY = TenantSpec(slug="fresh", isolation="shared", group="oidc:tenant-fresh")
+EMPTY = TenantSpec(slug="fresh", isolation="shared", edit_groups=("oidc:tenant-fresh",))
 SUSPENDED = TenantSpec(
-    slug="orbit", isolation="shared", group="g", suspended=True, grants=(Grant("cpu", 8),)
+    slug="orbit", isolation="shared", edit_groups=("g",), suspended=True, grants=(Grant("cpu", 8),)
 )
 
 
@@ -170,7 +171,7 @@ def test_dedicated_tenant_never_gets_mig_even_if_a_grant_slipped_through():
     spec = TenantSpec(
         slug="x",
         isolation="dedicated",
-        group="g",
+        edit_groups=("g",),
         grants=(Grant("mig:nvidia-a100-80gb:1g.10gb", 7),),
     )
     manifests = tenant_manifests(spec)
@@ -216,16 +217,34 @@ def test_network_policy_denies_all_but_the_tenant_itself_the_ingress_gateway_and
     assert {p["port"] for p in policy["egress"][1]["ports"]} == {53}
 
 
-def test_role_binding_gives_the_keycloak_group_edit_in_the_namespace():
-    binding = _one(tenant_manifests(SHARED), "RoleBinding")
-    assert binding["metadata"]["namespace"] == "tenant-nova"
-    assert binding["roleRef"] == {
+def test_role_bindings_give_owner_and_member_groups_edit_and_viewers_view():
+    edit, view = _by_kind(tenant_manifests(SHARED))["RoleBinding"]
+    assert edit["metadata"]["namespace"] == view["metadata"]["namespace"] == "tenant-nova"
+    assert edit["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
         "kind": "ClusterRole",
         "name": "edit",
     }
-    assert binding["subjects"] == [
-        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "oidc:tenant-nova"}
+    assert [s["name"] for s in edit["subjects"]] == [
+        "oidc:/tenants/nova/owner", "oidc:/tenants/nova/member"
+    ]
+    assert view["roleRef"]["name"] == "view"
+    assert view["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+         "name": "oidc:/tenants/nova/viewer"}
+    ]
+
+
+@pytest.mark.django_db
+def test_role_bindings_use_the_same_keycloak_group_paths_as_sign_in(tenant, settings):
+    from tenants.claims import membership_from_group
+    from tenants.enforcement import tenant_spec
+
+    settings.KUBERNETES_OIDC_GROUPS_PREFIX = "oidc:"
+    spec = tenant_spec(tenant=tenant)
+    paths = [g.removeprefix("oidc:") for g in spec.edit_groups + spec.view_groups]
+    assert [membership_from_group(p, settings.OIDC_GROUP_PREFIX) for p in paths] == [
+        ("acme", "owner"), ("acme", "member"), ("acme", "viewer")
     ]
 
 
