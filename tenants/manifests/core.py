@@ -1,0 +1,151 @@
+"""Core Kubernetes objects of a tenant: Namespace, ResourceQuota, LimitRange, NetworkPolicy,
+RoleBindings."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from inventory import resource_classes
+
+from .spec import (
+    COUNT_RESOURCES,
+    HAMI_RESOURCES,
+    ISOLATION_LABEL,
+    LIMIT_RANGE,
+    NAMESPACE_NAME_LABEL,
+    NETWORK_POLICY,
+    RESOURCE_QUOTA,
+    ROLE_BINDING,
+    VIEW_ROLE_BINDING,
+    Manifest,
+    TenantSpec,
+    ceiling,
+    gib,
+    mig_resource_names,
+    object_labels,
+    object_meta,
+)
+
+
+def namespace_manifest(spec: TenantSpec) -> Manifest:
+    labels = object_labels(spec) | {
+        ISOLATION_LABEL: spec.isolation,
+        "pod-security.kubernetes.io/enforce": "baseline",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": spec.namespace, "labels": labels},
+    }
+
+
+def resource_quota_hard(spec: TenantSpec) -> dict[str, str]:
+    """ResourceQuota `hard`: every GPU and MIG resource, CPU, memory, storage and counts.
+
+    What is not granted is 0, so a new resource or a forgotten grant is denied, not unlimited.
+    In a cohort, GPU ceilings include what the tenant may borrow (Kueue meters the borrowing).
+    """
+    gpus: dict[str, int] = defaultdict(int)
+    gpus[resource_classes.GPU_RESOURCE] = 0
+    for name in mig_resource_names():
+        gpus[name] = 0
+    scalars = {"cpu": 0, "memory-gib": 0, "storage-gib": 0}
+    counts = dict.fromkeys(COUNT_RESOURCES, 0)
+    for grant in spec.grants:
+        rc = resource_classes.parse(grant.resource)
+        if rc.kind in {"gpu", "mig"}:
+            if rc.kind == "mig" and spec.dedicated:
+                continue  # partitions only inside one trust domain
+            gpus[rc.kubernetes_resource] += ceiling(spec, grant)
+        elif rc.kind == "scalar":
+            scalars[rc.key] = grant.limit
+        elif rc.kind == "count":
+            counts[rc.key.split(":", 1)[1]] = grant.limit
+    hard = {f"requests.{name}": str(amount) for name, amount in sorted(gpus.items())}
+    if spec.dedicated:
+        hard |= {f"requests.{name}": "0" for name in HAMI_RESOURCES}
+    hard |= {
+        "requests.cpu": str(scalars["cpu"]),
+        "requests.memory": gib(scalars["memory-gib"]),
+        "requests.storage": gib(scalars["storage-gib"]),
+    }
+    hard |= {COUNT_RESOURCES[kind]: str(amount) for kind, amount in counts.items()}
+    return hard
+
+
+def resource_quota_manifest(spec: TenantSpec) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": object_meta(RESOURCE_QUOTA, spec),
+        "spec": {"hard": resource_quota_hard(spec)},
+    }
+
+
+def limit_range_manifest(spec: TenantSpec) -> Manifest:
+    # Defaults let pods without requests start under a quota that counts requests.
+    return {
+        "apiVersion": "v1",
+        "kind": "LimitRange",
+        "metadata": object_meta(LIMIT_RANGE, spec),
+        "spec": {
+            "limits": [
+                {
+                    "type": "Container",
+                    "default": {"cpu": "1", "memory": "2Gi"},
+                    "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
+                },
+                {"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"}},
+            ]
+        },
+    }
+
+
+def network_policy_manifest(spec: TenantSpec) -> Manifest:
+    """Default deny: traffic only inside the tenant, in from the ingress gateway, out to DNS."""
+    same_tenant = {"podSelector": {}}
+    ingress_gateway = {
+        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: spec.ingress_namespace}}
+    }
+    cluster_dns = {
+        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "kube-system"}},
+        "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+    }
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": object_meta(NETWORK_POLICY, spec),
+        "spec": {
+            "podSelector": {},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [same_tenant]}, {"from": [ingress_gateway]}],
+            "egress": [
+                {"to": [same_tenant]},
+                {
+                    "to": [cluster_dns],
+                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+                },
+            ],
+        },
+    }
+
+
+def _binding(name: str, role: str, groups: tuple[str, ...], spec: TenantSpec) -> Manifest:
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": object_meta(name, spec),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}
+            for group in groups
+        ],
+    }
+
+
+def role_binding_manifests(spec: TenantSpec) -> list[Manifest]:
+    """Owners and members edit the namespace; viewers only read it."""
+    return [
+        _binding(ROLE_BINDING, spec.edit_role, spec.edit_groups, spec),
+        _binding(VIEW_ROLE_BINDING, spec.view_role, spec.view_groups, spec),
+    ]

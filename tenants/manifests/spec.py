@@ -1,0 +1,121 @@
+"""The desired state of one tenant (TenantSpec) and the helpers every manifest builder uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from inventory import resource_classes
+
+Manifest = dict[str, Any]
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "ai-factory-portal"
+TENANT_LABEL = "portal.ai-factory.io/tenant"
+ISOLATION_LABEL = "portal.ai-factory.io/isolation"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+LOCAL_QUEUE = "default"
+DEFAULT_FLAVOR = "portal-default"
+RESOURCE_QUOTA = "tenant-quota"
+LIMIT_RANGE = "tenant-defaults"
+NETWORK_POLICY = "tenant-isolation"
+ROLE_BINDING = "tenant-edit"
+VIEW_ROLE_BINDING = "tenant-view"
+
+# Workload kinds counted by ResourceQuota object counts (`count/<plural>.<group>`).
+COUNT_RESOURCES: dict[str, str] = {
+    "vcluster": "count/helmreleases.helm.toolkit.fluxcd.io",
+    "vm": "count/virtualmachines.kubevirt.io",
+    "slurm": "count/controllers.slinky.slurm.net",
+    "inference": "count/inferenceservices.serving.kserve.io",
+}
+# HAMi's fractional GPU resources: partitions, so never for a dedicated tenant.
+HAMI_RESOURCES = ("nvidia.com/gpumem", "nvidia.com/gpucores")
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A tenant's quota of one resource class, with its cohort limits."""
+
+    resource: str
+    limit: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+@dataclass(frozen=True)
+class TenantSpec:
+    """Everything the cluster should hold for one tenant, read from the database."""
+
+    slug: str
+    isolation: str  # dedicated | shared
+    # Kubernetes group names (the API server's OIDC groups prefix + Keycloak group path).
+    edit_groups: tuple[str, ...] = ()
+    view_groups: tuple[str, ...] = ()
+    grants: tuple[Grant, ...] = ()
+    suspended: bool = False
+    cohort: str = ""
+    # Per resource class: how much the other tenants of the cohort lend at most.
+    cohort_lendable: dict[str, int] = field(default_factory=dict)
+    ingress_namespace: str = "ingress-gateway"
+    edit_role: str = "edit"
+    view_role: str = "view"
+
+    @property
+    def namespace(self) -> str:
+        return f"tenant-{self.slug}"[:63]
+
+    @property
+    def dedicated(self) -> bool:
+        return self.isolation == "dedicated"
+
+    @property
+    def in_cohort(self) -> bool:
+        return bool(self.cohort) and not self.dedicated
+
+    @property
+    def cluster_queue(self) -> str:
+        return f"tenant-{self.slug}"
+
+    def limit_of(self, resource: str) -> int:
+        return next((g.limit for g in self.grants if g.resource == resource), 0)
+
+
+def object_labels(spec: TenantSpec | None = None) -> dict[str, str]:
+    labels = {MANAGED_BY_LABEL: MANAGED_BY}
+    if spec is not None:
+        labels[TENANT_LABEL] = spec.slug
+    return labels
+
+
+def object_meta(name: str, spec: TenantSpec | None, *, namespaced: bool = True) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": object_labels(spec)}
+    if namespaced and spec is not None:
+        meta["namespace"] = spec.namespace
+    return meta
+
+
+def gib(amount: int) -> str:
+    return f"{amount}Gi"
+
+
+def all_classes() -> list[resource_classes.ResourceClass]:
+    return [resource_classes.parse(key) for key in resource_classes.all_keys()]
+
+
+def mig_resource_names() -> list[str]:
+    """Every MIG extended resource any known GPU model offers, sorted."""
+    return sorted({rc.kubernetes_resource for rc in all_classes() if rc.kind == "mig"})
+
+
+def burst_ceiling(grant: Grant, *, lendable: int) -> int:
+    """The most a tenant can hold at once: its quota plus what it may borrow from the cohort."""
+    borrowable = lendable if grant.borrowing_limit is None else min(grant.borrowing_limit, lendable)
+    return grant.limit + max(0, borrowable)
+
+
+def ceiling(spec: TenantSpec, grant: Grant) -> int:
+    if not spec.in_cohort:
+        return grant.limit
+    return burst_ceiling(grant, lendable=spec.cohort_lendable.get(grant.resource, 0))
