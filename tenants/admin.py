@@ -17,13 +17,13 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from inventory import resource_classes
+from portal.state_machine import InvalidTransition
 
 from . import quota_requests, services
 from .enforcement import tenant_mark_changed
 from .forms import QuotaDecisionForm, RejectForm
 from .models import Membership, Quota, QuotaRequest, RoleAssignment, Tenant
 from .selectors import quota_preview, tenant_quota_lines
-from .state_machine import InvalidTransition
 
 
 class QuotaInlineForm(forms.ModelForm):

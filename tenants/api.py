@@ -17,6 +17,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.state_machine import InvalidTransition
+
 from . import quota_requests, services
 from .access import access_for, tenant_get_for_user, tenants_operated_by, tenants_visible_to
 from .models import Membership, QuotaRequest, Tenant
@@ -42,7 +44,6 @@ from .serializers import (
     TenantCreateSerializer,
     TenantSerializer,
 )
-from .state_machine import InvalidTransition
 
 
 class Conflict(APIException):

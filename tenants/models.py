@@ -9,8 +9,8 @@ from django.db import models
 from django.utils import timezone
 
 from inventory import resource_classes
+from portal.state_machine import transition
 
-from .state_machine import transition
 from .validators import validate_dns1123_label
 
 

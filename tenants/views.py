@@ -9,6 +9,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from portal.state_machine import InvalidTransition
+
 from . import quota_requests, services
 from .access import access_for, tenant_get_for_user
 from .forms import (
@@ -30,7 +32,6 @@ from .selectors import (
     tenant_quota_requests,
     tenants_of_member,
 )
-from .state_machine import InvalidTransition
 
 CURRENT_TENANT_KEY = "current_tenant"
 HISTORY_PAGE_SIZE = 25

@@ -11,7 +11,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from portal import state_machine
 from portal.audit import audit
+from portal.state_machine import transition
 
 from .. import queueing
 from ..errors import InvalidTransition, InventoryError, ReasonRequired
@@ -65,13 +67,15 @@ def _move(
     why = _guard(node, target)
     if why:
         raise InvalidTransition(node=node, source=source, target=target, why=why)
-    now = timezone.now()
-    moved = Node.objects.filter(pk=node.pk, state=source).update(state=target, state_changed_at=now)
-    if not moved:
+    try:
+        transition(
+            node, target=target, transitions=TRANSITIONS, field="state",
+            state_changed_at=timezone.now(),
+        )
+    except state_machine.InvalidTransition as exc:
         raise InvalidTransition(
             node=node, source=source, target=target, why="another change moved it first"
-        )
-    node.state, node.state_changed_at = target, now
+        ) from exc
     audit(
         actor=actor,
         action=action,

@@ -6,9 +6,9 @@ import pytest
 from django.db import close_old_connections, connection, transaction
 
 from portal.models import AuditEvent
+from portal.state_machine import InvalidTransition
 from tenants import quota_requests
 from tenants.models import Quota, QuotaRequest
-from tenants.state_machine import InvalidTransition
 
 S = QuotaRequest.Status
 ALLOWED = {

@@ -1,4 +1,5 @@
-"""Moving a stateful row: allowed moves listed in one place, written as a conditional UPDATE.
+"""Moving a stateful row (quota request, node, ...): allowed moves listed in one place, written as
+a conditional UPDATE.
 
 `transition()` refuses a move its model's TRANSITIONS do not allow, and then writes it with
 `UPDATE … WHERE pk = %s AND status = <source>`: when two workers race for the same move, the
