@@ -8,6 +8,7 @@ ACTIONS = {
     "cordon": "Cordon",
     "uncordon": "Uncordon",
     "drain": "Drain",
+    "stop-drain": "Stop draining",
     "return-to-service": "Return to service",
     "start-validation": "Start validation",
     "finish-validation": "Mark available",
@@ -21,6 +22,7 @@ ACTION_MOVES: dict[str, tuple[str, tuple[str, ...]]] = {
     "cordon": (NodeState.CORDONED, (NodeState.AVAILABLE,)),
     "uncordon": (NodeState.AVAILABLE, (NodeState.CORDONED,)),
     "drain": (NodeState.DRAINING, (NodeState.AVAILABLE, NodeState.CORDONED)),
+    "stop-drain": (NodeState.CORDONED, (NodeState.DRAINING,)),
     "return-to-service": (NodeState.AVAILABLE, (NodeState.MAINTENANCE,)),
     "start-validation": (NodeState.VALIDATING, (NodeState.DISCOVERED,)),
     "finish-validation": (NodeState.AVAILABLE, (NodeState.VALIDATING,)),
@@ -53,6 +55,10 @@ class RetirementRecordForm(forms.Form):
     disks_wiped = forms.BooleanField(required=False, label="Disks wiped")
     bmc_reset = forms.BooleanField(required=False, label="BMC reset to factory defaults")
     note = forms.CharField(max_length=200, required=False)
+
+
+class EventResolveForm(forms.Form):
+    note = forms.CharField(max_length=300, required=False)
 
 
 class ImportForm(forms.Form):

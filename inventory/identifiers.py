@@ -46,3 +46,32 @@ def normalize_gpu_uuid(value: str) -> str:
     if not match:
         raise InvalidIdentifier(f"{value!r} is not a GPU UUID (GPU-xxxxxxxx-xxxx-…).")
     return f"{match[1].upper()}-{match[2].lower()}"
+
+
+# RFC 1123: labels of letters, digits and hyphens, 1-63 characters each, 253 in all. Kubernetes
+# node names are the lowercase form (a DNS subdomain); hostnames may be written in capitals.
+_DNS_LABEL = r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?"
+_DNS_NAME = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
+
+
+def validate_hostname(value: str) -> None:
+    """A DNS host name (RFC 1123); raises django's ValidationError for forms and imports."""
+    from django.core.exceptions import ValidationError
+
+    if len(value) > 253 or not _DNS_NAME.fullmatch(value.lower()):
+        raise ValidationError(
+            f"{value!r} is not a host name (letters, digits, hyphens and dots).",
+            code="invalid_hostname",
+        )
+
+
+def validate_k8s_node_name(value: str) -> None:
+    """A Kubernetes node name: a lowercase RFC 1123 subdomain."""
+    from django.core.exceptions import ValidationError
+
+    if len(value) > 253 or not _DNS_NAME.fullmatch(value):
+        raise ValidationError(
+            f"{value!r} is not a Kubernetes node name (lowercase letters, digits, hyphens "
+            "and dots).",
+            code="invalid_k8s_name",
+        )

@@ -89,6 +89,8 @@ def parse_json(text: str) -> list[Row]:
         document = json.loads(text)
     except ValueError as exc:
         raise FormatError(f"Not JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise FormatError("Not an inventory: the JSON is nested too deeply.") from exc
     nodes = document.get("nodes") if isinstance(document, dict) else document
     if not isinstance(nodes, list):
         raise FormatError('Expected {"nodes": [...]} or a list of nodes.')
@@ -97,22 +99,45 @@ def parse_json(text: str) -> list[Row]:
         if not isinstance(node, dict):
             rows.append(Row("nodes", position, {"__extra__": "a node must be an object"}))
             continue
-        unknown = sorted(set(node) - set(NODE_COLUMNS) - {"gpus", "nics"})
+        problems = _json_problems(node, NODE_COLUMNS, children=("gpus", "nics"))
         values = {k: _cell(node.get(k)) for k in NODE_COLUMNS if k in node}
-        if unknown:
-            values["__extra__"] = f"unknown field(s): {', '.join(unknown)}"
+        for kind in ("gpus", "nics"):
+            items = node.get(kind)
+            if items is not None and (
+                not isinstance(items, list) or not all(isinstance(i, dict) for i in items)
+            ):
+                problems.append(f"{kind}: expected a list of objects")
+        if problems:
+            values["__extra__"] = "; ".join(problems)
         rows.append(Row("nodes", position, values))
         for kind, columns in (("gpus", GPU_COLUMNS), ("nics", NIC_COLUMNS)):
-            for item in node.get(kind) or []:
+            items = node.get(kind)
+            if not isinstance(items, list):
+                continue
+            for item in items:
                 if not isinstance(item, dict):
                     continue
                 child = {k: _cell(item.get(k)) for k in columns if k in item and k != "device"}
                 child["device"] = values.get("name", "")
-                extra = sorted(set(item) - set(columns))
+                extra = _json_problems(item, columns)
                 if extra:
-                    child["__extra__"] = f"unknown field(s): {', '.join(extra)}"
+                    child["__extra__"] = "; ".join(extra)
                 rows.append(Row(kind, position, child))
     return rows
+
+
+def _json_problems(record: dict, columns: tuple[str, ...], children: tuple[str, ...] = ()
+                   ) -> list[str]:
+    """Unknown fields, and values that are objects or lists where a single value belongs."""
+    problems = []
+    unknown = sorted(set(record) - set(columns) - set(children))
+    if unknown:
+        problems.append(f"unknown field(s): {', '.join(unknown)}")
+    for key in columns:
+        value = record.get(key)
+        if isinstance(value, dict) or (isinstance(value, list) and key != "mig_layout"):
+            problems.append(f"{key}: expected a single value, not {type(value).__name__}")
+    return problems
 
 
 def render_csv(records: Iterable[dict[str, Any]], *, objects: str) -> str:

@@ -1,5 +1,7 @@
 """Serializers of the inventory API (read models built from prefetched selectors)."""
 
+import json
+
 from rest_framework import serializers
 
 from ..models import GPU, NIC, HealthEvent, Node, NodeState, NodeValidation, Rack, Site
@@ -112,6 +114,15 @@ class ValidationResultSerializer(serializers.Serializer):
     passed = serializers.BooleanField()
     summary = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
     metrics = serializers.DictField(required=False, default=dict)
+
+    def validate_metrics(self, metrics: dict) -> dict:
+        # Stored as jsonb, which holds no NUL character; and kept small: it is shown on pages.
+        text = json.dumps(metrics)
+        if "\\u0000" in text:
+            raise serializers.ValidationError("Null characters are not allowed.")
+        if len(text) > 10_000:
+            raise serializers.ValidationError("At most 10,000 characters of metrics.")
+        return metrics
 
 
 class RetirementSerializer(serializers.Serializer):

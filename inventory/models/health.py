@@ -35,8 +35,8 @@ class HealthEvent(models.Model):
 
     class Remediation(models.TextChoices):
         NONE = "none", "None"
-        CORDON = "cordon", "Cordoned"
-        DRAIN = "drain", "Drained to maintenance"
+        CORDON = "cordon", "Cordon"
+        DRAIN = "drain", "Drain to maintenance"
 
     class Source(models.TextChoices):
         DCGM = "dcgm", "DCGM via Prometheus"

@@ -6,6 +6,7 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from .. import identifiers
 from .site import Rack
 
 
@@ -70,8 +71,13 @@ class Node(models.Model):
         CPU_WORKER = "cpu-worker", "CPU worker"
         CONTROL_PLANE = "control-plane", "Control plane"
 
-    hostname = models.CharField(max_length=253, unique=True)
-    k8s_name = models.CharField("Kubernetes node name", max_length=253, unique=True)
+    hostname = models.CharField(
+        max_length=253, unique=True, validators=[identifiers.validate_hostname]
+    )
+    k8s_name = models.CharField(
+        "Kubernetes node name", max_length=253, unique=True,
+        validators=[identifiers.validate_k8s_node_name],
+    )
     # Nullable so that a node discovered in the cluster can exist before anyone racked it.
     serial = models.CharField(max_length=100, unique=True, null=True, blank=True)
     bmc_address = models.GenericIPAddressField(
@@ -108,6 +114,8 @@ class Node(models.Model):
     placed_pods = models.JSONField(default=list, blank=True)
     gpus_in_use = models.PositiveIntegerField(default=0)
     mig_in_use = models.JSONField(default=dict, blank=True)
+    # While draining: what the drain waits for (pods terminating, a PodDisruptionBudget).
+    drain_note = models.CharField(max_length=300, blank=True)
 
     # Retirement record: a node leaves the fleet only with its disks wiped and its BMC reset.
     disks_wiped_at = models.DateTimeField(null=True, blank=True)

@@ -70,7 +70,7 @@ def _move(
     try:
         transition(
             node, target=target, transitions=TRANSITIONS, field="state",
-            state_changed_at=timezone.now(),
+            state_changed_at=timezone.now(), drain_note="",
         )
     except state_machine.InvalidTransition as exc:
         raise InvalidTransition(

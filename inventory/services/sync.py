@@ -8,6 +8,7 @@ schedulable in the cluster is cordoned again.
 """
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -27,6 +28,7 @@ NODE_FIELDS = (
     "k8s_conditions", "k8s_labels", "k8s_capacity", "placed_pods", "gpus_in_use", "mig_in_use",
 )
 GPU_FIELDS = ("mig_capable", "mig_layout", "nvlink_domain")
+DRAIN_STUCK_AFTER = timedelta(minutes=15)
 
 
 @dataclass
@@ -41,6 +43,7 @@ class SyncReport:
     adopted_cordons: list[str] = field(default_factory=list)
     recordoned: list[str] = field(default_factory=list)
     reservations_settled: list[str] = field(default_factory=list)
+    drains_resumed: list[str] = field(default_factory=list)
     gpus_created: int = 0
 
     def as_dict(self) -> dict:
@@ -154,6 +157,7 @@ def inventory_observed_apply(
         if (create or update) and not known:
             report.updated.append(obs.name)
         _settle_cordon(node, obs, report)
+        _resume_stuck_drain(node, now, report)
         _settle_reservation(node, obs, report)
         health.node_readiness_record(
             node=node,
@@ -183,6 +187,14 @@ def _settle_cordon(node: Node, obs: ObservedNode, report: SyncReport) -> None:
     elif desired is True and not obs.unschedulable:
         queueing.enqueue_on_commit(queueing.SCHEDULABILITY, node.pk)
         report.recordoned.append(obs.name)
+
+
+def _resume_stuck_drain(node: Node, now: datetime, report: SyncReport) -> None:
+    """A drain whose task was lost, or gave up retrying, is queued again: the sync is the
+    periodic sweep that keeps level-triggered work moving. A recent drain is left to its task."""
+    if node.state == NodeState.DRAINING and now - node.state_changed_at > DRAIN_STUCK_AFTER:
+        queueing.enqueue_on_commit(queueing.DRAIN, node.pk, None)
+        report.drains_resumed.append(node.k8s_name)
 
 
 def _settle_reservation(node: Node, obs: ObservedNode, report: SyncReport) -> None:

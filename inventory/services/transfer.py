@@ -10,7 +10,8 @@ from collections import defaultdict
 from typing import Any
 
 from django.apps import apps
-from django.db import IntegrityError, transaction
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
 from portal.audit import audit
@@ -20,6 +21,24 @@ from ..models import GPU, NIC, BiosProfile, InventoryRun, Node, NodeState, Rack,
 from ..transfer import ImportResult, RowResult, parse_bool, parse_identifier, parse_int
 
 MAX_ROWS = 20000
+MODELS: dict[str, type[models.Model]] = {"nodes": Node, "gpus": GPU, "nics": NIC}
+# The import's column where it differs from the model's field name (for error messages).
+COLUMN_OF = {"hostname": "name", "reserved_for": "tenant", "height_units": "u_height",
+             "link_speed_gbps": "speed_gbps", "kind": "type"}
+
+
+def _field_errors(model: type[models.Model], wanted: dict[str, Any]) -> list[str]:
+    """What the database would refuse: values too long, numbers out of the column's range,
+    names that are not host names. Checked per row, so that no row fails only at write time."""
+    errors = []
+    for key, value in wanted.items():
+        if key in ("rack", "node") or value is None:
+            continue
+        try:
+            model._meta.get_field(key).run_validators(value)
+        except ValidationError as exc:
+            errors.append(f"{COLUMN_OF.get(key, key)}: {' '.join(exc.messages)}")
+    return errors
 
 
 class _Importer:
@@ -36,6 +55,7 @@ class _Importer:
         # identifier -> (owner key, line) of whoever holds it: the inventory (line 0) or a row
         self.claims: dict[tuple[str, str], tuple[str, int]] = {}
         for node in self.nodes.values():
+            self._hold("Kubernetes node name", node.k8s_name, node.hostname)
             self._hold("node serial", node.serial, node.hostname)
             self._hold("BMC address", node.bmc_address, node.hostname)
         for key, gpu in self.gpus.items():
@@ -73,6 +93,8 @@ class _Importer:
         if not name:
             errors.append("name: required")
             return
+        name_errors = _field_errors(Node, {"hostname": name})
+        errors += name_errors
         seen = self.node_rows.get(name)
         rack_label = f"{v.get('site', '')}/{v.get('rack', '')}".strip("/")
         if seen is not None:
@@ -84,8 +106,14 @@ class _Importer:
         self.node_rows[name] = (row.line, rack_label)
         existing = self.nodes.get(name)
         wanted: dict[str, Any] = {}
-        if "k8s_name" in v or existing is None:
-            wanted["k8s_name"] = v.get("k8s_name") or (existing.k8s_name if existing else name)
+        # Kubernetes names a node after its host name, in lowercase (not from a bad name: one
+        # error about it is enough).
+        derived_from_bad_name = bool(name_errors) and not v.get("k8s_name")
+        if ("k8s_name" in v or existing is None) and not derived_from_bad_name:
+            wanted["k8s_name"] = v.get("k8s_name") or (
+                existing.k8s_name if existing else name.lower()
+            )
+            self._claim("Kubernetes node name", wanted["k8s_name"], name, row.line, errors)
         for key, choices, attr in (("role", Node.Role.values, "role"),
                                    ("bios_profile", BiosProfile.values, "bios_profile")):
             if v.get(key):
@@ -132,6 +160,12 @@ class _Importer:
             errors.append("a racked node needs site, rack and position")
             return
         rack = self.racks.get((site_slug, rack_name))
+        if rack is None:  # created by the import: its name must fit
+            try:
+                Rack._meta.get_field("name").run_validators(rack_name)
+            except ValidationError as exc:
+                errors.append(f"rack: {' '.join(exc.messages)}")
+                return
         rack_key: int | str = rack.pk if rack else f"{site_slug}/{rack_name}"
         units = rack.units if rack else 42
         top = position + height - 1
@@ -222,15 +256,18 @@ class _Importer:
                 result.errors.append(f"{result.key} appears twice (row {twin})")
             else:
                 self.row_keys[(objects, result.key)] = row.line
+        result.errors += _field_errors(MODELS[objects], wanted)
         if result.errors:
             result.action = "error"
             return
         if existing is None:
             result.action = "create"
-            result.changes = {k: _shown(v) for k, v in wanted.items() if v not in (None, "")}
+            result.changes = {
+                COLUMN_OF.get(k, k): _shown(v) for k, v in wanted.items() if v not in (None, "")
+            }
         else:
             changed = {
-                k: _shown(v) for k, v in wanted.items()
+                COLUMN_OF.get(k, k): _shown(v) for k, v in wanted.items()
                 if k not in ("node", "index", "name") and _current(existing, k) != _comparable(v)
             }
             result.action = "update" if changed else "unchanged"
@@ -294,6 +331,9 @@ def inventory_import(
 ) -> ImportResult:
     """Check every row; with `dry_run` False and no error anywhere, write them all at once."""
     result = ImportResult(dry_run=dry_run)
+    if "\x00" in text:
+        result.errors.append("The file contains NUL characters: it is not CSV or JSON text.")
+        return result
     try:
         rows = transfer.parse_json(text) if fmt == "json" else transfer.parse_csv(
             text, objects=objects
@@ -303,6 +343,9 @@ def inventory_import(
         return result
     if len(rows) > MAX_ROWS:
         result.errors.append(f"{len(rows)} rows: at most {MAX_ROWS} per import.")
+        return result
+    if not rows:
+        result.errors.append("The file holds no rows: nothing to import.")
         return result
     importer = _Importer()
     # Nodes first, so that GPUs and NICs may refer to nodes created by the same import.

@@ -12,6 +12,7 @@ from ..errors import InventoryError
 from ..filters import NodeFilterSet
 from ..forms import (
     ACTION_MOVES,
+    EventResolveForm,
     NodeActionForm,
     RetirementRecordForm,
     ValidationResultForm,
@@ -52,6 +53,14 @@ def node_list(request):
 
 @platform_admin_required
 def node_detail(request, node_id: int):
+    if request.htmx and request.GET.get("status"):
+        # The live status of a draining node: polled until the drain ends, then the whole page
+        # reloads to show where the node went (its actions, workloads and timeline changed).
+        node = get_object_or_404(nodes_for_list(), pk=node_id)
+        response = render(request, "inventory/node_detail.html#node-status", {"node": node})
+        if node.state != NodeState.DRAINING:
+            response["HX-Refresh"] = "true"
+        return response
     node = node_get_for_detail(node_id=node_id)
     gpus = list(node.gpus.all())
     nics = list(node.nics.all())
@@ -157,7 +166,12 @@ def node_retirement(request, node_id: int):
 @platform_admin_required
 def health_event_resolve(request, event_id: int):
     event = get_object_or_404(HealthEvent, pk=event_id)
-    note = request.POST.get("note", "").strip() or "resolved by an admin"
-    health.health_event_resolve(event_id=event.pk, actor=request.user, note=note)
-    messages.success(request, "Health event resolved.")
+    form = EventResolveForm(request.POST)
+    if form.is_valid():
+        note = form.cleaned_data["note"].strip() or "resolved by an admin"
+        health.health_event_resolve(event_id=event.pk, actor=request.user, note=note)
+        messages.success(request, "Health event resolved.")
+    else:
+        messages.error(request, "The note cannot be saved: " + " ".join(
+            m for errors in form.errors.values() for m in errors))
     return redirect("inventory:node-detail", node_id=event.node_id)

@@ -2,6 +2,7 @@
 
 from django.shortcuts import render
 
+from ..models import NODE_STATE_COLORS, NodeState
 from ..selectors.nodes import NODE_HEALTH_COLORS, rack_get_with_elevation, racks_for_site_overview
 from .access import platform_admin_required
 
@@ -17,9 +18,13 @@ def rack_list(request):
 @platform_admin_required
 def rack_detail(request, rack_id: int):
     rack, slots = rack_get_with_elevation(rack_id=rack_id)
+    nodes = [slot.node for slot in slots if slot.node]
     return render(
         request,
         "inventory/rack_detail.html",
         {"rack": rack, "slots": slots, "health_colors": NODE_HEALTH_COLORS,
-         "nodes": [slot.node for slot in slots if slot.node]},
+         "nodes": nodes,
+         # A legend for the states drawn in this rack only, in lifecycle order.
+         "legend": [(s.value, s.label, NODE_STATE_COLORS[s]) for s in NodeState
+                    if s in {node.state for node in nodes}]},
     )

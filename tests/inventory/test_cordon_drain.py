@@ -132,3 +132,89 @@ def test_the_demo_fleet_cordons_and_drains_too(
     assert stored["spec"]["unschedulable"] is True
     assert simulated_gateway.get(api_version="v1", kind="Pod", name="train-0",
                                  namespace="tenant-acme") is None
+
+
+@pytest.mark.django_db
+def test_a_drain_a_budget_keeps_refusing_stays_draining_shows_why_and_the_sync_resumes_it(
+    kube_emulator, kube_gateway, cluster_node, tenant, tenant_owner, platform_admin, login,
+    eager_retries, django_capture_on_commit_callbacks,
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from inventory.services.sync import cluster_sync
+    from inventory.tasks import node_drain_task
+
+    kube_emulator.put_object(pod("train-0", "tenant-acme", NAME, gpus=4))
+    kube_emulator.put_object(pod("eval-1", "tenant-acme", NAME, gpus=1))
+    eviction = "/api/v1/namespaces/tenant-acme/pods/train-0/eviction"
+    attempts = node_drain_task.max_retries + 1
+    kube_emulator.fail(429, method="POST", path=eviction, times=attempts,
+                       message="Cannot evict pod as it would violate the pod's disruption budget.")
+    event = HealthEvent.objects.create(node=cluster_node, kind="xid", subject="gpu:3",
+                                       severity="critical", detail="XID 79", remediation="drain")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        lifecycle.node_drain(node_id=cluster_node.pk, actor=platform_admin, reason="XID 79",
+                             health_event_id=event.pk)
+
+    # Every attempt evicted what it could; the budget held one pod on the node throughout.
+    assert len(kube_emulator.requests("POST", eviction)) == attempts
+    assert kube_emulator.get_object("v1", "Pod", "eval-1", "tenant-acme") is None
+    assert kube_emulator.get_object("v1", "Pod", "train-0", "tenant-acme") is not None
+    cluster_node.refresh_from_db()
+    assert cluster_node.state == NodeState.DRAINING
+    assert cluster_node.drain_note.startswith("1 pod left: tenant-acme/train-0 refused")
+    assert "disruption budget" in cluster_node.drain_note
+    assert mail.outbox == []
+
+    # The node page polls the drain's live status while it lasts.
+    client = login(platform_admin)
+    status = client.get(f"/fleet/nodes/{cluster_node.pk}/?status=1", HTTP_HX_REQUEST="true")
+    body = status.content.decode()
+    assert 'hx-trigger="every 3s"' in body and "tenant-acme/train-0 refused" in body
+    assert "HX-Refresh" not in status.headers
+    page = client.get(f"/fleet/nodes/{cluster_node.pk}/").content.decode()
+    assert 'id="drain-progress"' in page and 'id="action-stop-drain"' in page
+
+    # The budget relents; a drain stuck for a while is resumed by the periodic sync.
+    Node.objects.filter(pk=cluster_node.pk).update(
+        state_changed_at=timezone.now() - timedelta(minutes=20)
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        run = cluster_sync()
+
+    assert run.summary["drains_resumed"] == [NAME]
+    cluster_node.refresh_from_db()
+    assert (cluster_node.state, cluster_node.drain_note) == (NodeState.MAINTENANCE, "")
+    assert kube_emulator.get_object("v1", "Pod", "train-0", "tenant-acme") is None
+    event.refresh_from_db()
+    assert event.notified_tenants == ["acme"]
+    assert [m.to for m in mail.outbox] == [[tenant_owner.email]]
+
+    done = client.get(f"/fleet/nodes/{cluster_node.pk}/?status=1", HTTP_HX_REQUEST="true")
+    assert done.headers["HX-Refresh"] == "true"
+    assert "hx-trigger" not in done.content.decode()
+
+
+@pytest.mark.django_db
+def test_an_admin_stops_a_drain_from_the_node_page(
+    kube_emulator, kube_gateway, cluster_node, platform_admin, login,
+    django_capture_on_commit_callbacks,
+):
+    kube_emulator.put_object(pod("train-0", "tenant-acme", NAME, gpus=4))
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        lifecycle.node_drain(node_id=cluster_node.pk, actor=None, reason="XID 79")
+
+    response = login(platform_admin).post(
+        f"/fleet/nodes/{cluster_node.pk}/action/",
+        {"action": "stop-drain", "reason": "the job must finish first"}, follow=True,
+    )
+    for callback in queued:
+        callback()
+
+    assert response.status_code == 200
+    assert Node.objects.get(pk=cluster_node.pk).state == NodeState.CORDONED
+    assert kube_emulator.requests("POST") == []  # the queued drain found nothing to do
+    assert kube_emulator.get_object("v1", "Node", NAME)["spec"]["unschedulable"] is True

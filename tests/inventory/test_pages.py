@@ -216,3 +216,33 @@ def test_sync_now_in_the_demo_reads_the_simulated_fleet_without_a_500(
     response = login(platform_admin).post("/fleet/sync/", follow=True)
     assert response.status_code == 200
     assert "Cluster sync done." in response.content.decode()
+
+
+# Every other list the fleet serves: the query count must not grow with the fleet.
+LISTS = [
+    "/fleet/", "/fleet/racks/", "/fleet/capacity/", "/fleet/export/?format=json",
+    "/api/v1/gpus/?page_size=100", "/api/v1/racks/", "/api/v1/sites/",
+    "/api/v1/health-events/?resolved_at__isnull=true", "/api/v1/capacity/",
+    "/api/v1/fleet/summary/", "/api/v1/inventory/export/?as=csv&objects=nics",
+]
+
+
+@pytest.mark.django_db
+def test_every_fleet_list_makes_the_same_queries_at_50_and_2000_nodes(login, platform_admin):
+    client = login(platform_admin)
+
+    def queries() -> dict[str, int]:
+        counts = {}
+        for path in LISTS:
+            client.get(path)  # warm the session
+            with CaptureQueriesContext(connection) as captured:
+                assert client.get(path).status_code == 200, path
+            counts[path] = len(captured)
+        return counts
+
+    build_fleet(50)
+    small = queries()
+    build_fleet(1950, prefix="more")
+    assert Node.objects.count() == 2000
+
+    assert queries() == small

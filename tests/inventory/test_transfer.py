@@ -42,7 +42,7 @@ def test_a_dry_run_previews_every_row_and_writes_nothing(fra1):
     assert [(r.line, r.key, r.action) for r in result.rows] == [
         (2, "gpu-fra-101", "create"), (3, "gpu-fra-102", "create"), (4, "gpu-fra-103", "create"),
     ]
-    assert result.rows[1].changes["reserved_for"] == "helix"
+    assert result.rows[1].changes["tenant"] == "helix"
     assert result.rows[2].changes["rack"] == "fra1/r02"  # a new rack in a known site
     assert _counts() == (0, 0, 0, 1)
 
