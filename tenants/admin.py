@@ -7,10 +7,10 @@ from datetime import timedelta
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 from django.http import HttpResponseRedirect
-from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -244,7 +244,12 @@ class QuotaRequestAdmin(admin.ModelAdmin):
     list_per_page = 50
 
     def get_queryset(self, request):
-        return super().get_queryset(request).prefetch_related("lines")
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("tenant", "requested_by", "decided_by")
+            .prefetch_related("lines")
+        )
 
     def has_add_permission(self, request) -> bool:
         return False  # tenants ask in the portal
@@ -289,10 +294,10 @@ class QuotaRequestAdmin(admin.ModelAdmin):
     # -- the review page (replaces the change form) --
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        obj = get_object_or_404(
-            self.get_queryset(request).select_related("tenant", "requested_by", "decided_by"),
-            pk=object_id,
-        )
+        # get_object answers None for a missing or malformed id ("abc"): the admin's redirect.
+        obj = self.get_object(request, unquote(object_id))
+        if obj is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
         if not self.has_view_or_change_permission(request, obj):
             raise PermissionDenied
         form = QuotaDecisionForm(request.POST or None, request=obj)
@@ -386,8 +391,8 @@ class QuotaRequestAdmin(admin.ModelAdmin):
         if skipped:
             self.message_user(
                 request,
-                f"Skipped {len(skipped)} request(s) that were not waiting for a decision: "
-                + ", ".join(f"#{pk}" for pk in skipped),
+                f"Skipped {len(skipped)} request(s) that were not waiting for a decision "
+                "or whose end date has passed: " + ", ".join(f"#{pk}" for pk in skipped),
                 messages.WARNING,
             )
 

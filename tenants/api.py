@@ -5,6 +5,8 @@ not act gets 403; bad input gets 400 with field errors; a move the request's sta
 not allow (someone decided first) gets 409.
 """
 
+from collections.abc import Mapping
+
 import django_filters
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -12,7 +14,7 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException
+from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -72,9 +74,12 @@ class MeView(APIView):
         return Response(MeSerializer(data).data)
 
 
-def _operated_tenant(user, slug: str) -> Tenant:
-    """The tenant if `user` may ask for its quota; 404 if not visible, 403 if only viewing."""
-    tenant = tenant_get_for_user(user=user, slug=slug)
+def _operated_tenant(user, data) -> Tenant:
+    """The tenant named in `data` if `user` may ask for its quota; 404 if not visible, 403 if
+    only viewing; 400 if the body is not a JSON object."""
+    if not isinstance(data, Mapping):
+        raise ValidationError({"non_field_errors": ["Expected a JSON object."]})
+    tenant = tenant_get_for_user(user=user, slug=str(data.get("tenant", "")))
     if not tenants_operated_by(user).filter(pk=tenant.pk).exists():
         raise PermissionDenied("Viewers cannot ask for quota.")
     return tenant
@@ -179,6 +184,7 @@ class QuotaRequestViewSet(
     serializer_class = QuotaRequestSerializer
     filterset_class = QuotaRequestFilter
     queryset = QuotaRequest.objects.none()
+    lookup_value_regex = "[0-9]+"  # anything else is not a request: 404, not a crash
 
     def get_queryset(self) -> QuerySet[QuotaRequest]:
         if getattr(self, "swagger_fake_view", False):
@@ -200,7 +206,7 @@ class QuotaRequestViewSet(
 
     @extend_schema(request=QuotaRequestCreateSerializer, responses={201: QuotaRequestSerializer})
     def create(self, request: Request, *args, **kwargs) -> Response:
-        tenant = _operated_tenant(request.user, str(request.data.get("tenant", "")))
+        tenant = _operated_tenant(request.user, request.data)
         serializer = QuotaRequestCreateSerializer(
             data=request.data, context={"isolation": tenant.isolation}
         )
@@ -221,7 +227,7 @@ class QuotaRequestViewSet(
     @action(detail=False, methods=["post"])
     def preview(self, request: Request) -> Response:
         """What asking for `lines` would make the tenant's quota, and whether the fleet has it."""
-        tenant = _operated_tenant(request.user, str(request.data.get("tenant", "")))
+        tenant = _operated_tenant(request.user, request.data)
         serializer = QuotaPreviewRequestSerializer(
             data=request.data, context={"isolation": tenant.isolation}
         )

@@ -161,6 +161,15 @@ def quota_request_approve(
     """Grant the request (optionally with changed `amounts` per resource) and enforce it."""
     _decider(approver)
     request = QuotaRequest.objects.select_related("tenant").get(pk=request_id)
+    if request.ends_on is not None and request.ends_on < timezone.localdate():
+        # It waited past its own end date: granting it now would only be taken back tonight.
+        raise ValidationError(
+            {
+                "ends_on": [
+                    f"The grant was asked until {request.ends_on:%Y-%m-%d}, which has passed."
+                ]
+            }
+        )
     lines = list(request.lines.all())
     granted = _granted_amounts(lines, amounts)
     now = timezone.now()

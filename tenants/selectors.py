@@ -31,6 +31,11 @@ class QuotaLine:
     def percent(self) -> int:
         return min(100, round(100 * self.used / self.limit)) if self.limit else 0
 
+    @property
+    def lendable(self) -> bool:
+        """Whether a cohort borrows and lends this class (GPUs and MIG partitions only)."""
+        return self.resource.startswith(("gpu:", "mig:"))
+
 
 def tenant_members(*, tenant: Tenant) -> QuerySet[Membership]:
     return tenant.memberships.select_related("user").order_by("role", "user__username")

@@ -11,6 +11,7 @@ urlpatterns = [
     path("requests/", views.request_queue, name="requests"),
     path("t/<slug:slug>/", views.dashboard, name="dashboard"),
     path("t/<slug:slug>/workloads/", views.workload_list, name="workload-list"),
+    path("t/<slug:slug>/cluster-status/", views.cluster_status, name="cluster-status"),
     path("t/<slug:slug>/quota/", views.quota_detail, name="quota-detail"),
     path("t/<slug:slug>/quota/requests/", views.quota_request_list, name="quota-request-list"),
     path(

@@ -101,6 +101,16 @@ def quota_detail(request, slug: str):
     return render(request, "tenants/quota.html", context)
 
 
+@login_required
+def cluster_status(request, slug: str):
+    """The htmx partial: applied on the cluster at …, applying, or the cluster's error.
+
+    It polls itself while the cluster lags the database and stops once they agree.
+    """
+    tenant = tenant_get_for_user(user=request.user, slug=slug)
+    return render(request, "tenants/_cluster_status.html", {"tenant": tenant})
+
+
 # --- quota requests ---------------------------------------------------------------------------
 
 

@@ -23,8 +23,10 @@ from .base import FleetGateway, Manifest, PermanentFleetError
 from .labels import label_selector_matcher
 from .simulated_controllers import (
     CONTROLLERS,
+    cluster_queue_flavors_usage,
     controller_status,
     is_ready_helm_release,
+    resource_quota_used,
     vcluster_kubeconfig_secret,
 )
 
@@ -155,6 +157,8 @@ class SimulatedFleetGateway(FleetGateway):
             ready_after=timedelta(seconds=settings.FLEET_SIMULATED_READY_SECONDS),
             now=timezone.now(),
         )
+        if status:
+            status = self._with_usage(row, status)
         if status is None or row.body.get("status") == status:
             return _render(row)
         body = {**row.body, "status": status}
@@ -167,6 +171,40 @@ class SimulatedFleetGateway(FleetGateway):
             if is_ready_helm_release(body):
                 self._apply_one(vcluster_kubeconfig_secret(body))
         return _render(row)
+
+    def _with_usage(self, row: SimulatedObject, status: Manifest) -> Manifest:
+        """Quota controller and Kueue: count what the pods the demo runs request."""
+        if row.kind == "ResourceQuota" and "hard" in status:
+            pods = [p.body for p in self._rows("v1", "Pod").filter(namespace=row.namespace)]
+            return {**status, "used": resource_quota_used(status["hard"], pods)}
+        if row.kind == "ClusterQueue":
+            selector = ((row.body.get("spec") or {}).get("namespaceSelector") or {}).get(
+                "matchLabels"
+            ) or {}
+            namespaces = [
+                ns.name
+                for ns in self._rows("v1", "Namespace")
+                if selector
+                and all(
+                    ((ns.body.get("metadata") or {}).get("labels") or {}).get(k) == v
+                    for k, v in selector.items()
+                )
+            ]
+            pods = [p.body for p in self._rows("v1", "Pod").filter(namespace__in=namespaces)]
+            nodes = {
+                n.name: (n.body.get("metadata") or {}).get("labels") or {}
+                for n in self._rows("v1", "Node").filter(
+                    name__in={(p.get("spec") or {}).get("nodeName") for p in pods}
+                )
+            }
+            flavors = {
+                f.name: (f.body.get("spec") or {}).get("nodeLabels") or {}
+                for f in self._rows(row.api_version, "ResourceFlavor")
+            }
+            placed = [(p, nodes.get((p.get("spec") or {}).get("nodeName"), {})) for p in pods]
+            usage = cluster_queue_flavors_usage(row.body, flavors, placed)
+            return {**status, "flavorsUsage": usage}
+        return status
 
     def get(
         self, *, api_version: str, kind: str, name: str, namespace: str | None = None

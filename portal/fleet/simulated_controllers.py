@@ -8,7 +8,10 @@ the quota controller) would report. Kinds no controller owns return None.
 import base64
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
+
+from kubernetes.utils.quantity import parse_quantity
 
 Status = dict[str, Any]
 StatusWriter = Callable[[dict[str, Any], bool, str], Status]
@@ -172,6 +175,90 @@ def _resource_quota(obj: dict[str, Any], ready: bool, since: str) -> Status:
         return {}
     hard = dict((obj.get("spec") or {}).get("hard") or {})
     return {"hard": hard, "used": dict.fromkeys(hard, "0")}
+
+
+# --- usage: what the quota controller and Kueue count of the pods that run -------------------
+
+
+def _quantity(value: Any) -> Decimal:
+    try:
+        return parse_quantity(str(value))
+    except (ValueError, TypeError, ArithmeticError):
+        return Decimal(0)
+
+
+def _format_quantity(value: Decimal) -> str:
+    return str(int(value)) if value == value.to_integral_value() else f"{int(value * 1000)}m"
+
+
+def pod_requests(pod: dict[str, Any]) -> dict[str, Decimal]:
+    """A running pod's requests per resource (a limit alone counts as the request, as in
+    Kubernetes); a finished pod holds nothing."""
+    if ((pod.get("status") or {}).get("phase")) in {"Succeeded", "Failed"}:
+        return {}
+    totals: dict[str, Decimal] = {}
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        asked = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        for name, value in asked.items():
+            totals[name] = totals.get(name, Decimal(0)) + _quantity(value)
+    return totals
+
+
+def resource_quota_used(hard: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, str]:
+    """`status.used` of a ResourceQuota over the namespace's pods, for every key of `hard`."""
+    used = dict.fromkeys(hard, Decimal(0))
+    for pod in pods:
+        asked = pod_requests(pod)
+        if not asked and ((pod.get("status") or {}).get("phase")) in {"Succeeded", "Failed"}:
+            continue
+        if "pods" in used:
+            used["pods"] += 1
+        for name, value in asked.items():
+            for key in (f"requests.{name}", name if name in {"cpu", "memory"} else ""):
+                if key in used:
+                    used[key] += value
+    return {key: _format_quantity(value) for key, value in used.items()}
+
+
+def cluster_queue_flavors_usage(
+    queue: dict[str, Any],
+    flavor_labels: dict[str, dict[str, str]],
+    pods_on_nodes: list[tuple[dict[str, Any], dict[str, str]]],
+) -> list[Status]:
+    """`status.flavorsUsage` of a ClusterQueue: per flavor, the requests of the selected pods
+    whose node carries the flavor's node labels (the first matching flavor of each group)."""
+    totals: dict[tuple[str, str], Decimal] = {}
+    order: list[tuple[str, list[str]]] = []
+    groups = ((queue.get("spec") or {}).get("resourceGroups")) or []
+    for group in groups:
+        covered = list(group.get("coveredResources") or [])
+        for flavor in group.get("flavors") or []:
+            order.append((flavor["name"], covered))
+            for name in covered:
+                totals[(flavor["name"], name)] = Decimal(0)
+    for pod, node_labels in pods_on_nodes:
+        asked = pod_requests(pod)
+        for group in groups:
+            covered = list(group.get("coveredResources") or [])
+            if not any(name in asked for name in covered):
+                continue
+            for flavor in group.get("flavors") or []:
+                wanted = flavor_labels.get(flavor["name"], {})
+                if all(node_labels.get(k) == v for k, v in wanted.items()):
+                    for name in covered:
+                        totals[(flavor["name"], name)] += asked.get(name, Decimal(0))
+                    break
+    return [
+        {
+            "name": name,
+            "resources": [
+                {"name": r, "total": _format_quantity(totals[(name, r)]), "borrowed": "0"}
+                for r in covered
+            ],
+        }
+        for name, covered in order
+    ]
 
 
 CONTROLLERS: dict[tuple[str, str], StatusWriter] = {

@@ -271,3 +271,32 @@ def test_admin_refuses_a_cohort_for_a_dedicated_tenant_and_a_bad_slug(admin_clie
     assert response.status_code == 200
     assert "lowercase letters, digits" in html
     assert not Tenant.objects.filter(name="X").exists()
+
+
+@pytest.mark.parametrize("object_id", ["abc", "99999999999999999999", "0"])
+def test_review_page_of_a_malformed_or_missing_id_redirects_instead_of_crashing(
+    admin_client, object_id
+):
+    response = admin_client.get(_review(object_id))
+    assert response.status_code == 302 and response["Location"] == reverse("admin:index")
+
+
+def test_a_request_that_waited_past_its_end_date_cannot_be_approved(admin_client, submit, granted):
+    request = submit(
+        {"gpu:nvidia-h100-80gb": 4}, ends_on=timezone.localdate() + datetime.timedelta(days=1)
+    )
+    QuotaRequest.objects.filter(pk=request.pk).update(
+        ends_on=timezone.localdate() - datetime.timedelta(days=1)
+    )
+    line = request.lines.get()
+    html = admin_client.post(
+        _review(request.pk), {"_approve": "1", f"amount_{line.pk}": "4"}
+    ).content.decode()
+    assert "which has passed" in html
+    assert QuotaRequest.objects.get(pk=request.pk).status == S.SUBMITTED
+    assert Quota.objects.get(tenant=request.tenant, resource="gpu:nvidia-h100-80gb").limit == 8
+    response = admin_client.post(
+        CHANGELIST, {"action": "approve_selected", "_selected_action": [request.pk]}, follow=True
+    )
+    assert "whose end date has passed" in response.content.decode()
+    assert QuotaRequest.objects.get(pk=request.pk).status == S.SUBMITTED

@@ -245,3 +245,23 @@ def test_tenant_list_query_count_does_not_grow(
         TenantFactory()
     with django_assert_max_num_queries(len(few.captured_queries)):
         assert client.get("/api/v1/tenants/").json()["count"] == 9
+
+
+@pytest.mark.parametrize("url", ["/api/v1/quota-requests/", "/api/v1/quota-requests/preview/"])
+def test_a_body_that_is_not_an_object_is_400_not_500(as_user, tenant_member, tenant, url):
+    response = as_user(tenant_member).post(url, ["acme"], format="json")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid"
+    assert not QuotaRequest.objects.exists()
+
+
+@pytest.mark.parametrize("action", ["", "approve/", "reject/", "withdraw/"])
+def test_a_request_id_that_is_not_a_number_is_404(as_user, platform_admin, submit, action):
+    request = submit()
+    client = as_user(platform_admin)
+    for pk in ("abc", "1e3", "99999999999999999999"):
+        response = (client.get if not action else client.post)(
+            f"/api/v1/quota-requests/{pk}/{action}", {"reason": "x"}, format="json"
+        )
+        assert response.status_code == 404, (pk, response.content)
+    assert QuotaRequest.objects.get(pk=request.pk).status == S.SUBMITTED

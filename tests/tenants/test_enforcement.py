@@ -15,7 +15,7 @@ from tenants.manifests import KUEUE
 from tenants.models import Quota, QuotaRequest, Tenant
 from tests.factories import QuotaFactory
 
-from .kube_schemas import assert_valid
+from .kube_schemas import assert_valid, schema_errors
 
 S = QuotaRequest.Status
 NS = "tenant-acme"
@@ -302,3 +302,64 @@ def test_the_sweep_task_reapplies_every_tenant(
         assert tenants_reconcile_sweep_task.apply().get() == 2
     assert kube_emulator.get_object("v1", "Namespace", "tenant-globex") is not None
     assert quota_grants_sweep_task.apply().get() == {"reminded": [], "ended": []}
+
+
+def test_the_demo_fleet_reports_what_tenant_pods_use_per_gpu_model(
+    tenant, simulated_gateway, settings
+):
+    """The simulated quota controller and Kueue count the pods the demo runs, so the tenant's
+    quota shows GPUs in use per model (two models share `nvidia.com/gpu`: only Kueue's
+    per-flavor usage can tell them apart)."""
+    from inventory.resource_classes import GPU_MODELS
+
+    settings.FLEET_SIMULATED_READY_SECONDS = 0
+    for resource, limit in (
+        ("gpu:nvidia-h100-80gb", 8),
+        ("gpu:nvidia-l40s", 4),
+        ("mig:nvidia-a100-80gb:1g.10gb", 7),
+        ("cpu", 32),
+    ):
+        QuotaFactory(tenant=tenant, resource=resource, limit=limit)
+
+    def node(name, model):
+        labels = {"nvidia.com/gpu.product": GPU_MODELS[model].product_label}
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}}
+
+    def pod(name, node_name, resource, amount, *, namespace=NS, phase="Running", cpu="500m"):
+        asked = {resource: str(amount), "cpu": cpu}
+        return {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "nodeName": node_name,
+                "containers": [{"name": "main", "resources": {"requests": asked}}],
+            },
+            "status": {"phase": phase},
+        }
+
+    simulated_gateway.apply(
+        manifests=[
+            node("h100-a", "nvidia-h100-80gb"),
+            node("l40s-a", "nvidia-l40s"),
+            node("a100-a", "nvidia-a100-80gb"),
+            pod("train", "h100-a", "nvidia.com/gpu", 2),
+            pod("serve", "l40s-a", "nvidia.com/gpu", 1),
+            *(pod(f"eval-{i}", "a100-a", "nvidia.com/mig-1g.10gb", 1) for i in range(3)),
+            pod("done", "h100-a", "nvidia.com/gpu", 8, phase="Succeeded"),
+            pod("theirs", "h100-a", "nvidia.com/gpu", 4, namespace="tenant-globex"),
+        ]
+    )
+
+    tenant_reconcile(tenant_id=tenant.pk)
+
+    used = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "in_use"))
+    assert used == {
+        "gpu:nvidia-h100-80gb": 2,
+        "gpu:nvidia-l40s": 1,
+        "mig:nvidia-a100-80gb:1g.10gb": 3,
+        "cpu": 3,  # 5 running pods x 500m, rounded up to whole vCPUs
+    }
+    queue = simulated_gateway.get(api_version=KUEUE, kind="ClusterQueue", name="tenant-acme")
+    meta = {k: v for k, v in queue["metadata"].items() if k not in SERVER_FIELDS}
+    assert not schema_errors({**queue, "metadata": meta})  # flavorsUsage as Kueue writes it

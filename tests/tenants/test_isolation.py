@@ -114,3 +114,20 @@ def test_tenant_members_cannot_reach_the_admin_review(login, tenant_owner, victi
     response = login(tenant_owner).get(f"/admin/tenants/quotarequest/{victim.pk}/change/")
     assert response.status_code == 302  # to the admin login: not a platform admin
     assert QuotaRequest.objects.get(pk=victim.pk).status == QuotaRequest.Status.SUBMITTED
+
+
+def test_an_owner_cannot_reach_another_tenants_members_through_their_own_tenant(
+    api_client, login, tenant_owner, other_tenant_member, victim
+):
+    """Ids of the other tenant's memberships, under acme's URLs: 404 and nothing changes."""
+    theirs = Membership.objects.get(user=other_tenant_member)
+    before = _snapshot()
+    client = login(tenant_owner)
+    for data in ({"role": "viewer"}, {"remove": "1"}):
+        assert client.post(f"/t/acme/members/{theirs.pk}/", data).status_code == 404
+    api_client.force_login(tenant_owner)
+    url = f"/api/v1/tenants/acme/members/{theirs.pk}/"
+    assert api_client.patch(url, {"role": "viewer"}, format="json").status_code == 404
+    assert api_client.delete(url).status_code == 404
+    assert _snapshot() == before
+    assert Membership.objects.get(pk=theirs.pk).role == Membership.Role.MEMBER

@@ -205,7 +205,8 @@ def test_withdrawing_from_the_detail_page(login, tenant_member, tenant, submit):
     assert QuotaRequest.objects.get(pk=request.pk).status == S.WITHDRAWN
     client.post(url)  # twice: refused politely
     detail = client.get(reverse("tenants:quota-request-detail", args=["acme", request.pk]))
-    assert "Withdrawn" in detail.content.decode() and "hx-trigger" not in detail.content.decode()
+    status = re.search(r'<div[^>]*id="request-status"[^>]*>', detail.content.decode()).group(0)
+    assert "Withdrawn" in detail.content.decode() and "hx-trigger" not in status
 
 
 def test_detail_shows_decision_and_cluster_error(login, tenant_member, submit, platform_admin):
@@ -296,3 +297,81 @@ def test_members_page_query_count_does_not_grow(
     MembershipFactory.create_batch(10, tenant=tenant)
     with django_assert_max_num_queries(len(few.captured_queries)):
         assert client.get(url).status_code == 200
+
+
+def test_cluster_status_polls_while_applying_and_stops_once_applied(
+    login, tenant_member, tenant, granted, other_tenant, simulated_gateway
+):
+    from tenants.enforcement import tenant_reconcile
+
+    client = login(tenant_member)
+    url = reverse("tenants:cluster-status", args=["acme"])
+    dashboard = client.get(reverse("tenants:dashboard", args=["acme"])).content.decode()
+    status = re.search(r'<div[^>]*id="cluster-status"[^>]*>', dashboard).group(0)
+    assert f'hx-get="{url}"' in status and 'hx-trigger="every 5s"' in status
+
+    partial = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert partial.lstrip().startswith('<div class="small mt-1" id="cluster-status"')
+    assert "Not yet applied on the cluster" in partial and "hx-trigger" in partial
+
+    tenant_reconcile(tenant_id=tenant.pk)
+    partial = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "Applied on the cluster at" in partial and "hx-trigger" not in partial
+    assert 'data-in-sync="true"' in partial
+    # Another tenant's status is not there.
+    assert client.get(reverse("tenants:cluster-status", args=["globex"])).status_code == 404
+
+
+def test_request_status_polls_through_applying_and_failing_until_applied(
+    login,
+    tenant_member,
+    tenant,
+    granted,
+    submit,
+    platform_admin,
+    kube_gateway,
+    kube_emulator,
+    django_capture_on_commit_callbacks,
+):
+    from portal.fleet import TransientFleetError
+    from tenants.enforcement import tenant_reconcile, tenants_reconcile_sweep
+
+    request = submit({"gpu:nvidia-h100-80gb": 4})
+    quota_requests.quota_request_approve(request_id=request.pk, approver=platform_admin)
+    client = login(tenant_member)
+    url = reverse("tenants:quota-request-detail", args=["acme", request.pk])
+
+    def poll() -> str:
+        html = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+        assert html.lstrip().startswith('<div class="card" id="request-status"'), html[:200]
+        return html
+
+    applying = poll()
+    assert 'data-status="approved"' in applying and "Being applied on the cluster" in applying
+    assert 'hx-trigger="every 5s"' in applying
+
+    path = "/api/v1/namespaces/tenant-acme/resourcequotas/tenant-quota"
+    kube_emulator.fail(503, method="PATCH", path=path, message="etcdserver: leader changed")
+    with pytest.raises(TransientFleetError):
+        tenant_reconcile(tenant_id=tenant.pk)
+    failing = poll()
+    assert 'data-status="failed"' in failing and "etcdserver: leader changed" in failing
+    assert 'hx-trigger="every 5s"' in failing  # still retrying: keep watching
+
+    with django_capture_on_commit_callbacks(execute=True):
+        tenants_reconcile_sweep()
+    applied = poll()
+    assert 'data-status="applied"' in applied and "Applied on the cluster at" in applied
+    assert "hx-trigger" not in applied and "etcdserver" not in applied
+
+
+def test_cohort_limits_show_for_gpus_only(login, tenant_member, tenant):
+    tenant.cohort = "pool"
+    tenant.save()
+    QuotaFactory(tenant=tenant, resource="gpu:nvidia-l40s", limit=8, borrowing_limit=2)
+    QuotaFactory(tenant=tenant, resource="cpu", limit=64)
+    html = login(tenant_member).get(reverse("tenants:quota-detail", args=["acme"])).content.decode()
+    gpu = re.search(r'data-resource="gpu:nvidia-l40s".*?</tr>', html, re.S).group(0)
+    cpu = re.search(r'data-resource="cpu".*?</tr>', html, re.S).group(0)
+    assert "2 / all" in gpu
+    assert "∞" not in cpu and "Cohorts share GPUs only" in cpu

@@ -259,3 +259,15 @@ def test_ending_a_grant_never_takes_the_quota_below_zero(submit, platform_admin)
     Quota.objects.filter(resource="cpu").update(limit=4)  # an admin lowered it meanwhile
     quota_requests.quota_grants_end_due(today=TOMORROW + datetime.timedelta(days=1))
     assert Quota.objects.get(resource="cpu").limit == 0
+
+
+def test_a_request_whose_end_date_passed_while_waiting_is_not_granted(submit, platform_admin):
+    request = submit({"cpu": 16}, ends_on=TOMORROW)
+    QuotaRequest.objects.filter(pk=request.pk).update(
+        ends_on=timezone.localdate() - datetime.timedelta(days=1)
+    )
+    with pytest.raises(ValidationError) as refused:
+        quota_requests.quota_request_approve(request_id=request.pk, approver=platform_admin)
+    assert "ends_on" in _errors(refused)
+    request.refresh_from_db()
+    assert request.status == S.SUBMITTED and not Quota.objects.exists()
