@@ -94,7 +94,8 @@ FAILURES = {
     ),
     "session-ended": Failure(
         "Your Keycloak session has ended",
-        "You were signed out of Keycloak, or your account there was disabled. Sign in again.",
+        "You were signed out of Keycloak, your session there timed out, or your account there "
+        "was disabled. Sign in again.",
         401,
     ),
     "account-disabled": Failure(

@@ -80,7 +80,11 @@ def membership_remove(*, actor: Any | None, membership: Membership) -> None:
         action="membership.remove",
         obj=membership,
         tenant=membership.tenant,
-        changes={"user": membership.user.get_username(), "role": membership.role},
+        changes={
+            "user": membership.user.get_username(),
+            "role": membership.role,
+            "source": membership.source,
+        },
     )
     membership.delete()
     forget_access(membership.user)
@@ -108,7 +112,11 @@ def role_revoke(*, actor: Any | None, assignment: RoleAssignment) -> None:
         actor=actor,
         action="role.revoke",
         obj=assignment,
-        changes={"user": assignment.user.get_username(), "role": assignment.role},
+        changes={
+            "user": assignment.user.get_username(),
+            "role": assignment.role,
+            "source": assignment.source,
+        },
     )
     assignment.delete()
     forget_access(assignment.user)

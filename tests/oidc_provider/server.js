@@ -73,12 +73,12 @@ function keycloakClaims(user) {
 const { privateKey } = await generateKeyPair('RS256', { extractable: true });
 const signingJwk = { ...(await exportJWK(privateKey)), kid: 'test-rs256-1', alg: 'RS256', use: 'sig' };
 
-async function resign(token, { claims = {}, corruptSignature = false, headerTyp } = {}) {
+async function resign(token, { claims = {}, corruptSignature = false, headerTyp, kid } = {}) {
   const header = decodeProtectedHeader(token);
   const payload = { ...decodeJwt(token), ...claims };
   for (const [key, value] of Object.entries(claims)) if (value === null) delete payload[key];
   let signed = await new SignJWT(payload)
-    .setProtectedHeader({ alg: 'RS256', kid: signingJwk.kid, typ: headerTyp || header.typ || 'JWT' })
+    .setProtectedHeader({ alg: 'RS256', kid: kid || signingJwk.kid, typ: headerTyp || header.typ || 'JWT' })
     .sign(privateKey);
   if (corruptSignature) {
     const [h, p, s] = signed.split('.');
@@ -378,6 +378,7 @@ const adminRoutes = {
       claims: body.claims || {},
       corruptSignature: Boolean(body.corrupt_signature),
       headerTyp: body.header_typ,
+      kid: body.kid,
     }),
   }),
 };

@@ -90,6 +90,21 @@ def test_revoking_a_token_stops_it_and_audits(login, tenant_member):
     assert api.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Bearer {issued.raw}").status_code == 401
 
 
+def test_creating_needs_a_csrf_token(tenant_member):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(tenant_member, backend="django.contrib.auth.backends.ModelBackend")
+
+    refused = client.post(PAGE, {"name": "forged", "expires_in_days": ""})
+
+    assert refused.status_code == 403
+    assert not ApiToken.objects.filter(user=tenant_member).exists()
+    assert not AuditEvent.objects.filter(action="api_token.create").exists()
+    csrf = client.get(PAGE).context["csrf_token"]
+    created = client.post(PAGE, {"name": "ci", "expires_in_days": "", "csrfmiddlewaretoken": csrf})
+    assert created.status_code == 200
+    assert ApiToken.objects.filter(user=tenant_member, name="ci").exists()
+
+
 def test_revoking_needs_post_with_a_csrf_token(tenant_member):
     issued = api_token_create(user=tenant_member, name="ci")
     client = Client(enforce_csrf_checks=True)
@@ -151,6 +166,10 @@ def test_in_the_browser_a_token_is_created_from_the_user_menu_shown_once_and_rev
     page.click("#create-token-submit")
     raw = page.input_value("#new-token-value")
     assert raw.startswith("afp_")
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.click("#copy-token")
+    page.wait_for_selector("#copy-token:has-text('Copied')")
+    assert page.evaluate("navigator.clipboard.readText()") == raw
     screenshot(page, "api-tokens-created")
     token = ApiToken.objects.get(user=tenant_member, name="terraform")
     assert token.digest == ApiToken.digest_of(raw)

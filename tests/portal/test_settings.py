@@ -37,6 +37,18 @@ def test_check_deploy_is_clean_in_production():
     assert "System check identified no issues" in result.stdout
 
 
+def test_check_deploy_is_clean_in_production_signing_in_with_keycloak_only():
+    keycloak = {
+        "OIDC_ISSUER_URL": "https://sso.example.com/realms/ai-factory",
+        "OIDC_RP_CLIENT_ID": "portal",
+        "OIDC_RP_CLIENT_SECRET": "Zq8vR2pL5wN9xT4mB7cF1hJ3dG6sK0",
+        "LOCAL_LOGIN_ENABLED": "false",
+    }
+    result = _manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION_ENV | keycloak)
+    assert result.returncode == 0, result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
 def test_production_refuses_to_start_without_secret_key():
     env = {k: v for k, v in PRODUCTION_ENV.items() if k != "SECRET_KEY"}
     result = _manage("check", env=env)

@@ -69,12 +69,16 @@ class OidcProvider:
         body = {"claims": claims or {}, "corrupt_signature": corrupt_signature}
         self._admin("POST", f"/users/{username}/next-id-token", body)
 
-    def resign(self, token: str, *, claims: dict | None = None, header_typ: str = "") -> str:
+    def resign(
+        self, token: str, *, claims: dict | None = None, header_typ: str = "", kid: str = ""
+    ) -> str:
         """`token` with `claims` changed (None removes one), signed again with the realm's own
-        key; `header_typ` replaces the JOSE header's typ."""
+        key; `header_typ` replaces the JOSE header's typ, `kid` the key id it names."""
         body = {"token": token, "claims": claims or {}}
         if header_typ:
             body["header_typ"] = header_typ
+        if kid:
+            body["kid"] = kid
         return self._admin("POST", "/resign", body)["token"]
 
     def stats(self) -> dict[str, int]:

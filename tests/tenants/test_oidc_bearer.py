@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
 from rest_framework.test import APIClient
 
+from portal import openid
 from portal.models import ApiToken, OidcIdentity
 from portal.tokens import api_token_create
 from tenants.models import Membership, Source
@@ -128,6 +129,29 @@ def test_an_id_token_is_not_accepted_as_a_bearer_token(keycloak, acme, client):
 
     assert response.status_code == 401
     assert "not an access token" in response.json()["error"]["message"]
+
+
+def test_unknown_signing_keys_refetch_the_jwks_at_most_once_a_minute(keycloak, acme, client):
+    # A token naming a key the portal has not seen makes it fetch the realm's keys again
+    # (Keycloak rotated them), but a flood of such tokens must not become a flood of fetches.
+    token = cli_access_token(keycloak, "olga")
+    assert me(client, token).status_code == 200
+    assert keycloak.stats()["jwks"] == 1
+
+    def refused(kid: str) -> None:
+        response = me(client, keycloak.resign(token, kid=kid))
+        assert response.status_code == 401
+        assert "signing key" in response.json()["error"]["message"]
+
+    refused("rotated-1")  # the keys were fetched a moment ago: not again
+    assert keycloak.stats()["jwks"] == 1
+    for url in list(openid._jwks_fetched_at):  # a minute passes
+        openid._jwks_fetched_at[url] -= openid.JWKS_REFETCH_INTERVAL + 1
+    refused("rotated-2")
+    assert keycloak.stats()["jwks"] == 2
+    refused("rotated-3")
+    assert keycloak.stats()["jwks"] == 2
+    assert me(client, token).status_code == 200  # the known key still works
 
 
 def test_a_revoked_personal_token_is_refused_with_401(keycloak, acme, client, django_user_model):

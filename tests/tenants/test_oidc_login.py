@@ -128,16 +128,18 @@ def test_memberships_follow_keycloak_groups_between_sign_ins(
     actions = list(
         AuditEvent.objects.filter(action__startswith="membership.")
         .order_by("created_at", "id")
-        .values_list("action", "changes__role")
+        .values_list("action", "changes__role", "changes__source", "actor")
     )
+    # Every change the sync made is audited as the system's, from Keycloak; the local grant
+    # (made with a factory, not a service) left no event and was never touched.
     assert actions == [
-        ("membership.set", [None, "member"]),
-        ("membership.set", [None, "viewer"]),
-        ("membership.set", ["member", "owner"]),
-        ("membership.remove", "viewer"),
-        ("membership.set", [None, "member"]),
-        ("membership.remove", "owner"),
-        ("membership.remove", "member"),
+        ("membership.set", [None, "member"], "keycloak", None),
+        ("membership.set", [None, "viewer"], "keycloak", None),
+        ("membership.set", ["member", "owner"], "keycloak", None),
+        ("membership.remove", "viewer", "keycloak", None),
+        ("membership.set", [None, "member"], "keycloak", None),
+        ("membership.remove", "owner", "keycloak", None),
+        ("membership.remove", "member", "keycloak", None),
     ]
 
 
@@ -178,6 +180,13 @@ def test_platform_roles_follow_realm_and_client_roles(keycloak, tenants, live_se
     assert set(pat.platform_roles.values_list("role", "source")) == {("finance", Source.LOCAL)}
     assert page.url == f"{live_server.url}/billing/invoices/"
 
+    # Both changes made by the sync are in the audit log, by the system, from Keycloak.
+    events = AuditEvent.objects.filter(action__startswith="role.", changes__user="pat")
+    assert list(events.order_by("id").values_list("action", "actor", "changes__source")) == [
+        ("role.grant", None, Source.KEYCLOAK),
+        ("role.revoke", None, Source.KEYCLOAK),
+    ]
+
 
 def test_a_user_with_no_role_and_no_membership_sees_the_no_access_page(
     keycloak, tenants, live_server, http
@@ -189,24 +198,35 @@ def test_a_user_with_no_role_and_no_membership_sees_the_no_access_page(
     assert "Ask your tenant owner" in page.text
 
 
+# Times are offsets from the moment of the sign-in, taken when the test runs.
 @pytest.mark.parametrize(
     ("tamper", "reason"),
     [
-        (
-            {"claims": {"exp": int(time.time()) - 600, "iat": int(time.time()) - 900}},
-            "token-expired",
-        ),
+        ({"claims": {"exp": -600, "iat": -900}}, "token-expired"),
+        ({"claims": {"iat": 600, "nbf": 600}}, "token-not-yet-valid"),
         ({"claims": {"aud": "some-other-app"}}, "token-audience"),
         ({"claims": {"iss": "http://127.0.0.1:9/realms/evil"}}, "token-issuer"),
         ({"corrupt_signature": True}, "token-signature"),
         ({"claims": {"nonce": "from-another-sign-in"}}, "token-nonce"),
     ],
-    ids=["expired", "wrong-audience", "unknown-issuer", "tampered-signature", "wrong-nonce"],
+    ids=[
+        "expired",
+        "issued-in-the-future",
+        "wrong-audience",
+        "unknown-issuer",
+        "tampered-signature",
+        "wrong-nonce",
+    ],
 )
 def test_an_id_token_that_fails_validation_is_rejected_with_a_clear_page_and_no_session(
     keycloak, tenants, live_server, http, signed_in_sessions, tamper, reason
 ):
-    keycloak.tamper_next_id_token("olga", **tamper)
+    now = int(time.time())
+    claims = {
+        key: now + value if key in {"exp", "iat", "nbf"} else value
+        for key, value in tamper.get("claims", {}).items()
+    }
+    keycloak.tamper_next_id_token("olga", **(tamper | {"claims": claims}))
 
     page = portal_sign_in(http, live_server.url, "olga")
 
@@ -216,6 +236,16 @@ def test_an_id_token_that_fails_validation_is_rejected_with_a_clear_page_and_no_
     assert signed_in_sessions() == []
     assert not User.objects.filter(username="olga").exists()
     assert http.get(f"{live_server.url}/api/v1/me/").status_code in {401, 403}
+
+
+def test_a_provider_clock_slightly_ahead_is_tolerated(keycloak, tenants, live_server, http):
+    # Keycloak's clock 10 s ahead: within OIDC_CLOCK_LEEWAY, the sign-in goes through.
+    ahead = int(time.time()) + 10
+    keycloak.tamper_next_id_token("olga", claims={"iat": ahead, "nbf": ahead})
+
+    page = portal_sign_in(http, live_server.url, "olga")
+
+    assert page.url == f"{live_server.url}/t/acme/"
 
 
 def test_a_callback_with_a_state_this_browser_never_started_is_rejected(
