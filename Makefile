@@ -10,7 +10,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/portal
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 TEST_DEBIAN_PACKAGES := chromium prometheus
 
-.PHONY: demo serve install install-test test lint bench clean
+.PHONY: demo serve install install-test debian-packages test lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,16 +40,20 @@ serve: install
 
 # Debian packages the browser and Prometheus tests need, installed only when missing.
 debian-packages:
-	@missing=""; for p in $(TEST_DEBIAN_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(TEST_DEBIAN_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing Debian packages:$$missing"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-install-test: $(VENV)/.installed-test .env debian-packages
-	@if [ -f tests/oidc_provider/package.json ]; then \
-	  (cd tests/oidc_provider && npm ci --silent --no-audit --no-fund); fi
+# The test OpenID Connect provider's npm packages, reinstalled only when its lock file changes.
+OIDC_PROVIDER := tests/oidc_provider
+$(OIDC_PROVIDER)/node_modules/.installed: $(OIDC_PROVIDER)/package.json $(OIDC_PROVIDER)/package-lock.json
+	cd $(OIDC_PROVIDER) && npm ci --silent --no-audit --no-fund
+	touch $@
+
+install-test: $(VENV)/.installed-test .env debian-packages $(OIDC_PROVIDER)/node_modules/.installed
 
 lint: install-test
 	$(VENV)/bin/ruff check .

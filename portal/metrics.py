@@ -1,13 +1,81 @@
-"""Prometheus metrics the portal adds to django-prometheus's request metrics."""
+"""Prometheus metrics the portal adds to django-prometheus's request metrics.
+
+Celery task outcomes are counted where the task runs: in a worker process, not the web
+process that serves /metrics. With a Redis broker the workers add their counts to one hash in
+Redis and /metrics reads it, so the web process reports what every worker did. In eager mode
+(the demo, no broker) tasks run in-process and are counted in memory.
+"""
+
+import logging
+import threading
+from collections import Counter
 
 from celery import signals
-from prometheus_client import Counter
+from django.conf import settings
+from prometheus_client import REGISTRY
+from prometheus_client.core import CounterMetricFamily
 
-CELERY_TASKS = Counter(
-    "portal_celery_task_outcomes_total",
-    "Celery task outcomes seen by this process.",
-    ["task", "outcome"],
-)
+logger = logging.getLogger(__name__)
+
+REDIS_KEY = "portal:metrics:celery_task_outcomes"
+_local: Counter = Counter()
+_lock = threading.Lock()
+_clients: dict = {}
+
+
+def _shared_redis():
+    """The broker's Redis when tasks run in workers; None in eager mode or with another broker."""
+    url = settings.CELERY_BROKER_URL
+    if settings.CELERY_TASK_ALWAYS_EAGER or not url.startswith(("redis://", "rediss://")):
+        return None
+    if url not in _clients:
+        import redis
+
+        _clients[url] = redis.Redis.from_url(url, socket_timeout=1, socket_connect_timeout=1)
+    return _clients[url]
+
+
+def record_task_outcome(task: str, outcome: str) -> None:
+    client = _shared_redis()
+    if client is None:
+        with _lock:
+            _local[(task, outcome)] += 1
+        return
+    try:
+        client.hincrby(REDIS_KEY, f"{task}\t{outcome}", 1)
+    except Exception:  # a metric must never fail a task
+        logger.warning("Could not record a Celery task outcome in Redis", exc_info=True)
+
+
+def task_outcomes() -> dict[tuple[str, str], int]:
+    client = _shared_redis()
+    if client is None:
+        with _lock:
+            return dict(_local)
+    try:
+        raw = client.hgetall(REDIS_KEY)
+    except Exception:  # /metrics still answers with the request metrics
+        logger.warning("Could not read Celery task outcomes from Redis", exc_info=True)
+        return {}
+    outcomes = {}
+    for field, count in raw.items():
+        task, _, outcome = field.decode().partition("\t")
+        outcomes[(task, outcome)] = int(count)
+    return outcomes
+
+
+class TaskOutcomeCollector:
+    """`portal_celery_task_outcomes_total{task, outcome}`: success, failure, retry."""
+
+    def collect(self):
+        family = CounterMetricFamily(
+            "portal_celery_task_outcomes",
+            "Celery task outcomes (success, failure, retry) by task.",
+            labels=["task", "outcome"],
+        )
+        for (task, outcome), count in sorted(task_outcomes().items()):
+            family.add_metric([task, outcome], count)
+        yield family
 
 
 def _name(sender) -> str:
@@ -15,18 +83,25 @@ def _name(sender) -> str:
 
 
 def _on_success(sender=None, **kwargs) -> None:
-    CELERY_TASKS.labels(_name(sender), "success").inc()
+    record_task_outcome(_name(sender), "success")
 
 
 def _on_failure(sender=None, **kwargs) -> None:
-    CELERY_TASKS.labels(_name(sender), "failure").inc()
+    record_task_outcome(_name(sender), "failure")
 
 
 def _on_retry(sender=None, **kwargs) -> None:
-    CELERY_TASKS.labels(_name(sender), "retry").inc()
+    record_task_outcome(_name(sender), "retry")
+
+
+_registered = False
 
 
 def connect_celery_signals() -> None:
+    global _registered
     signals.task_success.connect(_on_success, weak=False, dispatch_uid="portal_task_success")
     signals.task_failure.connect(_on_failure, weak=False, dispatch_uid="portal_task_failure")
     signals.task_retry.connect(_on_retry, weak=False, dispatch_uid="portal_task_retry")
+    if not _registered:
+        REGISTRY.register(TaskOutcomeCollector())
+        _registered = True

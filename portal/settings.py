@@ -31,6 +31,7 @@ ALLOWED_HOSTS = (
     else env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 )
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+CSRF_FAILURE_VIEW = "portal.views.csrf_failure"
 
 INSTALLED_APPS = [
     "portal.apps.PortalAdminConfig",
@@ -344,5 +345,14 @@ LOGGING = {
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"axes": {"level": "WARNING"}},
+    "loggers": {
+        "axes": {"level": "WARNING"},
+        # Eager mode (the demo) runs every task in the web process: a line per task, and
+        # kombu's note about the in-memory broker, would bury what the demo prints.
+        **(
+            {"celery.app.trace": {"level": "WARNING"}, "kombu.connection": {"level": "ERROR"}}
+            if CELERY_TASK_ALWAYS_EAGER
+            else {}
+        ),
+    },
 }

@@ -1,5 +1,5 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django_prometheus.exports import ExportToDjangoView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from mozilla_django_oidc.views import OIDCLogoutView
@@ -39,7 +39,11 @@ urlpatterns = [
     path("healthz", ops.healthz, name="healthz"),
     path("readyz", ops.readyz, name="readyz"),
     path("metrics", ExportToDjangoView, name="metrics"),
+    # Last: any other URL under /api/ is the API's JSON 404, whatever DEBUG says.
+    re_path(r"^api/(?P<path>.*)$", views.api_not_found, name="api-not-found"),
 ]
 
+handler400 = "portal.views.handler400"
+handler403 = "portal.views.handler403"
 handler404 = "portal.views.handler404"
 handler500 = "portal.views.handler500"

@@ -141,3 +141,27 @@ def test_navigation_collapses_on_a_phone(page, live_server, tenant_owner):
 
     sign_out(page)
     assert page.url == f"{live_server.url}/accounts/login/"
+
+
+def test_a_failing_page_is_the_portals_500(page, settings):
+    settings.ROOT_URLCONF = "tests.portal.urls_raising"
+    response = page.goto("/boom/")
+
+    assert response.status == 500
+    assert page.locator("#error-page .error-code").inner_text() == "500"
+    assert page.locator("#request-id code").inner_text() == response.headers["x-request-id"]
+    assert page.locator("a.btn-primary").get_attribute("href") == "/"
+    screenshot(page, "error-500")
+
+
+def test_an_expired_form_is_the_portals_403(page, tenant_owner):
+    page.goto("/accounts/login/")
+    page.context.clear_cookies()  # the CSRF cookie is gone, as after a long pause
+    page.fill("#id_username", "owner")
+    page.fill("#id_password", TEST_PASSWORD)
+    with page.expect_navigation():
+        page.click("#sign-in")
+
+    assert page.locator("#error-page .error-code").inner_text() == "403"
+    assert "This form has expired" in page.locator("#error-page").inner_text()
+    screenshot(page, "error-csrf")

@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -12,9 +13,11 @@ from celery.backends.redis import RedisBackend
 from celery.result import AsyncResult
 from django.conf import settings
 from django.contrib.sessions.models import Session
+from django.test import override_settings
 from django.utils import timezone
 
 from portal.celery import app as celery_app
+from portal.metrics import task_outcomes
 from portal.tasks import clear_expired_sessions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,3 +86,31 @@ def test_task_round_trips_through_redis_and_a_worker(celery_worker_process, redi
     assert AsyncResult(sent.id, backend=backend, app=celery_app).get(timeout=60) == 1
     assert not Session.objects.filter(pk=expired.pk).exists()
     assert Session.objects.filter(pk=live.pk).exists()
+
+
+@pytest.mark.worker
+def test_metrics_report_the_outcomes_of_tasks_run_by_a_worker(
+    celery_worker_process, redis_url, client
+):
+    key = ("portal.tasks.clear_expired_sessions", "success")
+    with override_settings(CELERY_TASK_ALWAYS_EAGER=False, CELERY_BROKER_URL=redis_url):
+        before = task_outcomes().get(key, 0)
+        backend = RedisBackend(app=celery_app, url=redis_url)
+        with celery_app.connection_for_write(redis_url) as connection:
+            sent = clear_expired_sessions.apply_async(
+                queue=celery_worker_process, connection=connection
+            )
+        AsyncResult(sent.id, backend=backend, app=celery_app).get(timeout=60)
+        deadline = time.monotonic() + 10  # the worker counts just after storing the result
+        while task_outcomes().get(key, 0) == before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        text = client.get("/metrics").content.decode()
+
+    line = next(
+        row
+        for row in text.splitlines()
+        if row.startswith("portal_celery_task_outcomes_total{")
+        and 'task="portal.tasks.clear_expired_sessions"' in row
+        and 'outcome="success"' in row
+    )
+    assert float(line.rsplit(" ", 1)[1]) == before + 1
