@@ -122,9 +122,10 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         return Response(s.NodeDetailSerializer(node).data)
 
     def _moved(self, service, **extra) -> Response:
+        node_id = self._node_id()  # a missing node is a 404 whatever the body says
         body = s.ReasonSerializer(data=self.request.data)
         body.is_valid(raise_exception=True)
-        _call(service, node_id=self._node_id(), actor=self.request.user,
+        _call(service, node_id=node_id, actor=self.request.user,
               reason=body.validated_data["reason"], **extra)
         return self._detail()
 
@@ -146,27 +147,30 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
 
     @action(detail=True, methods=["post"])
     def transition(self, request, pk=None):
+        node_id = self._node_id()
         body = s.TransitionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        _call(lifecycle.node_transition, node_id=self._node_id(), actor=request.user,
+        _call(lifecycle.node_transition, node_id=node_id, actor=request.user,
               target=body.validated_data["target"], reason=body.validated_data["reason"])
         return self._detail()
 
     @action(detail=True, methods=["post"])
     def validations(self, request, pk=None):
+        node_id = self._node_id()
         body = s.ValidationResultSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         result: NodeValidation = _call(
-            lifecycle.node_validation_record, node_id=self._node_id(), actor=request.user,
+            lifecycle.node_validation_record, node_id=node_id, actor=request.user,
             **body.validated_data,
         )
         return Response(s.NodeValidationSerializer(result).data, status=status.HTTP_201_CREATED)
 
     @action(detail=True, methods=["post"])
     def retirement(self, request, pk=None):
+        node_id = self._node_id()
         body = s.RetirementSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        _call(lifecycle.node_retirement_record, node_id=self._node_id(), actor=request.user,
+        _call(lifecycle.node_retirement_record, node_id=node_id, actor=request.user,
               **body.validated_data)
         return self._detail()
 
