@@ -8,6 +8,7 @@ from datetime import timedelta
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
+from django.contrib.humanize.templatetags.humanize import intcomma
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
 from django.http import HttpResponseRedirect
@@ -264,7 +265,9 @@ class QuotaRequestAdmin(admin.ModelAdmin):
     @admin.display(description="asked")
     def asked(self, obj: QuotaRequest) -> str:
         return format_html_join(
-            ", ", "+{} {}", ((line.amount, line.resource_label) for line in obj.lines.all())
+            ", ",
+            "+{} {}",
+            ((intcomma(line.amount), line.resource_label) for line in obj.lines.all()),
         )
 
     @admin.display(description="status", ordering="status")
