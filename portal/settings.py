@@ -236,7 +236,8 @@ FLEET_SIMULATED_READY_SECONDS = env.float("FLEET_SIMULATED_READY_SECONDS", defau
 # Tenants on the cluster: who may reach a tenant's pods, and what its Keycloak group may do.
 TENANT_INGRESS_NAMESPACE = env.str("TENANT_INGRESS_NAMESPACE", default="ingress-gateway")
 TENANT_EDIT_CLUSTER_ROLE = env.str("TENANT_EDIT_CLUSTER_ROLE", default="edit")
-# The API server's --oidc-groups-prefix: Keycloak group "tenant-x" is "oidc:tenant-x" in RBAC.
+# The API server's --oidc-groups-prefix: Keycloak group "/tenants/x/member" is
+# "oidc:/tenants/x/member" in RBAC (the tenant's RoleBindings name these groups).
 KUBERNETES_OIDC_GROUPS_PREFIX = env.str("KUBERNETES_OIDC_GROUPS_PREFIX", default="oidc:")
 # Where people reach the portal: links in e-mails are absolute.
 PORTAL_URL = env.str("PORTAL_URL", default="http://127.0.0.1:8000").rstrip("/")
@@ -299,8 +300,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
 }
-# The inventory's choice sets share field names (kind, role, source, state) with others'.
-SPECTACULAR_SETTINGS.setdefault("ENUM_NAME_OVERRIDES", {}).update({
+# Choice sets of different models share field names (kind, role, source, state): name each.
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "NodeStateEnum": "inventory.models.node.NodeState",
     "NodeRoleEnum": "inventory.models.node.NodeRole",
     "BiosProfileEnum": "inventory.models.node.BiosProfile",
@@ -311,14 +312,12 @@ SPECTACULAR_SETTINGS.setdefault("ENUM_NAME_OVERRIDES", {}).update({
     "HealthEventSourceEnum": "inventory.models.health.HealthEventSource",
     "HealthEventRemediationEnum": "inventory.models.health.HealthEventRemediation",
     "SeverityEnum": "inventory.models.health.Severity",
-})
-SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"].update({
     "MembershipRoleEnum": "tenants.models.Membership.Role",
     "MembershipSourceEnum": "tenants.models.Source",
     "QuotaRequestStatusEnum": "tenants.models.QuotaRequestStatus",
     "TenantIsolationEnum": "tenants.models.Tenant.Isolation",
     "TenantStatusEnum": "tenants.models.Tenant.Status",
-})
+}
 
 SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=8 * 3600)
 SESSION_COOKIE_HTTPONLY = True
