@@ -3,8 +3,10 @@
 `tenant_mark_changed` bumps a tenant's desired_version inside the caller's transaction and
 queues a reconcile after commit. `tenant_reconcile` builds every manifest from the database
 (tenants.manifests), server-side applies them through the fleet gateway and records what it
-observed: the applied version and time, or the cluster's error; the usage the cluster reports;
-drift it corrected. It is safe to run twice, late or concurrently: apply is idempotent, and the
+observed: the applied version, time and objects, or the cluster's error; the usage the cluster
+reports; drift it corrected. Drift is the cluster differing from the objects the portal last
+applied, so applying a new desired version (an approval) is a change, not a correction.
+It is safe to run twice, late or concurrently: apply is idempotent, and the
 recorded version only moves forward. `tenants_reconcile_sweep` re-queues every tenant, which
 both retries failures and repairs drift.
 """
@@ -15,6 +17,7 @@ import logging
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -34,7 +37,7 @@ from .manifests import (
     Grant,
     Manifest,
     TenantSpec,
-    drifted_fields,
+    drifted_paths,
     flavor_name,
     tenant_manifests,
 )
@@ -51,7 +54,8 @@ class ReconcileOutcome:
     tenant_id: int
     version: int
     applied: int = 0
-    drift: dict[str, list[str]] = field(default_factory=dict)
+    drift: dict[str, dict[str, Any]] = field(default_factory=dict)
+    manifests: list[Manifest] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     requests_applied: list[int] = field(default_factory=list)
 
@@ -122,9 +126,19 @@ def tenant_mark_changed(*, tenants: Iterable[Tenant]) -> dict[int, int]:
 # --- reconcile --------------------------------------------------------------------------------
 
 
-def _drift(gateway: FleetGateway, manifests: list[Manifest]) -> dict[str, list[str]]:
+def _drift_baseline(tenant: Tenant, version: int, manifests: list[Manifest]) -> list[Manifest]:
+    """What the cluster should still hold from the last successful apply (empty: nothing yet)."""
+    if tenant.applied_manifests:
+        return tenant.applied_manifests
+    if tenant.applied_version and tenant.applied_version >= version:
+        # Applied before the portal kept the applied objects, and nothing changed since.
+        return manifests
+    return []
+
+
+def _drift(gateway: FleetGateway, applied: list[Manifest]) -> dict[str, dict[str, Any]]:
     drift = {}
-    for manifest in manifests:
+    for manifest in applied:
         meta = manifest["metadata"]
         live = gateway.get(
             api_version=manifest["apiVersion"],
@@ -132,7 +146,7 @@ def _drift(gateway: FleetGateway, manifests: list[Manifest]) -> dict[str, list[s
             name=meta["name"],
             namespace=meta.get("namespace"),
         )
-        fields = drifted_fields(manifest, live)
+        fields = drifted_paths(manifest, live)
         if fields:
             where = f"{meta['namespace']}/" if meta.get("namespace") else ""
             drift[f"{manifest['kind']} {where}{meta['name']}"] = fields
@@ -201,10 +215,13 @@ def tenant_reconcile(
     spec = tenant_spec(tenant=tenant)
     manifests = tenant_manifests(spec)
     gateway = gateway or get_gateway()
-    outcome = ReconcileOutcome(tenant_id=tenant_id, version=version, applied=len(manifests))
+    outcome = ReconcileOutcome(
+        tenant_id=tenant_id, version=version, applied=len(manifests), manifests=manifests
+    )
     try:
-        if tenant.applied_version:
-            outcome.drift = _drift(gateway, manifests)
+        baseline = _drift_baseline(tenant, version, manifests)
+        if baseline:
+            outcome.drift = _drift(gateway, baseline)
         gateway.apply(manifests=manifests)
         try:
             outcome.usage = _observed_usage(gateway, spec)
@@ -223,12 +240,16 @@ def _record_success(outcome: ReconcileOutcome) -> list[int]:
     tenant = Tenant.objects.select_for_update().get(pk=outcome.tenant_id)
     was_failing = bool(tenant.reconcile_error)
     advanced = outcome.version > tenant.applied_version
+    # What this apply wrote is what the cluster holds now, even from a late reconcile of an
+    # older version (the next one applies the newer again): that is what drift compares with.
+    tenant.applied_manifests = outcome.manifests
     tenant.applied_version = max(tenant.applied_version, outcome.version)
     tenant.applied_at, tenant.reconcile_error = now, ""
     tenant.reconcile_failed_at, tenant.reconcile_failures = None, 0
     tenant.save(
         update_fields=[
             "applied_version",
+            "applied_manifests",
             "applied_at",
             "reconcile_error",
             "reconcile_failed_at",

@@ -65,6 +65,8 @@ class Tenant(models.Model):
     applied_at = models.DateTimeField(
         "applied on the cluster at", null=True, blank=True, editable=False
     )
+    # The objects the last successful apply wrote: drift is the cluster differing from these.
+    applied_manifests = models.JSONField(default=list, blank=True, editable=False)
     reconcile_error = models.TextField(blank=True, editable=False)
     reconcile_failed_at = models.DateTimeField(null=True, blank=True, editable=False)
     reconcile_failures = models.PositiveIntegerField(

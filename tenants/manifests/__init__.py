@@ -23,7 +23,7 @@ from .core import (
     resource_quota_manifest,
     role_binding_manifests,
 )
-from .drift import drifted_fields
+from .drift import drifted_fields, drifted_paths
 from .kueue import (
     cluster_queue_manifest,
     cohort_manifest,
@@ -73,6 +73,7 @@ __all__ = [
     "TenantSpec",
     "burst_ceiling",
     "drifted_fields",
+    "drifted_paths",
     "flavor_name",
     "mig_resource_names",
     "resource_quota_hard",

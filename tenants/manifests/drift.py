@@ -1,4 +1,8 @@
-"""Comparing what the cluster holds with what the portal wants (drift)."""
+"""Comparing what the cluster holds with what the portal last applied (drift).
+
+Drift is measured against the manifests of the last successful apply, never against a newer
+desired state: a grant the portal has not applied yet is a change to make, not a correction.
+"""
 
 from __future__ import annotations
 
@@ -8,18 +12,32 @@ from kubernetes.utils.quantity import parse_quantity
 
 from .spec import Manifest
 
+MISSING = "<missing>"
+
 
 def differs(desired: Any, live: Any) -> bool:
     """True if `live` lacks something `desired` sets (server defaults in `live` are fine)."""
+    return bool(_differences(desired, live, ""))
+
+
+def _differences(desired: Any, live: Any, path: str) -> dict[str, dict[str, Any]]:
     if isinstance(desired, dict):
         if not isinstance(live, dict):
-            return True
-        return any(differs(value, live.get(key)) for key, value in desired.items())
+            return {path: {"applied": desired, "found": live}}
+        found: dict[str, dict[str, Any]] = {}
+        for key, value in desired.items():
+            found |= _differences(value, live.get(key), f"{path}.{key}" if path else key)
+        return found
     if isinstance(desired, list):
         if not isinstance(live, list) or len(desired) != len(live):
-            return True
-        return any(differs(d, lv) for d, lv in zip(desired, live, strict=True))
-    return not _same_scalar(desired, live)
+            return {path: {"applied": desired, "found": live}}
+        found = {}
+        for i, (d, lv) in enumerate(zip(desired, live, strict=True)):
+            found |= _differences(d, lv, f"{path}[{i}]")
+        return found
+    if _same_scalar(desired, live):
+        return {}
+    return {path: {"applied": desired, "found": live}}
 
 
 def _same_scalar(desired: Any, live: Any) -> bool:
@@ -32,10 +50,27 @@ def _same_scalar(desired: Any, live: Any) -> bool:
         return False
 
 
+def drifted_paths(applied: Manifest, live: Manifest | None) -> dict[str, dict[str, Any]]:
+    """Each field path of `applied` the live object no longer holds → {"applied", "found"}.
+
+    {"<missing>": …} when the object is gone; server-set fields and defaults are not drift.
+    """
+    if live is None:
+        return {MISSING: {"applied": "present", "found": None}}
+    found: dict[str, dict[str, Any]] = {}
+    for key, value in applied.items():
+        if key not in {"apiVersion", "kind", "metadata", "status"}:
+            found |= _differences(value, live.get(key), key)
+    labels = applied.get("metadata", {}).get("labels") or {}
+    live_labels = (live.get("metadata") or {}).get("labels") or {}
+    found |= _differences(labels, live_labels, "metadata.labels")
+    return found
+
+
 def drifted_fields(desired: Manifest, live: Manifest | None) -> list[str]:
     """The top-level sections (and labels) of `desired` that the live object no longer matches."""
     if live is None:
-        return ["<missing>"]
+        return [MISSING]
     fields = [
         key
         for key, value in desired.items()

@@ -127,8 +127,15 @@ def test_the_sweep_corrects_drift_someone_made_on_the_cluster(
     assert queue["spec"]["resourceGroups"][1]["flavors"][0]["resources"][0]["nominalQuota"] == "16"
     drift = AuditEvent.objects.get(action="tenant.drift_corrected")
     assert drift.changes == {
-        f"ResourceQuota {NS}/tenant-quota": ["spec"],
-        "ClusterQueue tenant-acme": ["spec"],
+        f"ResourceQuota {NS}/tenant-quota": {
+            "spec.hard.requests.nvidia.com/gpu": {"applied": "16", "found": "64"}
+        },
+        "ClusterQueue tenant-acme": {
+            "spec.resourceGroups[1].flavors[0].resources[0].nominalQuota": {
+                "applied": "16",
+                "found": "64",
+            }
+        },
     }
 
 
@@ -363,3 +370,74 @@ def test_the_demo_fleet_reports_what_tenant_pods_use_per_gpu_model(
     queue = simulated_gateway.get(api_version=KUEUE, kind="ClusterQueue", name="tenant-acme")
     meta = {k: v for k, v in queue["metadata"].items() if k not in SERVER_FIELDS}
     assert not schema_errors({**queue, "metadata": meta})  # flavorsUsage as Kueue writes it
+
+
+
+def _edit_gpu_quota_on_the_cluster(kube_emulator, value: str) -> None:
+    quota = kube_emulator.get_object("v1", "ResourceQuota", "tenant-quota", NS)
+    hard = {**quota["spec"]["hard"], "requests.nvidia.com/gpu": value}
+    edited = {**quota, "spec": {"hard": hard}}
+    edited["metadata"] = {k: v for k, v in quota["metadata"].items() if k not in SERVER_FIELDS}
+    kube_emulator.put_object(edited)
+
+
+def test_an_approval_is_applied_without_a_drift_event_and_a_later_edit_is_drift_once(
+    tenant,
+    granted,
+    submit,
+    platform_admin,
+    kube_gateway,
+    kube_emulator,
+    django_capture_on_commit_callbacks,
+):
+    tenant_reconcile(tenant_id=tenant.pk)  # the tenant is on the cluster already, with 8
+    request = _approve(
+        submit({"gpu:nvidia-h100-80gb": 8}), platform_admin, django_capture_on_commit_callbacks
+    )
+    assert request.status == S.APPLIED
+    with django_capture_on_commit_callbacks(execute=True):
+        tenants_reconcile_sweep()
+    quota = kube_emulator.get_object("v1", "ResourceQuota", "tenant-quota", NS)
+    assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == "16"
+    assert AuditEvent.objects.filter(action="tenant.applied").count() == 2
+    assert not AuditEvent.objects.filter(action="tenant.drift_corrected").exists()
+
+    _edit_gpu_quota_on_the_cluster(kube_emulator, "40")  # someone with kubectl
+    with django_capture_on_commit_callbacks(execute=True):
+        tenants_reconcile_sweep()
+        tenants_reconcile_sweep()
+
+    quota = kube_emulator.get_object("v1", "ResourceQuota", "tenant-quota", NS)
+    assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == "16"
+    drift = AuditEvent.objects.get(action="tenant.drift_corrected")
+    assert drift.changes == {
+        f"ResourceQuota {NS}/tenant-quota": {
+            "spec.hard.requests.nvidia.com/gpu": {"applied": "16", "found": "40"}
+        }
+    }
+
+
+def test_an_edit_made_while_a_grant_waits_is_drift_against_what_was_applied_before(
+    tenant,
+    granted,
+    submit,
+    platform_admin,
+    kube_gateway,
+    kube_emulator,
+    django_capture_on_commit_callbacks,
+):
+    tenant_reconcile(tenant_id=tenant.pk)
+    _edit_gpu_quota_on_the_cluster(kube_emulator, "40")
+    request = _approve(
+        submit({"gpu:nvidia-h100-80gb": 8}), platform_admin, django_capture_on_commit_callbacks
+    )
+
+    assert request.status == S.APPLIED
+    quota = kube_emulator.get_object("v1", "ResourceQuota", "tenant-quota", NS)
+    assert quota["spec"]["hard"]["requests.nvidia.com/gpu"] == "16"
+    drift = AuditEvent.objects.get(action="tenant.drift_corrected")
+    assert drift.changes == {
+        f"ResourceQuota {NS}/tenant-quota": {
+            "spec.hard.requests.nvidia.com/gpu": {"applied": "8", "found": "40"}
+        }
+    }

@@ -9,6 +9,7 @@ from tenants.manifests import (
     TenantSpec,
     burst_ceiling,
     drifted_fields,
+    drifted_paths,
     mig_resource_names,
     scheduling_for,
     tenant_manifests,
@@ -271,3 +272,19 @@ def test_drift_ignores_server_defaults_and_canonical_quantities_but_sees_edits()
     live["metadata"]["labels"] = {}
     assert drifted_fields(quota, live) == ["spec", "metadata.labels"]
     assert drifted_fields(quota, None) == ["<missing>"]
+
+
+def test_drift_names_each_field_that_differs_with_what_was_applied_and_what_was_found():
+    quota = _one(tenant_manifests(SHARED), "ResourceQuota")
+    applied_gpus = quota["spec"]["hard"]["requests.nvidia.com/gpu"]
+    live = {**quota, "spec": {"hard": {**quota["spec"]["hard"], "requests.memory": "2Ti"}}}
+    assert drifted_paths(quota, live) == {}
+    live["spec"]["hard"]["requests.nvidia.com/gpu"] = "999"
+    live["metadata"] = {**quota["metadata"], "labels": {}}
+    assert drifted_paths(quota, live) == {
+        "spec.hard.requests.nvidia.com/gpu": {"applied": applied_gpus, "found": "999"}
+    } | {
+        f"metadata.labels.{k}": {"applied": v, "found": None}
+        for k, v in quota["metadata"]["labels"].items()
+    }
+    assert drifted_paths(quota, None) == {"<missing>": {"applied": "present", "found": None}}
