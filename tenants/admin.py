@@ -24,7 +24,12 @@ from . import quota_requests, services
 from .enforcement import tenant_mark_changed
 from .forms import QuotaDecisionForm, RejectForm
 from .models import Membership, Quota, QuotaRequest, RoleAssignment, Tenant
-from .selectors import quota_preview, tenant_quota_lines
+from .selectors import (
+    quota_preview,
+    quota_request_decision,
+    quota_requests_impact,
+    tenant_quota_lines,
+)
 
 
 class QuotaInlineForm(forms.ModelForm):
@@ -316,7 +321,20 @@ class QuotaRequestAdmin(admin.ModelAdmin):
                         + "?status__exact=submitted"
                     )
                 amounts = form.amounts()
-        preview = quota_preview(tenant=obj.tenant, lines=list(amounts.items()))
+        decidable = obj.status == QuotaRequest.Status.SUBMITTED
+        impact_rows = []
+        if decidable:
+            # Only an undecided request has something approving would do; a decided one shows
+            # what its decision did, as recorded then (a recomputation would use the new quota).
+            preview = {
+                p.resource: p
+                for p in quota_preview(tenant=obj.tenant, lines=list(amounts.items()))
+            }
+            impact_rows = [
+                {"p": preview[line.resource], "line": line, "field": field}
+                for line, field in form.amount_fields()
+                if line.resource in preview
+            ]
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
@@ -324,12 +342,13 @@ class QuotaRequestAdmin(admin.ModelAdmin):
             "original": obj,
             "quota_request": obj,
             "form": form,
-            "preview": preview,
+            "impact_rows": impact_rows,
+            "decision": None if decidable else quota_request_decision(request=obj),
             "quota_lines": tenant_quota_lines(tenant=obj.tenant),
             "history": obj.tenant.quota_requests.exclude(pk=obj.pk)
             .prefetch_related("lines")
             .order_by("-created_at")[:5],
-            "decidable": obj.status == QuotaRequest.Status.SUBMITTED,
+            "decidable": decidable,
             "has_view_permission": True,
             **(extra_context or {}),
         }
@@ -380,8 +399,29 @@ class QuotaRequestAdmin(admin.ModelAdmin):
 
     # -- bulk decisions --
 
-    @admin.action(description="Approve selected requests as asked")
-    def approve_selected(self, request, queryset: QuerySet[QuotaRequest]) -> None:
+    def _bulk_context(self, request, queryset: QuerySet[QuotaRequest], **extra) -> dict:
+        selected = list(
+            queryset.select_related("tenant").prefetch_related("lines").order_by("created_at", "id")
+        )
+        impact = quota_requests_impact(requests=selected)
+        return {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "queryset": selected,
+            "impact_rows": [{"p": p} for p in impact],
+            "not_waiting": [r for r in selected if r.status != QuotaRequest.Status.SUBMITTED],
+            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            **extra,
+        }
+
+    @admin.action(description="Approve selected requests as asked (shows the impact first)")
+    def approve_selected(self, request, queryset: QuerySet[QuotaRequest]):
+        if "apply" not in request.POST:
+            return TemplateResponse(
+                request,
+                "tenants/admin/quota_request_approve_selected.html",
+                self._bulk_context(request, queryset, title="Approve quota requests"),
+            )
         approved, skipped = [], []
         for obj in queryset.order_by("created_at"):
             try:
@@ -398,6 +438,7 @@ class QuotaRequestAdmin(admin.ModelAdmin):
                 "or whose end date has passed: " + ", ".join(f"#{pk}" for pk in skipped),
                 messages.WARNING,
             )
+        return None
 
     @admin.action(description="Reject selected requests (asks for a reason)")
     def reject_selected(self, request, queryset: QuerySet[QuotaRequest]):
@@ -426,12 +467,5 @@ class QuotaRequestAdmin(admin.ModelAdmin):
         return TemplateResponse(
             request,
             "tenants/admin/quota_request_reject_selected.html",
-            {
-                **self.admin_site.each_context(request),
-                "opts": self.opts,
-                "title": "Reject quota requests",
-                "queryset": queryset,
-                "form": form,
-                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
-            },
+            self._bulk_context(request, queryset, title="Reject quota requests", form=form),
         )

@@ -9,8 +9,16 @@ tenants sit above inventory, so this module may read both.
 - `fleet_capacity_by_resource_class()` — the same rows keyed by resource class, for every key
   of the vocabulary; classes the inventory does not measure (storage, workload counts) have
   `installed`/`healthy` None, so `free()` and `ratio()` say "not measured" (None).
+- `pool_capacity_by_resource_class()` / `tenant_capacity_by_resource_class()` — the same map
+  for the pool a tenant schedules on, which is what quota approval decides on. A dedicated
+  tenant's pool is the nodes reserved for it (granted: its own quota); a shared tenant's is the
+  shared pool, the nodes reserved for nobody (granted: every active shared tenant's quota).
+  Nodes reserved for one tenant are tainted against everyone else, so they are in no other
+  tenant's capacity, and the fleet's total would promise a dedicated tenant GPUs it can never
+  be scheduled on.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -18,7 +26,9 @@ from django.db.models import Sum
 
 from inventory import resource_classes
 from inventory.selectors.capacity import (
+    SHARED_POOL,
     InventoryCapacity,
+    capacity_by_pool,
     gpu_capacity_by_class,
     node_capacity_by_class,
 )
@@ -37,6 +47,16 @@ class ResourceCapacity:
     reserved: int | None
     granted: int
     in_use: int | None
+    # The pool the counts are of: a dedicated tenant's slug, SHARED_POOL, or None (the fleet).
+    pool: str | None = None
+
+    @property
+    def pool_label(self) -> str:
+        if self.pool is None:
+            return "the whole fleet"
+        if self.pool == SHARED_POOL:
+            return "the shared pool (nodes reserved for nobody)"
+        return f"nodes reserved for {self.pool}"
 
     @property
     def measured(self) -> bool:
@@ -90,8 +110,14 @@ def _label(key: str) -> str:
         return key
 
 
-def _rows(keys: list[str], granted: dict[str, int]) -> dict[str, ResourceCapacity]:
-    measured = gpu_capacity_by_class() | node_capacity_by_class()
+def _rows(
+    keys: list[str],
+    granted: dict[str, int],
+    measured: dict[str, InventoryCapacity] | None = None,
+    pool: str | None = None,
+) -> dict[str, ResourceCapacity]:
+    if measured is None:
+        measured = gpu_capacity_by_class() | node_capacity_by_class()
     rows = {}
     for key in keys:
         counts = measured.get(key)
@@ -105,6 +131,7 @@ def _rows(keys: list[str], granted: dict[str, int]) -> dict[str, ResourceCapacit
             reserved=counts.reserved if counts else None,
             granted=granted.get(key) or 0,
             in_use=counts.in_use if counts else None,
+            pool=pool,
         )
     return rows
 
@@ -156,3 +183,48 @@ def fleet_capacity_by_resource_class() -> dict[str, ResourceCapacity]:
     """Every resource class of the vocabulary (and any granted one) → its capacity row."""
     granted = _granted_by_class()
     return _rows(_ordered(set(resource_classes.all_keys()) | set(granted)), granted)
+
+
+def pool_of(tenant: Tenant) -> str:
+    """The pool `tenant` schedules on: its reserved nodes if dedicated, else the shared pool."""
+    return tenant.slug if tenant.isolation == Tenant.Isolation.DEDICATED else SHARED_POOL
+
+
+def _granted_by_pool() -> dict[str, dict[str, int]]:
+    rows = (
+        Quota.objects.filter(tenant__status=Tenant.Status.ACTIVE)
+        .values_list("tenant__isolation", "tenant__slug", "resource")
+        .annotate(total=Sum("limit"))
+        .order_by()
+    )
+    granted: dict[str, dict[str, int]] = {}
+    for isolation, slug, resource, total in rows:
+        pool = slug if isolation == Tenant.Isolation.DEDICATED else SHARED_POOL
+        by_class = granted.setdefault(pool, {})
+        by_class[resource] = by_class.get(resource, 0) + (total or 0)
+    return granted
+
+
+def pool_capacity_by_resource_class(
+    *, pools: Iterable[str]
+) -> dict[str, dict[str, ResourceCapacity]]:
+    """For each pool (see `pool_of`), every resource class → its capacity row in that pool.
+
+    Four queries whatever the number of pools, nodes or tenants.
+    """
+    measured = capacity_by_pool()
+    granted = _granted_by_pool()
+    keys = set(resource_classes.all_keys())
+    for by_class in granted.values():
+        keys |= set(by_class)
+    ordered = _ordered(keys)
+    return {
+        pool: _rows(ordered, granted.get(pool, {}), dict(measured.get(pool, {})), pool)
+        for pool in set(pools)
+    }
+
+
+def tenant_capacity_by_resource_class(*, tenant: Tenant) -> dict[str, ResourceCapacity]:
+    """Every resource class → what `tenant` can be scheduled on, and what is granted there."""
+    pool = pool_of(tenant)
+    return pool_capacity_by_resource_class(pools=[pool])[pool]

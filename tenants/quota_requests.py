@@ -220,6 +220,7 @@ def quota_request_reject(*, request_id: int, approver, reason: str) -> QuotaRequ
         decided_at=timezone.now(),
         decision_note=reason.strip(),
     )
+    _record_unchanged_quota(request)
     audit(
         actor=approver,
         action="quota_request.reject",
@@ -251,8 +252,21 @@ def quota_request_withdraw(*, request_id: int, actor) -> QuotaRequest:
     if not _may_withdraw(actor, request):
         raise PermissionDenied("Only the requester or a tenant owner withdraws a request.")
     request.move_to(QuotaRequest.Status.WITHDRAWN)
+    _record_unchanged_quota(request)
     audit(actor=actor, action="quota_request.withdraw", obj=request, tenant=request.tenant)
     return request
+
+
+def _record_unchanged_quota(request: QuotaRequest) -> None:
+    """Keep the quota as it stood when the request was closed without a grant: the record of
+    the decision shows it, whatever the quota becomes later."""
+    limits = dict(
+        Quota.objects.filter(tenant_id=request.tenant_id).values_list("resource", "limit")
+    )
+    lines = list(request.lines.all())
+    for line in lines:
+        line.limit_before = line.limit_after = limits.get(line.resource, 0)
+    QuotaRequestLine.objects.bulk_update(lines, ["limit_before", "limit_after"])
 
 
 def _iso(day: datetime.date | None) -> str | None:

@@ -30,6 +30,7 @@ from .selectors import (
     tenant_members,
     tenant_quota_lines,
     tenant_quota_requests,
+    tenant_schedulable,
     tenants_of_member,
 )
 
@@ -95,6 +96,7 @@ def workload_list(request, slug: str):
 def quota_detail(request, slug: str):
     tenant, context = _tenant_page(request, slug, "quota")
     context["quota_lines"] = tenant_quota_lines(tenant=tenant)
+    context["schedulable"] = tenant_schedulable(tenant=tenant)
     context["open_requests"] = tenant_quota_requests(tenant=tenant).filter(
         status__in=QuotaRequest.OPEN
     )

@@ -49,8 +49,8 @@ def test_review_page_shows_quota_usage_capacity_and_the_oversubscription_it_woul
     ]
     # resource, quota now, in use, asked, grant (input), after, healthy, granted, ratio
     assert cells[1:4] == ["8", "5", "+4"]
-    assert cells[5] == "12"
-    assert cells[6] == "8"
+    assert cells[5] == "12 more than the 8 healthy on the shared pool (nodes reserved for nobody)"
+    assert cells[6] == "8 the shared pool (nodes reserved for nobody)"
     assert cells[7] == "12 → 16"  # granted to all tenants: acme 8 + rival 4, then +4
     assert cells[8] == f"1.50{X} → 2.00{X}"
     assert 'name="_approve"' in html and 'name="_reject"' in html
@@ -150,8 +150,15 @@ def test_a_decided_request_shows_read_only_and_a_late_decision_is_refused(
 
 def test_bulk_approve_and_bulk_reject_with_a_reason(admin_client, submit, tenant):
     first, second, third = submit({"cpu": 1}), submit({"cpu": 2}), submit({"memory-gib": 8})
-    admin_client.post(
+    # Approve shows the impact first, then decides.
+    page = admin_client.post(
         CHANGELIST, {"action": "approve_selected", "_selected_action": [first.pk, second.pk]}
+    )
+    assert page.status_code == 200 and 'id="approve-form"' in page.content.decode()
+    assert not QuotaRequest.objects.exclude(status=S.SUBMITTED).exists()
+    admin_client.post(
+        CHANGELIST,
+        {"action": "approve_selected", "_selected_action": [first.pk, second.pk], "apply": "1"},
     )
     assert set(QuotaRequest.objects.filter(status=S.APPROVED).values_list("pk", flat=True)) == {
         first.pk,
@@ -296,7 +303,9 @@ def test_a_request_that_waited_past_its_end_date_cannot_be_approved(admin_client
     assert QuotaRequest.objects.get(pk=request.pk).status == S.SUBMITTED
     assert Quota.objects.get(tenant=request.tenant, resource="gpu:nvidia-h100-80gb").limit == 8
     response = admin_client.post(
-        CHANGELIST, {"action": "approve_selected", "_selected_action": [request.pk]}, follow=True
+        CHANGELIST,
+        {"action": "approve_selected", "_selected_action": [request.pk], "apply": "1"},
+        follow=True,
     )
     assert "whose end date has passed" in response.content.decode()
     assert QuotaRequest.objects.get(pk=request.pk).status == S.SUBMITTED

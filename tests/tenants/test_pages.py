@@ -155,7 +155,9 @@ def test_the_htmx_preview_shows_the_resulting_quota_and_fleet_capacity(
     assert "<html" not in html
     row = re.search(r'data-resource="gpu:nvidia-h100-80gb".*?</tr>', html, re.S).group(0)
     assert re.findall(r">\s*(\+?\d+)\s*<", row)[:3] == ["8", "+4", "12"]
-    assert "capacity available" in row and "15 healthy, 8 granted, 3 left after" in row
+    assert "capacity available" in row
+    assert "15 healthy on the shared pool (nodes reserved for nobody), 8 granted there" in row
+    assert "3 left after" in row
     html = client.post(
         url, _form([("gpu:nvidia-h100-80gb", 10)]), HTTP_HX_REQUEST="true"
     ).content.decode()
