@@ -372,7 +372,11 @@ def quota_request_decision(*, request: QuotaRequest) -> Decision | None:
     ]
     return Decision(
         status=request.status,
-        status_label=request.get_status_display(),
+        # The decision itself, whatever became of it since (applied, failed, ended).
+        status_label={
+            QuotaRequest.Status.REJECTED: "Rejected",
+            QuotaRequest.Status.WITHDRAWN: "Withdrawn",
+        }.get(request.status, "Approved"),
         by=by,
         at=at,
         note=request.decision_note,

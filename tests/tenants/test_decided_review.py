@@ -57,7 +57,7 @@ def test_an_approved_request_shows_who_decided_and_the_quota_it_made_not_a_new_p
     assert "What approving would do" not in html and 'name="_approve"' not in html
     assert 'id="review-lines"' not in html
     decision = _text(html, r'<div class="module decision-record".*?</p>')
-    assert decision.startswith("Approved, applying on ")
+    assert decision.startswith("Approved on ")
     assert "(platform-admin)" in decision and "Note: Half for now." in decision
     assert _effect(html) == [
         [H100_LABEL, "+4", "+2", "8", "10"],

@@ -100,3 +100,56 @@ def test_admin_rejects_several_requests_at_once_with_a_reason(
     assert "Rejected 2 request(s)" in page.locator(".messagelist").inner_text()
     statuses = set(QuotaRequest.objects.values_list("status", flat=True))
     assert statuses == {QuotaRequest.Status.REJECTED}
+
+
+def test_bulk_approval_shows_each_pool_s_impact_and_the_decided_review_shows_the_decision(
+    acme, tenant_member, submit, page, live_server
+):
+    from tenants.models import Membership, Tenant
+    from tests.factories import MembershipFactory, TenantFactory, UserFactory
+
+    helix = TenantFactory(slug="helix", name="Helix", isolation=Tenant.Isolation.DEDICATED)
+    QuotaFactory(tenant=helix, resource="gpu:nvidia-h200", limit=32)
+    for name in ("h200-a", "h200-b", "h200-c", "h200-d"):
+        node = NodeFactory(hostname=name, reserved_for="helix")
+        for i in range(8):
+            GPUFactory(node=node, index=i, model="nvidia-h200")
+    helix_dev = UserFactory(username="helix-dev")
+    MembershipFactory(tenant=helix, user=helix_dev, role=Membership.Role.MEMBER)
+    ask = submit({"gpu:nvidia-h200": 24}, by=helix_dev, target=helix)
+    more = submit({"gpu:nvidia-h100-80gb": 4})
+
+    sign_in(page, "platform-admin", TEST_PASSWORD)
+    page.goto("/admin/tenants/quotarequest/?status__exact=submitted")
+    for request in (ask, more):
+        page.check(f'input[name="_selected_action"][value="{request.pk}"]')
+    page.select_option('select[name="action"]', "approve_selected")
+    with page.expect_navigation():
+        page.click('button[name="index"]')
+    table = page.locator("table.impact-table")
+    assert table.is_visible()
+    helix_row = table.locator(f'tr[data-request="{ask.pk}"]').inner_text()
+    assert "nodes reserved for helix" in helix_row and f"1.00{X} → 1.75{X}" in helix_row
+    assert "more than the 32 healthy" in helix_row
+    acme_row = table.locator(f'tr[data-request="{more.pk}"]').inner_text()
+    assert "the shared pool" in acme_row and f"0.50{X} → 0.75{X}" in acme_row
+    screenshot(page, "quota-request-bulk-approve-impact")
+    with page.expect_navigation():
+        page.click("#confirm-approve")
+    assert "Approved 2 request(s)" in page.locator(".messagelist").inner_text()
+
+    page.goto(f"/admin/tenants/quotarequest/{ask.pk}/change/")
+    assert page.locator("#review-lines").count() == 0
+    decision = page.locator("#decision").inner_text()
+    assert decision.startswith("Approved") and "platform-admin" in decision
+    effect = page.locator('#decision-effect tr[data-resource="gpu:nvidia-h200"]').inner_text()
+    assert re.search(r"\+24\s+\+24\s+32\s+56", effect)
+    screenshot(page, "quota-request-decided-review")
+
+    # Helix's own quota page says how much of the 56 its 32 reserved GPUs can run.
+    page.context.clear_cookies()
+    sign_in(page, "helix-dev", TEST_PASSWORD)
+    page.goto("/t/helix/quota/")
+    schedulable = page.locator("#schedulable").inner_text()
+    assert "At most 32 of your 56" in schedulable
+    screenshot(page, "quota-tenant-schedulable")
