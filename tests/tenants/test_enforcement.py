@@ -441,3 +441,22 @@ def test_an_edit_made_while_a_grant_waits_is_drift_against_what_was_applied_befo
             "spec.hard.requests.nvidia.com/gpu": {"applied": "8", "found": "40"}
         }
     }
+
+
+def test_a_tenant_applied_before_the_portal_kept_its_objects_still_has_its_drift_corrected(
+    tenant, granted, kube_gateway, kube_emulator, django_capture_on_commit_callbacks
+):
+    tenant_reconcile(tenant_id=tenant.pk)
+    Tenant.objects.filter(pk=tenant.pk).update(applied_manifests=[])  # as after the migration
+    _edit_gpu_quota_on_the_cluster(kube_emulator, "40")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        tenants_reconcile_sweep()
+
+    drift = AuditEvent.objects.get(action="tenant.drift_corrected")
+    assert drift.changes == {
+        f"ResourceQuota {NS}/tenant-quota": {
+            "spec.hard.requests.nvidia.com/gpu": {"applied": "8", "found": "40"}
+        }
+    }
+    assert Tenant.objects.get(pk=tenant.pk).applied_manifests  # kept from now on
