@@ -75,6 +75,13 @@ class ResourceCapacity:
             return None
         return (Decimal(self.granted + extra) / Decimal(self.healthy)).quantize(Decimal("0.01"))
 
+    def unschedulable(self, *, quota: int) -> int | None:
+        """How much of one tenant's `quota` no healthy unit of this pool could run (0: all of
+        it fits); None when the inventory does not measure this class."""
+        if self.healthy is None:
+            return None
+        return max(0, quota - self.healthy)
+
     @property
     def grantable(self) -> int | None:
         return self.free()

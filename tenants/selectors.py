@@ -91,14 +91,14 @@ class SchedulableLine:
     capacity: ResourceCapacity
 
     @property
-    def schedulable(self) -> int:
-        """The most of its quota the tenant can have running now (0 when nothing is healthy)."""
-        return min(self.limit, self.capacity.healthy or 0)
-
-    @property
     def beyond_capacity(self) -> int:
         """How much of the quota no healthy unit of the pool could run."""
-        return max(0, self.limit - (self.capacity.healthy or 0))
+        return self.capacity.unschedulable(quota=self.limit) or 0
+
+    @property
+    def schedulable(self) -> int:
+        """The most of its quota the tenant can have running now (0 when nothing is healthy)."""
+        return self.limit - self.beyond_capacity
 
 
 def tenant_schedulable(*, tenant: Tenant) -> list[SchedulableLine]:
@@ -221,8 +221,7 @@ class PreviewLine:
     @property
     def beyond_pool(self) -> bool:
         """The tenant's own quota after approval exceeds what its pool holds healthy."""
-        healthy = self.capacity.healthy
-        return healthy is not None and self.resulting > healthy
+        return bool(self.capacity.unschedulable(quota=self.resulting))
 
     @property
     def ratio_before(self) -> Decimal | None:
