@@ -116,6 +116,9 @@ class OidcIdentity(models.Model):
     # when the realm's public URL (the issuer) moves or the realm is exported and imported.
     subject = models.CharField(max_length=255, unique=True)
     issuer = models.CharField(max_length=255, help_text="Issuer at the last sign-in.")
+    # Keycloak's `email_verified` for the user's current e-mail, from the last sign-in or
+    # directory sync: only a verified address may find this user (adding a member by e-mail).
+    email_verified = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(default=timezone.now)
 
