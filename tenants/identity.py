@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from itertools import islice
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -19,7 +20,7 @@ from django.utils import timezone
 from portal.audit import audit
 from portal.models import OidcIdentity
 
-from .claims import Grants
+from .claims import ClaimRules, Grants
 from .models import Membership, RoleAssignment, Source, Tenant
 from .services import membership_remove, membership_set, role_grant, role_revoke
 
@@ -28,6 +29,16 @@ User = get_user_model()
 
 _USERNAME_UNSAFE = re.compile(r"[^\w.@+-]+")
 _USERNAME_MAX = 150
+
+
+def claim_rules() -> ClaimRules:
+    """How this realm's claims map to access (OIDC_ROLE_*, OIDC_GROUP_PREFIX)."""
+    return ClaimRules(
+        client_id=settings.OIDC_RP_CLIENT_ID,
+        platform_admin_roles=frozenset(settings.OIDC_ROLE_PLATFORM_ADMIN),
+        finance_roles=frozenset(settings.OIDC_ROLE_FINANCE),
+        group_prefix=settings.OIDC_GROUP_PREFIX,
+    )
 
 
 def _email_verified(claims: Mapping[str, Any]) -> bool:

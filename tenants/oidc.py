@@ -35,8 +35,8 @@ from portal.openid import (
     validate_jwt,
 )
 
-from .claims import ClaimRules, grants_from_claims
-from .identity import keycloak_user_sync
+from .claims import grants_from_claims
+from .identity import claim_rules, keycloak_user_sync
 
 logger = logging.getLogger(__name__)
 
@@ -53,15 +53,6 @@ class SignInRejected(Exception):
 
 def failure_url(reason: str) -> str:
     return f"{reverse(FAILURE_URL_NAME)}?{urlencode({'reason': reason})}"
-
-
-def claim_rules() -> ClaimRules:
-    return ClaimRules(
-        client_id=settings.OIDC_RP_CLIENT_ID,
-        platform_admin_roles=frozenset(settings.OIDC_ROLE_PLATFORM_ADMIN),
-        finance_roles=frozenset(settings.OIDC_ROLE_FINANCE),
-        group_prefix=settings.OIDC_GROUP_PREFIX,
-    )
 
 
 def _oauth_error(response: requests.Response) -> str:
