@@ -2,6 +2,7 @@
 
 import hashlib
 import secrets
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
@@ -75,10 +76,15 @@ class ApiToken(models.Model):
         return cls.PREFIX + secrets.token_urlsafe(32)
 
     @property
+    def ends_at(self):
+        """When the token stops working: its expiry, or API_TOKEN_MAX_LIFETIME_DAYS after its
+        creation when that comes first (tokens made before the cap was set or lowered)."""
+        cap = self.created_at + timedelta(days=settings.API_TOKEN_MAX_LIFETIME_DAYS)
+        return cap if self.expires_at is None else min(self.expires_at, cap)
+
+    @property
     def is_active(self) -> bool:
-        if self.revoked_at is not None:
-            return False
-        return self.expires_at is None or self.expires_at > timezone.now()
+        return self.revoked_at is None and self.ends_at > timezone.now()
 
 
 class SimulatedObject(models.Model):
