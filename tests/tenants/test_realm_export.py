@@ -104,6 +104,7 @@ def test_the_directory_sync_client_is_a_read_only_service_account():
     assert directory["serviceAccountsEnabled"] is True
     assert not directory["standardFlowEnabled"] and not directory["directAccessGrantsEnabled"]
     assert "secret" not in directory
-    (account,) = [u for u in REALM["users"] if u.get("serviceAccountClientId") == "portal-directory"]
+    users = REALM["users"]
+    (account,) = [u for u in users if u.get("serviceAccountClientId") == "portal-directory"]
     assert account["clientRoles"] == {"realm-management": ["view-users", "query-groups"]}
     assert "realmRoles" not in account
