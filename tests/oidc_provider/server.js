@@ -23,7 +23,9 @@ import http from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, SignJWT } from 'jose';
+import {
+  decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, SignJWT,
+} from 'jose';
 import Provider, { interactionPolicy } from 'oidc-provider';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -42,7 +44,8 @@ const otherResource = 'urn:ai-factory:other-service';
 
 let users = new Map();
 const tampers = new Map(); // sub -> {claims, corrupt_signature} for the next ID token
-const counters = { discovery: 0, token: 0, userinfo: 0, jwks: 0, directory: 0 };
+const counters = { discovery: 0, token: 0, userinfo: 0, jwks: 0, directory: 0, introspection: 0 };
+const revokedJtis = new Set(); // JWT access tokens revoked at /revoke, as Keycloak keeps them
 // After `after` more Admin REST calls, the next `remaining` answer `status` (an outage).
 let directoryFault = { status: 0, remaining: 0, after: 0 };
 
@@ -50,6 +53,7 @@ function resetUsers() {
   users = new Map(fixture.users.map((u) => [u.username, { enabled: true, ...structuredClone(u) }]));
   tampers.clear();
   directoryFault = { status: 0, remaining: 0, after: 0 };
+  revokedJtis.clear();
   for (const key of Object.keys(counters)) counters[key] = 0;
 }
 resetUsers();
@@ -79,7 +83,7 @@ function keycloakClaims(user) {
   };
 }
 
-const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
 const signingJwk = { ...(await exportJWK(privateKey)), kid: 'test-rs256-1', alg: 'RS256', use: 'sig' };
 
 async function resign(token, { claims = {}, corruptSignature = false, headerTyp, kid } = {}) {
@@ -323,6 +327,45 @@ provider.use(async (ctx, next) => {
   }
 });
 
+// Keycloak introspects and revokes its JWT access tokens; oidc-provider refuses to for
+// structured tokens, so JWTs are answered here and anything else goes on to oidc-provider.
+provider.use(async (ctx, next) => {
+  const paths = [`${oidcPath}/token/introspect`, `${oidcPath}/revoke`];
+  if (ctx.method !== 'POST' || !paths.includes(ctx.path)) return next();
+  const form = await readForm(ctx.req);
+  const token = form.get('token') || '';
+  if (token.split('.').length !== 3) {
+    ctx.req.body = Object.fromEntries(form);
+    return next();
+  }
+  let payload;
+  try {
+    ({ payload } = await jwtVerify(token, publicKey, { issuer }));
+  } catch {
+    payload = undefined;
+  }
+  ctx.type = 'json';
+  if (ctx.path === `${oidcPath}/revoke`) {
+    // RFC 7009: the client revokes its own token; an unknown token is not an error.
+    if (payload && payload.jti && payload.azp === form.get('client_id')) revokedJtis.add(payload.jti);
+    ctx.body = {};
+    return undefined;
+  }
+  counters.introspection += 1;
+  // Keycloak lets confidential clients of the realm introspect.
+  const secretOk = form.get('client_id') === portalClientId
+    && form.get('client_secret') === fixture.clients.portal.secret;
+  if (!secretOk) {
+    ctx.status = 401;
+    ctx.body = { error: 'invalid_client' };
+    return undefined;
+  }
+  const user = payload && userBySub(payload.sub);
+  const active = Boolean(payload && !revokedJtis.has(payload.jti) && user && user.enabled);
+  ctx.body = active ? { ...payload, active, client_id: payload.azp, username: user.username } : { active };
+  return undefined;
+});
+
 // The login page, with Keycloak's element ids.
 provider.use(async (ctx, next) => {
   const match = ctx.path.match(/^\/login-actions\/authenticate\/([^/]+)$/);
@@ -397,6 +440,10 @@ const adminRoutes = {
       after: Number(body.after || 0),
     };
     return { ...directoryFault };
+  },
+  'POST /admin/revoke-access-token': async (body) => {
+    revokedJtis.add(decodeJwt(body.token).jti);
+    return { ok: true };
   },
   'POST /admin/users/:username/next-id-token': async (body, username) => {
     const user = users.get(username);
