@@ -184,9 +184,10 @@ def keycloak_directory_sync() -> DirectorySyncResult:
             result.tokens_revoked += keycloak_user_deactivate(identity=identity, reason=reason)
             if was_active:
                 result.deactivated.append(identity.user.get_username())
-        if found is None:
-            continue
-        _identity_follow(identity, found)
+        if found is not None:
+            _identity_follow(identity, found)
+        # A deleted user is in no group and holds no role any more: their Keycloak-sourced
+        # memberships go too, so member lists stop showing them.
         grants = grants_from_claims(_claims_of(identity.subject, snapshot), rules)
         keycloak_access_sync(user=identity.user, grants=grants)
     logger.info(

@@ -72,6 +72,8 @@ def test_a_user_disabled_or_deleted_in_keycloak_loses_their_tokens(
     event = AuditEvent.objects.get(action="user.deactivate_from_keycloak")
     assert (event.object_id, event.changes["reason"]) == (str(olga.pk), change)
     assert AuditEvent.objects.filter(action="api_token.revoke", object_type__contains="token")
+    # A deleted user's memberships from Keycloak go; a disabled one's stay (still in the group).
+    assert memberships(olga) == ({} if change == "deleted" else {"acme": "owner"})
     # Everyone else is untouched.
     assert call(api_client, other_raw).status_code == 200
 
