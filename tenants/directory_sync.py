@@ -36,7 +36,7 @@ from django.utils import timezone
 from portal.audit import audit
 from portal.models import ApiToken, OidcIdentity
 
-from .claims import ROLE_STRENGTH, grants_from_claims
+from .claims import ROLE_STRENGTH, Grants, grants_from_claims
 from .identity import claim_rules, keycloak_access_sync
 from .keycloak_directory import (
     DirectoryUnavailable,
@@ -152,6 +152,26 @@ def _identity_follow(identity: OidcIdentity, found: DirectoryUser) -> None:
         audit(actor=None, action="user.update_from_keycloak", obj=user, changes=changes)
 
 
+@transaction.atomic
+def keycloak_user_reconcile(
+    *, identity: OidcIdentity, found: DirectoryUser | None, grants: Grants
+) -> int:
+    """One user made to match the directory: deactivated (tokens revoked) when deleted or
+    disabled there, profile and Keycloak-sourced access following it. Returns tokens revoked.
+
+    A deleted user is in no group and holds no role any more, so their Keycloak-sourced
+    memberships and roles go too, and member lists stop showing them.
+    """
+    revoked = 0
+    if found is None or not found.enabled:
+        reason = "deleted" if found is None else "disabled"
+        revoked = keycloak_user_deactivate(identity=identity, reason=reason)
+    if found is not None:
+        _identity_follow(identity, found)
+    keycloak_access_sync(user=identity.user, grants=grants)
+    return revoked
+
+
 def _record_failure(error: str) -> None:
     logger.error("Keycloak directory sync failed, nothing changed: %s", error)
     audit(actor=None, action="keycloak.directory_sync_failed", changes={"error": error[:500]})
@@ -178,18 +198,14 @@ def keycloak_directory_sync() -> DirectorySyncResult:
     rules = claim_rules()
     for identity in identities:
         found = snapshot.users[identity.subject]
-        if found is None or not found.enabled:
-            reason = "deleted" if found is None else "disabled"
-            was_active = identity.user.is_active
-            result.tokens_revoked += keycloak_user_deactivate(identity=identity, reason=reason)
-            if was_active:
-                result.deactivated.append(identity.user.get_username())
-        if found is not None:
-            _identity_follow(identity, found)
-        # A deleted user is in no group and holds no role any more: their Keycloak-sourced
-        # memberships go too, so member lists stop showing them.
-        grants = grants_from_claims(_claims_of(identity.subject, snapshot), rules)
-        keycloak_access_sync(user=identity.user, grants=grants)
+        was_active = identity.user.is_active
+        result.tokens_revoked += keycloak_user_reconcile(
+            identity=identity,
+            found=found,
+            grants=grants_from_claims(_claims_of(identity.subject, snapshot), rules),
+        )
+        if was_active and (found is None or not found.enabled):
+            result.deactivated.append(identity.user.get_username())
     logger.info(
         "Keycloak directory sync: %d users, deactivated %s, %d tokens revoked",
         result.users,

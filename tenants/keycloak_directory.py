@@ -20,6 +20,7 @@ from keycloak import KeycloakAdmin, KeycloakOpenIDConnection
 from keycloak.exceptions import KeycloakError
 
 NOT_FOUND = 404
+_FAIL = object()  # `_read` without a `missing` value: a 404 is a failure too
 
 
 class DirectoryUnavailable(Exception):
@@ -74,24 +75,24 @@ class KeycloakDirectory:
         self._admin = KeycloakAdmin(connection=connection)
         self._client_uuids: dict[str, str | None] = {}
 
-    def _read(self, what: str, call, *args, **kwargs):
+    def _read(self, what: str, call, *args, missing: Any = _FAIL, **kwargs) -> Any:
+        """`call(*args, **kwargs)`; on a 404 `missing` when given, else DirectoryUnavailable."""
         try:
             return call(*args, **kwargs)
         except KeycloakError as exc:
+            if missing is not _FAIL and _status(exc) == NOT_FOUND:
+                return missing
             raise DirectoryUnavailable(f"{what}: {exc}") from exc
         except (OSError, ValueError, TypeError) as exc:  # requests' errors are OSErrors
             raise DirectoryUnavailable(f"{what}: {exc}") from exc
 
     def group_member_ids(self, path: str) -> set[str]:
         """Direct members of the group at `path`; none when the group does not exist."""
-        try:
-            group = self._admin.get_group_by_path(path.strip("/"))
-        except KeycloakError as exc:
-            if _status(exc) == NOT_FOUND:
-                return set()
-            raise DirectoryUnavailable(f"group {path}: {exc}") from exc
-        except (OSError, ValueError, TypeError) as exc:
-            raise DirectoryUnavailable(f"group {path}: {exc}") from exc
+        group = self._read(
+            f"group {path}", self._admin.get_group_by_path, path.strip("/"), missing={}
+        )
+        if group == {}:
+            return set()
         if not isinstance(group, dict) or not group.get("id"):
             raise DirectoryUnavailable(f"group {path}: unexpected answer {str(group)[:200]}")
         members = self._read(
@@ -103,19 +104,18 @@ class KeycloakDirectory:
         return _ids(members)
 
     def realm_role_member_ids(self, role: str) -> set[str]:
-        """Users holding the realm role directly."""
-        try:
-            users = self._admin.get_realm_role_members(role, {"briefRepresentation": "true"})
-        except KeycloakError as exc:
-            if _status(exc) == NOT_FOUND:  # no such role in the realm: nobody holds it
-                return set()
-            raise DirectoryUnavailable(f"realm role {role}: {exc}") from exc
-        except (OSError, ValueError, TypeError) as exc:
-            raise DirectoryUnavailable(f"realm role {role}: {exc}") from exc
+        """Users holding the realm role directly (none when the realm has no such role)."""
+        users = self._read(
+            f"realm role {role}",
+            self._admin.get_realm_role_members,
+            role,
+            {"briefRepresentation": "true"},
+            missing=[],
+        )
         return _ids(users)
 
     def client_role_member_ids(self, client_id: str, role: str) -> set[str]:
-        """Users holding the client's role directly."""
+        """Users holding the client's role directly (none when the client has no such role)."""
         if client_id not in self._client_uuids:
             self._client_uuids[client_id] = self._read(
                 f"client {client_id}", self._admin.get_client_id, client_id
@@ -123,26 +123,20 @@ class KeycloakDirectory:
         uuid = self._client_uuids[client_id]
         if not uuid:
             raise DirectoryUnavailable(f"client {client_id} is not in the realm")
-        try:
-            users = self._admin.get_client_role_members(uuid, role)
-        except KeycloakError as exc:
-            if _status(exc) == NOT_FOUND:
-                return set()
-            raise DirectoryUnavailable(f"client role {client_id}/{role}: {exc}") from exc
-        except (OSError, ValueError, TypeError) as exc:
-            raise DirectoryUnavailable(f"client role {client_id}/{role}: {exc}") from exc
+        users = self._read(
+            f"client role {client_id}/{role}",
+            self._admin.get_client_role_members,
+            uuid,
+            role,
+            missing=[],
+        )
         return _ids(users)
 
     def user(self, subject: str) -> DirectoryUser | None:
         """The user with this `sub`, or None when Keycloak answers 404 (deleted)."""
-        try:
-            found = self._admin.get_user(subject)
-        except KeycloakError as exc:
-            if _status(exc) == NOT_FOUND:
-                return None
-            raise DirectoryUnavailable(f"user {subject}: {exc}") from exc
-        except (OSError, ValueError, TypeError) as exc:
-            raise DirectoryUnavailable(f"user {subject}: {exc}") from exc
+        found = self._read(f"user {subject}", self._admin.get_user, subject, missing=None)
+        if found is None:
+            return None
         if not isinstance(found, dict) or str(found.get("id")) != subject:
             raise DirectoryUnavailable(f"user {subject}: unexpected answer {str(found)[:200]}")
         if not isinstance(found.get("enabled"), bool):
