@@ -429,6 +429,13 @@ const adminRoutes = {
     }
     return { sub: user.sub, username, groups: user.groups, enabled: user.enabled };
   },
+  'PUT /admin/users/:username': async (body, username) => {
+    // Add a user (for tests that need more users than the fixture has, e.g. paging).
+    users.set(username, {
+      enabled: true, groups: [], realm_roles: [], client_roles: {}, password: '', ...body, username,
+    });
+    return { ok: true };
+  },
   'DELETE /admin/users/:username': async (body, username) => {
     if (!users.delete(username)) return [404, { error: 'no such user' }];
     return { ok: true };

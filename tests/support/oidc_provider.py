@@ -66,6 +66,10 @@ class OidcProvider:
         `email_verified` of a user."""
         self._admin("POST", f"/users/{username}", changes)
 
+    def add_user(self, username: str, **fields: Any) -> None:
+        """Add a user (`sub`, `email`, `groups`, …) until the next reset."""
+        self._admin("PUT", f"/users/{username}", fields)
+
     def delete_user(self, username: str) -> None:
         """Delete the user (the Admin REST API then answers 404 for their id)."""
         self._admin("DELETE", f"/users/{username}")

@@ -89,9 +89,9 @@ def test_a_role_stripped_in_keycloak_takes_the_access_away(keycloak, signed_in, 
 
     assert call(api_client, raw, "/api/v1/nodes/").status_code == 403
     assert not RoleAssignment.objects.filter(user__in=[pat, fay]).exists()
-    assert set(AuditEvent.objects.filter(action="role.revoke").values_list(
-        "changes__user", flat=True
-    )) == {pat.username, fay.username}
+    assert set(
+        AuditEvent.objects.filter(action="role.revoke").values_list("changes__user", flat=True)
+    ) == {pat.username, fay.username}
     assert pat.is_active and call(api_client, raw).status_code == 200
 
 
@@ -219,3 +219,35 @@ def test_beat_runs_the_sync_periodically():
     entry = django_settings.CELERY_BEAT_SCHEDULE["keycloak-directory-sync"]
     assert entry["task"] == "tenants.tasks.keycloak_directory_sync_task"
     assert entry["schedule"] == float(django_settings.KEYCLOAK_DIRECTORY_SYNC_SECONDS)
+
+
+def test_groups_larger_than_a_page_are_read_whole(keycloak, tenants):
+    # python-keycloak pages by 100: 130 members need two pages, and none may be dropped.
+    users = []
+    for n in range(130):
+        sub = f"00000000-0000-4000-8000-{n:012d}"
+        keycloak.add_user(
+            f"bulk{n}",
+            sub=sub,
+            email=f"bulk{n}@acme.example",
+            given_name="Bulk",
+            family_name=str(n),
+            groups=["/tenants/acme/member"],
+        )
+        user = User.objects.create_user(username=f"bulk{n}")
+        OidcIdentity.objects.create(user=user, subject=sub, issuer=keycloak.issuer)
+        users.append(user)
+    MembershipFactory(
+        user=users[-1], tenant=tenants["globex"], role="viewer", source=Source.KEYCLOAK
+    )
+
+    result = keycloak_directory_sync()
+
+    assert result.ok and result.users == 130
+    assert (
+        Membership.objects.filter(
+            tenant=tenants["acme"], role="member", source=Source.KEYCLOAK
+        ).count()
+        == 130
+    )
+    assert not Membership.objects.filter(tenant=tenants["globex"]).exists()
