@@ -37,17 +37,19 @@ class PortalLoginView(auth_views.LoginView):
 
 
 class ApiTokenForm(forms.Form):
-    EXPIRY_CHOICES = [
-        ("", "Never"),
-        ("30", "In 30 days"),
-        ("90", "In 90 days"),
-        ("365", "In a year"),
-    ]
+    EXPIRY_DAYS = (7, 30, 90, 180, 365)
 
     name = forms.CharField(max_length=100)
-    expires_in_days = forms.TypedChoiceField(
-        choices=EXPIRY_CHOICES, coerce=int, required=False, empty_value=None
-    )
+    expires_in_days = forms.TypedChoiceField(coerce=int, required=False, empty_value=None)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Only lifetimes within API_TOKEN_MAX_LIFETIME_DAYS are offered; "" means that maximum.
+        longest = settings.API_TOKEN_MAX_LIFETIME_DAYS
+        self.fields["expires_in_days"].choices = [
+            ("", f"The longest allowed ({longest} days)"),
+            *((str(days), f"In {days} days") for days in self.EXPIRY_DAYS if days <= longest),
+        ]
 
 
 @never_cache

@@ -2,6 +2,7 @@
 
 import hashlib
 import secrets
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
@@ -75,10 +76,15 @@ class ApiToken(models.Model):
         return cls.PREFIX + secrets.token_urlsafe(32)
 
     @property
+    def ends_at(self):
+        """When the token stops working: its expiry, or API_TOKEN_MAX_LIFETIME_DAYS after its
+        creation when that comes first (tokens made before the cap was set or lowered)."""
+        cap = self.created_at + timedelta(days=settings.API_TOKEN_MAX_LIFETIME_DAYS)
+        return cap if self.expires_at is None else min(self.expires_at, cap)
+
+    @property
     def is_active(self) -> bool:
-        if self.revoked_at is not None:
-            return False
-        return self.expires_at is None or self.expires_at > timezone.now()
+        return self.revoked_at is None and self.ends_at > timezone.now()
 
 
 class SimulatedObject(models.Model):
@@ -116,6 +122,9 @@ class OidcIdentity(models.Model):
     # when the realm's public URL (the issuer) moves or the realm is exported and imported.
     subject = models.CharField(max_length=255, unique=True)
     issuer = models.CharField(max_length=255, help_text="Issuer at the last sign-in.")
+    # Keycloak's `email_verified` for the user's current e-mail, from the last sign-in or
+    # directory sync: only a verified address may find this user (adding a member by e-mail).
+    email_verified = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(default=timezone.now)
 

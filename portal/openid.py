@@ -68,6 +68,7 @@ class ProviderEndpoints:
     userinfo_endpoint: str
     jwks_uri: str
     end_session_endpoint: str = ""
+    introspection_endpoint: str = ""
 
 
 def oidc_enabled() -> bool:
@@ -124,13 +125,16 @@ def provider_endpoints() -> ProviderEndpoints:
         if getattr(settings, name, "")
     }
     if all(field in explicit for field in _REQUIRED):
-        return ProviderEndpoints(issuer=issuer, **explicit)
+        # Keycloak's introspection endpoint sits under its token endpoint.
+        introspection = explicit["token_endpoint"].rstrip("/") + "/introspect"
+        return ProviderEndpoints(issuer=issuer, introspection_endpoint=introspection, **explicit)
     discovered = _discover(issuer)
     values = {field: discovered.get(field, "") or "" for field in _ENDPOINT_SETTINGS} | explicit
     missing = [field for field in _REQUIRED if not values[field]]
     if missing:
         raise ProviderUnavailable(f"discovery at {issuer} lacks {', '.join(missing)}")
-    return ProviderEndpoints(issuer=issuer, **values)
+    introspection = str(discovered.get("introspection_endpoint") or "")
+    return ProviderEndpoints(issuer=issuer, introspection_endpoint=introspection, **values)
 
 
 _jwks_lock = threading.Lock()
@@ -254,3 +258,36 @@ def validate_jwt(
     else:
         raise ValueError(f"unknown token kind {kind!r}")
     return claims
+
+
+def access_token_active(token: str) -> bool:
+    """Whether the provider still holds `token` for active (RFC 7662 introspection).
+
+    A JWT's signature and expiry say only that the provider issued it; a token revoked at the
+    provider, or whose session ended or user was disabled there, is still well signed until it
+    expires. Asking the provider each time is what refuses such a token at once. The portal's
+    confidential client authenticates the call. Unreachable or unreadable: ProviderUnavailable.
+    """
+    url = provider_endpoints().introspection_endpoint
+    if not url:
+        raise ProviderUnavailable("the provider names no introspection endpoint")
+    try:
+        response = requests.post(
+            url,
+            data={
+                "token": token,
+                "token_type_hint": "access_token",
+                "client_id": settings.OIDC_RP_CLIENT_ID,
+                "client_secret": settings.OIDC_RP_CLIENT_SECRET,
+            },
+            timeout=settings.OIDC_TIMEOUT,
+            verify=settings.OIDC_VERIFY_SSL,
+            headers={"Accept": "application/json"},
+        )
+        response.raise_for_status()
+        body = response.json()
+    except (requests.RequestException, ValueError) as exc:
+        raise ProviderUnavailable(f"{url}: {exc}") from exc
+    if not isinstance(body, dict) or not isinstance(body.get("active"), bool):
+        raise ProviderUnavailable(f"{url}: no 'active' in the introspection answer")
+    return body["active"]

@@ -355,3 +355,26 @@ LOGGING = {
         ),
     },
 }
+
+# Keycloak directory sync and personal API token lifetime (issue 8). Claims arrive only at
+# sign-in, so a periodic pull through Keycloak's Admin REST API (a confidential client with a
+# service account holding realm-management's view-users and query-groups) keeps memberships and
+# roles in step and deactivates users disabled or deleted there. Off while the client is unset.
+KEYCLOAK_DIRECTORY_CLIENT_ID = env.str("KEYCLOAK_DIRECTORY_CLIENT_ID", default="")
+KEYCLOAK_DIRECTORY_CLIENT_SECRET = env.str("KEYCLOAK_DIRECTORY_CLIENT_SECRET", default="")
+KEYCLOAK_DIRECTORY_SYNC_SECONDS = env.int("KEYCLOAK_DIRECTORY_SYNC_SECONDS", default=900)
+if KEYCLOAK_DIRECTORY_CLIENT_ID and not (OIDC_ISSUER_URL and KEYCLOAK_DIRECTORY_CLIENT_SECRET):
+    raise environ.ImproperlyConfigured(
+        "KEYCLOAK_DIRECTORY_CLIENT_ID needs OIDC_ISSUER_URL and KEYCLOAK_DIRECTORY_CLIENT_SECRET."
+    )
+CELERY_BEAT_SCHEDULE |= {
+    "keycloak-directory-sync": {
+        "task": "tenants.tasks.keycloak_directory_sync_task",
+        "schedule": float(KEYCLOAK_DIRECTORY_SYNC_SECONDS),
+    },
+}
+# A personal API token lives at most this long (older tokens stop working, longer are refused).
+API_TOKEN_MAX_LIFETIME_DAYS = env.int("API_TOKEN_MAX_LIFETIME_DAYS", default=90)
+# Ask Keycloak (token introspection) on every API request whether a bearer access token is
+# still active, so that one revoked in Keycloak is refused at once rather than at its expiry.
+OIDC_INTROSPECT_ACCESS_TOKENS = env.bool("OIDC_INTROSPECT_ACCESS_TOKENS", default=True)

@@ -1,8 +1,13 @@
-"""Personal API tokens: create (the raw value is shown once), revoke. Both are audited."""
+"""Personal API tokens: create (the raw value is shown once), revoke. Both are audited.
+
+A token lives at most API_TOKEN_MAX_LIFETIME_DAYS from its creation (ApiToken.is_active), which
+also ends tokens made before the cap existed or before it was lowered.
+"""
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -22,8 +27,23 @@ def api_token_create(*, user, name: str, expires_at: datetime | None = None) -> 
     name = name.strip()
     if not name:
         raise ValidationError({"name": "Give the token a name, e.g. 'terraform' or 'ci'."})
-    if expires_at is not None and expires_at <= timezone.now():
+    now = timezone.now()
+    if expires_at is not None and expires_at <= now:
         raise ValidationError({"expires_at": "The expiry must be in the future."})
+    # Every token expires: no expiry asked means the longest allowed; longer is refused (not
+    # silently shortened), so a script's owner knows when it will stop working.
+    latest = now + timedelta(days=settings.API_TOKEN_MAX_LIFETIME_DAYS)
+    if expires_at is None:
+        expires_at = latest
+    elif expires_at > latest + timedelta(minutes=1):
+        raise ValidationError(
+            {
+                "expires_at": (
+                    f"A token lives at most {settings.API_TOKEN_MAX_LIFETIME_DAYS} days: "
+                    f"pick {latest:%Y-%m-%d %H:%M} UTC or earlier."
+                )
+            }
+        )
     if ApiToken.objects.filter(user=user, name=name, revoked_at__isnull=True).exists():
         raise ValidationError({"name": "You already have an active token with this name."})
     raw = ApiToken.generate()
@@ -36,7 +56,7 @@ def api_token_create(*, user, name: str, expires_at: datetime | None = None) -> 
         actor=user,
         action="api_token.create",
         obj=token,
-        changes={"name": name, "expires_at": expires_at.isoformat() if expires_at else None},
+        changes={"name": name, "expires_at": expires_at.isoformat()},
     )
     return IssuedToken(token=token, raw=raw)
 

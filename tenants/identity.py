@@ -9,8 +9,10 @@ claims exactly. Roles and memberships granted in the portal (source "local") are
 import logging
 import re
 from collections.abc import Mapping
+from itertools import islice
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -18,7 +20,7 @@ from django.utils import timezone
 from portal.audit import audit
 from portal.models import OidcIdentity
 
-from .claims import Grants
+from .claims import ClaimRules, Grants
 from .models import Membership, RoleAssignment, Source, Tenant
 from .services import membership_remove, membership_set, role_grant, role_revoke
 
@@ -29,6 +31,21 @@ _USERNAME_UNSAFE = re.compile(r"[^\w.@+-]+")
 _USERNAME_MAX = 150
 
 
+def claim_rules() -> ClaimRules:
+    """How this realm's claims map to access (OIDC_ROLE_*, OIDC_GROUP_PREFIX)."""
+    return ClaimRules(
+        client_id=settings.OIDC_RP_CLIENT_ID,
+        platform_admin_roles=frozenset(settings.OIDC_ROLE_PLATFORM_ADMIN),
+        finance_roles=frozenset(settings.OIDC_ROLE_FINANCE),
+        group_prefix=settings.OIDC_GROUP_PREFIX,
+    )
+
+
+def _email_verified(claims: Mapping[str, Any]) -> bool:
+    # Only Keycloak's own boolean counts: a string "true" from a custom mapper is not proof.
+    return claims.get("email_verified") is True
+
+
 def _profile(claims: Mapping[str, Any]) -> dict[str, str]:
     return {
         "email": str(claims.get("email") or "")[:254],
@@ -37,24 +54,51 @@ def _profile(claims: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+def _username_candidates(claims: Mapping[str, Any], *, subject: str):
+    """Keycloak's preferred_username, then variants that carry more of the `sub`, then counters.
+
+    The last candidates are unique by construction, so a sign-in never fails on a name some
+    other account (a local bootstrap account, or another Keycloak user) already holds.
+    """
+    wanted = _USERNAME_UNSAFE.sub("-", str(claims.get("preferred_username") or "")).strip("-")
+    wanted = wanted[:_USERNAME_MAX] or f"user-{subject[:8]}"
+    yield wanted
+    tag = _USERNAME_UNSAFE.sub("-", subject).strip("-") or "sub"
+    for length in (8, len(tag)):
+        suffix = f"-{tag[:length]}"
+        yield f"{wanted[: _USERNAME_MAX - len(suffix)]}{suffix}"
+    for counter in range(2, 1000):
+        suffix = f"-{tag[:8]}-{counter}"
+        yield f"{wanted[: _USERNAME_MAX - len(suffix)]}{suffix}"
+
+
 def _username_for(claims: Mapping[str, Any], *, subject: str, exclude_pk: int | None) -> str:
     """Keycloak's preferred_username if no other portal user holds it, else a unique variant.
 
     A local bootstrap account named like a Keycloak user keeps its name: the Keycloak user gets
-    `<name>-<first 8 characters of sub>` instead, and is never matched to the local account.
+    `<name>-<first 8 characters of sub>` (or a longer variant when that is taken too) instead,
+    and is never matched to the local account.
     """
-    wanted = _USERNAME_UNSAFE.sub("-", str(claims.get("preferred_username") or "")).strip("-")
-    wanted = wanted[:_USERNAME_MAX] or f"user-{subject[:8]}"
-    taken = User.objects.exclude(pk=exclude_pk).filter(username__iexact=wanted).exists()
-    if not taken:
-        return wanted
-    return f"{wanted[: _USERNAME_MAX - 9]}-{subject[:8]}"
+    others = User.objects.exclude(pk=exclude_pk) if exclude_pk else User.objects.all()
+    for candidate in _username_candidates(claims, subject=subject):
+        if not others.filter(username__iexact=candidate).exists():
+            return candidate
+    raise RuntimeError(f"no free username for Keycloak subject {subject}")
 
 
 def _identity_create(*, subject: str, issuer: str, claims: Mapping[str, Any]) -> OidcIdentity:
     username = _username_for(claims, subject=subject, exclude_pk=None)
-    user = User.objects.create_user(username=username, password=None, **_profile(claims))
-    identity = OidcIdentity.objects.create(user=user, subject=subject, issuer=issuer)
+    try:
+        with transaction.atomic():
+            user = User.objects.create_user(username=username, password=None, **_profile(claims))
+    except IntegrityError:
+        # Someone took the name between the check and the insert: the subject-only name is
+        # unique to this person.
+        username = list(islice(_username_candidates(claims, subject=subject), 3))[-1]
+        user = User.objects.create_user(username=username, password=None, **_profile(claims))
+    identity = OidcIdentity.objects.create(
+        user=user, subject=subject, issuer=issuer, email_verified=_email_verified(claims)
+    )
     audit(
         actor=None,
         action="user.create_from_keycloak",
@@ -69,8 +113,10 @@ def _identity_refresh(identity: OidcIdentity, *, issuer: str, claims: Mapping[st
     changes: dict[str, list[str]] = {}
     wanted = _profile(claims)
     if claims.get("preferred_username"):
-        username = _username_for(claims, subject=identity.subject, exclude_pk=user.pk)
-        if username != user.username and not username.endswith(f"-{identity.subject[:8]}"):
+        # Follow a rename in Keycloak only to a free name; a taken one keeps the current name.
+        username = next(_username_candidates(claims, subject=identity.subject))
+        others = User.objects.exclude(pk=user.pk)
+        if username != user.username and not others.filter(username__iexact=username).exists():
             wanted["username"] = username
     for field, value in wanted.items():
         if getattr(user, field) != value:
@@ -80,7 +126,8 @@ def _identity_refresh(identity: OidcIdentity, *, issuer: str, claims: Mapping[st
         user.save(update_fields=list(changes))
         audit(actor=None, action="user.update_from_keycloak", obj=user, changes=changes)
     identity.issuer, identity.last_seen_at = issuer, timezone.now()
-    identity.save(update_fields=["issuer", "last_seen_at"])
+    identity.email_verified = _email_verified(claims)
+    identity.save(update_fields=["issuer", "last_seen_at", "email_verified"])
 
 
 @transaction.atomic

@@ -30,13 +30,14 @@ from rest_framework import authentication, exceptions
 from portal.openid import (
     ProviderUnavailable,
     TokenRejected,
+    access_token_active,
     oidc_enabled,
     provider_endpoints,
     validate_jwt,
 )
 
-from .claims import ClaimRules, grants_from_claims
-from .identity import keycloak_user_sync
+from .claims import grants_from_claims
+from .identity import claim_rules, keycloak_user_sync
 
 logger = logging.getLogger(__name__)
 
@@ -53,15 +54,6 @@ class SignInRejected(Exception):
 
 def failure_url(reason: str) -> str:
     return f"{reverse(FAILURE_URL_NAME)}?{urlencode({'reason': reason})}"
-
-
-def claim_rules() -> ClaimRules:
-    return ClaimRules(
-        client_id=settings.OIDC_RP_CLIENT_ID,
-        platform_admin_roles=frozenset(settings.OIDC_ROLE_PLATFORM_ADMIN),
-        finance_roles=frozenset(settings.OIDC_ROLE_FINANCE),
-        group_prefix=settings.OIDC_GROUP_PREFIX,
-    )
 
 
 def _oauth_error(response: requests.Response) -> str:
@@ -219,9 +211,11 @@ class ProviderUnavailableError(exceptions.APIException):
 class KeycloakBearerAuthentication(authentication.BaseAuthentication):
     """`Authorization: Bearer <Keycloak access token>` for scripts and services.
 
-    The token must be an access token signed by the realm (JWKS), for OIDC_API_AUDIENCE, and
-    unexpired. Its claims sync the user's roles and memberships like a sign-in does, once per
-    token. Personal API tokens (afp_…) are handled by ApiTokenAuthentication before this.
+    The token must be an access token signed by the realm (JWKS), for OIDC_API_AUDIENCE,
+    unexpired, and (OIDC_INTROSPECT_ACCESS_TOKENS, on by default) still active according to
+    Keycloak's introspection endpoint, asked on every request. Its claims sync the user's roles
+    and memberships like a sign-in does, once per token. Personal API tokens (afp_…) are
+    handled by ApiTokenAuthentication before this.
     """
 
     keyword = "Bearer"
@@ -234,11 +228,17 @@ class KeycloakBearerAuthentication(authentication.BaseAuthentication):
             return None
         try:
             claims = validate_jwt(raw, audience=settings.OIDC_API_AUDIENCE, kind="access")
+            # Every request, every method: a token revoked in Keycloak is refused at once.
+            active = not settings.OIDC_INTROSPECT_ACCESS_TOKENS or access_token_active(raw)
         except TokenRejected as exc:
             raise exceptions.AuthenticationFailed(f"Invalid Keycloak access token: {exc}") from exc
         except ProviderUnavailable as exc:
             logger.warning("Keycloak unreachable to verify a bearer token: %s", exc)
             raise ProviderUnavailableError() from exc
+        if not active:
+            raise exceptions.AuthenticationFailed(
+                "This Keycloak access token was revoked, or its session ended, in Keycloak."
+            )
         user = self._user_for(raw, claims)
         if not user.is_active:
             raise exceptions.AuthenticationFailed("This portal account is disabled.")

@@ -223,23 +223,43 @@ def _keeps_an_owner(membership: Membership, new_role: str | None) -> None:
         raise ValidationError({"role": ["A tenant keeps at least one owner."]})
 
 
+def _user_by_username_or_verified_email(needle: str):
+    """The active user with this username, else the one active user whose e-mail Keycloak has
+    verified. A local account's e-mail was typed by an admin and never proven, so it does not
+    count; several verified accounts with one address are refused rather than guessed."""
+    if not needle:
+        raise ValidationError({"user": ["Give a username or an e-mail address."]})
+    by_name = User.objects.filter(username__iexact=needle).first()
+    if by_name is not None:
+        return by_name
+    verified = list(
+        User.objects.filter(
+            is_active=True, email__iexact=needle, oidc_identity__email_verified=True
+        ).order_by("pk")[:2]
+    )
+    if len(verified) > 1:
+        raise ValidationError(
+            {"user": ["Several portal users have this verified e-mail: add them by username."]}
+        )
+    if not verified:
+        raise ValidationError(
+            {
+                "user": [
+                    "No portal user with this username or verified e-mail "
+                    "(they sign in with Keycloak once first)."
+                ]
+            }
+        )
+    return verified[0]
+
+
 @transaction.atomic
 def tenant_member_add(*, actor, tenant: Tenant, username_or_email: str, role: str) -> Membership:
     """An owner adds an existing portal user to the tenant."""
     _managed(actor, tenant)
     if role not in Membership.Role.values:
         raise ValidationError({"role": ["Pick owner, member or viewer."]})
-    needle = username_or_email.strip()
-    user = (
-        User.objects.filter(username__iexact=needle).first()
-        or User.objects.filter(email__iexact=needle).order_by("pk").first()
-        if needle
-        else None
-    )
-    if user is None:
-        raise ValidationError(
-            {"user": ["No portal user with this username or e-mail (they sign in once first)."]}
-        )
+    user = _user_by_username_or_verified_email(username_or_email.strip())
     if tenant.memberships.filter(user=user).exists():
         raise ValidationError({"user": ["Already a member: change their role instead."]})
     return membership_set(actor=actor, tenant=tenant, user=user, role=role)

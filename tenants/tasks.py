@@ -6,6 +6,7 @@ from celery import shared_task
 
 from portal.fleet import PermanentFleetError, TransientFleetError
 
+from .directory_sync import keycloak_directory_sync
 from .enforcement import tenant_reconcile, tenants_reconcile_sweep
 from .notifications import quota_request_notify
 from .quota_requests import quota_grants_end_due, quota_grants_remind
@@ -56,3 +57,22 @@ def quota_grants_sweep_task() -> dict:
 @shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
 def quota_request_notify_task(request_id: int, event: str) -> int:
     return quota_request_notify(request_id=request_id, event=event)
+
+
+class DirectorySyncFailed(Exception):
+    """The directory could not be read; nothing changed (audited), the next run tries again."""
+
+
+@shared_task(acks_late=True)
+def keycloak_directory_sync_task() -> dict:
+    """Periodic (beat): reconcile Keycloak-sourced users with Keycloak's directory."""
+    result = keycloak_directory_sync()
+    if not result.ok:
+        # Raised so the task's failure shows in the worker metrics; beat runs it again later.
+        raise DirectorySyncFailed(result.error)
+    return {
+        "configured": result.configured,
+        "users": result.users,
+        "deactivated": result.deactivated,
+        "tokens_revoked": result.tokens_revoked,
+    }

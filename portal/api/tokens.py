@@ -24,6 +24,21 @@ class ApiTokenSerializer(serializers.ModelSerializer):
             "active",
         ]
         read_only_fields = ["id", "hint", "created_at", "last_used_at", "revoked_at"]
+        extra_kwargs = {
+            "expires_at": {
+                "help_text": "When the token stops working (at most API_TOKEN_MAX_LIFETIME_DAYS "
+                "after its creation; the longest allowed when left out)."
+            },
+            "last_used_at": {
+                "help_text": "The token's last use, recorded at most once a minute."
+            },
+        }
+
+    def to_representation(self, instance):
+        body = super().to_representation(instance)
+        # The expiry that applies, which the lifetime cap may have brought forward.
+        body["expires_at"] = serializers.DateTimeField().to_representation(instance.ends_at)
+        return body
 
 
 class ApiTokenCreatedSerializer(ApiTokenSerializer):

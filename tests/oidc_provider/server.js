@@ -10,14 +10,22 @@
 //
 // Besides the realm it serves /admin/* for tests: reset the users, change a user's groups or
 // roles, disable a user, tamper with the next ID token of a user, re-sign a token with changed
-// claims, read request counters.
+// claims, read request counters, delete a user, make the Admin REST API fail.
+//
+// Under /admin/realms/<realm>/ it also answers the few Keycloak Admin REST API calls the portal's
+// directory sync makes (group-by-path, group members, realm- and client-role users, clients,
+// users/{id}), with Keycloak's JSON shapes, to a bearer token of the `portal-directory`
+// service-account client (client-credentials grant).
 
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, SignJWT } from 'jose';
+import {
+  decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair, jwtVerify, SignJWT,
+} from 'jose';
 import Provider, { interactionPolicy } from 'oidc-provider';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -36,11 +44,16 @@ const otherResource = 'urn:ai-factory:other-service';
 
 let users = new Map();
 const tampers = new Map(); // sub -> {claims, corrupt_signature} for the next ID token
-const counters = { discovery: 0, token: 0, userinfo: 0, jwks: 0 };
+const counters = { discovery: 0, token: 0, userinfo: 0, jwks: 0, directory: 0, introspection: 0 };
+const revokedJtis = new Set(); // JWT access tokens revoked at /revoke, as Keycloak keeps them
+// After `after` more Admin REST calls, the next `remaining` answer `status` (an outage).
+let directoryFault = { status: 0, remaining: 0, after: 0 };
 
 function resetUsers() {
   users = new Map(fixture.users.map((u) => [u.username, { enabled: true, ...structuredClone(u) }]));
   tampers.clear();
+  directoryFault = { status: 0, remaining: 0, after: 0 };
+  revokedJtis.clear();
   for (const key of Object.keys(counters)) counters[key] = 0;
 }
 resetUsers();
@@ -63,14 +76,14 @@ function keycloakClaims(user) {
     given_name: user.given_name,
     family_name: user.family_name,
     email: user.email,
-    email_verified: true,
+    email_verified: user.email_verified ?? true,
     groups: [...user.groups],
     realm_access: { roles: [...user.realm_roles] },
     resource_access: resourceAccess,
   };
 }
 
-const { privateKey } = await generateKeyPair('RS256', { extractable: true });
+const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
 const signingJwk = { ...(await exportJWK(privateKey)), kid: 'test-rs256-1', alg: 'RS256', use: 'sig' };
 
 async function resign(token, { claims = {}, corruptSignature = false, headerTyp, kid } = {}) {
@@ -171,6 +184,15 @@ const provider = new Provider(issuer, {
       response_types: ['code'],
       token_endpoint_auth_method: 'none',
     },
+    {
+      // The directory sync's confidential client: service account, client-credentials only.
+      client_id: fixture.clients['portal-directory'].client_id,
+      client_secret: fixture.clients['portal-directory'].secret,
+      redirect_uris: [],
+      grant_types: ['client_credentials'],
+      response_types: [],
+      token_endpoint_auth_method: 'client_secret_post',
+    },
   ],
   jwks: { keys: [signingJwk] },
   cookies: { keys: ['portal-test-provider-cookie-key'] },
@@ -195,6 +217,7 @@ const provider = new Provider(issuer, {
   pkce: { required: () => true },
   features: {
     devInteractions: { enabled: false },
+    clientCredentials: { enabled: true },
     introspection: { enabled: true },
     revocation: { enabled: true },
     rpInitiatedLogout: {
@@ -304,6 +327,45 @@ provider.use(async (ctx, next) => {
   }
 });
 
+// Keycloak introspects and revokes its JWT access tokens; oidc-provider refuses to for
+// structured tokens, so JWTs are answered here and anything else goes on to oidc-provider.
+provider.use(async (ctx, next) => {
+  const paths = [`${oidcPath}/token/introspect`, `${oidcPath}/revoke`];
+  if (ctx.method !== 'POST' || !paths.includes(ctx.path)) return next();
+  const form = await readForm(ctx.req);
+  const token = form.get('token') || '';
+  if (token.split('.').length !== 3) {
+    ctx.req.body = Object.fromEntries(form);
+    return next();
+  }
+  let payload;
+  try {
+    ({ payload } = await jwtVerify(token, publicKey, { issuer }));
+  } catch {
+    payload = undefined;
+  }
+  ctx.type = 'json';
+  if (ctx.path === `${oidcPath}/revoke`) {
+    // RFC 7009: the client revokes its own token; an unknown token is not an error.
+    if (payload && payload.jti && payload.azp === form.get('client_id')) revokedJtis.add(payload.jti);
+    ctx.body = {};
+    return undefined;
+  }
+  counters.introspection += 1;
+  // Keycloak lets confidential clients of the realm introspect.
+  const secretOk = form.get('client_id') === portalClientId
+    && form.get('client_secret') === fixture.clients.portal.secret;
+  if (!secretOk) {
+    ctx.status = 401;
+    ctx.body = { error: 'invalid_client' };
+    return undefined;
+  }
+  const user = payload && userBySub(payload.sub);
+  const active = Boolean(payload && !revokedJtis.has(payload.jti) && user && user.enabled);
+  ctx.body = active ? { ...payload, active, client_id: payload.azp, username: user.username } : { active };
+  return undefined;
+});
+
 // The login page, with Keycloak's element ids.
 provider.use(async (ctx, next) => {
   const match = ctx.path.match(/^\/login-actions\/authenticate\/([^/]+)$/);
@@ -362,10 +424,33 @@ const adminRoutes = {
   'POST /admin/users/:username': async (body, username) => {
     const user = users.get(username);
     if (!user) return [404, { error: 'no such user' }];
-    for (const key of ['groups', 'realm_roles', 'client_roles', 'enabled']) {
+    for (const key of ['groups', 'realm_roles', 'client_roles', 'enabled', 'email', 'email_verified']) {
       if (key in body) user[key] = body[key];
     }
     return { sub: user.sub, username, groups: user.groups, enabled: user.enabled };
+  },
+  'PUT /admin/users/:username': async (body, username) => {
+    // Add a user (for tests that need more users than the fixture has, e.g. paging).
+    users.set(username, {
+      enabled: true, groups: [], realm_roles: [], client_roles: {}, password: '', ...body, username,
+    });
+    return { ok: true };
+  },
+  'DELETE /admin/users/:username': async (body, username) => {
+    if (!users.delete(username)) return [404, { error: 'no such user' }];
+    return { ok: true };
+  },
+  'POST /admin/directory-fault': async (body) => {
+    directoryFault = {
+      status: Number(body.status || 503),
+      remaining: Number(body.remaining ?? 1000),
+      after: Number(body.after || 0),
+    };
+    return { ...directoryFault };
+  },
+  'POST /admin/revoke-access-token': async (body) => {
+    revokedJtis.add(decodeJwt(body.token).jti);
+    return { ok: true };
   },
   'POST /admin/users/:username/next-id-token': async (body, username) => {
     const user = users.get(username);
@@ -382,6 +467,114 @@ const adminRoutes = {
     }),
   }),
 };
+
+// --- Keycloak's Admin REST API (the part the directory sync reads) ----------------------
+
+const directoryClientId = fixture.clients['portal-directory'].client_id;
+const directoryPrefix = `/admin/realms/${realm}`;
+const uuidOf = (text) => {
+  const h = createHash('sha1').update(text).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+};
+const clientUuids = Object.fromEntries(
+  [portalClientId, 'portal-cli', directoryClientId, 'account'].map((id) => [uuidOf(`client:${id}`), id]),
+);
+
+function userRepresentation(user) {
+  return {
+    id: user.sub,
+    username: user.username,
+    firstName: user.given_name,
+    lastName: user.family_name,
+    email: user.email,
+    emailVerified: user.email_verified ?? true,
+    enabled: user.enabled,
+    createdTimestamp: 1700000000000,
+  };
+}
+
+// Groups exist when the fixture or any user names them; Keycloak lists only direct members.
+function allGroupPaths() {
+  const paths = new Set(fixture.groups || []);
+  for (const user of users.values()) for (const path of user.groups) paths.add(path);
+  return paths;
+}
+
+function groupRepresentation(path) {
+  return { id: uuidOf(`group:${path}`), name: path.split('/').pop(), path, subGroups: [] };
+}
+
+function pageOf(list, query) {
+  const first = Math.max(0, Number(query.get('first') || 0));
+  const max = query.has('max') ? Math.max(0, Number(query.get('max'))) : 100;
+  return list.slice(first, first + max);
+}
+
+const directoryRoutes = [
+  [/^\/group-by-path\/(.+)$/, (m) => {
+    const path = `/${decodeURIComponent(m[1]).replace(/^\/+/, '')}`;
+    return allGroupPaths().has(path) ? groupRepresentation(path) : [404, { error: 'Group path does not exist' }];
+  }],
+  [/^\/groups\/([^/]+)\/members$/, (m, query) => {
+    const path = [...allGroupPaths()].find((p) => uuidOf(`group:${p}`) === m[1]);
+    if (!path) return [404, { error: 'Could not find group by id' }];
+    const members = [...users.values()].filter((u) => u.groups.includes(path));
+    return pageOf(members.map(userRepresentation), query);
+  }],
+  [/^\/roles\/([^/]+)\/users$/, (m, query) => {
+    const role = decodeURIComponent(m[1]);
+    const holders = [...users.values()].filter((u) => (u.realm_roles || []).includes(role));
+    return pageOf(holders.map(userRepresentation), query);
+  }],
+  [/^\/clients$/, (m, query) => {
+    const wanted = query.get('clientId');
+    return Object.entries(clientUuids)
+      .filter(([, clientId]) => !wanted || clientId === wanted)
+      .map(([id, clientId]) => ({ id, clientId }));
+  }],
+  [/^\/clients\/([^/]+)\/roles\/([^/]+)\/users$/, (m, query) => {
+    const clientId = clientUuids[m[1]];
+    if (!clientId) return [404, { error: 'Could not find client' }];
+    const role = decodeURIComponent(m[2]);
+    const holders = [...users.values()].filter((u) => ((u.client_roles || {})[clientId] || []).includes(role));
+    return pageOf(holders.map(userRepresentation), query);
+  }],
+  [/^\/users\/([^/]+)$/, (m) => {
+    const user = userBySub(decodeURIComponent(m[1]));
+    return user ? userRepresentation(user) : [404, { error: 'User not found' }];
+  }],
+];
+
+async function handleDirectory(req, res) {
+  const url = new URL(req.url, origin);
+  const send = (status, body) => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  };
+  counters.directory += 1;
+  const bearer = (req.headers.authorization || '').replace(/^Bearer\s+/i, '');
+  const token = bearer ? await provider.ClientCredentials.find(bearer) : undefined;
+  if (!token || token.isExpired) return send(401, { error: 'HTTP 401 Unauthorized' });
+  // Only the service account holding realm-management's view-users and query-groups reads.
+  if (token.clientId !== directoryClientId) return send(403, { error: 'HTTP 403 Forbidden' });
+  if (directoryFault.after > 0) {
+    directoryFault.after -= 1;
+  } else if (directoryFault.remaining > 0) {
+    directoryFault.remaining -= 1;
+    return send(directoryFault.status, { error: 'unknown_error' });
+  }
+  if (req.method !== 'GET') return send(405, { error: 'HTTP 405 Method Not Allowed' });
+  const path = url.pathname.slice(directoryPrefix.length);
+  for (const [regex, handler] of directoryRoutes) {
+    const match = path.match(regex);
+    if (match) {
+      const result = handler(match, url.searchParams);
+      const [status, body] = Array.isArray(result) && typeof result[0] === 'number' ? result : [200, result];
+      return send(status, body);
+    }
+  }
+  return send(404, { error: 'HTTP 404 Not Found' });
+}
 
 async function handleAdmin(req, res) {
   const url = new URL(req.url, origin);
@@ -408,6 +601,13 @@ server.on('request', (req, res) => {
     req.originalUrl = req.url;
     req.url = req.url.slice(prefix.length) || '/';
     callback(req, res);
+    return;
+  }
+  if (req.url.startsWith(`/admin/realms/${realm}/`)) {
+    handleDirectory(req, res).catch((err) => {
+      res.writeHead(500, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: String(err) }));
+    });
     return;
   }
   if (req.url.startsWith('/admin/')) {

@@ -13,7 +13,14 @@ from django.contrib.sessions.models import Session
 
 from portal.openid import forget_provider_metadata
 
-from .oidc_provider import CLIENT_ID, CLIENT_SECRET, OidcProvider, start_provider
+from .oidc_provider import (
+    CLIENT_ID,
+    CLIENT_SECRET,
+    DIRECTORY_CLIENT_ID,
+    DIRECTORY_CLIENT_SECRET,
+    OidcProvider,
+    start_provider,
+)
 
 
 @pytest.fixture(scope="session")
@@ -31,6 +38,8 @@ def configure_portal_for(settings, issuer: str) -> None:
     settings.OIDC_RP_CLIENT_SECRET = CLIENT_SECRET
     settings.OIDC_API_AUDIENCE = CLIENT_ID
     settings.OIDC_TIMEOUT = 5.0
+    settings.KEYCLOAK_DIRECTORY_CLIENT_ID = DIRECTORY_CLIENT_ID
+    settings.KEYCLOAK_DIRECTORY_CLIENT_SECRET = DIRECTORY_CLIENT_SECRET
     forget_provider_metadata()
 
 

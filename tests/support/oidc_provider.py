@@ -2,7 +2,8 @@
 
 The provider is npm's oidc-provider (OpenID Certified) mounted like a Keycloak realm, started as
 a child process on 127.0.0.1, port 0. Tests drive it through its /admin/* helpers (change a
-user's groups, disable a user, tamper with the next ID token, re-sign a token) and sign in over
+user's groups, disable or delete a user, make the Admin REST API fail, tamper with the next ID
+token, re-sign a token) and sign in over
 plain HTTP with `requests` (fast) or in Chromium (tests/tenants/test_oidc_browser.py).
 """
 
@@ -27,6 +28,9 @@ READY_PREFIX = "OIDC_PROVIDER_READY "
 FIXTURE = json.loads((PROVIDER_DIR / "users.json").read_text())
 CLIENT_ID = "portal"
 CLIENT_SECRET = FIXTURE["clients"]["portal"]["secret"]
+# The directory sync's service-account client (client-credentials grant, Admin REST API).
+DIRECTORY_CLIENT_ID = FIXTURE["clients"]["portal-directory"]["client_id"]
+DIRECTORY_CLIENT_SECRET = FIXTURE["clients"]["portal-directory"]["secret"]
 CLI_REDIRECT_URI = "http://127.0.0.1/callback"
 PORTAL_RESOURCE = "urn:ai-factory:portal"
 OTHER_RESOURCE = "urn:ai-factory:other-service"
@@ -58,8 +62,22 @@ class OidcProvider:
         self._admin("POST", "/reset")
 
     def update_user(self, username: str, **changes: Any) -> None:
-        """Change `groups`, `realm_roles`, `client_roles` or `enabled` of a user."""
+        """Change `groups`, `realm_roles`, `client_roles`, `enabled`, `email` or
+        `email_verified` of a user."""
         self._admin("POST", f"/users/{username}", changes)
+
+    def add_user(self, username: str, **fields: Any) -> None:
+        """Add a user (`sub`, `email`, `groups`, …) until the next reset."""
+        self._admin("PUT", f"/users/{username}", fields)
+
+    def delete_user(self, username: str) -> None:
+        """Delete the user (the Admin REST API then answers 404 for their id)."""
+        self._admin("DELETE", f"/users/{username}")
+
+    def fail_directory(self, *, status: int = 503, remaining: int = 1000, after: int = 0) -> None:
+        """After `after` more Admin REST API calls, the next `remaining` answer `status`."""
+        body = {"status": status, "remaining": remaining, "after": after}
+        self._admin("POST", "/directory-fault", body)
 
     def tamper_next_id_token(
         self, username: str, *, claims: dict | None = None, corrupt_signature: bool = False

@@ -72,6 +72,15 @@ def test_a_taken_username_gets_the_subject_as_suffix(tenant):
     assert user.username == "dana-9f1c2d3e"
 
 
+def test_every_taken_variant_is_skipped_until_a_free_name(tenant):
+    for name in ("dana", "dana-9f1c2d3e", f"dana-{CLAIMS['sub']}"):
+        UserFactory(username=name)
+
+    user = keycloak_user_sync(issuer=ISSUER, claims=CLAIMS, grants=Grants())
+
+    assert user.username == "dana-9f1c2d3e-2"
+
+
 def test_unsafe_characters_in_the_username_are_replaced(tenant):
     claims = CLAIMS | {"preferred_username": "dana doe/ops"}
 

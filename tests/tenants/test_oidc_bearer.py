@@ -8,6 +8,7 @@ with the realm's own key, so that only the claim under test is wrong.
 import time
 
 import pytest
+import requests
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
 from rest_framework.test import APIClient
@@ -178,3 +179,62 @@ def test_bearer_tokens_while_keycloak_is_unreachable_get_503_not_500(
 
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "provider_unavailable"
+
+
+METHODS = ["GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"]
+PATHS = ["/api/v1/me/", "/api/v1/tenants/", "/api/v1/tenants/acme/", "/api/v1/tokens/"]
+
+
+def answers_with(client: APIClient, token: str) -> dict[tuple[str, str], int]:
+    return {
+        (method, path): client.generic(
+            method,
+            path,
+            data="{}",
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+        ).status_code
+        for path in PATHS
+        for method in METHODS
+    }
+
+
+def test_a_keycloak_token_revoked_in_keycloak_is_refused_at_once_on_every_method(
+    keycloak, acme, client
+):
+    token = cli_access_token(keycloak, "olga")
+    before = answers_with(client, token)
+    assert 401 not in before.values()
+    assert before[("GET", "/api/v1/me/")] == 200
+
+    # The script's owner revokes it at Keycloak (RFC 7009, as `portal-cli`); it has minutes left.
+    revoked = requests.post(
+        f"{keycloak.issuer}/protocol/openid-connect/revoke",
+        data={"token": token, "client_id": "portal-cli"},
+        timeout=10,
+    )
+    assert revoked.status_code == 200
+
+    assert set(answers_with(client, token).values()) == {401}
+    response = me(client, token)
+    assert "revoked" in response.json()["error"]["message"]
+    assert response["WWW-Authenticate"] == "Bearer"
+
+
+def test_a_keycloak_token_of_a_user_disabled_in_keycloak_is_refused_at_once(keycloak, acme, client):
+    token = cli_access_token(keycloak, "mark")
+    assert me(client, token).status_code == 200
+    keycloak.update_user("mark", enabled=False)
+
+    assert me(client, token).status_code == 401
+    assert client.options("/api/v1/me/", HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 401
+
+
+def test_introspection_can_be_turned_off(keycloak, acme, client, settings):
+    token = cli_access_token(keycloak, "olga")
+    keycloak.update_user("olga", enabled=False)
+    settings.OIDC_INTROSPECT_ACCESS_TOKENS = False
+    before = keycloak.stats()["introspection"]
+
+    assert me(client, token).status_code == 200  # valid until it expires, as before
+    assert keycloak.stats()["introspection"] == before

@@ -84,6 +84,31 @@ def test_a_local_account_with_the_same_name_is_never_taken_over(
     assert not Membership.objects.filter(user=local).exists()
 
 
+def test_sign_in_succeeds_when_the_name_and_its_first_variant_are_both_taken(
+    keycloak, tenants, live_server, http, signed_in_sessions
+):
+    sub = USERS["olga"]["sub"]
+    UserFactory(username="OLGA")
+    UserFactory(username=f"olga-{sub[:8]}")
+
+    page = portal_sign_in(http, live_server.url, "olga")
+
+    assert page.status_code == 200
+    identity = OidcIdentity.objects.select_related("user").get(subject=sub)
+    assert identity.user.username == f"olga-{sub}"
+    assert identity.email_verified is True
+    assert keycloak_memberships(identity.user.username) == {"acme": ("owner", Source.KEYCLOAK)}
+    assert signed_in_sessions() == [identity.user.username]
+
+
+def test_an_unverified_email_is_recorded_as_such_at_sign_in(keycloak, tenants, live_server, http):
+    keycloak.update_user("mark", email_verified=False)
+
+    portal_sign_in(http, live_server.url, "mark")
+
+    assert OidcIdentity.objects.get(subject=USERS["mark"]["sub"]).email_verified is False
+
+
 def test_memberships_follow_keycloak_groups_between_sign_ins(
     keycloak, tenants, live_server, signed_in_sessions
 ):

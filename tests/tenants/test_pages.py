@@ -236,7 +236,7 @@ def test_owner_manages_members_but_not_those_from_keycloak(
     html = client.get(url).content.decode()
     assert "managed in Keycloak" in html
 
-    assert client.post(url, {"user": "newbie@example.com", "role": "viewer"}).status_code == 302
+    assert client.post(url, {"user": "newbie", "role": "viewer"}).status_code == 302
     assert Membership.objects.get(user__username="newbie").role == "viewer"
     response = client.post(url, {"user": "nobody", "role": "member"})
     assert "No portal user" in response.content.decode()

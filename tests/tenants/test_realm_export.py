@@ -96,3 +96,15 @@ def test_every_tenant_group_maps_to_a_membership():
         ("acme", "owner"),
         ("acme", "viewer"),
     ]
+
+
+def test_the_directory_sync_client_is_a_read_only_service_account():
+    directory = CLIENTS["portal-directory"]
+    assert directory["publicClient"] is False
+    assert directory["serviceAccountsEnabled"] is True
+    assert not directory["standardFlowEnabled"] and not directory["directAccessGrantsEnabled"]
+    assert "secret" not in directory
+    users = REALM["users"]
+    (account,) = [u for u in users if u.get("serviceAccountClientId") == "portal-directory"]
+    assert account["clientRoles"] == {"realm-management": ["view-users", "query-groups"]}
+    assert "realmRoles" not in account
