@@ -80,7 +80,9 @@ def test_revoking_a_token_stops_it_and_audits(login, tenant_member):
     issued = api_token_create(user=tenant_member, name="ci")
     client = login(tenant_member)
 
-    response = client.post(reverse("api-token-revoke", args=[issued.token.pk]), follow=True)
+    response = client.post(
+        reverse("api-token-revoke", args=[issued.token.pk]), {"confirm": "ci"}, follow=True
+    )
 
     assert response.redirect_chain[-1][0] == PAGE
     assert "Token “ci” revoked" in response.content.decode()
@@ -117,7 +119,7 @@ def test_revoking_needs_post_with_a_csrf_token(tenant_member):
 
     page = client.get(PAGE)
     csrf = page.context["csrf_token"]
-    assert client.post(url, {"csrfmiddlewaretoken": csrf}).status_code == 302
+    assert client.post(url, {"csrfmiddlewaretoken": csrf, "confirm": "ci"}).status_code == 302
     assert ApiToken.objects.get(pk=issued.token.pk).revoked_at is not None
 
 
