@@ -197,6 +197,9 @@ STORAGES = {
     },
 }
 
+# The ISO 4217 code every amount of money on the pages is shown in (budgets, invoices).
+BILLING_CURRENCY = env.str("BILLING_CURRENCY", default="EUR")
+
 EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
 vars().update(EMAIL_CONFIG)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="portal@localhost")

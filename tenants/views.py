@@ -31,6 +31,7 @@ from .selectors import (
     tenant_members,
     tenant_quota_lines,
     tenant_quota_requests,
+    tenants_for_list,
     tenants_of_member,
 )
 
@@ -73,6 +74,15 @@ def workloads_home(request):
 @login_required
 def quota_home(request):
     return _redirect_to_current(request, "tenants:quota-detail")
+
+
+@login_required
+def tenant_list(request):
+    """The tenants a person may open: finance and platform admins reach every tenant's pages."""
+    tenants = list(tenants_for_list(user=request.user))
+    if not tenants and not access_for(request.user).sees_all_tenants:
+        raise PermissionDenied
+    return render(request, "tenants/tenant_list.html", {"tenants": tenants})
 
 
 @login_required

@@ -37,14 +37,30 @@ from .access import platform_admin_required
 PAGE_SIZE = 50
 
 
+def _filter_errors(filters: NodeFilterSet, query) -> list[str]:
+    """What is wrong with the filter: an unknown value, or a filter that does not exist."""
+    errors = [
+        f"{filters.form.fields[name].label or name}: {message}"
+        for name, messages_ in filters.errors.items()
+        for message in messages_
+    ]
+    unknown = sorted(set(query) - set(filters.filters) - {"page"})
+    errors += [f"There is no filter “{name}”." for name in unknown]
+    return errors
+
+
 @platform_admin_required
 def node_list(request):
     filters = NodeFilterSet(request.GET, queryset=nodes_for_list())
-    page = Paginator(filters.qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    errors = _filter_errors(filters, request.GET)
+    # A filter that cannot be applied shows no nodes rather than all of them as if it had been.
+    nodes = filters.qs.none() if errors else filters.qs
+    page = Paginator(nodes, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     context = {
         "filters": filters,
+        "filter_errors": errors,
         "page": page,
         "query": query.urlencode(),
         "health_colors": NODE_HEALTH_COLORS,
@@ -52,7 +68,7 @@ def node_list(request):
         "states": NodeState.choices,
     }
     template = "inventory/nodes.html#node-table" if request.htmx else "inventory/nodes.html"
-    return render(request, template, context)
+    return render(request, template, context, status=400 if errors else 200)
 
 
 @platform_admin_required

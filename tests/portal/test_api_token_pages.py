@@ -178,8 +178,12 @@ def test_in_the_browser_a_token_is_created_from_the_user_menu_shown_once_and_rev
 
     page.goto(PAGE)
     assert page.locator("#new-token-value").count() == 0
-    page.once("dialog", lambda dialog: dialog.accept())
-    page.click(f"#revoke-{token.pk}")
+    with page.expect_navigation():
+        page.click(f"#revoke-{token.pk}")
+    assert "“terraform”" in page.locator("#confirm-page h1").inner_text()  # asks, naming it
+    assert ApiToken.objects.get(pk=token.pk).revoked_at is None
+    with page.expect_navigation():
+        page.click("#confirm-submit")
     page.wait_for_selector(f"#token-{token.pk} .badge:has-text('revoked')")
     token.refresh_from_db()
     assert token.revoked_at is not None
