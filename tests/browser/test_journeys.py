@@ -31,6 +31,10 @@ def nav_labels(page) -> set[str]:
     return {label.strip() for label in page.locator("#nav-items .nav-label").all_inner_texts()}
 
 
+def active_label(page) -> str:
+    return page.locator("#nav-items .nav-link.active .nav-label").inner_text().strip()
+
+
 def session_cookie(page):
     cookies = page.context.cookies()
     return next((c for c in cookies if c["name"] == settings.SESSION_COOKIE_NAME), None)
@@ -46,7 +50,7 @@ def test_each_demo_role_signs_in_sees_its_navigation_and_signs_out(browser, live
             assert page.url == live_server.url + landing
             page.locator(landmark).wait_for()
             assert nav_labels(page) == nav
-            assert page.locator("#nav-items .nav-link.active .nav-label").inner_text().strip() == active
+            assert active_label(page) == active
             assert page.locator("#demo-banner").is_visible()
             assert username in page.locator("#user-menu").inner_text().lower()
             assert session_cookie(page) is not None
@@ -55,7 +59,7 @@ def test_each_demo_role_signs_in_sees_its_navigation_and_signs_out(browser, live
             for label in sorted(nav - {"Django admin"}):
                 page.locator("#nav-items .nav-link", has_text=label).click()
                 page.wait_for_load_state()
-                assert page.locator("#nav-items .nav-link.active .nav-label").inner_text().strip() == label
+                assert active_label(page) == label
                 assert not page.locator("#error-page").count(), f"{label} shows an error page"
                 screenshot(page, f"{username}-{label}")
 
