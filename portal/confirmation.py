@@ -43,7 +43,9 @@ def confirmation_page(
         "type_name": type_name,
         "danger": danger,
         "error": (
-            f"Type “{name}” exactly to confirm." if attempted and type_name else ""
+            (f"Type “{name}” exactly to confirm." if type_name
+             else f"This confirmation is not for “{name}”: confirm again.")
+            if attempted else ""
         ),
     }
     # A wrong or missing typed name is a refused request; the first visit is just the question.
