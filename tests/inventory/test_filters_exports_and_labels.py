@@ -49,6 +49,15 @@ def test_the_node_api_answers_an_unknown_filter_value_with_a_field_error(
     assert "state" in str(response.json())
 
 
+def test_the_quota_request_api_answers_an_unknown_status_filter_with_a_field_error(
+    api_client, tenant_member
+):
+    api_client.force_login(tenant_member)
+    response = api_client.get("/api/v1/quota-requests/?status=granted")
+    assert response.status_code == 400
+    assert "status" in str(response.json())
+
+
 @pytest.mark.parametrize(
     ("query", "named"),
     [("format=xlsx", "“xlsx” is not a format"), ("format=csv&objects=racks", "“racks” is not a")],
