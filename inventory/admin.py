@@ -3,6 +3,7 @@ lifecycle services, which the admin actions below call (cordon, uncordon, drain,
 
 from celery.exceptions import Retry
 from django.contrib import admin, messages
+from django.template.response import TemplateResponse
 
 from portal.fleet import FleetError
 
@@ -51,8 +52,22 @@ class HealthEventInline(admin.TabularInline):
         return False
 
 
-def _lifecycle_action(service, verb: str, description: str):
+def _lifecycle_action(service, verb: str, description: str, *, consequence: str = ""):
+    """An admin action over the selected nodes; one with a `consequence` asks first, naming
+    every node, as Django's own "delete selected" does."""
+
     def run(modeladmin, request, queryset):
+        if consequence and request.POST.get("confirm") != "yes":
+            return TemplateResponse(request, "inventory/admin/node_action_confirm.html", {
+                **modeladmin.admin_site.each_context(request),
+                "opts": modeladmin.model._meta,
+                "title": f"{description}?",
+                "nodes": list(queryset.order_by("hostname")),
+                "action": run.__name__,
+                "consequence": consequence,
+                "verb": verb,
+                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            })
         done, refused = 0, []
         for node in queryset.order_by("hostname"):
             try:
@@ -99,9 +114,17 @@ class NodeAdmin(admin.ModelAdmin):
     actions = [
         _lifecycle_action(lifecycle.node_cordon, "cordon", "Cordon selected nodes"),
         _lifecycle_action(lifecycle.node_uncordon, "uncordon", "Uncordon selected nodes"),
-        _lifecycle_action(lifecycle.node_drain, "drain", "Drain selected nodes to maintenance"),
-        _lifecycle_action(lifecycle.node_return_to_service, "return to service",
-                          "Return selected nodes to service"),
+        _lifecycle_action(
+            lifecycle.node_drain, "drain", "Drain selected nodes to maintenance",
+            consequence="Every pod on these nodes is evicted; tenants' jobs there are "
+                        "interrupted, and the nodes take no new work until returned to service.",
+        ),
+        _lifecycle_action(
+            lifecycle.node_return_to_service, "return to service",
+            "Return selected nodes to service",
+            consequence="Every open health event of these nodes is closed and every GPU is "
+                        "marked healthy; tenants' work is scheduled on them again at once.",
+        ),
     ]
 
 

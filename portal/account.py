@@ -12,10 +12,12 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from .confirmation import confirmation_page, is_confirmed
 from .tokens import api_token_create, api_token_revoke, api_tokens_of
 
 LOCAL_LOGIN_OFF = "Password sign-in is turned off: use “Sign in with Keycloak”."
@@ -82,6 +84,13 @@ def api_tokens(request):
 def api_token_revoke_view(request, token_id: int):
     """Revoke one of your own tokens (another user's token is a 404)."""
     token = get_object_or_404(api_tokens_of(user=request.user), pk=token_id)
+    if not is_confirmed(request, name=token.name):
+        return confirmation_page(
+            request, name=token.name, title=f"Revoke the API token “{token.name}”?",
+            consequences=["Scripts, Terraform and CI using it get 401 from the next call.",
+                          "A revoked token cannot be restored; create a new one instead."],
+            submit_label=f"Revoke “{token.name}”", cancel_url=reverse("api-tokens"),
+        )
     api_token_revoke(token=token, actor=request.user)
     messages.success(request, f"Token “{token.name}” revoked: scripts using it now get 401.")
     return redirect("api-tokens")

@@ -1,17 +1,30 @@
 """Navigation by role and the demo banner, for every page."""
 
+from functools import cache
+
 from django.conf import settings
 from django.urls import reverse
 
 from tenants.access import access_for
 from tenants.models import RoleAssignment
+from tenants.selectors import quota_requests_pending_count
 
 from .openid import oidc_enabled
 
+TENANT_PAGES = (
+    "tenants:dashboard",
+    "tenants:member-list",
+    "tenants:workload-list",
+    "tenants:quota-detail",
+    "tenants:quota-request-list",
+    "tenants:quota-request-create",
+    "tenants:quota-request-detail",
+)
 
-def _nav_for(user) -> list[dict[str, str]]:
+
+def _nav_for(user) -> list[dict]:
     access = access_for(user)
-    items: list[dict[str, str]] = []
+    items: list[dict] = []
     if access.tenant_roles:
         items += [
             {
@@ -47,9 +60,26 @@ def _nav_for(user) -> list[dict[str, str]]:
     if access.platform_admin:
         items += [
             {"label": "Fleet", "url": reverse("inventory:fleet"), "icon": "hdd-rack"},
-            {"label": "Requests", "url": reverse("tenants:requests"), "icon": "inbox"},
-            {"label": "Django admin", "url": reverse("admin:index"), "icon": "gear"},
+            {
+                "label": "Requests",
+                "url": reverse("tenants:requests"),
+                "icon": "inbox",
+                # What waits for a decision: one COUNT, made only when a page shows the
+                # navigation (Django admin's pages do not), once per request.
+                "badge": cache(lambda: quota_requests_pending_count()),
+                "badge_label": "waiting for a decision",
+            },
         ]
+    if access.sees_all_tenants:
+        # Finance and platform admins may open every tenant's pages: this is the way in.
+        items.append({
+            "label": "Tenants",
+            "url": reverse("tenants:tenant-list"),
+            "icon": "buildings",
+            "views": ("tenants:tenant-list",) + (() if access.tenant_roles else TENANT_PAGES),
+        })
+    if access.platform_admin:
+        items.append({"label": "Django admin", "url": reverse("admin:index"), "icon": "gear"})
     return items
 
 

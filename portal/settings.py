@@ -24,7 +24,9 @@ if not PRODUCTION and (BASE_DIR / ".env").exists():
     environ.Env.read_env(BASE_DIR / ".env")
 
 SECRET_KEY = env.str("SECRET_KEY")
-DEBUG = False if PRODUCTION else env.bool("DEBUG", default=True)
+# Off unless a developer asks: with DEBUG on, a missing page shows Django's technical 404 (URL
+# patterns, model names) instead of the portal's. Static files are served by WhiteNoise either way.
+DEBUG = False if PRODUCTION else env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = (
     env.list("ALLOWED_HOSTS")
     if PRODUCTION
@@ -194,6 +196,9 @@ STORAGES = {
         )
     },
 }
+
+# The ISO 4217 code every amount of money on the pages is shown in (budgets, invoices).
+BILLING_CURRENCY = env.str("BILLING_CURRENCY", default="EUR")
 
 EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
 vars().update(EMAIL_CONFIG)

@@ -19,6 +19,7 @@ from django.utils.html import format_html, format_html_join
 
 from inventory import resource_classes
 from portal.state_machine import InvalidTransition
+from portal.templatetags.portal_format import money
 
 from . import quota_requests, services
 from .enforcement import tenant_mark_changed
@@ -69,7 +70,7 @@ class TenantAdmin(admin.ModelAdmin):
         "status",
         "cohort",
         "cost_center",
-        "monthly_budget",
+        "budget",
         "cluster",
     ]
     list_filter = ["isolation", "status", "cohort"]
@@ -109,6 +110,10 @@ class TenantAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         # The slug names the namespace and the queues; a LocalQueue's clusterQueue is immutable.
         return [*self.readonly_fields, "slug"] if obj else self.readonly_fields
+
+    @admin.display(description="monthly budget", ordering="monthly_budget")
+    def budget(self, tenant: Tenant) -> str:
+        return money(tenant.monthly_budget) if tenant.monthly_budget else "—"
 
     @admin.display(description="cluster")
     def cluster(self, tenant: Tenant) -> str:

@@ -141,6 +141,11 @@ def tenant_for_dashboard(*, user, slug: str | None) -> Tenant | None:
     return membership.tenant if membership else visible.order_by("name").first()
 
 
+def tenants_for_list(*, user) -> QuerySet[Tenant]:
+    """Every tenant `user` may open (all of them for finance and platform admins), by name."""
+    return tenants_visible_to(user).order_by("name")
+
+
 def tenants_of_member(*, user) -> QuerySet[Tenant]:
     return tenants_visible_to(user).filter(memberships__user=user).order_by("name")
 
@@ -173,6 +178,11 @@ def quota_requests_open() -> QuerySet[QuotaRequest]:
     return _with_lines(QuotaRequest.objects.filter(status__in=QuotaRequest.OPEN)).order_by(
         "created_at", "id"
     )
+
+
+def quota_requests_pending_count() -> int:
+    """Requests waiting for a platform admin's decision (the navigation's badge): one COUNT."""
+    return QuotaRequest.objects.filter(status=QuotaRequest.Status.SUBMITTED).count()
 
 
 # --- what a request would do ------------------------------------------------------------------

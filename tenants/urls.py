@@ -9,6 +9,7 @@ urlpatterns = [
     path("workloads/", views.workloads_home, name="workloads"),
     path("quota/", views.quota_home, name="quota"),
     path("requests/", views.request_queue, name="requests"),
+    path("tenants/", views.tenant_list, name="tenant-list"),
     path("t/<slug:slug>/", views.dashboard, name="dashboard"),
     path("t/<slug:slug>/workloads/", views.workload_list, name="workload-list"),
     path("t/<slug:slug>/cluster-status/", views.cluster_status, name="cluster-status"),

@@ -9,6 +9,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from portal.confirmation import confirmation_page, is_confirmed
 from portal.state_machine import InvalidTransition
 
 from . import quota_requests, services
@@ -31,6 +32,7 @@ from .selectors import (
     tenant_quota_lines,
     tenant_quota_requests,
     tenant_schedulable,
+    tenants_for_list,
     tenants_of_member,
 )
 
@@ -73,6 +75,15 @@ def workloads_home(request):
 @login_required
 def quota_home(request):
     return _redirect_to_current(request, "tenants:quota-detail")
+
+
+@login_required
+def tenant_list(request):
+    """The tenants a person may open: finance and platform admins reach every tenant's pages."""
+    tenants = list(tenants_for_list(user=request.user))
+    if not tenants and not access_for(request.user).sees_all_tenants:
+        raise PermissionDenied
+    return render(request, "tenants/tenant_list.html", {"tenants": tenants})
 
 
 @login_required
@@ -216,6 +227,20 @@ def quota_request_detail(request, slug: str, pk: int):
 @require_POST
 def quota_request_withdraw(request, slug: str, pk: int):
     quota_request = _tenant_request(request, slug, pk)
+    name = f"quota request #{quota_request.pk}"
+    if quota_requests.can_withdraw(request.user, quota_request) and not is_confirmed(
+        request, name=name
+    ):
+        asked = ", ".join(
+            f"+{line.amount:,} {line.resource_label}" for line in quota_request.lines.all()
+        )
+        return confirmation_page(
+            request, name=name, title=f"Withdraw {name}?",
+            consequences=[f"It asked for {asked}." if asked else "It asked for no resources.",
+                          "Platform admins no longer see it; ask again with a new request."],
+            submit_label=f"Withdraw {name}",
+            cancel_url=reverse("tenants:quota-request-detail", args=[slug, quota_request.pk]),
+        )
     try:
         quota_requests.quota_request_withdraw(request_id=quota_request.pk, actor=request.user)
     except InvalidTransition:
@@ -268,6 +293,16 @@ def member_change(request, slug: str, pk: int):
     membership = get_object_or_404(tenant.memberships.select_related("user"), pk=pk)
     if not context["can_manage"]:
         raise PermissionDenied
+    username = membership.user.get_username()
+    removable = membership.source != Source.KEYCLOAK  # Keycloak's are refused by the service
+    if "remove" in request.POST and removable and not is_confirmed(request, name=username):
+        return confirmation_page(
+            request, name=username, title=f"Remove {username} from {tenant.name}?",
+            consequences=[f"{username} loses access to {tenant.name}'s quota, workloads and "
+                          "invoices at once.", "Their API tokens no longer reach this tenant."],
+            submit_label=f"Remove {username}",
+            cancel_url=reverse("tenants:member-list", args=[tenant.slug]), keep=("remove",),
+        )
     try:
         if "remove" in request.POST:
             services.tenant_member_remove(actor=request.user, membership=membership)

@@ -256,6 +256,8 @@ class ExportView(APIView):
     )
     def get(self, request):
         fmt = request.query_params.get("as", "json")
+        if fmt not in ("json", "csv"):
+            raise exceptions.ValidationError({"as": ["json or csv"]})
         if fmt == "csv":
             objects = request.query_params.get("objects", "nodes")
             if objects not in transfer.COLUMNS:

@@ -183,3 +183,10 @@ def racks_for_site_overview() -> QuerySet[Rack]:
         node_count=Count("nodes", distinct=True),
         available=Count("nodes", filter=Q(nodes__state=NodeState.AVAILABLE), distinct=True),
     ).order_by("site__name", "name")
+
+
+def node_open_critical_event_count(*, node: Node) -> int:
+    """Open critical health events of a node: returning it to service closes them unseen."""
+    return HealthEvent.objects.filter(
+        node=node, resolved_at__isnull=True, severity=Severity.CRITICAL
+    ).count()

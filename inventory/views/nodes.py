@@ -4,14 +4,17 @@ from celery.exceptions import Retry
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from portal.confirmation import confirmation_page, is_confirmed
 from portal.fleet import FleetError
 
 from ..errors import InventoryError
 from ..filters import NodeFilterSet
 from ..forms import (
     ACTION_MOVES,
+    ACTIONS,
     EventResolveForm,
     NodeActionForm,
     RetirementRecordForm,
@@ -23,6 +26,7 @@ from ..models.health import SEVERITY_COLORS
 from ..selectors.nodes import (
     NODE_HEALTH_COLORS,
     node_get_for_detail,
+    node_open_critical_event_count,
     node_timeline,
     nodes_for_list,
     reserved_tenants_in_use,
@@ -33,14 +37,30 @@ from .access import platform_admin_required
 PAGE_SIZE = 50
 
 
+def _filter_errors(filters: NodeFilterSet, query) -> list[str]:
+    """What is wrong with the filter: an unknown value, or a filter that does not exist."""
+    errors = [
+        f"{filters.form.fields[name].label or name}: {message}"
+        for name, messages_ in filters.errors.items()
+        for message in messages_
+    ]
+    unknown = sorted(set(query) - set(filters.filters) - {"page"})
+    errors += [f"There is no filter “{name}”." for name in unknown]
+    return errors
+
+
 @platform_admin_required
 def node_list(request):
     filters = NodeFilterSet(request.GET, queryset=nodes_for_list())
-    page = Paginator(filters.qs, PAGE_SIZE).get_page(request.GET.get("page"))
+    errors = _filter_errors(filters, request.GET)
+    # A filter that cannot be applied shows no nodes rather than all of them as if it had been.
+    nodes = filters.qs.none() if errors else filters.qs
+    page = Paginator(nodes, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     context = {
         "filters": filters,
+        "filter_errors": errors,
         "page": page,
         "query": query.urlencode(),
         "health_colors": NODE_HEALTH_COLORS,
@@ -48,7 +68,7 @@ def node_list(request):
         "states": NodeState.choices,
     }
     template = "inventory/nodes.html#node-table" if request.htmx else "inventory/nodes.html"
-    return render(request, template, context)
+    return render(request, template, context, status=400 if errors else 200)
 
 
 @platform_admin_required
@@ -97,6 +117,23 @@ def _service_call(request, call, success: str) -> None:
         messages.success(request, success)
 
 
+def _action_consequences(node: Node, action: str) -> list[str]:
+    """What a destructive action does to this node; empty when the action is not destructive."""
+    if action == "drain":
+        return [f"Every pod on {node} is evicted; tenants' jobs there are interrupted.",
+                "The node takes no new work until it is returned to service."]
+    if action == "retire":
+        return [f"{node} leaves the fleet for good: retired is a final state.",
+                "Its GPUs no longer count towards capacity."]
+    if action == "return-to-service":
+        critical = node_open_critical_event_count(node=node)
+        if critical:
+            return [f"{node} has {critical} open critical health event(s): all its open "
+                    "events are closed and every GPU is marked healthy.",
+                    "Tenants' work is scheduled on it again at once."]
+    return []
+
+
 @require_POST
 @platform_admin_required
 def node_action(request, node_id: int):
@@ -106,7 +143,17 @@ def node_action(request, node_id: int):
         messages.error(request, "Choose an action and say why.")
         return redirect("inventory:node-detail", node_id=node.pk)
     action, reason = form.cleaned_data["action"], form.cleaned_data["reason"]
-    target, _ = ACTION_MOVES[action]
+    target, sources = ACTION_MOVES[action]
+    # A move the node's state does not allow is refused by the service, with no question first.
+    consequences = _action_consequences(node, action) if node.state in sources else []
+    if consequences and not is_confirmed(request, name=node.hostname):
+        return confirmation_page(
+            request, name=node.hostname, title=f"{ACTIONS[action]} {node.hostname}?",
+            consequences=[*consequences, f"Why: {reason}"],
+            submit_label=f"{ACTIONS[action]} {node.hostname}",
+            cancel_url=reverse("inventory:node-detail", args=[node.pk]),
+            keep=("action", "reason"), type_name=True,
+        )
     calls = {
         "cordon": lambda: lifecycle.node_cordon(node_id=node.pk, actor=request.user,
                                                 reason=reason),

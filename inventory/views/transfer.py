@@ -37,12 +37,23 @@ def import_view(request):
     )
 
 
+EXPORT_FORMATS = ("csv", "json")
+
+
 @platform_admin_required
 def export_view(request):
     fmt = request.GET.get("format", "csv")
     objects = request.GET.get("objects", "nodes")
-    if objects not in transfer.COLUMNS:
-        objects = "nodes"
+    if fmt not in EXPORT_FORMATS or objects not in transfer.COLUMNS:
+        bad, known = (("format", EXPORT_FORMATS) if fmt not in EXPORT_FORMATS
+                      else ("objects", tuple(transfer.COLUMNS)))
+        context = {
+            "code": 400,
+            "title": "Unknown export",
+            "detail": f"“{request.GET.get(bad)}” is not a {bad} the export knows: "
+                      f"use {' or '.join(known)}.",
+        }
+        return render(request, "portal/error.html", context, status=400)
     stamp = timezone.now().strftime("%Y%m%d-%H%M")
     if fmt == "json":
         body, content_type = transfer.render_json(inventory_export_nested()), "application/json"

@@ -6,7 +6,7 @@ document.addEventListener("DOMContentLoaded", () => {
       labels: data.map((row) => row.label),
       datasets: [
         { label: "Installed", data: data.map((row) => row.installed), backgroundColor: "#c4b5fd" },
-        { label: "Healthy", data: data.map((row) => row.healthy), backgroundColor: "#5b3cc4" },
+        { label: "Reporting healthy", data: data.map((row) => row.healthy), backgroundColor: "#5b3cc4" },
       ],
     },
     options: { animation: false, responsive: true, scales: { y: { beginAtZero: true } } },

@@ -7,10 +7,10 @@ from portal.models import AuditEvent
 from tests.factories import NodeFactory
 
 
-def _act(client, action: str, *nodes):
+def _act(client, action: str, *nodes, confirm: str = "yes"):
     return client.post(
         "/admin/inventory/node/",
-        {"action": action, "_selected_action": [n.pk for n in nodes]},
+        {"action": action, "_selected_action": [n.pk for n in nodes], "confirm": confirm},
         follow=True,
     )
 
@@ -36,6 +36,20 @@ def test_admin_actions_cordon_uncordon_drain_and_return_nodes_to_service(
     # a: cordoned, draining, (maintenance: the drain's end, by the system), available
     assert moves.filter(object_id=str(a.pk)).count() == 3
     assert AuditEvent.objects.filter(action="node.transition", actor=None).count() == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("action", ["action_drain", "action_return_to_service"])
+def test_draining_or_returning_from_the_admin_asks_first_naming_every_node(
+    login, platform_admin, action
+):
+    nodes = [NodeFactory(hostname=f"gpu-x-{i}", state=NodeState.CORDONED) for i in range(2)]
+    asked = _act(login(platform_admin), action, *nodes, confirm="")
+
+    page = asked.content.decode()
+    assert 'id="confirm-form"' in page and "gpu-x-0" in page and "gpu-x-1" in page
+    assert set(Node.objects.values_list("state", flat=True)) == {NodeState.CORDONED}
+    assert not AuditEvent.objects.filter(action="node.transition").exists()
 
 
 @pytest.mark.django_db

@@ -81,3 +81,42 @@ def test_an_empty_fleet_says_what_to_do(page, platform_admin):
         page.goto(path)
         assert page.locator(".empty-state").count() >= 1, path
         screenshot(page, name)
+
+
+def test_enter_in_the_why_field_changes_nothing_and_a_return_asks_for_the_node_name(
+    page, platform_admin
+):
+    node = build_fleet(1)[0]
+    Node.objects.filter(pk=node.pk).update(state=NodeState.MAINTENANCE)
+    HealthEvent.objects.create(node=node, kind="ecc-dbe", subject="gpu:0", severity="critical")
+    open_faults = HealthEvent.objects.filter(node=node, resolved_at__isnull=True)
+    faults = open_faults.count()
+    sign_in(page, "platform-admin", TEST_PASSWORD)
+    page.goto(f"/fleet/nodes/{node.pk}/")
+
+    # "Return to service" is the form's first action: Enter must not pick it.
+    page.fill("#action-reason", "replaced GPU0")
+    page.press("#action-reason", "Enter")
+    page.wait_for_timeout(500)
+    assert page.url.endswith(f"/fleet/nodes/{node.pk}/")
+    node.refresh_from_db()
+    assert node.state == NodeState.MAINTENANCE
+    assert open_faults.count() == faults
+
+    # The explicit button asks first, naming the node; a wrong name is refused.
+    with page.expect_navigation():
+        page.click("#action-return-to-service")
+    assert node.hostname in page.locator("#confirm-page h1").inner_text()
+    screenshot(page, "fleet-node-confirm")
+    page.fill("#id_confirm", "gpu")
+    with page.expect_navigation():
+        page.click("#confirm-submit")
+    assert page.locator("#confirm-error").is_visible()
+    node.refresh_from_db()
+    assert node.state == NodeState.MAINTENANCE
+
+    page.fill("#id_confirm", node.hostname)
+    with page.expect_navigation():
+        page.press("#id_confirm", "Enter")  # on the confirmation page, Enter is the answer
+    page.locator('#node-status[data-state="available"]').wait_for()
+    assert not open_faults.exists()

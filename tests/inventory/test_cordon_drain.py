@@ -123,7 +123,8 @@ def test_the_demo_fleet_cordons_and_drains_too(
 
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(f"/fleet/nodes/{inventory_node.pk}/action/",
-                               {"action": "drain", "reason": "demo"}, follow=True)
+                               {"action": "drain", "reason": "demo", "confirm": NAME},
+                               follow=True)
 
     assert response.status_code == 200
     inventory_node.refresh_from_db()

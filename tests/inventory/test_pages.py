@@ -137,7 +137,9 @@ def test_node_list_api_makes_the_same_queries_at_50_and_2000_nodes(
     assert response.json()["count"] == (size + 2) // 3
 
 
-NODE_LIST_PAGE_QUERIES = 9
+# 10 since the navigation shows admins how many quota requests wait for a decision: one COUNT,
+# whatever the fleet's size.
+NODE_LIST_PAGE_QUERIES = 10
 NODE_LIST_API_QUERIES = 6
 
 

@@ -80,7 +80,9 @@ def test_revoking_a_token_stops_it_and_audits(login, tenant_member):
     issued = api_token_create(user=tenant_member, name="ci")
     client = login(tenant_member)
 
-    response = client.post(reverse("api-token-revoke", args=[issued.token.pk]), follow=True)
+    response = client.post(
+        reverse("api-token-revoke", args=[issued.token.pk]), {"confirm": "ci"}, follow=True
+    )
 
     assert response.redirect_chain[-1][0] == PAGE
     assert "Token “ci” revoked" in response.content.decode()
@@ -117,7 +119,7 @@ def test_revoking_needs_post_with_a_csrf_token(tenant_member):
 
     page = client.get(PAGE)
     csrf = page.context["csrf_token"]
-    assert client.post(url, {"csrfmiddlewaretoken": csrf}).status_code == 302
+    assert client.post(url, {"csrfmiddlewaretoken": csrf, "confirm": "ci"}).status_code == 302
     assert ApiToken.objects.get(pk=issued.token.pk).revoked_at is not None
 
 
@@ -176,8 +178,12 @@ def test_in_the_browser_a_token_is_created_from_the_user_menu_shown_once_and_rev
 
     page.goto(PAGE)
     assert page.locator("#new-token-value").count() == 0
-    page.once("dialog", lambda dialog: dialog.accept())
-    page.click(f"#revoke-{token.pk}")
+    with page.expect_navigation():
+        page.click(f"#revoke-{token.pk}")
+    assert "“terraform”" in page.locator("#confirm-page h1").inner_text()  # asks, naming it
+    assert ApiToken.objects.get(pk=token.pk).revoked_at is None
+    with page.expect_navigation():
+        page.click("#confirm-submit")
     page.wait_for_selector(f"#token-{token.pk} .badge:has-text('revoked')")
     token.refresh_from_db()
     assert token.revoked_at is not None

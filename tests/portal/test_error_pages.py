@@ -1,6 +1,13 @@
 """Errors in the portal's look for pages, and the API's one JSON error format, DEBUG on or off."""
 
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
+import requests
 from django.test import Client
 
 RAISING_URLS = "tests.portal.urls_raising"
@@ -121,3 +128,43 @@ def test_a_page_outside_the_role_is_the_portals_403_page(client, tenant_member):
 
     assert response.status_code == 403
     assert b'id="error-page"' in response.content and b"Not allowed" in response.content
+
+
+def test_the_demo_server_shows_the_portals_404_and_still_serves_static_files(
+    tmp_path, unused_tcp_port
+):
+    """`make demo` as a newcomer runs it (no DEBUG set): the portal's 404, never Django's
+    technical one with its URL patterns, and the stylesheets still load (WhiteNoise)."""
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DEBUG", "DATABASE_URL", "DJANGO_SETTINGS_MODULE"}}
+    env |= {"DATABASE_URL": f"sqlite:///{tmp_path / 'demo.sqlite3'}",
+            "SECRET_KEY": "demo-secret-key-for-the-error-page-test"}
+    server = subprocess.Popen(
+        [sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{unused_tcp_port}"],
+        cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{unused_tcp_port}"
+
+    def get(path: str) -> tuple[int, str]:
+        response = requests.get(base + path, timeout=5)
+        return response.status_code, response.text
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                status, css = get("/static/css/portal.css")
+                break
+            except requests.ConnectionError:
+                assert time.monotonic() < deadline, "the demo server did not start"
+                time.sleep(0.3)
+        status_404, page = get("/no-such-page/")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+    assert status == 200 and ".error-code" in css
+    assert status_404 == 404
+    assert 'id="error-page"' in page and "Page not found" in page
+    assert "URLconf" not in page and "portal.urls" not in page

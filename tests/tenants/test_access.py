@@ -62,8 +62,8 @@ def test_dashboard_query_count_does_not_grow_with_members(
 
 NAV = {
     "tenant_member": ["Dashboard", "Workloads", "Quota", "Usage & invoices"],
-    "finance": ["Invoices", "Usage"],
-    "platform_admin": ["Fleet", "Requests", "Django admin"],
+    "finance": ["Invoices", "Usage", "Tenants"],
+    "platform_admin": ["Fleet", "Requests", "Tenants", "Django admin"],
 }
 
 

@@ -161,7 +161,7 @@ def test_a_revoked_personal_token_is_refused_with_401(keycloak, acme, client, dj
     assert me(client, issued.raw).status_code == 200
 
     client.force_login(user)
-    client.post(f"/account/tokens/{issued.token.pk}/revoke/")
+    client.post(f"/account/tokens/{issued.token.pk}/revoke/", {"confirm": "ci"})
     client.logout()
 
     response = me(client, issued.raw)

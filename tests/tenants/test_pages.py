@@ -203,7 +203,7 @@ def test_withdrawing_from_the_detail_page(login, tenant_member, tenant, submit):
     request = submit()
     client = login(tenant_member)
     url = reverse("tenants:quota-request-withdraw", args=["acme", request.pk])
-    assert client.post(url).status_code == 302
+    assert client.post(url, {"confirm": f"quota request #{request.pk}"}).status_code == 302
     assert QuotaRequest.objects.get(pk=request.pk).status == S.WITHDRAWN
     client.post(url)  # twice: refused politely
     detail = client.get(reverse("tenants:quota-request-detail", args=["acme", request.pk]))
@@ -246,7 +246,8 @@ def test_owner_manages_members_but_not_those_from_keycloak(
     assert Membership.objects.get(pk=member.pk).role == "owner"
     client.post(reverse("tenants:member-change", args=["acme", synced.pk]), {"remove": "1"})
     assert Membership.objects.filter(pk=synced.pk).exists()  # Keycloak's, not ours to remove
-    client.post(reverse("tenants:member-change", args=["acme", member.pk]), {"remove": "1"})
+    client.post(reverse("tenants:member-change", args=["acme", member.pk]),
+                {"remove": "1", "confirm": "member"})
     assert not Membership.objects.filter(pk=member.pk).exists()
     assert AuditEvent.objects.filter(action="membership.remove").count() == 1
 

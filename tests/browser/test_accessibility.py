@@ -1,0 +1,199 @@
+"""WCAG 2.2 AA for keyboard focus and reflow, checked in a real browser on every page of every role.
+
+- 1.4.10 reflow: no page scrolls sideways at 375 or 320 CSS px (wide tables scroll in their box).
+- 2.4.1 bypass blocks: a skip link is the first thing Tab reaches, and it moves focus to main.
+- 2.4.7 focus visible / 2.4.11 focus not obscured: every navbar stop and the sign-in inputs show
+  a solid outline of at least 3:1 against what surrounds it, and nothing covers the focused item.
+"""
+
+import re
+from contextlib import suppress
+from io import StringIO
+from urllib.parse import urlsplit
+
+import pytest
+from django.core.management import call_command
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from tests.support.fixtures_browser import fresh_page, screenshot, sign_in
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+ROLES = [
+    ("olivia", "olivia-owner-demo"),
+    ("mike", "mike-member-demo"),
+    ("fiona", "fiona-finance-demo"),
+    ("adam", "adam-admin-demo"),
+]
+# Not portal pages: Django admin has its own look, the API and sign-out are not pages to reflow.
+SKIP = re.compile(r"^/(admin|api|oidc|accounts/logout|metrics|healthz|readyz|static)/?|/export/")
+PAGES_PER_ROLE = 60
+
+
+def _page_kind(path: str) -> str:
+    """One visit per kind of page: /fleet/nodes/12/ and /fleet/nodes/13/ are the same page."""
+    return re.sub(r"/\d+/", "/N/", path)
+
+
+def _internal_links(page, base: str) -> list[str]:
+    hrefs = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
+    paths = []
+    for href in hrefs:
+        url = urlsplit(href)
+        if href.startswith(base) and not SKIP.search(url.path):
+            paths.append(url.path + (f"?{url.query}" if url.query else ""))
+    return paths
+
+
+FITS = "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth"
+
+
+def _horizontal_overflow(page) -> tuple[int, int]:
+    # A chart redraws for the new width a frame or two after a resize: give it a moment.
+    with suppress(PlaywrightTimeout):
+        page.wait_for_function(FITS, timeout=1_500)
+    return page.evaluate(
+        "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+
+
+def _crawl(page, live_server, start: str) -> dict[str, str]:
+    """Every kind of page a role reaches by following links from its landing page."""
+    seen: dict[str, str] = {}
+    queue = [start, "/account/tokens/", "/no-such-page/"]
+    while queue and len(seen) < PAGES_PER_ROLE:
+        path = queue.pop(0)
+        kind = _page_kind(urlsplit(path).path)
+        if kind in seen:
+            continue
+        seen[kind] = path
+        page.goto(path)
+        queue += _internal_links(page, live_server.url)
+    return seen
+
+
+def test_no_page_scrolls_sideways_on_a_phone_for_any_role(browser, live_server, subtests):
+    call_command("load_demo", stdout=StringIO())
+    for username, password in ROLES:
+        with subtests.test(role=username), fresh_page(
+            browser, live_server, viewport={"width": 375, "height": 800}
+        ) as page:
+            sign_in(page, username, password)
+            pages = _crawl(page, live_server, urlsplit(page.url).path)
+            assert len(pages) >= 5, pages  # the crawl really walked the role's pages
+            too_wide = {}
+            for kind, path in pages.items():
+                page.set_viewport_size({"width": 375, "height": 800})
+                page.goto(path)
+                for width in (375, 320):
+                    page.set_viewport_size({"width": width, "height": 800})
+                    scroll_width, viewport = _horizontal_overflow(page)
+                    if scroll_width > viewport:
+                        too_wide[f"{path} @{width}"] = scroll_width
+                        screenshot(page, f"reflow-{username}-{kind}-{width}")
+            assert not too_wide, f"pages wider than the phone: {too_wide}"
+
+
+def test_anonymous_pages_reflow_at_320(page, live_server):
+    for path in ("/accounts/login/", "/no-such-page/"):
+        page.set_viewport_size({"width": 320, "height": 700})
+        page.goto(path)
+        scroll_width, viewport = _horizontal_overflow(page)
+        assert scroll_width <= viewport, path
+
+
+# --- focus ------------------------------------------------------------------------------------
+
+FOCUS_STATE = """() => {
+  const el = document.activeElement;
+  const style = getComputedStyle(el);
+  const rect = el.getBoundingClientRect();
+  const x = Math.min(Math.max(rect.left + rect.width / 2, 0), innerWidth - 1);
+  const y = Math.min(Math.max(rect.top + rect.height / 2, 0), innerHeight - 1);
+  const top = document.elementFromPoint(x, y);
+  // The colour the outline is drawn on: the nearest ancestor with an opaque background.
+  let node = el.parentElement, behind = "rgb(255, 255, 255)";
+  while (node) {
+    const bg = getComputedStyle(node).backgroundColor;
+    if (bg && bg !== "transparent" && !bg.startsWith("rgba(0, 0, 0, 0")) { behind = bg; break; }
+    node = node.parentElement;
+  }
+  return {
+    id: el.id, tag: el.tagName, text: (el.innerText || el.value || "").trim().slice(0, 40),
+    className: String(el.className),
+    outlineStyle: style.outlineStyle, outlineWidth: parseFloat(style.outlineWidth),
+    outlineColor: style.outlineColor, behind,
+    inView: rect.width > 0 && rect.height > 0 && rect.top >= 0 && rect.left >= 0
+            && rect.bottom <= innerHeight && rect.right <= innerWidth,
+    uncovered: top !== null && (el === top || el.contains(top)),
+  };
+}"""
+
+
+def _rgb(color: str) -> tuple[float, float, float]:
+    r, g, b = (int(v) for v in re.findall(r"[\d.]+", color)[:3])
+    return r, g, b
+
+
+def _contrast(one: str, two: str) -> float:
+    def luminance(rgb):
+        channels = [c / 255 for c in rgb]
+        linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    light, dark = sorted((luminance(_rgb(one)), luminance(_rgb(two))), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+def _assert_focus_visible(state: dict) -> None:
+    where = f"{state['tag']}#{state['id']} “{state['text']}”"
+    assert state["outlineStyle"] not in ("none", "hidden"), f"no outline on {where}"
+    assert state["outlineWidth"] >= 2, f"outline thinner than 2px on {where}"
+    ratio = _contrast(state["outlineColor"], state["behind"])
+    assert ratio >= 3, f"outline {ratio:.1f}:1 against {state['behind']} on {where}"
+    assert state["inView"] and state["uncovered"], f"{where} is focused out of sight or covered"
+
+
+@pytest.mark.parametrize("username", ["olivia", "fiona", "adam"])
+def test_tab_reaches_the_skip_link_first_then_every_navbar_item_with_a_visible_outline(
+    browser, live_server, username
+):
+    call_command("load_demo", stdout=StringIO())
+    password = dict(ROLES)[username]
+    with fresh_page(browser, live_server) as page:
+        sign_in(page, username, password)
+        landing = page.url
+
+        page.keyboard.press("Tab")
+        first = page.evaluate(FOCUS_STATE)
+        assert first["id"] == "skip-link", first
+        _assert_focus_visible(first)
+        screenshot(page, f"focus-skip-link-{username}", full_page=False)
+        page.keyboard.press("Enter")
+        assert page.evaluate("() => document.activeElement.id") == "main"
+        assert page.url == landing + "#main"
+
+        page.goto(landing)
+        page.keyboard.press("Tab")  # the skip link
+        navbar_stops = page.locator("nav.navbar a:visible, nav.navbar button:visible").count()
+        for _ in range(navbar_stops):
+            page.keyboard.press("Tab")
+            state = page.evaluate(FOCUS_STATE)
+            assert page.evaluate("() => !!document.activeElement.closest('nav.navbar')"), state
+            _assert_focus_visible(state)
+        screenshot(page, f"focus-navbar-{username}", full_page=False)
+
+
+def test_the_sign_in_inputs_and_button_show_a_visible_outline(page, tenant_owner):
+    page.goto("/accounts/login/")
+    first_focusable = page.evaluate(
+        "() => document.querySelector('a[href], button, input:not([type=hidden]), select').id"
+    )
+    assert first_focusable == "skip-link"
+    for step, expected in enumerate(("id_username", "id_password", "sign-in")):
+        if step:  # the username field has focus on arrival (autofocus)
+            page.keyboard.press("Tab")
+        state = page.evaluate(FOCUS_STATE)
+        assert state["id"] == expected, state
+        _assert_focus_visible(state)
+    screenshot(page, "focus-sign-in-button", full_page=False)
