@@ -17,6 +17,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from .tokens import api_token_create, api_token_revoke, api_tokens_of
+from .validators import validate_readable_name
 
 LOCAL_LOGIN_OFF = "Password sign-in is turned off: use “Sign in with Keycloak”."
 
@@ -44,7 +45,7 @@ class ApiTokenForm(forms.Form):
         ("365", "In a year"),
     ]
 
-    name = forms.CharField(max_length=100)
+    name = forms.CharField(max_length=100, validators=[validate_readable_name])
     expires_in_days = forms.TypedChoiceField(
         choices=EXPIRY_CHOICES, coerce=int, required=False, empty_value=None
     )

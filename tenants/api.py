@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.request import Request
@@ -79,7 +79,12 @@ def _operated_tenant(user, data) -> Tenant:
     only viewing; 400 if the body is not a JSON object."""
     if not isinstance(data, Mapping):
         raise ValidationError({"non_field_errors": ["Expected a JSON object."]})
-    tenant = tenant_get_for_user(user=user, slug=str(data.get("tenant", "")))
+    try:
+        # The field's own checks (a string, no NUL character) before the lookup uses it.
+        slug = serializers.CharField(allow_blank=True).run_validation(data.get("tenant", ""))
+    except ValidationError as exc:
+        raise ValidationError({"tenant": exc.detail}) from None
+    tenant = tenant_get_for_user(user=user, slug=slug)
     if not tenants_operated_by(user).filter(pk=tenant.pk).exists():
         raise PermissionDenied("Viewers cannot ask for quota.")
     return tenant
@@ -184,7 +189,6 @@ class QuotaRequestViewSet(
     serializer_class = QuotaRequestSerializer
     filterset_class = QuotaRequestFilter
     queryset = QuotaRequest.objects.none()
-    lookup_value_regex = "[0-9]+"  # anything else is not a request: 404, not a crash
 
     def get_queryset(self) -> QuerySet[QuotaRequest]:
         if getattr(self, "swagger_fake_view", False):
