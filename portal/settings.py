@@ -309,6 +309,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "portal.api.schema.document_error_responses",
+    ],
 }
 # Choice sets of different models share field names (kind, role, source, state): name each.
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {

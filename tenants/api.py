@@ -122,7 +122,8 @@ class TenantViewSet(
     def quota(self, request: Request, slug: str) -> Response:
         """Granted quota per resource class with what is in use."""
         tenant = self.get_object()
-        return Response(QuotaLineSerializer(tenant_quota_lines(tenant=tenant), many=True).data)
+        page = self.paginate_queryset(tenant_quota_lines(tenant=tenant))
+        return self.get_paginated_response(QuotaLineSerializer(page, many=True).data)
 
     @extend_schema(methods=["GET"], responses=MemberSerializer(many=True))
     @extend_schema(methods=["POST"], request=MemberAddSerializer, responses={201: MemberSerializer})
@@ -131,7 +132,8 @@ class TenantViewSet(
         """The tenant's members; owners add people (by username or e-mail) with a role."""
         tenant = self.get_object()
         if request.method == "GET":
-            return Response(MemberSerializer(tenant_members(tenant=tenant), many=True).data)
+            page = self.paginate_queryset(tenant_members(tenant=tenant))
+            return self.get_paginated_response(MemberSerializer(page, many=True).data)
         serializer = MemberAddSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         membership = services.tenant_member_add(
@@ -228,7 +230,8 @@ class QuotaRequestViewSet(
     @extend_schema(
         request=QuotaPreviewRequestSerializer, responses=QuotaPreviewLineSerializer(many=True)
     )
-    @action(detail=False, methods=["post"])
+    # One line per resource asked for (a handful): answered whole, not paginated.
+    @action(detail=False, methods=["post"], pagination_class=None)
     def preview(self, request: Request) -> Response:
         """What asking for `lines` would make the tenant's quota, and whether the fleet has it."""
         tenant = _operated_tenant(request.user, request.data)
