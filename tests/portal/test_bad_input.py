@@ -40,11 +40,10 @@ DETAIL_OPERATIONS = _detail_operations()
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("bad_id", ["abc", "1.5", "%F0%9F%92%A5"])
 @pytest.mark.parametrize(("path", "method"), DETAIL_OPERATIONS,
                          ids=[f"{m.upper()} {p}" for p, m in DETAIL_OPERATIONS])
 def test_a_non_numeric_id_in_an_api_path_is_a_json_404(
-    api_client, platform_admin, tenant, tenant_owner, path, method, bad_id
+    api_client, platform_admin, tenant, tenant_owner, path, method, bad_id="abc"
 ):
     assert any(p.startswith("/api/v1/tokens/{id}") for p, _ in DETAIL_OPERATIONS)
     assert any(p.startswith("/api/v1/nodes/{id}/") for p, _ in DETAIL_OPERATIONS)
@@ -55,6 +54,16 @@ def test_a_non_numeric_id_in_an_api_path_is_a_json_404(
     response = getattr(api_client, method)(url, {"reason": "x"}, format="json")
 
     assert _json_error(response, 404)["code"] == "not_found"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("bad_id", ["1.5", "1e3", "-1", "0x1", "%F0%9F%92%A5", "1%00"])
+def test_no_other_spelling_of_a_number_reaches_a_lookup(api_client, tenant_member, bad_id):
+    api_client.force_login(tenant_member)
+
+    for method in ("get", "delete"):
+        response = getattr(api_client, method)(f"/api/v1/tokens/{bad_id}/")
+        assert _json_error(response, 404)["code"] == "not_found"
 
 
 # --- NUL characters --------------------------------------------------------------------------
