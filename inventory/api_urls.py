@@ -1,11 +1,12 @@
 """Inventory endpoints under /api/v1/."""
 
 from django.urls import path
-from rest_framework.routers import SimpleRouter
+
+from portal.api.routers import PortalRouter
 
 from .api import views
 
-router = SimpleRouter()
+router = PortalRouter()
 router.register("nodes", views.NodeViewSet, basename="node")
 router.register("sites", views.SiteViewSet, basename="site")
 router.register("racks", views.RackViewSet, basename="rack")

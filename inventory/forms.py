@@ -2,6 +2,8 @@
 
 from django import forms
 
+from portal.validators import validate_readable_text
+
 from .models import NodeState, NodeValidation
 
 ACTIONS = {
@@ -38,9 +40,11 @@ def actions_for(state: str) -> list[tuple[str, str]]:
 
 class NodeActionForm(forms.Form):
     action = forms.ChoiceField(choices=list(ACTIONS.items()))
-    reason = forms.CharField(max_length=300, widget=forms.TextInput(
-        attrs={"placeholder": "Why (recorded in the audit trail)"}
-    ))
+    reason = forms.CharField(
+        max_length=300,
+        validators=[validate_readable_text],
+        widget=forms.TextInput(attrs={"placeholder": "Why (recorded in the audit trail)"}),
+    )
 
 
 class ValidationResultForm(forms.Form):
@@ -48,17 +52,17 @@ class ValidationResultForm(forms.Form):
     passed = forms.TypedChoiceField(
         choices=[("true", "Pass"), ("false", "Fail")], coerce=lambda v: v == "true"
     )
-    summary = forms.CharField(max_length=500, required=False)
+    summary = forms.CharField(max_length=500, required=False, validators=[validate_readable_text])
 
 
 class RetirementRecordForm(forms.Form):
     disks_wiped = forms.BooleanField(required=False, label="Disks wiped")
     bmc_reset = forms.BooleanField(required=False, label="BMC reset to factory defaults")
-    note = forms.CharField(max_length=200, required=False)
+    note = forms.CharField(max_length=200, required=False, validators=[validate_readable_text])
 
 
 class EventResolveForm(forms.Form):
-    note = forms.CharField(max_length=300, required=False)
+    note = forms.CharField(max_length=300, required=False, validators=[validate_readable_text])
 
 
 class ImportForm(forms.Form):

@@ -6,6 +6,8 @@ columns follow NetBox's device, inventory-item and interface imports where a fie
 there (`name`, `site`, `rack`, `position`, `u_height`, `serial`, `status`, `tenant`, `device`,
 `type`, `mac_address`), plus the fields a GPU fleet needs (`bios_profile`, `uuid`, `ib_guid`,
 `rail`, `numa_node`, …). `status` is exported, and ignored on import: the lifecycle owns it.
+Cells that would be spreadsheet formulas are exported behind a `'` and read back without it
+(`portal.csv_export`), so an export imports unchanged.
 """
 
 import csv
@@ -14,6 +16,9 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from portal import csv_export
+from portal.csv_export import unescape_cell
 
 from .identifiers import InvalidIdentifier
 
@@ -73,7 +78,7 @@ def parse_csv(text: str, *, objects: str) -> list[Row]:
     rows = []
     try:
         for raw in reader:
-            values = {k.strip(): _cell(v) for k, v in raw.items() if k}
+            values = {k.strip(): unescape_cell(_cell(v)) for k, v in raw.items() if k}
             if None in raw:
                 values["__extra__"] = "too many cells"
             if any(values.values()):
@@ -142,7 +147,7 @@ def _json_problems(record: dict, columns: tuple[str, ...], children: tuple[str, 
 
 def render_csv(records: Iterable[dict[str, Any]], *, objects: str) -> str:
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=COLUMNS[objects], lineterminator="\n")
+    writer = csv_export.dict_writer(out, fieldnames=COLUMNS[objects], lineterminator="\n")
     writer.writeheader()
     for record in records:
         writer.writerow({k: _cell(record.get(k)) for k in COLUMNS[objects]})

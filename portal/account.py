@@ -19,6 +19,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from .confirmation import confirmation_page, is_confirmed
 from .tokens import api_token_create, api_token_revoke, api_tokens_of
+from .validators import validate_readable_name
 
 LOCAL_LOGIN_OFF = "Password sign-in is turned off: use “Sign in with Keycloak”."
 
@@ -41,7 +42,7 @@ class PortalLoginView(auth_views.LoginView):
 class ApiTokenForm(forms.Form):
     EXPIRY_DAYS = (7, 30, 90, 180, 365)
 
-    name = forms.CharField(max_length=100)
+    name = forms.CharField(max_length=100, validators=[validate_readable_name])
     expires_in_days = forms.TypedChoiceField(coerce=int, required=False, empty_value=None)
 
     def __init__(self, *args, **kwargs):

@@ -1,9 +1,15 @@
 import re
 import uuid
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+
+from .error_responses import error_response, request_too_large
 from .request_context import current_request_id
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_FORMS = frozenset({"application/x-www-form-urlencoded", "multipart/form-data"})
 
 
 class RequestIdMiddleware:
@@ -23,3 +29,42 @@ class RequestIdMiddleware:
             current_request_id.reset(token)
         response["X-Request-ID"] = request_id
         return response
+
+
+def _has_nul(values) -> bool:
+    return any("\x00" in key or any("\x00" in v for v in values.getlist(key)) for key in values)
+
+
+class RequestInputGuardMiddleware:
+    """Refuses, before any view or filter sees them, inputs no field can take.
+
+    A NUL character in the query string is a 400: PostgreSQL cannot compare text holding one,
+    and filters, paginators and views read query parameters without a form around them.
+    (Form and JSON fields refuse NUL themselves, with a field error: Django's and DRF's
+    CharField both carry ProhibitNullCharactersValidator.)
+
+    A body over DATA_UPLOAD_MAX_MEMORY_SIZE is a 413. Django checks the limit only when
+    `request.body` or `request.POST` is read, and DRF reads JSON from the stream, past it: the
+    body is read here, within the limit."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if _has_nul(request.GET):
+            return error_response(
+                request,
+                status=400,
+                code="nul_character",
+                title="Bad request",
+                message="The query string holds a NUL character (%00), which no filter takes.",
+            )
+        if request.method in _BODY_METHODS:
+            try:
+                if request.content_type in _FORMS:
+                    request.POST  # noqa: B018 - reading it is the check
+                elif request.content_type == "application/json":
+                    request.body  # noqa: B018
+            except RequestDataTooBig:
+                return request_too_large(request, limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+        return self.get_response(request)

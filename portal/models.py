@@ -8,6 +8,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from .validators import validate_readable_name
+
 
 class AuditEvent(models.Model):
     """One decision someone (or the system) took: who did what to which object, and why."""
@@ -46,7 +48,7 @@ class ApiToken(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
     )
-    name = models.CharField(max_length=100)
+    name = models.CharField(max_length=100, validators=[validate_readable_name])
     digest = models.CharField(max_length=64, unique=True)
     hint = models.CharField(max_length=12, help_text="First characters, to tell tokens apart.")
     created_at = models.DateTimeField(default=timezone.now)

@@ -18,10 +18,12 @@ class InvalidTransition(Exception):
     def __init__(self, obj: models.Model, source: str, target: str, *, raced: bool = False):
         self.obj, self.source, self.target, self.raced = obj, source, target, raced
         label = obj._meta.verbose_name
+        # str(): a choices member's repr is `QuotaRequestStatus.WITHDRAWN`, its str the value.
+        source, target = str(source), str(target)
         if raced:
-            message = f"{label} {obj.pk} is no longer {source!r}: someone else moved it first."
+            message = f"{label} {obj.pk} is no longer {source}: someone else moved it first."
         else:
-            message = f"{label} {obj.pk} cannot go from {source!r} to {target!r}."
+            message = f"{label} {obj.pk} cannot go from {source} to {target}."
         super().__init__(message)
 
 

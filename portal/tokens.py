@@ -9,11 +9,13 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from .audit import audit
 from .models import ApiToken
+
+DUPLICATE_NAME = "You already have an active token with this name."
 
 
 @dataclass(frozen=True)
@@ -45,13 +47,19 @@ def api_token_create(*, user, name: str, expires_at: datetime | None = None) -> 
             }
         )
     if ApiToken.objects.filter(user=user, name=name, revoked_at__isnull=True).exists():
-        raise ValidationError({"name": "You already have an active token with this name."})
+        raise ValidationError({"name": DUPLICATE_NAME})
     raw = ApiToken.generate()
     token = ApiToken(
         user=user, name=name, digest=ApiToken.digest_of(raw), hint=raw[:8], expires_at=expires_at
     )
     token.full_clean()
-    token.save()
+    try:
+        # A concurrent request may take the name between the check above and this insert: the
+        # partial unique constraint decides, and the loser gets the same field error.
+        with transaction.atomic():
+            token.save()
+    except IntegrityError:
+        raise ValidationError({"name": DUPLICATE_NAME}) from None
     audit(
         actor=user,
         action="api_token.create",

@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import mixins, status, viewsets
+from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.request import Request
@@ -79,7 +79,12 @@ def _operated_tenant(user, data) -> Tenant:
     only viewing; 400 if the body is not a JSON object."""
     if not isinstance(data, Mapping):
         raise ValidationError({"non_field_errors": ["Expected a JSON object."]})
-    tenant = tenant_get_for_user(user=user, slug=str(data.get("tenant", "")))
+    try:
+        # The field's own checks (a string, no NUL character) before the lookup uses it.
+        slug = serializers.CharField(allow_blank=True).run_validation(data.get("tenant", ""))
+    except ValidationError as exc:
+        raise ValidationError({"tenant": exc.detail}) from None
+    tenant = tenant_get_for_user(user=user, slug=slug)
     if not tenants_operated_by(user).filter(pk=tenant.pk).exists():
         raise PermissionDenied("Viewers cannot ask for quota.")
     return tenant
@@ -117,7 +122,8 @@ class TenantViewSet(
     def quota(self, request: Request, slug: str) -> Response:
         """Granted quota per resource class with what is in use."""
         tenant = self.get_object()
-        return Response(QuotaLineSerializer(tenant_quota_lines(tenant=tenant), many=True).data)
+        page = self.paginate_queryset(tenant_quota_lines(tenant=tenant))
+        return self.get_paginated_response(QuotaLineSerializer(page, many=True).data)
 
     @extend_schema(methods=["GET"], responses=MemberSerializer(many=True))
     @extend_schema(methods=["POST"], request=MemberAddSerializer, responses={201: MemberSerializer})
@@ -126,7 +132,8 @@ class TenantViewSet(
         """The tenant's members; owners add people (by username or e-mail) with a role."""
         tenant = self.get_object()
         if request.method == "GET":
-            return Response(MemberSerializer(tenant_members(tenant=tenant), many=True).data)
+            page = self.paginate_queryset(tenant_members(tenant=tenant))
+            return self.get_paginated_response(MemberSerializer(page, many=True).data)
         serializer = MemberAddSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         membership = services.tenant_member_add(
@@ -184,7 +191,6 @@ class QuotaRequestViewSet(
     serializer_class = QuotaRequestSerializer
     filterset_class = QuotaRequestFilter
     queryset = QuotaRequest.objects.none()
-    lookup_value_regex = "[0-9]+"  # anything else is not a request: 404, not a crash
 
     def get_queryset(self) -> QuerySet[QuotaRequest]:
         if getattr(self, "swagger_fake_view", False):
@@ -224,7 +230,8 @@ class QuotaRequestViewSet(
     @extend_schema(
         request=QuotaPreviewRequestSerializer, responses=QuotaPreviewLineSerializer(many=True)
     )
-    @action(detail=False, methods=["post"])
+    # One line per resource asked for (a handful): answered whole, not paginated.
+    @action(detail=False, methods=["post"], pagination_class=None)
     def preview(self, request: Request) -> Response:
         """What asking for `lines` would make the tenant's quota, and whether the fleet has it."""
         tenant = _operated_tenant(request.user, request.data)

@@ -1,11 +1,12 @@
 """Tenants' endpoints under /api/v1/."""
 
 from django.urls import path
-from rest_framework.routers import SimpleRouter
+
+from portal.api.routers import PortalRouter
 
 from .api import MeView, QuotaRequestViewSet, TenantViewSet
 
-router = SimpleRouter()
+router = PortalRouter()
 router.register("tenants", TenantViewSet, basename="tenant")
 router.register("quota-requests", QuotaRequestViewSet, basename="quota-request")
 

@@ -7,15 +7,17 @@ from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from inventory import resource_classes
+from portal.validators import column_max, validate_readable_text
 
 from . import quota_rules
-from .models import Membership, QuotaRequest
+from .models import Membership, QuotaRequest, QuotaRequestLine
 
 
 class QuotaRequestForm(forms.Form):
     justification = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 3, "class": "form-control"}),
         max_length=quota_rules.MAX_JUSTIFICATION,
+        validators=[validate_readable_text],
         help_text="What the quota is for, and why now: the platform team decides on it.",
     )
     ends_on = forms.DateField(
@@ -156,6 +158,7 @@ class QuotaDecisionForm(forms.Form):
     note = forms.CharField(
         required=False,
         label="Note / reason",
+        validators=[validate_readable_text],
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
         help_text="Sent to the tenant. Required to reject.",
     )
@@ -166,6 +169,7 @@ class QuotaDecisionForm(forms.Form):
         for line in self.lines:
             self.fields[self.field_name(line)] = forms.IntegerField(
                 min_value=0,
+                max_value=column_max(QuotaRequestLine._meta.get_field("approved_amount")),
                 initial=line.amount,
                 label=line.resource_label,
                 widget=forms.NumberInput(attrs={"style": "width:7em"}),
@@ -184,6 +188,7 @@ class QuotaDecisionForm(forms.Form):
 
 class RejectForm(forms.Form):
     reason = forms.CharField(
+        validators=[validate_readable_text],
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
         help_text="Sent to the requester and the tenant's owners.",
     )

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from inventory import resource_classes
 from portal.state_machine import transition
+from portal.validators import validate_readable_name, validate_readable_text
 
 from .validators import validate_dns1123_label
 
@@ -31,8 +32,8 @@ class Tenant(models.Model):
         SUSPENDED = "suspended", "Suspended"
 
     slug = models.CharField(max_length=63, unique=True, validators=[validate_dns1123_label])
-    name = models.CharField(max_length=100)
-    cost_center = models.CharField(max_length=50, blank=True)
+    name = models.CharField(max_length=100, validators=[validate_readable_name])
+    cost_center = models.CharField(max_length=50, blank=True, validators=[validate_readable_name])
     isolation = models.CharField(max_length=20, choices=Isolation.choices, default=Isolation.SHARED)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACTIVE)
     monthly_budget = models.DecimalField(
@@ -256,7 +257,7 @@ class QuotaRequest(models.Model):
         on_delete=models.SET_NULL,
         related_name="quota_requests",
     )
-    justification = models.TextField()
+    justification = models.TextField(validators=[validate_readable_text])
     ends_on = models.DateField(
         null=True, blank=True, help_text="Last day of a temporary grant; empty means permanent."
     )
@@ -272,7 +273,9 @@ class QuotaRequest(models.Model):
         related_name="quota_decisions",
     )
     decided_at = models.DateTimeField(null=True, blank=True)
-    decision_note = models.TextField(blank=True, help_text="The reason, for a rejection.")
+    decision_note = models.TextField(
+        blank=True, help_text="The reason, for a rejection.", validators=[validate_readable_text]
+    )
     # The tenant's desired_version that first includes this grant: applied once the cluster is.
     tenant_version = models.PositiveBigIntegerField(null=True, blank=True)
     applied_at = models.DateTimeField(null=True, blank=True)

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from inventory import resource_classes
 from portal.audit import audit
+from portal.validators import column_max, validate_readable_text
 
 from . import jobs, quota_rules
 from .access import access_for, is_platform_admin, tenants_operated_by
@@ -52,6 +53,11 @@ def quota_request_validate(
         errors["justification"] = ["Say what the quota is for: the platform team decides on it."]
     elif len(justification) > quota_rules.MAX_JUSTIFICATION:
         errors["justification"] = [f"At most {quota_rules.MAX_JUSTIFICATION} characters."]
+    else:
+        try:
+            validate_readable_text(justification)
+        except ValidationError as exc:
+            errors["justification"] = exc.messages
     try:
         quota_rules.check_ends_on(ends_on=ends_on, today=timezone.localdate())
     except ValidationError as exc:
@@ -180,9 +186,14 @@ def quota_request_approve(
     tenant = Tenant.objects.select_for_update().get(pk=request.tenant_id)  # one grant at a time
     quotas = {q.resource: q for q in Quota.objects.select_for_update().filter(tenant=tenant)}
     changes = {}
+    limit_max = column_max(Quota._meta.get_field("limit"))
     for line in lines:
         quota = quotas.get(line.resource) or Quota(tenant=tenant, resource=line.resource, limit=0)
         before = quota.limit
+        if before + granted[line.resource] > limit_max:
+            raise ValidationError(
+                {"amounts": [f"{line.resource}: the quota would exceed {limit_max:,}."]}
+            )
         quota.limit, quota.updated_at = before + granted[line.resource], now
         quota.save()
         line.approved_amount = granted[line.resource]

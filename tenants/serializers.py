@@ -3,6 +3,8 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
+from portal.validators import column_max, validate_readable_name, validate_readable_text
+
 from . import quota_rules
 from .models import Membership, QuotaRequest, QuotaRequestLine, Tenant
 from .validators import validate_dns1123_label
@@ -70,9 +72,11 @@ class TenantSerializer(serializers.ModelSerializer):
 
 class TenantCreateSerializer(serializers.Serializer):
     slug = serializers.CharField(max_length=63, validators=[validate_dns1123_label])
-    name = serializers.CharField(max_length=100)
+    name = serializers.CharField(max_length=100, validators=[validate_readable_name])
     isolation = serializers.ChoiceField(choices=Tenant.Isolation.choices)
-    cost_center = serializers.CharField(max_length=50, required=False, default="")
+    cost_center = serializers.CharField(
+        max_length=50, required=False, default="", validators=[validate_readable_name]
+    )
     monthly_budget = serializers.DecimalField(
         max_digits=14, decimal_places=2, min_value=0, required=False
     )
@@ -190,7 +194,9 @@ class NewLineSerializer(serializers.Serializer):
 class QuotaRequestCreateSerializer(serializers.Serializer):
     tenant = serializers.CharField(help_text="The tenant's slug.")
     lines = NewLineSerializer(many=True, allow_empty=False, max_length=quota_rules.MAX_LINES)
-    justification = serializers.CharField(max_length=quota_rules.MAX_JUSTIFICATION)
+    justification = serializers.CharField(
+        max_length=quota_rules.MAX_JUSTIFICATION, validators=[validate_readable_text]
+    )
     ends_on = serializers.DateField(required=False, allow_null=True)
 
     def validate_ends_on(self, value):
@@ -230,12 +236,20 @@ class QuotaPreviewLineSerializer(serializers.Serializer):
 
 class ApproveSerializer(serializers.Serializer):
     amounts = serializers.DictField(
-        child=serializers.IntegerField(min_value=0),
+        child=serializers.IntegerField(
+            min_value=0, max_value=column_max(QuotaRequestLine._meta.get_field("approved_amount"))
+        ),
         required=False,
         help_text="Granted amount per resource, when it differs from the ask.",
     )
-    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=4000)
+    note = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=4000,
+        validators=[validate_readable_text],
+    )
 
 
 class RejectSerializer(serializers.Serializer):
-    reason = serializers.CharField(max_length=4000)
+    reason = serializers.CharField(max_length=4000, validators=[validate_readable_text])

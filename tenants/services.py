@@ -4,7 +4,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from inventory import resource_classes
@@ -37,7 +37,13 @@ def tenant_create(
 def tenant_add(*, actor: Any | None, tenant: Tenant) -> Tenant:
     """Save a new tenant (e.g. filled in by an admin form) and put it on the cluster."""
     tenant.full_clean()
-    tenant.save()
+    try:
+        # full_clean() checked the slug, but a concurrent request may insert it first: the
+        # unique constraint decides, and the loser gets the same field error.
+        with transaction.atomic():
+            tenant.save()
+    except IntegrityError:
+        raise ValidationError({"slug": [tenant.unique_error_message(Tenant, ("slug",))]}) from None
     audit(
         actor=actor,
         action="tenant.create",

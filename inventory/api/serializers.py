@@ -4,6 +4,8 @@ import json
 
 from rest_framework import serializers
 
+from portal.validators import validate_readable_text
+
 from ..models import GPU, NIC, HealthEvent, Node, NodeState, NodeValidation, Rack, Site
 
 
@@ -102,7 +104,7 @@ class NodeDetailSerializer(NodeListSerializer):
 
 
 class ReasonSerializer(serializers.Serializer):
-    reason = serializers.CharField(max_length=300)
+    reason = serializers.CharField(max_length=300, validators=[validate_readable_text])
 
 
 class TransitionSerializer(ReasonSerializer):
@@ -112,7 +114,10 @@ class TransitionSerializer(ReasonSerializer):
 class ValidationResultSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=NodeValidation.Kind.choices)
     passed = serializers.BooleanField()
-    summary = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+    summary = serializers.CharField(
+        max_length=500, required=False, allow_blank=True, default="",
+        validators=[validate_readable_text],
+    )
     metrics = serializers.DictField(required=False, default=dict)
 
     def validate_metrics(self, metrics: dict) -> dict:
@@ -128,7 +133,10 @@ class ValidationResultSerializer(serializers.Serializer):
 class RetirementSerializer(serializers.Serializer):
     disks_wiped = serializers.BooleanField(default=False)
     bmc_reset = serializers.BooleanField(default=False)
-    note = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    note = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="",
+        validators=[validate_readable_text],
+    )
 
 
 class ImportRequestSerializer(serializers.Serializer):

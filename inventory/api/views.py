@@ -7,7 +7,7 @@ from django.db.models import Prefetch
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.permissions import BasePermission
@@ -129,22 +129,27 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
               reason=body.validated_data["reason"], **extra)
         return self._detail()
 
+    @extend_schema(request=s.ReasonSerializer, responses=s.NodeDetailSerializer)
     @action(detail=True, methods=["post"])
     def cordon(self, request, pk=None):
         return self._moved(lifecycle.node_cordon)
 
+    @extend_schema(request=s.ReasonSerializer, responses=s.NodeDetailSerializer)
     @action(detail=True, methods=["post"])
     def uncordon(self, request, pk=None):
         return self._moved(lifecycle.node_uncordon)
 
+    @extend_schema(request=s.ReasonSerializer, responses=s.NodeDetailSerializer)
     @action(detail=True, methods=["post"])
     def drain(self, request, pk=None):
         return self._moved(lifecycle.node_drain)
 
+    @extend_schema(request=s.ReasonSerializer, responses=s.NodeDetailSerializer)
     @action(detail=True, methods=["post"], url_path="return-to-service")
     def return_to_service(self, request, pk=None):
         return self._moved(lifecycle.node_return_to_service)
 
+    @extend_schema(request=s.TransitionSerializer, responses=s.NodeDetailSerializer)
     @action(detail=True, methods=["post"])
     def transition(self, request, pk=None):
         node_id = self._node_id()
@@ -154,6 +159,9 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
               target=body.validated_data["target"], reason=body.validated_data["reason"])
         return self._detail()
 
+    @extend_schema(
+        request=s.ValidationResultSerializer, responses={201: s.NodeValidationSerializer}
+    )
     @action(detail=True, methods=["post"])
     def validations(self, request, pk=None):
         node_id = self._node_id()
@@ -165,6 +173,7 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         )
         return Response(s.NodeValidationSerializer(result).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(request=s.RetirementSerializer, responses=s.NodeDetailSerializer)
     @action(detail=True, methods=["post"])
     def retirement(self, request, pk=None):
         node_id = self._node_id()
@@ -222,7 +231,18 @@ class ImportView(APIView):
 
     permission_classes = [IsPlatformAdmin]
 
-    @extend_schema(request=s.ImportRequestSerializer, responses=s.ImportResultSerializer)
+    @extend_schema(
+        request=s.ImportRequestSerializer,
+        responses={
+            200: OpenApiResponse(s.ImportResultSerializer, description="A dry run's preview."),
+            201: OpenApiResponse(s.ImportResultSerializer, description="Imported."),
+            400: OpenApiResponse(
+                s.ImportResultSerializer,
+                description="Nothing imported: every row's errors (or, for a malformed "
+                "request, the API's error format).",
+            ),
+        },
+    )
     def post(self, request):
         body = s.ImportRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)

@@ -3,6 +3,8 @@
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from portal.validators import validate_readable_name
+
 from .. import identifiers, resource_classes
 from .node import Node
 
@@ -21,7 +23,9 @@ class GPU(models.Model):
     index = models.PositiveSmallIntegerField()
     # Nullable: the cluster's labels count GPUs but do not name them; DCGM fills the UUID in.
     uuid = models.CharField("UUID", max_length=64, unique=True, null=True, blank=True)
-    serial = models.CharField(max_length=100, unique=True, null=True, blank=True)
+    serial = models.CharField(
+        max_length=100, unique=True, null=True, blank=True, validators=[validate_readable_name]
+    )
     model = models.CharField(max_length=50, choices=MODEL_CHOICES, db_index=True)
     memory_gib = models.PositiveIntegerField()
     pci_bus_id = models.CharField("PCI bus ID", max_length=32, blank=True)
@@ -34,7 +38,9 @@ class GPU(models.Model):
     health = models.CharField(max_length=20, choices=Health.choices, default=Health.HEALTHY)
     # Topology: GPUs in one NVLink domain (an NVSwitch tray, or a GB200 NVL72 clique as GPU
     # Feature Discovery's `nvidia.com/gpu.clique` label names it) talk over NVLink.
-    nvlink_domain = models.CharField("NVLink domain", max_length=100, blank=True)
+    nvlink_domain = models.CharField(
+        "NVLink domain", max_length=100, blank=True, validators=[validate_readable_name]
+    )
     numa_node = models.PositiveSmallIntegerField("NUMA node", null=True, blank=True)
 
     class Meta:
@@ -76,14 +82,21 @@ class NIC(models.Model):
         INFINIBAND = "infiniband", "InfiniBand"
 
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="nics")
-    name = models.CharField(max_length=50, help_text="e.g. mlx5_0, eno1")
+    name = models.CharField(
+        max_length=50, help_text="e.g. mlx5_0, eno1", validators=[validate_readable_name]
+    )
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.ETHERNET)
     mac_address = models.CharField("MAC address", max_length=17, unique=True, null=True, blank=True)
     ib_guid = models.CharField(
         "InfiniBand GUID", max_length=19, unique=True, null=True, blank=True
     )
     link_speed_gbps = models.PositiveIntegerField("Link speed (Gb/s)", default=0)
-    fabric = models.CharField(max_length=50, blank=True, help_text="e.g. ib-compute, storage")
+    fabric = models.CharField(
+        max_length=50,
+        blank=True,
+        help_text="e.g. ib-compute, storage",
+        validators=[validate_readable_name],
+    )
     numa_node = models.PositiveSmallIntegerField("NUMA node", null=True, blank=True)
     # Rail-optimised fabrics wire NIC n of every node to leaf switch n.
     rail = models.PositiveSmallIntegerField(null=True, blank=True)

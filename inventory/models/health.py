@@ -5,6 +5,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from portal.validators import validate_readable_text
+
 from .device import GPU
 from .node import Node
 
@@ -60,7 +62,7 @@ class HealthEvent(models.Model):
     resolved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
-    resolution = models.CharField(max_length=300, blank=True)
+    resolution = models.CharField(max_length=300, blank=True, validators=[validate_readable_text])
     remediation = models.CharField(
         max_length=10, choices=Remediation.choices, default=Remediation.NONE
     )

@@ -6,6 +6,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from portal.validators import validate_readable_name, validate_readable_text
+
 from .. import identifiers
 from .site import Rack
 
@@ -79,7 +81,9 @@ class Node(models.Model):
         validators=[identifiers.validate_k8s_node_name],
     )
     # Nullable so that a node discovered in the cluster can exist before anyone racked it.
-    serial = models.CharField(max_length=100, unique=True, null=True, blank=True)
+    serial = models.CharField(
+        max_length=100, unique=True, null=True, blank=True, validators=[validate_readable_name]
+    )
     bmc_address = models.GenericIPAddressField(
         "BMC address", unique=True, null=True, blank=True, unpack_ipv4=True
     )
@@ -115,7 +119,7 @@ class Node(models.Model):
     gpus_in_use = models.PositiveIntegerField(default=0)
     mig_in_use = models.JSONField(default=dict, blank=True)
     # While draining: what the drain waits for (pods terminating, a PodDisruptionBudget).
-    drain_note = models.CharField(max_length=300, blank=True)
+    drain_note = models.CharField(max_length=300, blank=True, validators=[validate_readable_text])
 
     # Retirement record: a node leaves the fleet only with its disks wiped and its BMC reset.
     disks_wiped_at = models.DateTimeField(null=True, blank=True)
@@ -185,7 +189,7 @@ class NodeValidation(models.Model):
     node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="validations")
     kind = models.CharField(max_length=20, choices=Kind.choices)
     passed = models.BooleanField()
-    summary = models.CharField(max_length=500, blank=True)
+    summary = models.CharField(max_length=500, blank=True, validators=[validate_readable_text])
     metrics = models.JSONField(default=dict, blank=True, help_text="e.g. {'busbw_gbps': 380}")
     recorded_at = models.DateTimeField(default=timezone.now)
     recorded_by = models.ForeignKey(

@@ -1,10 +1,9 @@
 """Endpoints of portal's own infrastructure under /api/v1/."""
 
-from rest_framework.routers import SimpleRouter
-
+from .routers import PortalRouter
 from .tokens import ApiTokenViewSet
 
-router = SimpleRouter()
+router = PortalRouter()
 router.register("tokens", ApiTokenViewSet, basename="token")
 
 urlpatterns = router.urls

@@ -45,7 +45,7 @@ def test_tenant_list_detail_and_quota(as_user, tenant_member, tenant, other_tena
         "desired_version": 1,
         "applied_version": 0,
     }
-    quota = client.get("/api/v1/tenants/acme/quota/").json()
+    quota = client.get("/api/v1/tenants/acme/quota/").json()["results"]
     assert {(q["resource"], q["limit"], q["used"]) for q in quota} == {
         ("gpu:nvidia-h100-80gb", 8, 0),
         ("cpu", 64, 0),
@@ -198,7 +198,8 @@ def test_owner_manages_members_over_the_api(as_user, tenant_owner, tenant_member
     assert client.patch(url, {"role": "viewer"}).json()["role"] == "viewer"
     assert client.patch(url, {"role": "emperor"}).status_code == 400
     assert client.delete(url).status_code == 204
-    usernames = [m["username"] for m in client.get("/api/v1/tenants/acme/members/").json()]
+    members = client.get("/api/v1/tenants/acme/members/").json()["results"]
+    usernames = [m["username"] for m in members]
     assert sorted(usernames) == ["newbie", "owner"]
 
 

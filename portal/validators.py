@@ -1,0 +1,47 @@
+"""Validators for text people read and numbers the database stores, shared by every app.
+
+Model fields carry them, so ModelForms, ModelSerializers, `full_clean()` in services and the
+inventory import all refuse the same input with the same message.
+"""
+
+import unicodedata
+
+from django.core.exceptions import ValidationError
+from django.db import connection, models
+
+# Bidirectional embeddings, overrides and isolates: they make "abc‮fdp.exe" read as
+# "abcexe.pdf". They are in category Cf; named here for the message.
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+LINE_BREAKS = frozenset("\t\n\r")
+
+
+def _invisible(value: str, *, allowed: frozenset[str] = frozenset()) -> str | None:
+    for char in value:
+        if char not in allowed and unicodedata.category(char) in ("Cc", "Cf"):
+            return char
+    return None
+
+
+def _refuse(char: str) -> None:
+    kind = "bidirectional control" if char in BIDI_CONTROLS else "control character"
+    raise ValidationError(
+        f"Remove the invisible {kind} U+{ord(char):04X}: names must read as they are.",
+        code="control_character",
+    )
+
+
+def validate_readable_name(value: str) -> None:
+    """A single-line name: no control (Cc) or format (Cf) character at all."""
+    if isinstance(value, str) and (char := _invisible(value)):
+        _refuse(char)
+
+
+def validate_readable_text(value: str) -> None:
+    """Free text over several lines: tabs and line breaks, but no other Cc or Cf character."""
+    if isinstance(value, str) and (char := _invisible(value, allowed=LINE_BREAKS)):
+        _refuse(char)
+
+
+def column_max(field: models.Field) -> int:
+    """The largest value an integer column holds in the database in use."""
+    return connection.ops.integer_field_range(field.get_internal_type())[1]
