@@ -5,6 +5,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Links in the demo's e-mails point where the demo is served.
+PORTAL_URL ?= http://$(HOST):$(PORT)
 # The suite runs on PostgreSQL and Redis (see README); override to point elsewhere.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/portal
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
@@ -31,12 +33,12 @@ install: $(VENV)/.installed .env
 
 demo: install
 	$(PY) manage.py migrate --no-input -v 0
-	$(PY) manage.py load_demo
+	PORTAL_URL=$(PORTAL_URL) $(PY) manage.py load_demo
 	@echo "Serving the demo on http://$(HOST):$(PORT)/ (Ctrl-C stops it)."
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	PORTAL_URL=$(PORTAL_URL) $(PY) manage.py runserver $(HOST):$(PORT)
 
 serve: install
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	PORTAL_URL=$(PORTAL_URL) $(PY) manage.py runserver $(HOST):$(PORT)
 
 # Debian packages the browser and Prometheus tests need, installed only when missing.
 debian-packages:

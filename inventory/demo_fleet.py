@@ -157,7 +157,21 @@ def _simulated_cluster(nodes: dict[int, Node]) -> None:
     for i, node in enumerate(mig_nodes[:1]):
         pods += [_pod(f"atlas-eval-{i}-{j}", "tenant-atlas", node.k8s_name, mig="1g.10gb")
                  for j in range(min(5, MIG_COMPUTE_SLICES))]
-    get_gateway().apply(manifests=[_node_object(n) for n in nodes.values()] + pods)
+    # Only what is not there yet: a second `make demo` leaves the cluster (and what the sync
+    # already settled on it, such as reserved nodes' labels and taints) as it is.
+    gateway = get_gateway()
+    there = {
+        (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        for obj in gateway.list_nodes() + gateway.list(api_version="v1", kind="Pod")
+    }
+    wanted = [_node_object(n) for n in nodes.values()] + pods
+    missing = [
+        obj
+        for obj in wanted
+        if (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]) not in there
+    ]
+    if missing:
+        gateway.apply(manifests=missing)
 
 
 def demo_fleet_details(*, numbered: dict[int, Node]) -> None:

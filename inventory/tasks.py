@@ -7,49 +7,36 @@ running one twice, late, or after a crash is harmless. Only transient failures a
 from celery import shared_task
 
 from portal.fleet import TransientFleetError
+from portal.queueing import retry_policy
 
 from .prometheus import PrometheusUnavailable
-from .services import cluster, health, notifications, sync
+from .services import cluster, health, sync
 
 
-@shared_task(acks_late=True, autoretry_for=(TransientFleetError,), retry_backoff=True,
-             max_retries=8)
+@shared_task(**retry_policy(TransientFleetError))
 def node_schedulability_reconcile_task(node_id: int) -> bool | None:
     return cluster.node_schedulability_reconcile(node_id=node_id)
 
 
-@shared_task(acks_late=True, autoretry_for=(TransientFleetError,), retry_backoff=True,
-             max_retries=8)
+@shared_task(**retry_policy(TransientFleetError))
 def node_reservation_reconcile_task(node_id: int) -> bool | None:
     return cluster.node_reservation_reconcile(node_id=node_id)
 
 
-@shared_task(acks_late=True, autoretry_for=(TransientFleetError,), retry_backoff=True,
-             max_retries=8)
+@shared_task(**retry_policy(TransientFleetError))
 def node_drain_task(node_id: int, health_event_id: int | None = None) -> list[str] | None:
     # A PodDisruptionBudget refusing an eviction is a TransientFleetError (429): back off, retry.
     return cluster.node_drain_execute(node_id=node_id, health_event_id=health_event_id)
 
 
-@shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
-def node_tenants_notify_task(
-    node_id: int, health_event_id: int | None, namespaces: list[str]
-) -> list[str]:
-    return notifications.node_tenants_notify(
-        node_id=node_id, health_event_id=health_event_id, namespaces=namespaces
-    )
-
-
-@shared_task(acks_late=True, autoretry_for=(TransientFleetError,), retry_backoff=True,
-             max_retries=3)
+@shared_task(**retry_policy(TransientFleetError, max_retries=3))
 def cluster_sync_task() -> int:
     """Periodic: read the cluster's nodes into the inventory. Returns the run's id."""
     return sync.cluster_sync().pk
 
 
 # Periodic and retried only a few times: the next scheduled run comes soon anyway.
-@shared_task(acks_late=True, autoretry_for=(PrometheusUnavailable,), retry_backoff=True,
-             max_retries=3)
+@shared_task(**retry_policy(PrometheusUnavailable, max_retries=3))
 def health_ingest_task() -> int | None:
     """Periodic: turn DCGM signals in Prometheus into health events. Returns the run's id."""
     run = health.health_ingest()

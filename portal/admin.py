@@ -1,6 +1,7 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
-from .models import ApiToken, AuditEvent, OidcIdentity, SimulatedObject
+from . import outbox
+from .models import ApiToken, AuditEvent, OidcIdentity, OutboxEmail, SimulatedObject
 
 
 @admin.register(AuditEvent)
@@ -67,3 +68,35 @@ class SimulatedObjectAdmin(admin.ModelAdmin):
     list_display = ["kind", "namespace", "name", "api_version", "updated_at"]
     list_filter = ["kind", "api_version"]
     search_fields = ["name", "namespace"]
+
+
+@admin.register(OutboxEmail)
+class OutboxEmailAdmin(admin.ModelAdmin):
+    """Mail the portal owes people: what went, what waits and why (read-only)."""
+
+    list_display = ["created_at", "topic", "subject", "recipients", "sent_at", "attempts",
+                    "last_error"]
+    list_filter = [("sent_at", admin.EmptyFieldListFilter), "topic", "created_at"]
+    search_fields = ["subject", "topic", "to"]
+    date_hierarchy = "created_at"
+    actions = ["send_now"]
+
+    @admin.display(description="to")
+    def recipients(self, obj: OutboxEmail) -> str:
+        return ", ".join(obj.to)
+
+    @admin.action(description="Try sending the selected unsent mails now")
+    def send_now(self, request, queryset) -> None:
+        ids = list(queryset.filter(sent_at__isnull=True).values_list("pk", flat=True))
+        sent = sum(outbox.outbox_send(email_id=pk) for pk in ids)
+        level = messages.SUCCESS if sent == len(ids) else messages.WARNING
+        self.message_user(request, f"{sent} of {len(ids)} unsent mails sent.", level)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False

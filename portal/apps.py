@@ -8,9 +8,14 @@ class PortalConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import metrics
+        from celery import current_app
+
+        from . import checks, metrics  # noqa: F401 - importing registers the checks
 
         metrics.connect_celery_signals()
+        # Register every app's tasks now (Celery's autodiscovery waits for a worker to start):
+        # services queue tasks by name, and an unregistered name would skip eager mode.
+        current_app.autodiscover_tasks(force=True)
 
 
 class PortalAdminConfig(AdminConfig):

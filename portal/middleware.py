@@ -2,9 +2,11 @@ import re
 import uuid
 
 from django.conf import settings
+from django.contrib import messages
 from django.core.exceptions import RequestDataTooBig
 
-from .error_responses import error_response, request_too_large
+from .error_responses import error_response, is_api_request, request_too_large
+from .queueing import deferred_tasks
 from .request_context import current_request_id
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -68,3 +70,23 @@ class RequestInputGuardMiddleware:
             except RequestDataTooBig:
                 return request_too_large(request, limit=settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
         return self.get_response(request)
+
+
+class DeferredWorkMiddleware:
+    """Tells the person when their change was saved but its follow-up could not be queued (the
+    task broker is down): the periodic sweeps carry it out once the broker is back."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        with deferred_tasks() as deferred:
+            response = self.get_response(request)
+        if deferred and not is_api_request(request) and hasattr(request, "_messages"):
+            messages.warning(
+                request,
+                "Saved. The task queue is unreachable right now, so what follows from this "
+                "change (the cluster, notifications) waits; it is carried out automatically "
+                "once the queue is back.",
+            )
+        return response

@@ -137,3 +137,35 @@ class OidcIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} ({self.issuer})"
+
+
+class OutboxEmail(models.Model):
+    """An e-mail the portal owes someone, written in the transaction of what it reports.
+
+    Kept until the mail server took it: a broker or mail server that is down delays a decision's
+    mail, never loses it (portal.outbox sends, retries and sweeps).
+    """
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    topic = models.CharField(max_length=100, help_text="What it reports: quota_request.approved.")
+    to = models.JSONField(default=list)
+    subject = models.CharField(max_length=300)
+    body = models.TextField()
+    sent_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "outbox e-mail"
+        indexes = [
+            models.Index(
+                fields=["next_attempt_at"],
+                condition=models.Q(sent_at__isnull=True),
+                name="outbox_email_unsent",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.subject

@@ -1,13 +1,58 @@
-"""Operations endpoints: liveness, readiness (database and broker), Prometheus metrics."""
+"""Operations endpoints: liveness, readiness (database and broker), Prometheus metrics.
 
+/healthz answers everyone (liveness probes). /readyz answers everyone with its status (readiness
+probes need only that) and shows what each check found only to operators: a scraper with the
+metrics bearer token, a direct peer in METRICS_ALLOWED_NETWORKS, or a signed-in platform admin.
+/metrics answers operators only. Both skip the HTTPS redirect (probes and in-cluster scrapers
+speak plain HTTP to the pod), so the bearer token counts only over HTTPS in production.
+"""
+
+import hmac
+import ipaddress
 import time
+from functools import cache
 
 from django.conf import settings
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+from django_prometheus.exports import ExportToDjangoView
 from kombu import Connection
+
+
+@cache
+def _allowed_networks(
+    networks: tuple[str, ...],
+) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    return tuple(ipaddress.ip_network(n.strip(), strict=False) for n in networks if n.strip())
+
+
+def peer_in_allowed_networks(request: HttpRequest) -> bool:
+    """The direct peer (REMOTE_ADDR, never a forwarded address) is in METRICS_ALLOWED_NETWORKS."""
+    try:
+        peer = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+    except ValueError:
+        return False
+    networks = _allowed_networks(tuple(settings.METRICS_ALLOWED_NETWORKS))
+    return any(peer in network for network in networks)
+
+
+def _bearer_token_matches(request: HttpRequest) -> bool:
+    """The metrics token, presented over HTTPS (over plain HTTP only where the portal does not
+    insist on HTTPS: a development checkout)."""
+    expected = settings.METRICS_BEARER_TOKEN
+    scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+    if not expected or scheme.lower() != "bearer" or not presented:
+        return False
+    if settings.SECURE_SSL_REDIRECT and not request.is_secure():
+        return False
+    return hmac.compare_digest(presented.strip().encode(), expected.encode())
+
+
+def is_operator(request: HttpRequest) -> bool:
+    """A scraper or operator: the metrics bearer token, or a peer in the allowed networks."""
+    return _bearer_token_matches(request) or peer_in_allowed_networks(request)
 
 
 @never_cache
@@ -34,6 +79,15 @@ def _check_broker() -> dict:
 CHECKS = {"database": _check_database, "broker": _check_broker}
 
 
+def _sees_readiness_details(request: HttpRequest) -> bool:
+    if is_operator(request):
+        return True
+    # Platform admins: portal's infrastructure knows no app, but the access rules answer
+    # through the authentication backends, which give platform admins every permission.
+    user = getattr(request, "user", None)
+    return bool(user and user.is_active and user.has_perm("portal.view_auditevent"))
+
+
 @never_cache
 @require_GET
 def readyz(request: HttpRequest) -> JsonResponse:
@@ -47,6 +101,22 @@ def readyz(request: HttpRequest) -> JsonResponse:
         result["ms"] = round(1000 * (time.monotonic() - started), 1)
         results[name] = result
     ready = all(r["status"] == "ok" for r in results.values())
-    return JsonResponse(
-        {"status": "ok" if ready else "fail", "checks": results}, status=200 if ready else 503
-    )
+    body: dict = {"status": "ok" if ready else "fail"}
+    if _sees_readiness_details(request):
+        body["checks"] = results  # addresses, versions and error texts: operators only
+    return JsonResponse(body, status=200 if ready else 503)
+
+
+@never_cache
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    if not is_operator(request):
+        response = HttpResponse(
+            "Metrics are for the scraper: send METRICS_BEARER_TOKEN as a bearer token over HTTPS, "
+            "or scrape from an address in METRICS_ALLOWED_NETWORKS.\n",
+            status=403,
+            content_type="text/plain; charset=utf-8",
+        )
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    return ExportToDjangoView(request)

@@ -5,13 +5,37 @@ Defaults give the embedded demo (SQLite, eager Celery, simulated fleet, local ac
 SECRET_KEY and ALLOWED_HOSTS. Every variable is listed in `.env.example` and the README.
 """
 
+import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import environ
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
+
+class _SetVariables(Mapping):
+    """The process environment without variables set to an empty string.
+
+    `cp .env.example .env` leaves many variables empty: empty means "use the default", exactly
+    as if the line were absent, never an empty broker URL or an empty list.
+    """
+
+    def __getitem__(self, name: str) -> str:
+        value = os.environ[name]
+        if value == "":
+            raise KeyError(name)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, value in os.environ.items() if value != "")
+
+    def __len__(self) -> int:
+        return sum(1 for value in os.environ.values() if value != "")
+
+
 env = environ.Env()
+env.ENVIRON = _SetVariables()
 
 PORTAL_ENV = env.str("PORTAL_ENV", default="development")
 if PORTAL_ENV not in {"development", "production"}:
@@ -71,6 +95,7 @@ MIDDLEWARE = [
     "portal.middleware.RequestInputGuardMiddleware",
     "tenants.oidc.KeycloakSessionRefresh",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "portal.middleware.DeferredWorkMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",
@@ -101,6 +126,9 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+# The cache holds the API's throttle counters and the OIDC discovery and signing keys. Local
+# memory counts per process; production points it at Redis so that every worker counts together.
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=0))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -216,11 +244,45 @@ CELERY_TASK_ALWAYS_EAGER = env.bool(
 )
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=None)
+# The queue tasks go to (and workers read when started without -Q).
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 3, "socket_timeout": 5}
+# A message a worker took but never acknowledged (the worker was killed mid-task) goes back to
+# the queue this long after it was delivered; workers look for such messages every 10 s, so a
+# killed worker's work resumes within two minutes. Redis would also hand a message that a live
+# worker still holds to a second one after this long, so it must outlast the longest a worker
+# holds one: the longest retry delay (a retried task waits in the worker) plus the longest run.
+BROKER_VISIBILITY_TIMEOUT = env.int("CELERY_VISIBILITY_TIMEOUT", default=100)
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=60)
+CELERY_TASK_SOFT_TIME_LIMIT = max(1, CELERY_TASK_TIME_LIMIT - 5)
+# The longest delay between two tries of a failed task (exponential backoff up to here); past
+# its retries a task's work is picked up again by the periodic sweeps.
+TASK_RETRY_BACKOFF_MAX = env.int("CELERY_RETRY_BACKOFF_MAX", default=30)
+if BROKER_VISIBILITY_TIMEOUT <= CELERY_TASK_TIME_LIMIT + TASK_RETRY_BACKOFF_MAX:
+    raise environ.ImproperlyConfigured(
+        "CELERY_VISIBILITY_TIMEOUT must exceed CELERY_TASK_TIME_LIMIT + CELERY_RETRY_BACKOFF_MAX: "
+        "Redis would hand a task that a worker still holds to a second worker."
+    )
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 3,
+    "socket_timeout": 5,
+    "visibility_timeout": BROKER_VISIBILITY_TIMEOUT,
+    "unacked_restore_interval": 10,
+    "unacked_restore_throttle": 1,
+}
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"socket_connect_timeout": 3, "socket_timeout": 5}
+# Publishing never holds a web request for long when the broker is down: one quick retry, then
+# the caller records the work as pending and the sweeps queue it again (portal.queueing).
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.5,
+    "interval_max": 0.5,
+}
+CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE: dict = {
     "clear-expired-sessions": {"task": "portal.tasks.clear_expired_sessions", "schedule": 86400.0},
@@ -230,8 +292,19 @@ CELERY_BEAT_SCHEDULE: dict = {
         "schedule": env.float("TENANT_RECONCILE_SWEEP_SECONDS", default=300.0),
     },
     "quota-grants-sweep": {"task": "tenants.tasks.quota_grants_sweep_task", "schedule": 3600.0},
+    # Mail waiting in the outbox (the broker was down, or the mail server refused it).
+    "outbox-sweep": {
+        "task": "portal.tasks.outbox_sweep_task",
+        "schedule": env.float("OUTBOX_SWEEP_SECONDS", default=60.0),
+    },
 }
 CELERY_TIMEZONE = TIME_ZONE
+# Queued whenever a worker starts (portal.celery), so that nothing waits a full period.
+SWEEPS_AT_WORKER_START = [
+    "tenants.tasks.tenants_reconcile_sweep_task",
+    "portal.tasks.outbox_sweep_task",
+    "inventory.tasks.cluster_sync_task",
+]
 
 # The fleet: "simulated" (demo, state in the database) or "kubernetes" (official client).
 FLEET_BACKEND = env.str("FLEET_BACKEND", default="simulated")
@@ -283,6 +356,14 @@ CELERY_BEAT_SCHEDULE |= {
     },
 }
 PROMETHEUS_EXPORT_MIGRATIONS = False
+# Who may read /metrics and the details of /readyz: a scraper presenting this bearer token, or
+# a direct peer (REMOTE_ADDR, never a forwarded address) in one of these networks. Signed-in
+# platform admins also see /readyz's details. Everyone else gets 403 from /metrics and only the
+# status from /readyz.
+METRICS_BEARER_TOKEN = env.str("METRICS_BEARER_TOKEN", default="")
+METRICS_ALLOWED_NETWORKS = env.list(
+    "METRICS_ALLOWED_NETWORKS", default=[] if PRODUCTION else ["127.0.0.1/32", "::1/128"]
+)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -303,7 +384,17 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "portal.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + ([] if PRODUCTION else ["rest_framework.renderers.BrowsableAPIRenderer"]),
-    "DEFAULT_THROTTLE_RATES": {"user": "6000/hour", "anon": "600/hour"},
+    # Per signed-in user, and per anonymous client address (REMOTE_ADDR, or the address
+    # TRUSTED_PROXY_COUNT proxies in front of the portal put into X-Forwarded-For): JSON 429.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "portal.api.throttling.PortalAnonThrottle",
+        "portal.api.throttling.PortalUserThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env.str("API_THROTTLE_USER_RATE", default="6000/hour"),
+        "anon": env.str("API_THROTTLE_ANON_RATE", default="600/hour"),
+    },
+    "NUM_PROXIES": env.int("TRUSTED_PROXY_COUNT", default=0),
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "AI Factory Portal API",
@@ -353,6 +444,8 @@ if PRODUCTION:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
     SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # Probes and an in-cluster scraper speak plain HTTP to the pod. /metrics answers only a
+    # peer in METRICS_ALLOWED_NETWORKS over it; its bearer token is taken over HTTPS only.
     SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 
 LOGGING = {

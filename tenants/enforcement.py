@@ -42,6 +42,7 @@ from .manifests import (
     tenant_manifests,
 )
 from .models import Quota, QuotaRequest, Tenant
+from .notifications import quota_request_notify
 
 logger = logging.getLogger(__name__)
 
@@ -290,7 +291,7 @@ def _record_success(outcome: ReconcileOutcome) -> list[int]:
             attempts=request.attempts + 1,
         )
         audit(actor=None, action="quota_request.applied", obj=request, tenant=tenant)
-        jobs.enqueue_after_commit(jobs.NOTIFY_QUOTA_REQUEST, request.pk, "applied")
+        quota_request_notify(request_id=request.pk, event="applied")
         applied.append(request.pk)
     return applied
 

@@ -1,11 +1,16 @@
-"""Mail about quota requests: each decision goes to the requester and the tenant's owners."""
+"""Mail about quota requests: each decision goes to the requester and the tenant's owners.
+
+Called inside the transaction of the decision: the mail is kept in the outbox with it and sent
+after commit, so a broker or mail server that is down delays it but never loses it.
+"""
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.mail import send_mail
 from django.db.models import Q
 from django.template.loader import render_to_string
 from django.urls import reverse
+
+from portal.outbox import email_enqueue
 
 from .models import Membership, QuotaRequest, RoleAssignment
 
@@ -40,7 +45,7 @@ def _platform_admins() -> list[str]:
 
 
 def quota_request_notify(*, request_id: int, event: str) -> int:
-    """Mail `event` about the request to whom it concerns; returns how many were addressed."""
+    """Keep a mail about `event` for whom it concerns; returns how many are addressed."""
     request = (
         QuotaRequest.objects.select_related("tenant", "requested_by", "decided_by")
         .prefetch_related("lines")
@@ -70,5 +75,5 @@ def quota_request_notify(*, request_id: int, event: str) -> int:
             "lines": request.lines.all(),
         },
     )
-    send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients)
+    email_enqueue(to=recipients, subject=subject, body=body, topic=f"quota_request.{event}")
     return len(recipients)

@@ -21,10 +21,11 @@ from inventory import resource_classes
 from portal.audit import audit
 from portal.validators import column_max, validate_readable_text
 
-from . import jobs, quota_rules
+from . import quota_rules
 from .access import access_for, is_platform_admin, tenants_operated_by
 from .enforcement import tenant_mark_changed
 from .models import Membership, Quota, QuotaRequest, QuotaRequestLine, Tenant
+from .notifications import quota_request_notify
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ def quota_request_create(
             "ends_on": ends_on.isoformat() if ends_on else None,
         },
     )
-    jobs.enqueue_after_commit(jobs.NOTIFY_QUOTA_REQUEST, request.pk, "submitted")
+    quota_request_notify(request_id=request.pk, event="submitted")
     return request
 
 
@@ -215,7 +216,7 @@ def quota_request_approve(
         tenant=tenant,
         changes={"lines": changes, "note": note, "ends_on": _iso(request.ends_on)},
     )
-    jobs.enqueue_after_commit(jobs.NOTIFY_QUOTA_REQUEST, request.pk, "approved")
+    quota_request_notify(request_id=request.pk, event="approved")
     return request
 
 
@@ -239,7 +240,7 @@ def quota_request_reject(*, request_id: int, approver, reason: str) -> QuotaRequ
         tenant=request.tenant,
         changes={"reason": reason.strip()},
     )
-    jobs.enqueue_after_commit(jobs.NOTIFY_QUOTA_REQUEST, request.pk, "rejected")
+    quota_request_notify(request_id=request.pk, event="rejected")
     return request
 
 
@@ -308,7 +309,7 @@ def quota_grant_end(*, request_id: int) -> QuotaRequest:
         tenant=tenant,
         changes={"ends_on": _iso(request.ends_on), "lines": changes},
     )
-    jobs.enqueue_after_commit(jobs.NOTIFY_QUOTA_REQUEST, request.pk, "ended")
+    quota_request_notify(request_id=request.pk, event="ended")
     return request
 
 
@@ -347,6 +348,6 @@ def quota_grants_remind(*, today: datetime.date | None = None) -> list[int]:
                     tenant=request.tenant,
                     changes={"ends_on": _iso(request.ends_on)},
                 )
-                jobs.enqueue_after_commit(jobs.NOTIFY_QUOTA_REQUEST, pk, "ending_soon")
+                quota_request_notify(request_id=pk, event="ending_soon")
                 reminded.append(pk)
     return reminded

@@ -5,23 +5,16 @@ import logging
 from celery import shared_task
 
 from portal.fleet import PermanentFleetError, TransientFleetError
+from portal.queueing import retry_policy
 
 from .directory_sync import keycloak_directory_sync
 from .enforcement import tenant_reconcile, tenants_reconcile_sweep
-from .notifications import quota_request_notify
 from .quota_requests import quota_grants_end_due, quota_grants_remind
 
 logger = logging.getLogger(__name__)
 
 
-@shared_task(
-    acks_late=True,
-    autoretry_for=(TransientFleetError,),
-    retry_backoff=5,
-    retry_backoff_max=600,
-    retry_jitter=True,
-    max_retries=8,
-)
+@shared_task(**retry_policy(TransientFleetError))
 def tenant_reconcile_task(tenant_id: int, force: bool = False) -> dict:
     """Apply the tenant's desired state; transient cluster errors are retried with backoff.
 
@@ -52,11 +45,6 @@ def tenants_reconcile_sweep_task() -> int:
 def quota_grants_sweep_task() -> dict:
     """Periodic: remind tenants of temporary grants ending soon, end those past their date."""
     return {"reminded": quota_grants_remind(), "ended": quota_grants_end_due()}
-
-
-@shared_task(acks_late=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
-def quota_request_notify_task(request_id: int, event: str) -> int:
-    return quota_request_notify(request_id=request_id, event=event)
 
 
 class DirectorySyncFailed(Exception):

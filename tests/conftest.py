@@ -1,8 +1,11 @@
 """Shared fixtures: role fixtures, API clients, and the real services the suite uses."""
 
 import os
+import threading
+import weakref
 
 import pytest
+from django.db.backends.signals import connection_created
 from rest_framework.test import APIClient
 
 from tenants.models import Membership, RoleAssignment
@@ -15,6 +18,7 @@ pytest_plugins = [
     "tests.support.fixtures_browser",
     "tests.support.fixtures_oidc",
     "tests.support.fixtures_prometheus",
+    "tests.support.fixtures_celery",
 ]
 
 
@@ -28,6 +32,36 @@ def _suite_runs_on_postgresql(django_db_blocker):
             "Tests run on PostgreSQL: use `make test`, or set DATABASE_URL=postgres://…",
             returncode=2,
         )
+
+
+# Every database connection the test process opens. asgiref's context-local `connections` gives
+# code running in another context (Playwright's greenlet, subtests) a connection of its own on
+# the main thread, which nothing closes: the test database could not be dropped at the end.
+_opened_connections: weakref.WeakSet = weakref.WeakSet()
+
+
+def _track_connection(sender, connection, **kwargs) -> None:
+    _opened_connections.add(connection)
+
+
+connection_created.connect(_track_connection, dispatch_uid="tests_track_connections")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_every_connection_before_the_test_database_goes(django_db_setup):
+    yield
+    for wrapper in list(_opened_connections):
+        if wrapper._thread_ident == threading.get_ident():  # other threads close their own
+            wrapper.close()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    """Each test starts with an empty cache: the API's throttle counters are kept there."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
 
 
 @pytest.fixture

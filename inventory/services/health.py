@@ -16,11 +16,11 @@ from django.utils import timezone
 
 from portal.audit import audit
 
-from .. import dcgm, queueing
+from .. import dcgm
 from ..models import GPU, HealthEvent, InventoryRun, Node, NodeState
 from ..models.health import SEVERITY_RANK, Severity
 from ..prometheus import PrometheusClient, PrometheusError
-from . import lifecycle
+from . import lifecycle, notifications
 
 GPU_HEALTH_FOR = {Severity.CRITICAL: GPU.Health.FAILED, Severity.WARNING: GPU.Health.DEGRADED}
 
@@ -90,7 +90,7 @@ def _remediate(event: HealthEvent, policy: RemediationPolicy) -> str:
         done = HealthEvent.Remediation.DRAIN
     elif action != HealthEvent.Remediation.NONE and node.state == NodeState.AVAILABLE:
         lifecycle.node_cordon(node_id=node.pk, actor=None, reason=reason)
-        queueing.enqueue_on_commit(queueing.NOTIFY_TENANTS, node.pk, event.pk, [])
+        notifications.node_tenants_notify(node_id=node.pk, health_event_id=event.pk)
         done = HealthEvent.Remediation.CORDON
     if done != HealthEvent.Remediation.NONE:
         event.remediation = done

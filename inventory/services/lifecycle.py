@@ -26,6 +26,7 @@ from ..models import (
     NodeValidation,
 )
 from ..models.node import UNSCHEDULABLE_IN_STATE
+from . import notifications
 
 REQUIRED_VALIDATIONS = (NodeValidation.Kind.BURN_IN, NodeValidation.Kind.NCCL)
 
@@ -147,8 +148,8 @@ def node_drain_complete(
         actor=None,
         reason="drain finished: every pod on the node was evicted",
     )
-    queueing.enqueue_on_commit(
-        queueing.NOTIFY_TENANTS, node.pk, health_event_id, sorted(namespaces)
+    notifications.node_tenants_notify(
+        node_id=node.pk, health_event_id=health_event_id, namespaces=sorted(namespaces)
     )
     return node
 

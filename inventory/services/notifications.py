@@ -9,11 +9,10 @@ drain that evicted them).
 from collections.abc import Iterable
 
 from django.apps import apps
-from django.conf import settings
-from django.core.mail import EmailMessage, get_connection
 from django.db import transaction
 
 from portal.audit import audit
+from portal.outbox import email_enqueue
 
 from ..models import HealthEvent, Node, NodeState
 
@@ -64,7 +63,8 @@ def _message(node: Node, event: HealthEvent | None) -> tuple[str, str]:
 def node_tenants_notify(
     *, node_id: int, health_event_id: int | None, namespaces: Iterable[str] = ()
 ) -> list[str]:
-    """Email the owners of each affected tenant once per health event; returns who was told."""
+    """Mail the owners of each affected tenant once per health event (kept in the outbox with
+    the event's record, sent after commit); returns the tenants told."""
     node = Node.objects.get(pk=node_id)
     event = (
         HealthEvent.objects.select_for_update().filter(pk=health_event_id).first()
@@ -84,13 +84,8 @@ def node_tenants_notify(
         if membership.user.email:
             owners.setdefault(membership.tenant.slug, []).append(membership.user.email)
     subject, body = _message(node, event)
-    messages = [
-        EmailMessage(subject=subject, body=body, from_email=settings.DEFAULT_FROM_EMAIL,
-                     to=sorted(emails))
-        for _slug, emails in sorted(owners.items())
-    ]
-    if messages:
-        get_connection().send_messages(messages)
+    for _slug, emails in sorted(owners.items()):
+        email_enqueue(to=emails, subject=subject, body=body, topic="node.tenants_notify")
     if event is not None:
         event.notified_tenants = sorted(already | set(tenants))
         event.save(update_fields=["notified_tenants"])

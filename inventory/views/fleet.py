@@ -4,12 +4,12 @@ import logging
 from dataclasses import asdict
 
 from celery.exceptions import Retry
-from celery.result import EagerResult
 from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from portal import queueing
 from portal.fleet import FleetError
 from tenants.access import is_platform_admin
 from tenants.capacity import capacity_by_resource_class
@@ -62,6 +62,16 @@ def capacity_summary(request):
 
 
 def _run_now(request, task, what: str) -> None:
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        if queueing.send_task(task.name):
+            messages.success(request, f"{what} queued.")
+        else:
+            messages.error(
+                request,
+                f"{what} could not be queued: the task queue is unreachable. It runs on its own "
+                "schedule once the queue is back.",
+            )
+        return
     try:
         result = task.delay()
     except (FleetError, PrometheusError, Retry) as exc:
@@ -69,9 +79,7 @@ def _run_now(request, task, what: str) -> None:
         logger.warning("%s failed: %s", what, exc)
         messages.error(request, f"{what} failed: {exc}. It is recorded below and retried.")
         return
-    if not isinstance(result, EagerResult):
-        messages.success(request, f"{what} queued.")
-    elif result.failed():
+    if result.failed():
         messages.error(request, f"{what} failed: {result.result}.")
     else:
         messages.success(request, f"{what} done.")

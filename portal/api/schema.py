@@ -4,6 +4,10 @@ Added once, after drf-spectacular has built the schema, so that no viewset has t
 401/403/404/409 answers; an operation that documents a status itself keeps its own.
 """
 
+from drf_spectacular.views import SpectacularAPIView
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+
 ERROR_SCHEMA = {
     "type": "object",
     "description": "The API's one error format.",
@@ -66,3 +70,14 @@ def document_error_responses(result, generator, request, public):
                     # request that never got that far.
                     own["schema"] = {"oneOf": [own["schema"], ERROR_REF]}
     return result
+
+
+class SchemaView(SpectacularAPIView):
+    """The OpenAPI document; its errors (a throttled caller's 429) are the API's JSON errors,
+    not an OpenAPI-typed body."""
+
+    def handle_exception(self, exc: Exception) -> Response:
+        response = super().handle_exception(exc)
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return response

@@ -49,3 +49,43 @@ def test_the_readme_lists_each_variable_once():
     section = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
     names = re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", section, re.MULTILINE)
     assert len(names) == len(set(names))
+
+
+def _settings_under(env: dict[str, str]) -> dict[str, str]:
+    """Every upper-case setting, as repr, of a fresh process run with exactly `env` added."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json; from django.conf import settings as s;"
+        "print(json.dumps({k: repr(getattr(s, k)) for k in dir(s) if k.isupper()}))"
+    )
+    keep = {"PATH", "HOME", "LANG", "PYTHONPATH", "VIRTUAL_ENV"}
+    base = {k: v for k, v in os.environ.items() if k in keep}
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
+        cwd=ROOT, env=base | {"SECRET_KEY": "a-key-for-this-test"} | env,
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    values = json.loads(result.stdout.strip().splitlines()[-1])
+    return {name: re.sub(r" at 0x[0-9a-f]+", "", value) for name, value in values.items()}
+
+
+def test_copying_env_example_to_env_changes_no_setting():
+    """`cp .env.example .env` is the demo: every empty value means the default, and every value
+    the example sets is the default, so no setting differs from running with no .env at all."""
+    example = _env_example() | {"SECRET_KEY": "a-key-for-this-test"}
+    # Relative to the working directory in the example, absolute by default: the same file.
+    example["DATABASE_URL"] = f"sqlite:///{ROOT / 'db.sqlite3'}"
+    with_example, with_nothing = _settings_under(example), _settings_under({})
+    differ = {
+        name: (with_example[name], with_nothing.get(name))
+        for name in with_example
+        if with_example[name] != with_nothing.get(name)
+    }
+    assert differ == {}
+    assert with_example["CELERY_BROKER_URL"] == "'memory://'"
+    assert with_example["CELERY_TASK_ALWAYS_EAGER"] == "True"

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.test import RequestFactory
 
 from inventory.models import GPU, Node, Site
-from portal.models import AuditEvent
+from portal.models import AuditEvent, OutboxEmail, SimulatedObject
 from tenants.access import access_for
 from tenants.models import Membership, Quota, Tenant
 
@@ -26,7 +26,10 @@ def test_demo_data_is_complete_and_idempotent():
         Quota.objects.count(),
         AuditEvent.objects.count(),
     )
+    cluster = dict(SimulatedObject.objects.values_list("pk", "resource_version"))
     call_command("load_demo", stdout=StringIO())
+    # The second load touches nothing on the (simulated) cluster either: no node patched again.
+    assert dict(SimulatedObject.objects.values_list("pk", "resource_version")) == cluster
     again = (
         Site.objects.count(),
         Node.objects.count(),
@@ -65,3 +68,27 @@ def test_each_demo_account_signs_in_with_its_role():
     assert "member" in access_for(member).tenant_roles.values()
     assert access_for(finance).finance and not access_for(finance).platform_admin
     assert access_for(admin).platform_admin
+
+
+@pytest.mark.django_db
+def test_the_demo_mails_link_to_where_the_demo_is_served(settings, mailoutbox):
+    settings.PORTAL_URL = "http://127.0.0.1:8765"
+    call_command("load_demo", stdout=StringIO())
+    sent = [m for m in OutboxEmail.objects.all() if "/t/" in m.body or "/admin/" in m.body]
+    assert sent
+    assert all("http://127.0.0.1:8765/" in m.body for m in sent)
+    assert not any(":8000" in m.body for m in sent)
+
+
+def test_make_demo_on_another_port_points_the_mails_there():
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    dry_run = subprocess.run(
+        ["make", "-n", "demo", "PORT=8765"], cwd=root, capture_output=True, text=True, timeout=60
+    )
+    assert dry_run.returncode == 0, dry_run.stderr
+    commands = [line for line in dry_run.stdout.splitlines() if "manage.py" in line]
+    assert any("load_demo" in c and "PORTAL_URL=http://127.0.0.1:8765" in c for c in commands)
+    assert any("runserver" in c and "PORTAL_URL=http://127.0.0.1:8765" in c for c in commands)

@@ -12,6 +12,7 @@ PRODUCTION_ENV = {
     "ALLOWED_HOSTS": "portal.example.com",
     "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/portal",
     "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",
+    "CACHE_URL": "rediscache://127.0.0.1:6379/2",
 }
 
 

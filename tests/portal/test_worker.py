@@ -1,110 +1,52 @@
-"""A task round-trips through Redis and a real Celery worker process (not eager)."""
+"""Tasks round-trip through Redis and real Celery worker processes (not eager), and work a
+worker was doing when it was killed resumes promptly, once, when a worker is back."""
 
-import os
-import subprocess
-import sys
 import time
-import uuid
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
+import redis
 from celery.backends.redis import RedisBackend
 from celery.result import AsyncResult
-from django.conf import settings
 from django.contrib.sessions.models import Session
-from django.test import override_settings
 from django.utils import timezone
 
 from portal.celery import app as celery_app
 from portal.metrics import task_outcomes
+from portal.models import AuditEvent, OutboxEmail
 from portal.tasks import clear_expired_sessions
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def celery_worker_process(redis_url, transactional_db):
-    """A real `celery worker` on its own queue, using the test database."""
-    queue = f"test-{uuid.uuid4().hex[:8]}"
-    db = settings.DATABASES["default"]
-    env = os.environ | {
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "CELERY_BROKER_URL": redis_url,
-        "CELERY_RESULT_BACKEND": redis_url,
-        "CELERY_TASK_ALWAYS_EAGER": "false",
-    }
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "portal",
-            "worker",
-            "--pool=solo",
-            "--concurrency=1",
-            "--without-heartbeat",
-            "--without-gossip",
-            "--without-mingle",
-            "-Q",
-            queue,
-            "--loglevel=WARNING",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    saved = {k: celery_app.conf[k] for k in ("task_always_eager", "broker_url", "result_backend")}
-    celery_app.conf.update(task_always_eager=False, broker_url=redis_url, result_backend=redis_url)
-    try:
-        yield queue
-    finally:
-        celery_app.conf.update(saved)
-        worker.terminate()
-        try:
-            worker.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+from tenants.models import Tenant
+from tenants.services import tenant_create
+from tests.support.fixtures_celery import wait_until
 
 
 @pytest.mark.worker
-def test_task_round_trips_through_redis_and_a_worker(celery_worker_process, redis_url):
+def test_task_round_trips_through_redis_and_a_worker(celery_worker, redis_url):
+    celery_worker(CELERY_RESULT_BACKEND=redis_url)
     expired = Session.objects.create(
         session_key="e" * 32, session_data="", expire_date=timezone.now() - timedelta(days=1)
     )
     live = Session.objects.create(
         session_key="l" * 32, session_data="", expire_date=timezone.now() + timedelta(days=1)
     )
+    sent = clear_expired_sessions.apply_async()
     backend = RedisBackend(app=celery_app, url=redis_url)
-    with celery_app.connection_for_write(redis_url) as connection:
-        sent = clear_expired_sessions.apply_async(
-            queue=celery_worker_process, connection=connection
-        )
     assert AsyncResult(sent.id, backend=backend, app=celery_app).get(timeout=60) == 1
     assert not Session.objects.filter(pk=expired.pk).exists()
     assert Session.objects.filter(pk=live.pk).exists()
 
 
 @pytest.mark.worker
-def test_metrics_report_the_outcomes_of_tasks_run_by_a_worker(
-    celery_worker_process, redis_url, client
-):
+def test_metrics_report_the_outcomes_of_tasks_run_by_a_worker(celery_worker, redis_url, client):
+    celery_worker(CELERY_RESULT_BACKEND=redis_url)
     key = ("portal.tasks.clear_expired_sessions", "success")
-    with override_settings(CELERY_TASK_ALWAYS_EAGER=False, CELERY_BROKER_URL=redis_url):
-        before = task_outcomes().get(key, 0)
-        backend = RedisBackend(app=celery_app, url=redis_url)
-        with celery_app.connection_for_write(redis_url) as connection:
-            sent = clear_expired_sessions.apply_async(
-                queue=celery_worker_process, connection=connection
-            )
-        AsyncResult(sent.id, backend=backend, app=celery_app).get(timeout=60)
-        deadline = time.monotonic() + 10  # the worker counts just after storing the result
-        while task_outcomes().get(key, 0) == before and time.monotonic() < deadline:
-            time.sleep(0.1)
-        text = client.get("/metrics").content.decode()
+    before = task_outcomes().get(key, 0)
+    sent = clear_expired_sessions.apply_async()
+    AsyncResult(sent.id, backend=RedisBackend(app=celery_app, url=redis_url), app=celery_app).get(
+        timeout=60
+    )
+    wait_until(lambda: task_outcomes().get(key, 0) > before, timeout=10)  # counted just after
+    text = client.get("/metrics").content.decode()
 
     line = next(
         row
@@ -114,3 +56,57 @@ def test_metrics_report_the_outcomes_of_tasks_run_by_a_worker(
         and 'outcome="success"' in row
     )
     assert float(line.rsplit(" ", 1)[1]) == before + 1
+
+
+@pytest.mark.worker
+def test_work_left_pending_while_no_worker_ran_resumes_when_one_starts(
+    celery_worker, platform_admin
+):
+    # Mail owed while the broker was unreachable: nothing in any queue says to send it.
+    owed = OutboxEmail.objects.create(
+        to=["olivia@example.com"], subject="Owed", body="", topic="test.owed"
+    )
+
+    celery_worker()  # its start queues the sweeps at once (not a beat period later)
+
+    wait_until(lambda: OutboxEmail.objects.get(pk=owed.pk).sent_at, timeout=30)
+
+
+# Small enough that the test takes seconds: the same relation as the defaults (README).
+FAST_RECOVERY = {
+    "CELERY_VISIBILITY_TIMEOUT": "8",
+    "CELERY_TASK_TIME_LIMIT": "4",
+    "CELERY_RETRY_BACKOFF_MAX": "2",
+    "FLEET_REQUEST_TIMEOUT": "3",
+}
+
+
+@pytest.mark.worker
+def test_a_reconcile_whose_worker_was_killed_resumes_on_another_worker_once(
+    celery_worker, kube_emulator, tmp_path, redis_url
+):
+    fleet = {
+        "FLEET_BACKEND": "kubernetes",
+        "KUBECONFIG": str(kube_emulator.write_kubeconfig(tmp_path / "kubeconfig")),
+    }
+    # The first apply hangs: the worker is inside the task, the message taken but not acked.
+    kube_emulator.delay(10, method="PATCH", path="/api/v1/namespaces/tenant-acme")
+    first = celery_worker(**fleet, **FAST_RECOVERY)
+    tenant = tenant_create(actor=None, slug="acme", name="Acme Labs")  # queues its reconcile
+    wait_until(lambda: kube_emulator.requests("PATCH", "/api/v1/namespaces/tenant-acme"),
+               timeout=30)
+
+    first.kill()
+    killed_at = time.monotonic()
+    celery_worker(**fleet, **FAST_RECOVERY)
+
+    wait_until(lambda: Tenant.objects.get(pk=tenant.pk).in_sync, timeout=60)
+    # Well within two minutes of the kill (the new worker's start sweep, or the killed message
+    # handed out again after the visibility timeout), not at the next periodic sweep.
+    assert time.monotonic() - killed_at < 8 + 10 + 10
+    # The killed worker's message comes back too (taken from the unacknowledged set) and finds
+    # the tenant in sync: the work was done once, not once per delivery.
+    unacked = redis.Redis.from_url(redis_url)
+    wait_until(lambda: not unacked.hlen("unacked"), timeout=40)
+    applied = AuditEvent.objects.filter(action="tenant.applied", object_id=str(tenant.pk))
+    assert applied.count() == 1

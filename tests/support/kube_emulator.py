@@ -9,11 +9,13 @@ read what the portal stored, inspect the requests, and inject faults and delays.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import kmock
@@ -91,6 +93,24 @@ class KubeEmulator:
         configuration = client.Configuration(host=self.url)
         configuration.retries = retries
         return client.ApiClient(configuration)
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        """A kubeconfig for this emulator, for a process of its own (a Celery worker)."""
+        path.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "emulator", "cluster": {"server": self.url}}],
+                    "users": [{"name": "portal", "user": {"token": "emulator"}}],
+                    "contexts": [
+                        {"name": "emulator", "context": {"cluster": "emulator", "user": "portal"}}
+                    ],
+                    "current-context": "emulator",
+                }
+            )
+        )
+        return path
 
     def _resource_of(self, api_version: str, kind: str) -> kmock.resource:
         assert self.handler is not None
@@ -230,12 +250,16 @@ class KubeEmulator:
         self, seconds: float, *, method: str, path: str | re.Pattern[str], times: int = 1
     ) -> None:
         """Hold the next `times` matching requests for `seconds` before serving them."""
-        for _ in range(times):
+        remaining = [times]
 
-            async def pause() -> None:
-                await asyncio.sleep(seconds)
+        async def pause() -> type[StopIteration] | None:
+            if remaining[0] <= 0:
+                return StopIteration  # retired: a reaction answering None would stay forever
+            remaining[0] -= 1
+            await asyncio.sleep(seconds)
+            return None
 
-            self._react(method, path, pause)
+        self._react(method, path, pause)
 
 
 @contextmanager

@@ -1,0 +1,77 @@
+"""Queue Celery tasks from services: after commit, by name, and robust to a broker that is down.
+
+Services name tasks by their registered name, so that they need not import task modules (which
+import the services): the registry resolves the name when the message is sent. The message is
+sent only once the surrounding transaction has committed, never before the row it names exists.
+
+A broker that is down must not turn a committed write into a 500: the failure is logged,
+counted for the request (`deferred_tasks`, shown to the person as a warning) and left to the
+periodic sweeps, which find the work from the database (level-triggered) and queue it again.
+Every task here is idempotent, so a message that does arrive twice does no harm.
+
+`RETRY` is the retry policy every task shares; its longest delay stays below the broker's
+visibility timeout (see settings.BROKER_VISIBILITY_TIMEOUT).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from celery import current_app
+from django.conf import settings
+from django.db import transaction
+from kombu.exceptions import KombuError, OperationalError
+
+logger = logging.getLogger(__name__)
+
+# Names of the tasks this request could not queue (None outside a request).
+_deferred: ContextVar[list[str] | None] = ContextVar("portal_deferred_tasks", default=None)
+
+
+def retry_policy(*errors: type[BaseException], max_retries: int = 8) -> dict[str, Any]:
+    """Keyword arguments for `@shared_task`: late acks, retry `errors` with capped backoff."""
+    return {
+        "acks_late": True,
+        "autoretry_for": errors,
+        "retry_backoff": 5,
+        "retry_backoff_max": settings.TASK_RETRY_BACKOFF_MAX,
+        "retry_jitter": True,
+        "max_retries": max_retries,
+    }
+
+
+def send_task(task_name: str, *args: Any) -> bool:
+    """Send `task_name(*args)` now; False (logged, counted) when the broker cannot be reached."""
+    try:
+        current_app.signature(task_name, args=args).apply_async()
+    except (OperationalError, KombuError, OSError) as exc:
+        logger.warning("Could not queue %s%r: %s; the periodic sweep will", task_name, args, exc)
+        deferred = _deferred.get()
+        if deferred is not None:
+            deferred.append(task_name)
+        return False
+    return True
+
+
+def enqueue_on_commit(task_name: str, *args: Any) -> None:
+    """Queue `task_name(*args)` once the surrounding transaction commits.
+
+    `robust`: whatever goes wrong sending it (in eager mode, running it) is logged and does not
+    undo or fail the write that already committed.
+    """
+    transaction.on_commit(lambda: send_task(task_name, *args), robust=True)
+
+
+@contextmanager
+def deferred_tasks() -> Iterator[list[str]]:
+    """Collect the names of tasks that could not be queued inside the block (one request)."""
+    collected: list[str] = []
+    token = _deferred.set(collected)
+    try:
+        yield collected
+    finally:
+        _deferred.reset(token)
