@@ -1,0 +1,1 @@
+"""Workloads: what tenants run on the fleet (vClusters, inference endpoints, VMs, Slurm)."""

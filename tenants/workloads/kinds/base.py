@@ -1,0 +1,197 @@
+"""What every workload kind provides: pure functions over plain data, no Django, no I/O.
+
+One module per kind (vcluster, inference, vm, slurm) implements `WorkloadKind`; the registry
+(`tenants.workloads.registry`) lists them for every layer. The machinery above (admission,
+reconciliation, pages, API) only ever talks to a kind through this contract:
+
+- `validate(spec, ctx)`    the user's input → the clean spec, or `SpecError` with field errors
+- `demand(spec)`           what it holds of each resource class (`gpu:…`, `mig:…`, `cpu`,
+                           `memory-gib`, `storage-gib`, `count:<kind>`) while it exists
+- `manifests(spec, ctx)`   the Kubernetes objects, in apply order, each carrying `ctx.labels`
+                           and living in `ctx.namespace`
+- `observe(objects, spec, ctx)`  the objects read back from the cluster → an `Observation`
+- `scale(spec, changes, ctx)`    a running workload's new spec (or `SpecError`)
+- `connection(objects, spec, ctx)`  what a person needs to use it (URLs, commands), shown when ready
+
+Specs are JSON-ready dicts (stored in the database); numbers are ints, never floats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol
+
+Manifest = dict[str, Any]
+ObjectKey = tuple[str, str, str]  # (apiVersion, kind, name) within the workload's namespace
+
+# Labels every object a workload owns carries (selected on to observe, prune and delete).
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY = "ai-factory-portal"
+LABEL_TENANT = "portal.ai-factory.io/tenant"
+LABEL_WORKLOAD_ID = "portal.ai-factory.io/workload-id"
+LABEL_KIND = "portal.ai-factory.io/workload-kind"
+# Set by the inventory on nodes reserved for a dedicated tenant: label and NoSchedule taint.
+RESERVED_FOR_KEY = "portal.ai-factory.io/reserved-for"
+
+
+class SpecError(ValueError):
+    """The spec is not acceptable: `fields` maps a spec field (dotted for nested ones, e.g.
+    `workers.gpus`) or `__all__` to the messages a person reads."""
+
+    def __init__(self, fields: Mapping[str, list[str] | str]) -> None:
+        self.fields = {k: [v] if isinstance(v, str) else list(v) for k, v in fields.items()}
+        super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in self.fields.items()))
+
+
+@dataclass(frozen=True)
+class GpuOffer:
+    """One GPU resource class a tenant may ask for, and the most one node of its pool holds."""
+
+    resource: str  # gpu:nvidia-h100-80gb | mig:nvidia-a100-80gb:1g.10gb | hami:… (issue 11)
+    label: str  # "NVIDIA H100 80GB HBM3 GPUs"
+    max_per_node: int  # whole GPUs (or MIG instances) of this class on the largest node
+
+
+@dataclass(frozen=True)
+class LaunchContext:
+    """What validation may consult besides the spec: the tenant's isolation and quota, and what
+    the tenant's pool of nodes can run. Built by the services from the database."""
+
+    isolation: Literal["dedicated", "shared"]
+    quota: Mapping[str, int]  # resource class → granted limit
+    gpu_offers: tuple[GpuOffer, ...] = ()  # GPU classes of the tenant's pool
+    # Admin-kept lists a kind may need (e.g. VM boot images: key → dict); empty by default.
+    catalog: Mapping[str, Any] = field(default_factory=dict)
+
+    def offer(self, resource: str) -> GpuOffer | None:
+        return next((o for o in self.gpu_offers if o.resource == resource), None)
+
+    @property
+    def partitions_allowed(self) -> bool:
+        """MIG (and HAMi) partitions only inside one trust domain: never for dedicated tenants."""
+        return self.isolation != "dedicated"
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """Who the objects are for: names, namespace, owner labels, and where they may run."""
+
+    workload_id: int
+    name: str  # the workload's DNS-1123 label, unique in the tenant
+    kind: str
+    tenant_slug: str
+    namespace: str  # the tenant's namespace: every object lives there
+    isolation: Literal["dedicated", "shared"]
+    # Where the portal is reached (links in connection details); the cluster's DNS suffix.
+    cluster_domain: str = "cluster.local"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {
+            LABEL_MANAGED_BY: MANAGED_BY,
+            LABEL_TENANT: self.tenant_slug,
+            LABEL_WORKLOAD_ID: str(self.workload_id),
+            LABEL_KIND: self.kind,
+        }
+
+    def metadata(self, name: str, **extra: Any) -> dict[str, Any]:
+        """`metadata` for an owned object: the name, the namespace and the owner labels."""
+        labels = {**self.labels, **extra.pop("labels", {})}
+        return {"name": name, "namespace": self.namespace, "labels": labels, **extra}
+
+    def gpu_node_selector(self, product_label: str | None) -> dict[str, str]:
+        """Node selector for GPU pods: the GPU model, and a dedicated tenant's reserved nodes."""
+        selector = {"nvidia.com/gpu.product": product_label} if product_label else {}
+        if self.isolation == "dedicated":
+            selector[RESERVED_FOR_KEY] = self.tenant_slug
+        return selector
+
+    def gpu_tolerations(self) -> list[dict[str, str]]:
+        """A dedicated tenant's pods tolerate the taint of the nodes reserved for it (only)."""
+        if self.isolation != "dedicated":
+            return []
+        return [
+            {"key": RESERVED_FOR_KEY, "operator": "Equal", "value": self.tenant_slug,
+             "effect": "NoSchedule"}
+        ]
+
+
+State = Literal["progressing", "ready", "degraded", "failed", "absent"]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the cluster says of a workload now.
+
+    progressing: being created or changed, not ready yet; ready: serving; degraded: was ready,
+    now partly unavailable (it may recover); failed: the cluster gave up, `reason`/`message`
+    say why in its words; absent: none of its objects exist (deleted, or never applied).
+    """
+
+    state: State
+    reason: str = ""
+    message: str = ""
+    # Condition dicts as the objects report them (type, status, reason, message), newest first.
+    conditions: tuple[dict[str, Any], ...] = ()
+    # Kind-specific figures for the page: replicas ready/desired, printable status, IP, URL…
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How a person uses a ready workload: labelled values and commands, shown on its page."""
+
+    items: tuple[tuple[str, str], ...] = ()  # (label, value) e.g. ("Endpoint URL", "https://…")
+    commands: tuple[tuple[str, str], ...] = ()  # (label, shell command) e.g. ("Try it", "curl …")
+    notes: tuple[str, ...] = ()  # short paragraphs: how to reach it from the tenant's namespace
+
+
+class WorkloadKind(Protocol):
+    """The contract of one kind's module (see the module docstring)."""
+
+    KEY: ClassVar[str]  # "vcluster" | "inference" | "vm" | "slurm": the vocabulary's kind key
+    LABEL: ClassVar[str]  # "vCluster" — singular, for people
+    # Every (apiVersion, kind) the kind may create: observed, pruned and deleted by label.
+    OWNED_KINDS: ClassVar[tuple[tuple[str, str], ...]]
+
+    def validate(self, spec: Mapping[str, Any], ctx: LaunchContext) -> dict[str, Any]: ...
+
+    def demand(self, spec: Mapping[str, Any]) -> dict[str, int]: ...
+
+    def manifests(self, spec: Mapping[str, Any], ctx: BuildContext) -> list[Manifest]: ...
+
+    def observe(
+        self, objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
+    ) -> Observation: ...
+
+    def scale(
+        self, spec: Mapping[str, Any], changes: Mapping[str, Any], ctx: LaunchContext
+    ) -> dict[str, Any]: ...
+
+    def connection(
+        self, objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
+    ) -> Connection: ...
+
+
+def condition(obj: Manifest | None, kind: str) -> dict[str, Any] | None:
+    """The condition of type `kind` in `obj.status.conditions`, if any."""
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == kind:
+            return cond
+    return None
+
+
+def whole(value: Any, *, field_name: str, minimum: int = 0, maximum: int | None = None) -> int:
+    """An int from user input (an int, or a string of digits), within bounds; else SpecError."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise SpecError({field_name: ["A whole number."]})
+    if isinstance(value, str):
+        if not value.strip().lstrip("-").isdigit():
+            raise SpecError({field_name: ["A whole number."]})
+        value = int(value.strip())
+    if value < minimum:
+        raise SpecError({field_name: [f"At least {minimum:,}."]})
+    if maximum is not None and value > maximum:
+        raise SpecError({field_name: [f"At most {maximum:,}."]})
+    return value
