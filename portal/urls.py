@@ -3,14 +3,14 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerView
 from mozilla_django_oidc.views import OIDCLogoutView
 
-from tenants.oidc_views import sign_in_failed
+from tenants.identity.views import sign_in_failed
 
 from . import account, ops, views
 from .api.schema import SchemaView
 
 api_v1 = [
     path("", include("portal.api.urls")),
-    path("", include("tenants.api_urls")),
+    path("", include("tenants.api.urls")),
     path("", include("inventory.api_urls")),
     path("", include("billing.api_urls")),
 ]

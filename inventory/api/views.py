@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 
 from portal.fleet import FleetError
 from tenants.access import access_for, is_platform_admin
-from tenants.capacity import capacity_by_resource_class
+from tenants.quota.capacity import capacity_by_resource_class
 
 from .. import transfer
 from ..errors import InventoryError

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 from portal import queueing
 from portal.fleet import FleetError
 from tenants.access import is_platform_admin
-from tenants.capacity import capacity_by_resource_class
+from tenants.quota.capacity import capacity_by_resource_class
 
 from ..prometheus import PrometheusError
 from ..selectors.fleet import (

@@ -12,7 +12,8 @@ from django.urls import reverse
 
 from portal.outbox import email_enqueue
 
-from .models import Membership, QuotaRequest, RoleAssignment
+from ..access.models import Membership, RoleAssignment
+from .models import QuotaRequest
 
 SUBJECTS = {
     "submitted": "Quota request #{id} from {tenant} is waiting for a decision",

@@ -20,9 +20,9 @@ from django.utils import timezone
 from portal.audit import audit
 from portal.models import OidcIdentity
 
+from ..access.models import Membership, RoleAssignment, Source, Tenant
+from ..access.services import membership_remove, membership_set, role_grant, role_revoke
 from .claims import ClaimRules, Grants
-from .models import Membership, RoleAssignment, Source, Tenant
-from .services import membership_remove, membership_set, role_grant, role_revoke
 
 logger = logging.getLogger(__name__)
 User = get_user_model()

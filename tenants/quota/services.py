@@ -21,10 +21,11 @@ from inventory import resource_classes
 from portal.audit import audit
 from portal.validators import column_max, validate_readable_text
 
-from . import quota_rules
-from .access import access_for, is_platform_admin, tenants_operated_by
-from .enforcement import tenant_mark_changed
-from .models import Membership, Quota, QuotaRequest, QuotaRequestLine, Tenant
+from ..access.models import Membership, Tenant
+from ..access.rules import access_for, is_platform_admin, tenants_operated_by
+from ..enforcement.changes import tenant_mark_changed
+from . import rules as quota_rules
+from .models import Quota, QuotaRequest, QuotaRequestLine
 from .notifications import quota_request_notify
 
 
@@ -351,3 +352,58 @@ def quota_grants_remind(*, today: datetime.date | None = None) -> list[int]:
                 quota_request_notify(request_id=pk, event="ending_soon")
                 reminded.append(pk)
     return reminded
+
+
+# --- grants set directly by platform admins ------------------------------------------------
+
+
+@transaction.atomic
+def quota_set(
+    *,
+    actor: Any | None,
+    tenant: Tenant,
+    resource: str,
+    limit: int,
+    borrowing_limit: int | None = None,
+    lending_limit: int | None = None,
+) -> Quota:
+    """Set the granted amount of `resource` for `tenant` (the resource class must exist)."""
+    resource_classes.parse(resource)
+    quota = Quota.objects.select_for_update().filter(tenant=tenant, resource=resource).first()
+    before = (quota.limit, quota.borrowing_limit, quota.lending_limit) if quota else (0, None, None)
+    if quota is None:
+        quota = Quota(tenant=tenant, resource=resource, limit=limit)
+    quota.limit, quota.updated_at = limit, timezone.now()
+    quota.borrowing_limit, quota.lending_limit = borrowing_limit, lending_limit
+    quota.full_clean()
+    quota.save()
+    after = (limit, borrowing_limit, lending_limit)
+    if before != after:
+        audit(
+            actor=actor,
+            action="quota.set",
+            obj=quota,
+            tenant=tenant,
+            changes={
+                "resource": resource,
+                "limit": [before[0], limit],
+                "borrowing_limit": [before[1], borrowing_limit],
+                "lending_limit": [before[2], lending_limit],
+            },
+        )
+        tenant_mark_changed(tenants=[tenant])
+    return quota
+
+
+@transaction.atomic
+def quota_remove(*, actor: Any | None, quota: Quota) -> None:
+    """Take a resource class away from a tenant: on the cluster its quota becomes 0."""
+    audit(
+        actor=actor,
+        action="quota.remove",
+        obj=quota,
+        tenant=quota.tenant,
+        changes={"resource": quota.resource, "limit": [quota.limit, 0]},
+    )
+    quota.delete()
+    tenant_mark_changed(tenants=[quota.tenant])

@@ -33,7 +33,8 @@ from inventory.selectors.capacity import (
     node_capacity_by_class,
 )
 
-from .models import Quota, Tenant
+from ..access.models import Tenant
+from .models import Quota
 
 
 @dataclass(frozen=True)

@@ -36,15 +36,15 @@ from django.utils import timezone
 from portal.audit import audit
 from portal.models import ApiToken, OidcIdentity
 
+from ..access.models import Tenant
 from .claims import ROLE_STRENGTH, Grants, grants_from_claims
-from .identity import claim_rules, keycloak_access_sync
-from .keycloak_directory import (
+from .directory import (
     DirectoryUnavailable,
     DirectoryUser,
     KeycloakDirectory,
     directory_configured,
 )
-from .models import Tenant
+from .sync import claim_rules, keycloak_access_sync
 
 logger = logging.getLogger(__name__)
 User = get_user_model()

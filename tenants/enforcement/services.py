@@ -1,21 +1,18 @@
 """Quota enforced on the cluster, level-triggered: the database says what should be there.
 
-`tenant_mark_changed` bumps a tenant's desired_version inside the caller's transaction and
-queues a reconcile after commit. `tenant_reconcile` builds every manifest from the database
-(tenants.manifests), server-side applies them through the fleet gateway and records what it
-observed: the applied version, time and objects, or the cluster's error; the usage the cluster
-reports; drift it corrected. Drift is the cluster differing from the objects the portal last
-applied, so applying a new desired version (an approval) is a change, not a correction.
-It is safe to run twice, late or concurrently: apply is idempotent, and the
-recorded version only moves forward. `tenants_reconcile_sweep` re-queues every tenant, which
-both retries failures and repairs drift.
+`tenant_reconcile` builds every manifest from the database (`manifests`), server-side applies
+them through the fleet gateway and records what it observed: the applied version, time and
+objects, or the cluster's error; the usage the cluster reports; drift it corrected. Drift is
+the cluster differing from the objects the portal last applied, so applying a new desired
+version (an approval) is a change, not a correction. It is safe to run twice, late or
+concurrently: apply is idempotent, and the recorded version only moves forward.
+`tenants_reconcile_sweep` re-queues every tenant, which both retries failures and repairs drift.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +25,12 @@ from kubernetes.utils.quantity import parse_quantity
 from inventory import resource_classes
 from portal.audit import audit
 from portal.fleet import FleetError, FleetGateway, TransientFleetError, get_gateway
+from portal.queueing import enqueue_on_commit
 
-from . import jobs
+from ..access.models import Tenant
+from ..quota.models import Quota, QuotaRequest
+from ..quota.notifications import quota_request_notify
+from .changes import RECONCILE_TENANT
 from .manifests import (
     COUNT_RESOURCES,
     KUEUE,
@@ -41,8 +42,6 @@ from .manifests import (
     flavor_name,
     tenant_manifests,
 )
-from .models import Quota, QuotaRequest, Tenant
-from .notifications import quota_request_notify
 
 logger = logging.getLogger(__name__)
 
@@ -104,24 +103,6 @@ def tenant_spec(*, tenant: Tenant) -> TenantSpec:
         ingress_namespace=settings.TENANT_INGRESS_NAMESPACE,
         edit_role=settings.TENANT_EDIT_CLUSTER_ROLE,
     )
-
-
-def tenant_mark_changed(*, tenants: Iterable[Tenant]) -> dict[int, int]:
-    """Bump desired_version of `tenants` (and their cohort peers); reconcile each after commit.
-
-    Call inside the transaction that changed the desired state. Returns the new versions.
-    """
-    tenants = list(tenants)
-    ids = {t.pk for t in tenants}
-    cohorts = {t.cohort for t in tenants if t.cohort}
-    if cohorts:
-        # A cohort member's quota is what its peers may borrow: their ceilings change too.
-        ids |= set(Tenant.objects.filter(cohort__in=cohorts).values_list("pk", flat=True))
-    Tenant.objects.filter(pk__in=ids).update(desired_version=F("desired_version") + 1)
-    versions = dict(Tenant.objects.filter(pk__in=ids).values_list("pk", "desired_version"))
-    for tenant_id in sorted(ids):
-        jobs.enqueue_after_commit(jobs.RECONCILE_TENANT, tenant_id)
-    return versions
 
 
 # --- reconcile --------------------------------------------------------------------------------
@@ -340,7 +321,7 @@ def tenants_reconcile_sweep() -> list[int]:
     """Queue a reconcile of every tenant: retries failures, finishes stuck ones, repairs drift."""
     ids = list(Tenant.objects.order_by("pk").values_list("pk", flat=True))
     for tenant_id in ids:
-        jobs.enqueue_after_commit(jobs.RECONCILE_TENANT, tenant_id, True)
+        enqueue_on_commit(RECONCILE_TENANT, tenant_id, True)
     return ids
 
 

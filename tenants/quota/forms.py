@@ -1,4 +1,4 @@
-"""Forms of the tenant pages and the admin review page; the rules live in quota_rules."""
+"""Forms of the quota pages and the admin review page; the rules live in `quota.rules`."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from django.utils import timezone
 from inventory import resource_classes
 from portal.validators import column_max, validate_readable_text
 
-from . import quota_rules
-from .models import Membership, QuotaRequest, QuotaRequestLine
+from . import rules as quota_rules
+from .models import QuotaRequest, QuotaRequestLine
 
 
 class QuotaRequestForm(forms.Form):
@@ -131,25 +131,6 @@ def line_initial(data) -> list[dict]:
         for i in range(total)
     ]
     return [*rows, {}]
-
-
-class MemberAddForm(forms.Form):
-    user = forms.CharField(
-        label="Username or e-mail",
-        max_length=254,
-        widget=forms.TextInput(attrs={"class": "form-control", "placeholder": "e.g. hana"}),
-    )
-    role = forms.ChoiceField(
-        choices=Membership.Role.choices,
-        initial=Membership.Role.MEMBER,
-        widget=forms.Select(attrs={"class": "form-select"}),
-    )
-
-
-class MemberRoleForm(forms.Form):
-    role = forms.ChoiceField(
-        choices=Membership.Role.choices, widget=forms.Select(attrs={"class": "form-select"})
-    )
 
 
 class QuotaDecisionForm(forms.Form):

@@ -13,8 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .models import Membership, RoleAssignment
-from .validators import DNS1123_LABEL
+from portal.validators import DNS1123_LABEL
+
+from ..access.models import Membership, RoleAssignment
 
 # Strongest first: owner > member > viewer.
 ROLE_STRENGTH = {

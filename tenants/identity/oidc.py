@@ -37,7 +37,7 @@ from portal.openid import (
 )
 
 from .claims import grants_from_claims
-from .identity import claim_rules, keycloak_user_sync
+from .sync import claim_rules, keycloak_user_sync
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,8 @@ from django.urls import path
 
 from portal.api.routers import PortalRouter
 
-from .api import MeView, QuotaRequestViewSet, TenantViewSet
+from ..access.api import MeView, TenantViewSet
+from ..quota.api import QuotaRequestViewSet
 
 router = PortalRouter()
 router.register("tenants", TenantViewSet, basename="tenant")

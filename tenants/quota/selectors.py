@@ -1,4 +1,5 @@
-"""Reads about tenants, already scoped to what the user may see and already prefetched."""
+"""Reads about quota and quota requests, already scoped to what the user may see and already
+prefetched."""
 
 from __future__ import annotations
 
@@ -6,20 +7,21 @@ import datetime
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db.models import Case, Min, Prefetch, QuerySet, Sum, Value, When
+from django.db.models import Min, Prefetch, QuerySet, Sum
 from django.shortcuts import get_object_or_404
 
 from inventory import resource_classes
 from portal.models import AuditEvent
 
-from .access import tenants_visible_to
+from ..access.models import Tenant
+from ..access.rules import tenants_visible_to
 from .capacity import (
     ResourceCapacity,
     pool_capacity_by_resource_class,
     pool_of,
     tenant_capacity_by_resource_class,
 )
-from .models import Membership, Quota, QuotaRequest, QuotaRequestLine, Tenant
+from .models import Quota, QuotaRequest, QuotaRequestLine
 
 
 @dataclass(frozen=True)
@@ -41,10 +43,6 @@ class QuotaLine:
     def lendable(self) -> bool:
         """Whether a cohort borrows and lends this class (GPUs and MIG partitions only)."""
         return self.resource.startswith(("gpu:", "mig:"))
-
-
-def tenant_members(*, tenant: Tenant) -> QuerySet[Membership]:
-    return tenant.memberships.select_related("user").order_by("role", "user__username")
 
 
 def _order() -> dict[str, int]:
@@ -117,37 +115,6 @@ def tenant_schedulable(*, tenant: Tenant) -> list[SchedulableLine]:
         if q.resource in capacity and capacity[q.resource].measured
     ]
     return sorted(lines, key=lambda line: order.get(line.resource, len(order)))
-
-
-def tenant_for_dashboard(*, user, slug: str | None) -> Tenant | None:
-    """The tenant to show `user`: `slug` if visible, else their first tenant (or None)."""
-    visible = tenants_visible_to(user)
-    if slug:
-        tenant = visible.filter(slug=slug).first()
-        if tenant is not None:
-            return tenant
-    # Where the user works (owner, then member) comes before tenants they only watch.
-    rank = Case(
-        When(role=Membership.Role.OWNER, then=Value(0)),
-        When(role=Membership.Role.MEMBER, then=Value(1)),
-        default=Value(2),
-    )
-    membership = (
-        Membership.objects.filter(user=user, tenant__in=visible)
-        .select_related("tenant")
-        .order_by(rank, "tenant__name")
-        .first()
-    )
-    return membership.tenant if membership else visible.order_by("name").first()
-
-
-def tenants_for_list(*, user) -> QuerySet[Tenant]:
-    """Every tenant `user` may open (all of them for finance and platform admins), by name."""
-    return tenants_visible_to(user).order_by("name")
-
-
-def tenants_of_member(*, user) -> QuerySet[Tenant]:
-    return tenants_visible_to(user).filter(memberships__user=user).order_by("name")
 
 
 # --- quota requests ---------------------------------------------------------------------------

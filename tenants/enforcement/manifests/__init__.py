@@ -1,6 +1,6 @@
 """What a tenant looks like on the cluster: pure functions from a TenantSpec to manifests.
 
-No ORM and no I/O here: `tenants.enforcement` reads the database into a TenantSpec, these
+No ORM and no I/O here: `tenants.enforcement.services` reads the database into a TenantSpec, these
 functions turn it into the objects to server-side apply, in an order a fresh cluster accepts
 (Namespace first, flavors and cohort before the ClusterQueue that names them, the ClusterQueue
 before the LocalQueue that points at it).

@@ -1,18 +1,17 @@
-"""Writes about tenants: each in one transaction, each leaving an audit event."""
+"""Writes about tenants, memberships and platform roles: each in one transaction, each leaving
+an audit event."""
 
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
-from inventory import resource_classes
 from portal.audit import audit
 
-from .access import forget_access, tenants_managed_by
-from .enforcement import tenant_mark_changed
-from .models import Membership, Quota, RoleAssignment, Source, Tenant
+from ..enforcement.changes import tenant_mark_changed
+from .models import Membership, RoleAssignment, Source, Tenant
+from .rules import forget_access, tenants_managed_by
 
 User = get_user_model()
 
@@ -150,58 +149,6 @@ def tenant_update(*, actor: Any | None, tenant: Tenant, changed: list[str]) -> T
         # Leaving a cohort changes what its remaining members may borrow too.
         tenant_mark_changed(tenants=[tenant, *peers])
     return tenant
-
-
-@transaction.atomic
-def quota_set(
-    *,
-    actor: Any | None,
-    tenant: Tenant,
-    resource: str,
-    limit: int,
-    borrowing_limit: int | None = None,
-    lending_limit: int | None = None,
-) -> Quota:
-    """Set the granted amount of `resource` for `tenant` (the resource class must exist)."""
-    resource_classes.parse(resource)
-    quota = Quota.objects.select_for_update().filter(tenant=tenant, resource=resource).first()
-    before = (quota.limit, quota.borrowing_limit, quota.lending_limit) if quota else (0, None, None)
-    if quota is None:
-        quota = Quota(tenant=tenant, resource=resource, limit=limit)
-    quota.limit, quota.updated_at = limit, timezone.now()
-    quota.borrowing_limit, quota.lending_limit = borrowing_limit, lending_limit
-    quota.full_clean()
-    quota.save()
-    after = (limit, borrowing_limit, lending_limit)
-    if before != after:
-        audit(
-            actor=actor,
-            action="quota.set",
-            obj=quota,
-            tenant=tenant,
-            changes={
-                "resource": resource,
-                "limit": [before[0], limit],
-                "borrowing_limit": [before[1], borrowing_limit],
-                "lending_limit": [before[2], lending_limit],
-            },
-        )
-        tenant_mark_changed(tenants=[tenant])
-    return quota
-
-
-@transaction.atomic
-def quota_remove(*, actor: Any | None, quota: Quota) -> None:
-    """Take a resource class away from a tenant: on the cluster its quota becomes 0."""
-    audit(
-        actor=actor,
-        action="quota.remove",
-        obj=quota,
-        tenant=quota.tenant,
-        changes={"resource": quota.resource, "limit": [quota.limit, 0]},
-    )
-    quota.delete()
-    tenant_mark_changed(tenants=[quota.tenant])
 
 
 # --- members, managed by the tenant's owners ---------------------------------------------------
