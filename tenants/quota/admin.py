@@ -127,6 +127,10 @@ class QuotaRequestAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None) -> bool:
         return False  # decisions stay on record
 
+    def save_model(self, request, obj, form, change):
+        # The change page is the review page: every decision goes through the services.
+        raise PermissionDenied("Decide on a quota request from its review page.")
+
     @admin.display(description="#", ordering="id")
     def number(self, obj: QuotaRequest) -> str:
         return f"#{obj.pk}"
