@@ -96,6 +96,7 @@ MIDDLEWARE = [
     "tenants.identity.oidc.KeycloakSessionRefresh",
     "django.contrib.messages.middleware.MessageMiddleware",
     "portal.middleware.DeferredWorkMiddleware",
+    "portal.middleware.DomainErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",

@@ -11,11 +11,8 @@ from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
-
-from portal.state_machine import InvalidTransition
 
 from ..access.rules import access_for
 from ..api.lookups import operated_tenant
@@ -30,12 +27,6 @@ from .serializers import (
     QuotaRequestSerializer,
     RejectSerializer,
 )
-
-
-class Conflict(APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The object changed state: reload it."
-    default_code = "conflict"
 
 
 class QuotaRequestFilter(django_filters.FilterSet):
@@ -118,15 +109,12 @@ class QuotaRequestViewSet(
         quota_request = self._decision(pk)
         serializer = ApproveSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        try:
-            quota_requests.quota_request_approve(
-                request_id=quota_request.pk,
-                approver=request.user,
-                amounts=serializer.validated_data.get("amounts"),
-                note=serializer.validated_data["note"],
-            )
-        except InvalidTransition as exc:
-            raise Conflict(str(exc)) from exc
+        quota_requests.quota_request_approve(
+            request_id=quota_request.pk,
+            approver=request.user,
+            amounts=serializer.validated_data.get("amounts"),
+            note=serializer.validated_data["note"],
+        )
         return self._fresh(quota_request.pk)
 
     @extend_schema(request=RejectSerializer, responses=QuotaRequestSerializer)
@@ -135,22 +123,16 @@ class QuotaRequestViewSet(
         quota_request = self._decision(pk)
         serializer = RejectSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        try:
-            quota_requests.quota_request_reject(
-                request_id=quota_request.pk,
-                approver=request.user,
-                reason=serializer.validated_data["reason"],
-            )
-        except InvalidTransition as exc:
-            raise Conflict(str(exc)) from exc
+        quota_requests.quota_request_reject(
+            request_id=quota_request.pk,
+            approver=request.user,
+            reason=serializer.validated_data["reason"],
+        )
         return self._fresh(quota_request.pk)
 
     @extend_schema(request=None, responses=QuotaRequestSerializer)
     @action(detail=True, methods=["post"])
     def withdraw(self, request: Request, pk: str) -> Response:
         quota_request = self._request(pk)
-        try:
-            quota_requests.quota_request_withdraw(request_id=quota_request.pk, actor=request.user)
-        except InvalidTransition as exc:
-            raise Conflict(str(exc)) from exc
+        quota_requests.quota_request_withdraw(request_id=quota_request.pk, actor=request.user)
         return self._fresh(quota_request.pk)

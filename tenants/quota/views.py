@@ -10,7 +10,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from portal.confirmation import confirmation_page, is_confirmed
-from portal.state_machine import InvalidTransition
 
 from ..access.rules import access_for
 from ..pages import redirect_to_current, tenant_page
@@ -162,12 +161,8 @@ def quota_request_withdraw(request, slug: str, pk: int):
             submit_label=f"Withdraw {name}",
             cancel_url=reverse("tenants:quota-request-detail", args=[slug, quota_request.pk]),
         )
-    try:
-        quota_requests.quota_request_withdraw(request_id=quota_request.pk, actor=request.user)
-    except InvalidTransition:
-        messages.error(request, "This request was already decided; it can no longer be withdrawn.")
-    else:
-        messages.success(request, f"Quota request #{quota_request.pk} withdrawn.")
+    quota_requests.quota_request_withdraw(request_id=quota_request.pk, actor=request.user)
+    messages.success(request, f"Quota request #{quota_request.pk} withdrawn.")
     return redirect("tenants:quota-request-detail", slug, quota_request.pk)
 
 
