@@ -19,9 +19,7 @@ from ..forms import (
     actions_for,
 )
 from ..models import HealthEvent, Node, NodeState
-from ..models.health import SEVERITY_COLORS
 from ..selectors.nodes import (
-    NODE_HEALTH_COLORS,
     node_get_for_detail,
     node_open_critical_event_count,
     node_timeline,
@@ -60,7 +58,6 @@ def node_list(request):
         "filter_errors": errors,
         "page": page,
         "query": query.urlencode(),
-        "health_colors": NODE_HEALTH_COLORS,
         "reserved_tenants": reserved_tenants_in_use(),
         "states": NodeState.choices,
     }
@@ -96,9 +93,7 @@ def node_detail(request, node_id: int):
             "action_form": NodeActionForm(),
             "validation_form": ValidationResultForm(),
             "retirement_form": RetirementRecordForm(),
-            "health_colors": NODE_HEALTH_COLORS,
-            "severity_colors": SEVERITY_COLORS,
-        },
+            },
     )
 
 

@@ -6,9 +6,9 @@ input.
 
 from django.contrib import admin
 from django.db.models import QuerySet
-from django.utils import timezone
 from django.utils.html import format_html
 
+from portal.choices import admin_badge
 from portal.templatetags.portal_format import money
 
 from ..enforcement.changes import tenant_mark_changed
@@ -82,15 +82,11 @@ class TenantAdmin(admin.ModelAdmin):
 
     @admin.display(description="cluster")
     def cluster(self, tenant: Tenant) -> str:
+        badge = admin_badge(value=tenant.reconcile_state, label=tenant.reconcile_state_label,
+                            color=tenant.reconcile_state_color)
         if tenant.reconcile_error:
-            return format_html(
-                '<span style="color:#b00">failing: {}</span>', tenant.reconcile_error[:80]
-            )
-        if tenant.applied_at and tenant.applied_version >= tenant.desired_version:
-            return format_html(
-                "applied {}", timezone.localtime(tenant.applied_at).strftime("%Y-%m-%d %H:%M")
-            )
-        return "applying…"
+            return format_html("{} {}", badge, tenant.reconcile_error[:80])
+        return badge
 
     def save_model(self, request, obj, form, change):
         if change:

@@ -8,6 +8,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
+from portal.reconcile import Reconciled
 from portal.validators import validate_dns1123_label, validate_readable_name
 
 
@@ -16,8 +17,8 @@ class Source(models.TextChoices):
     KEYCLOAK = "keycloak", "From Keycloak"
 
 
-class Tenant(models.Model):
-    """A team that shares the fleet; owns one namespace on the cluster."""
+class Tenant(Reconciled):
+    """A team that shares the fleet; owns one namespace on the cluster (reconciled onto it)."""
 
     class Isolation(models.TextChoices):
         DEDICATED = "dedicated", "Dedicated (whole GPUs on reserved nodes)"
@@ -55,21 +56,6 @@ class Tenant(models.Model):
         ),
     )
     created_at = models.DateTimeField(default=timezone.now)
-    # Level-triggered enforcement: every change to what the cluster should hold bumps
-    # desired_version; a reconcile that succeeds records the version it applied.
-    desired_version = models.PositiveBigIntegerField(default=1, editable=False)
-    applied_version = models.PositiveBigIntegerField(default=0, editable=False)
-    applied_at = models.DateTimeField(
-        "applied on the cluster at", null=True, blank=True, editable=False
-    )
-    # The objects the last successful apply wrote: drift is the cluster differing from these.
-    applied_manifests = models.JSONField(default=list, blank=True, editable=False)
-    reconcile_error = models.TextField(blank=True, editable=False)
-    reconcile_failed_at = models.DateTimeField(null=True, blank=True, editable=False)
-    reconcile_failures = models.PositiveIntegerField(
-        default=0, editable=False, help_text="Failed reconciles since the last success."
-    )
-
     class Meta:
         ordering = ["name"]
 
@@ -98,9 +84,6 @@ class Tenant(models.Model):
             edit.append(self.keycloak_group)
         return {"edit": edit, "view": [f"{base}/viewer"]}
 
-    @property
-    def in_sync(self) -> bool:
-        return self.applied_version >= self.desired_version and not self.reconcile_error
 
 
 class Membership(models.Model):

@@ -3,6 +3,7 @@
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
+from portal.reconcile import ReconcileState
 from portal.validators import validate_dns1123_label, validate_readable_name
 
 from .models import Membership, Tenant
@@ -34,17 +35,12 @@ class MeSerializer(serializers.ModelSerializer):
 class ClusterStateSerializer(serializers.Serializer):
     """What the cluster holds of the tenant: applied, applying, or failing with the error."""
 
-    state = serializers.SerializerMethodField()
+    state = serializers.ChoiceField(source="reconcile_state", choices=ReconcileState.choices)
     applied_at = serializers.DateTimeField(allow_null=True)
     error = serializers.CharField(source="reconcile_error")
     failed_at = serializers.DateTimeField(source="reconcile_failed_at", allow_null=True)
     desired_version = serializers.IntegerField()
     applied_version = serializers.IntegerField()
-
-    def get_state(self, tenant: Tenant) -> str:
-        if tenant.reconcile_error:
-            return "failing"
-        return "applied" if tenant.applied_version >= tenant.desired_version else "applying"
 
 
 class TenantSerializer(serializers.ModelSerializer):

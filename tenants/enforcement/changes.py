@@ -6,9 +6,8 @@ it knows the task only by name, so writers need not import the reconcile (which 
 
 from collections.abc import Iterable
 
-from django.db.models import F
-
 from portal.queueing import enqueue_on_commit
+from portal.reconcile import reconcile_bump
 
 from ..access.models import Tenant
 
@@ -26,8 +25,7 @@ def tenant_mark_changed(*, tenants: Iterable[Tenant]) -> dict[int, int]:
     if cohorts:
         # A cohort member's quota is what its peers may borrow: their ceilings change too.
         ids |= set(Tenant.objects.filter(cohort__in=cohorts).values_list("pk", flat=True))
-    Tenant.objects.filter(pk__in=ids).update(desired_version=F("desired_version") + 1)
-    versions = dict(Tenant.objects.filter(pk__in=ids).values_list("pk", "desired_version"))
+    versions = reconcile_bump(Tenant.objects.filter(pk__in=ids))
     for tenant_id in sorted(ids):
         enqueue_on_commit(RECONCILE_TENANT, tenant_id)
     return versions

@@ -26,6 +26,7 @@ from inventory import resource_classes
 from portal.audit import audit
 from portal.fleet import FleetError, FleetGateway, TransientFleetError, get_gateway
 from portal.queueing import enqueue_on_commit
+from portal.reconcile import reconcile_failed, reconcile_succeeded
 
 from ..access.models import Tenant
 from ..quota.models import Quota, QuotaRequest
@@ -46,7 +47,6 @@ from .manifests import (
 logger = logging.getLogger(__name__)
 
 GIB = 2**30
-MAX_ERROR_LENGTH = 2000
 
 
 @dataclass
@@ -220,24 +220,7 @@ def tenant_reconcile(
 def _record_success(outcome: ReconcileOutcome) -> list[int]:
     now = timezone.now()
     tenant = Tenant.objects.select_for_update().get(pk=outcome.tenant_id)
-    was_failing = bool(tenant.reconcile_error)
-    advanced = outcome.version > tenant.applied_version
-    # What this apply wrote is what the cluster holds now, even from a late reconcile of an
-    # older version (the next one applies the newer again): that is what drift compares with.
-    tenant.applied_manifests = outcome.manifests
-    tenant.applied_version = max(tenant.applied_version, outcome.version)
-    tenant.applied_at, tenant.reconcile_error = now, ""
-    tenant.reconcile_failed_at, tenant.reconcile_failures = None, 0
-    tenant.save(
-        update_fields=[
-            "applied_version",
-            "applied_manifests",
-            "applied_at",
-            "reconcile_error",
-            "reconcile_failed_at",
-            "reconcile_failures",
-        ]
-    )
+    news = reconcile_succeeded(tenant, version=outcome.version, manifests=outcome.manifests)
     for quota in Quota.objects.filter(tenant=tenant, resource__in=list(outcome.usage)):
         if quota.in_use != outcome.usage[quota.resource]:
             quota.in_use = outcome.usage[quota.resource]
@@ -250,7 +233,7 @@ def _record_success(outcome: ReconcileOutcome) -> list[int]:
             tenant=tenant,
             changes=outcome.drift,
         )
-    if advanced or was_failing:
+    if news:
         audit(
             actor=None,
             action="tenant.applied",
@@ -279,14 +262,10 @@ def _record_success(outcome: ReconcileOutcome) -> list[int]:
 
 @transaction.atomic
 def _record_failure(*, tenant_id: int, version: int, error: FleetError) -> None:
-    message = str(error)[:MAX_ERROR_LENGTH] or error.__class__.__name__
     tenant = Tenant.objects.select_for_update().filter(pk=tenant_id).first()
     if tenant is None:
         return
-    first_or_new = tenant.reconcile_error != message
-    tenant.reconcile_error, tenant.reconcile_failed_at = message, timezone.now()
-    tenant.reconcile_failures += 1
-    tenant.save(update_fields=["reconcile_error", "reconcile_failed_at", "reconcile_failures"])
+    message, first_or_new = reconcile_failed(tenant, error=error)
     pending = QuotaRequest.objects.filter(tenant=tenant, tenant_version__gt=tenant.applied_version)
     # Those already failed keep failing (with the latest error); then the newly approved fail.
     pending.filter(status=QuotaRequest.Status.FAILED).update(

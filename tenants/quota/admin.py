@@ -15,9 +15,10 @@ from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html_join
 
 from inventory import resource_classes
+from portal.choices import admin_badge
 from portal.state_machine import InvalidTransition
 
 from . import services as quota_requests
@@ -145,22 +146,8 @@ class QuotaRequestAdmin(admin.ModelAdmin):
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: QuotaRequest) -> str:
-        colors = {
-            "primary": "#5b3cc4",
-            "info": "#0aa2c0",
-            "success": "#198754",
-            "danger": "#dc3545",
-            "secondary": "#6c757d",
-            "light": "#adb5bd",
-            "dark": "#343a40",
-        }
-        return format_html(
-            '<span class="status-{}" style="color:#fff;background:{};padding:1px 6px;'
-            'border-radius:4px;white-space:nowrap">{}</span>',
-            obj.status,
-            colors[obj.status_color],
-            obj.get_status_display(),
-        )
+        return admin_badge(value=obj.status, label=obj.get_status_display(),
+                           color=obj.status_color)
 
     @admin.display(description="age")
     def age(self, obj: QuotaRequest) -> str:

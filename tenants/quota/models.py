@@ -6,6 +6,7 @@ from django.db import models
 from django.utils import timezone
 
 from inventory import resource_classes
+from portal.choices import ColoredChoices, colored
 from portal.state_machine import transition
 from portal.validators import validate_readable_text
 
@@ -73,7 +74,18 @@ class Quota(models.Model):
         return resource_classes.parse(self.resource).label
 
 
-class QuotaRequestStatus(models.TextChoices):
+@colored(
+    {
+        "submitted": "primary",
+        "approved": "info",
+        "applied": "success",
+        "failed": "danger",
+        "rejected": "secondary",
+        "withdrawn": "light",
+        "expired": "dark",
+    }
+)
+class QuotaRequestStatus(ColoredChoices):
     SUBMITTED = "submitted", "Submitted"
     APPROVED = "approved", "Approved, applying"
     APPLIED = "applied", "Applied"
@@ -99,15 +111,6 @@ class QuotaRequest(models.Model):
         Status.EXPIRED: frozenset(),
     }
     OPEN = (Status.SUBMITTED, Status.APPROVED, Status.FAILED)
-    COLORS = {
-        Status.SUBMITTED: "primary",
-        Status.APPROVED: "info",
-        Status.APPLIED: "success",
-        Status.FAILED: "danger",
-        Status.REJECTED: "secondary",
-        Status.WITHDRAWN: "light",
-        Status.EXPIRED: "dark",
-    }
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="quota_requests")
     requested_by = models.ForeignKey(
@@ -166,7 +169,7 @@ class QuotaRequest(models.Model):
 
     @property
     def status_color(self) -> str:
-        return self.COLORS.get(self.status, "secondary")
+        return QuotaRequestStatus.color(self.status)
 
 
 class QuotaRequestLine(models.Model):
