@@ -14,7 +14,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from tenants.access import access_for, is_platform_admin
-from tenants.quota.capacity import capacity_by_resource_class
 
 from .. import transfer
 from ..filters import NodeFilterSet
@@ -39,17 +38,6 @@ class HasAnyRole(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         return access_for(request.user).has_any_access
-
-
-class CapacityView(APIView):
-    """Fleet capacity per resource class: installed, healthy, reserved, granted, in use."""
-
-    permission_classes = [HasAnyRole]
-
-    @extend_schema(responses=s.CapacitySerializer(many=True))
-    def get(self, request):
-        rows = [asdict(row) for row in capacity_by_resource_class()]
-        return Response(s.CapacitySerializer(rows, many=True).data)
 
 
 class FleetSummaryView(APIView):

@@ -124,3 +124,33 @@ class PlatformRoleBackend(BaseBackend):
 
     def has_module_perms(self, user_obj, app_label) -> bool:
         return bool(user_obj.is_active and is_platform_admin(user_obj))
+
+
+# --- what other apps may know of tenants ------------------------------------------------------
+# The inventory names tenants by slug (a node reserved for one, the namespaces of pods it saw):
+# these answer its questions without it reaching into tenants' models.
+
+
+def tenant_slugs() -> set[str]:
+    """Every tenant's slug (an import checks that a node's reserved tenant exists)."""
+    return set(Tenant.objects.values_list("slug", flat=True))
+
+
+def tenant_slugs_for_namespaces(namespaces) -> set[str]:
+    """The tenants owning these namespaces (each tenant has one: `Tenant.namespace`)."""
+    wanted = set(namespaces)
+    if not wanted:
+        return set()
+    return {t.slug for t in Tenant.objects.only("slug") if t.namespace in wanted}
+
+
+def tenant_owner_emails(slugs) -> dict[str, list[str]]:
+    """The e-mail addresses of each tenant's active owners, by tenant slug."""
+    owners: dict[str, list[str]] = {}
+    memberships = Membership.objects.filter(
+        tenant__slug__in=set(slugs), role=Membership.Role.OWNER, user__is_active=True
+    ).values_list("tenant__slug", "user__email")
+    for slug, email in memberships:
+        if email:
+            owners.setdefault(slug, []).append(email)
+    return owners

@@ -5,22 +5,28 @@ not act gets 403; bad input gets 400 with field errors; a move the request's sta
 not allow (someone decided first) gets 409.
 """
 
+from dataclasses import asdict
+
 import django_filters
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from ..access.rules import access_for
 from ..api.lookups import operated_tenant
 from . import services as quota_requests
+from .capacity import capacity_by_resource_class
 from .models import QuotaRequest
 from .selectors import quota_preview, quota_request_get_for_user, quota_requests_visible_to
 from .serializers import (
     ApproveSerializer,
+    CapacitySerializer,
     QuotaPreviewLineSerializer,
     QuotaPreviewRequestSerializer,
     QuotaRequestCreateSerializer,
@@ -136,3 +142,21 @@ class QuotaRequestViewSet(
         quota_request = self._request(pk)
         quota_requests.quota_request_withdraw(request_id=quota_request.pk, actor=request.user)
         return self._fresh(quota_request.pk)
+
+
+class HasAnyRole(BasePermission):
+    message = "You hold no role in the portal."
+
+    def has_permission(self, request, view) -> bool:
+        return access_for(request.user).has_any_access
+
+
+class CapacityView(APIView):
+    """Fleet capacity per resource class: installed, healthy, reserved, granted, in use."""
+
+    permission_classes = [HasAnyRole]
+
+    @extend_schema(responses=CapacitySerializer(many=True))
+    def get(self, request):
+        rows = [asdict(row) for row in capacity_by_resource_class()]
+        return Response(CapacitySerializer(rows, many=True).data)

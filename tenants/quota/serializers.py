@@ -153,3 +153,13 @@ class ApproveSerializer(serializers.Serializer):
 
 class RejectSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=4000, validators=[validate_readable_text])
+
+
+class CapacitySerializer(serializers.Serializer):
+    resource = serializers.CharField()
+    label = serializers.CharField()
+    installed = serializers.IntegerField()
+    healthy = serializers.IntegerField()
+    reserved = serializers.IntegerField()
+    granted = serializers.IntegerField()
+    in_use = serializers.IntegerField()

@@ -1,14 +1,22 @@
 """A small Prometheus HTTP API client: instant PromQL queries, failures classified.
 
-Adapter layer: no ORM. Unavailable (connection refused, timeout, 5xx) is worth retrying;
-a rejected query (4xx, `status: error`) is not.
+Infrastructure that knows no domain (fleet health reads DCGM series through it; metering
+will too). No ORM. Unavailable (connection refused, timeout, 5xx) is worth retrying; a
+rejected query (4xx, `status: error`) is not.
 """
 
+from dataclasses import dataclass
 from typing import Any
 
 import requests
 
-from .dcgm import Sample
+
+@dataclass(frozen=True)
+class Sample:
+    """One series of an instant vector: its labels and its value."""
+
+    labels: dict[str, str]
+    value: float
 
 
 class PrometheusError(Exception):

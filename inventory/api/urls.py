@@ -4,7 +4,7 @@ from django.urls import path
 
 from portal.api.routers import PortalRouter
 
-from .api import views
+from . import views
 
 router = PortalRouter()
 router.register("nodes", views.NodeViewSet, basename="node")
@@ -14,7 +14,6 @@ router.register("gpus", views.GPUViewSet, basename="gpu")
 router.register("health-events", views.HealthEventViewSet, basename="health-event")
 
 urlpatterns = [
-    path("capacity/", views.CapacityView.as_view(), name="capacity"),
     path("fleet/summary/", views.FleetSummaryView.as_view(), name="fleet-summary"),
     path("inventory/import/", views.ImportView.as_view(), name="inventory-import"),
     path("inventory/export/", views.ExportView.as_view(), name="inventory-export"),
