@@ -152,9 +152,6 @@ class Node(models.Model):
     def allowed_moves(self) -> list[str]:
         return sorted(TRANSITIONS[NodeState(self.state)])
 
-    def can_move_to(self, target: str) -> bool:
-        return target in TRANSITIONS[NodeState(self.state)]
-
     @property
     def top_unit(self) -> int | None:
         if self.position is None:

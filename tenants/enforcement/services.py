@@ -18,7 +18,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 from kubernetes.utils.quantity import parse_quantity
 
@@ -302,12 +302,3 @@ def tenants_reconcile_sweep() -> list[int]:
     for tenant_id in ids:
         enqueue_on_commit(RECONCILE_TENANT, tenant_id, True)
     return ids
-
-
-def tenants_out_of_sync() -> list[int]:
-    """Tenants whose cluster state lags the database or whose last apply failed."""
-    return list(
-        Tenant.objects.filter(
-            Q(applied_version__lt=F("desired_version")) | ~Q(reconcile_error="")
-        ).values_list("pk", flat=True)
-    )

@@ -83,24 +83,6 @@ class ResourceCapacity:
             return None
         return max(0, quota - self.healthy)
 
-    @property
-    def grantable(self) -> int | None:
-        return self.free()
-
-    @property
-    def healthy_percent(self) -> int:
-        return round(100 * self.healthy / self.installed) if self.installed else 0
-
-    @property
-    def in_use_percent(self) -> int:
-        if not self.installed or not self.in_use:
-            return 0
-        return min(100, round(100 * self.in_use / self.installed))
-
-
-# Kept as the name quota approval and the capacity pages use for a row.
-CapacityRow = ResourceCapacity
-
 
 def _granted_by_class() -> dict[str, int]:
     return dict(
