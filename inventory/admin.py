@@ -1,25 +1,41 @@
 """Django admin for the inventory. Lifecycle state is read-only here: it moves only through the
-lifecycle services, which the admin actions below call (cordon, uncordon, drain, return)."""
+lifecycle services, which the admin actions below call (cordon, uncordon, drain, return).
+Sites, racks and nodes' details save through `services.records` (audit event, the cluster's
+reservation label and taint follow at once); GPUs, NICs, health events and validations come
+from the cluster sync, the import and the node pages, and are read-only here."""
 
-from celery.exceptions import Retry
 from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 
-from portal.fleet import FleetError
+from portal.admin import ReadOnlyModelAdmin
+from portal.errors import DomainError
 
-from .errors import InventoryError
 from .models import GPU, NIC, HealthEvent, InventoryRun, Node, NodeValidation, Rack, Site
-from .services import lifecycle
+from .services import lifecycle, records
+
+
+class RecordAdmin(admin.ModelAdmin):
+    """Sites and racks: saved and deleted through `services.records`, with an audit event."""
+
+    def save_model(self, request, obj, form, change):
+        records.record_save(actor=request.user, obj=obj, changed=form.changed_data)
+
+    def delete_model(self, request, obj):
+        records.record_delete(actor=request.user, obj=obj)
+
+    def delete_queryset(self, request, queryset):
+        for obj in queryset:
+            records.record_delete(actor=request.user, obj=obj)
 
 
 @admin.register(Site)
-class SiteAdmin(admin.ModelAdmin):
+class SiteAdmin(RecordAdmin):
     list_display = ["name", "slug", "region"]
     search_fields = ["name", "slug"]
 
 
 @admin.register(Rack)
-class RackAdmin(admin.ModelAdmin):
+class RackAdmin(RecordAdmin):
     list_display = ["name", "site", "row", "units"]
     list_filter = ["site"]
     list_select_related = ["site"]
@@ -28,15 +44,25 @@ class RackAdmin(admin.ModelAdmin):
 class GPUInline(admin.TabularInline):
     model = GPU
     extra = 0
+    can_delete = False
     fields = ["index", "model", "uuid", "memory_gib", "mig_layout", "health", "numa_node",
               "nvlink_domain"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False  # from the cluster sync and the import
 
 
 class NICInline(admin.TabularInline):
     model = NIC
     extra = 0
+    can_delete = False
     fields = ["name", "kind", "mac_address", "ib_guid", "link_speed_gbps", "fabric", "rail",
               "numa_node"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False  # from the import
 
 
 class HealthEventInline(admin.TabularInline):
@@ -73,11 +99,8 @@ def _lifecycle_action(service, verb: str, description: str, *, consequence: str 
             try:
                 service(node_id=node.pk, actor=request.user, reason=f"{verb} from Django admin")
                 done += 1
-            except InventoryError as exc:
+            except DomainError as exc:  # one node refused: report it, carry on with the others
                 refused.append(str(exc))
-            except (FleetError, Retry) as exc:
-                done += 1
-                refused.append(f"{node}: recorded; the cluster change will be retried ({exc})")
         if done:
             modeladmin.message_user(request, f"{verb.capitalize()}: {done} node(s).",
                                     messages.SUCCESS)
@@ -111,6 +134,16 @@ class NodeAdmin(admin.ModelAdmin):
             "k8s_labels", "k8s_capacity", "placed_pods", "gpus_in_use", "mig_in_use"]}),
     ]
     inlines = [GPUInline, NICInline, HealthEventInline]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # nodes are retired, never deleted: their history stays
+
+    def save_model(self, request, obj, form, change):
+        records.node_details_save(actor=request.user, node=obj, changed=form.changed_data)
+
+    def save_formset(self, request, form, formset, change):
+        formset.save(commit=False)  # every inline is read-only: nothing to write
+
     actions = [
         _lifecycle_action(lifecycle.node_cordon, "cordon", "Cordon selected nodes"),
         _lifecycle_action(lifecycle.node_uncordon, "uncordon", "Uncordon selected nodes"),
@@ -129,7 +162,7 @@ class NodeAdmin(admin.ModelAdmin):
 
 
 @admin.register(GPU)
-class GPUAdmin(admin.ModelAdmin):
+class GPUAdmin(ReadOnlyModelAdmin):
     list_display = ["__str__", "model", "uuid", "health", "mig_capable", "ecc_dbe_count"]
     list_filter = ["model", "health", "mig_capable"]
     search_fields = ["uuid", "serial", "node__hostname"]
@@ -137,7 +170,7 @@ class GPUAdmin(admin.ModelAdmin):
 
 
 @admin.register(NIC)
-class NICAdmin(admin.ModelAdmin):
+class NICAdmin(ReadOnlyModelAdmin):
     list_display = ["__str__", "kind", "mac_address", "ib_guid", "link_speed_gbps", "fabric",
                     "rail"]
     list_filter = ["kind", "fabric"]
@@ -146,7 +179,7 @@ class NICAdmin(admin.ModelAdmin):
 
 
 @admin.register(HealthEvent)
-class HealthEventAdmin(admin.ModelAdmin):
+class HealthEventAdmin(ReadOnlyModelAdmin):
     list_display = ["opened_at", "node", "kind", "subject", "severity", "remediation",
                     "resolved_at"]
     list_filter = ["severity", "kind", "source", "remediation",
@@ -157,17 +190,13 @@ class HealthEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(NodeValidation)
-class NodeValidationAdmin(admin.ModelAdmin):
+class NodeValidationAdmin(ReadOnlyModelAdmin):
     list_display = ["node", "kind", "passed", "summary", "recorded_at", "recorded_by"]
     list_filter = ["kind", "passed"]
     list_select_related = ["node", "recorded_by"]
 
 
 @admin.register(InventoryRun)
-class InventoryRunAdmin(admin.ModelAdmin):
+class InventoryRunAdmin(ReadOnlyModelAdmin):
     list_display = ["started_at", "kind", "ok", "finished_at", "error"]
     list_filter = ["kind", "ok"]
-    readonly_fields = ["kind", "started_at", "finished_at", "ok", "error", "summary"]
-
-    def has_add_permission(self, request) -> bool:
-        return False

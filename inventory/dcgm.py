@@ -9,6 +9,8 @@ stopped counting does not reopen its event; gauges as `max_over_time()`.
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from portal.prometheus import Sample
+
 XID_DESCRIPTIONS = {
     13: "Graphics engine exception",
     31: "GPU memory page fault",
@@ -25,12 +27,6 @@ XID_DESCRIPTIONS = {
     119: "GSP RPC timeout",
     120: "GSP error",
 }
-
-
-@dataclass(frozen=True)
-class Sample:
-    labels: dict[str, str]
-    value: float
 
 
 @dataclass(frozen=True)

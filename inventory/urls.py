@@ -5,8 +5,6 @@ from .views import fleet, nodes, racks, transfer
 app_name = "inventory"
 
 urlpatterns = [
-    path("", fleet.fleet_overview, name="fleet"),
-    path("capacity/", fleet.capacity_summary, name="capacity"),
     path("sync/", fleet.sync_now, name="sync-now"),
     path("ingest/", fleet.ingest_now, name="ingest-now"),
     path("nodes/", nodes.node_list, name="node-list"),

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from tenants.access import access_for
 from tenants.models import RoleAssignment
-from tenants.selectors import quota_requests_pending_count
+from tenants.quota.selectors import quota_requests_pending_count
 
 from .openid import oidc_enabled
 

@@ -12,9 +12,9 @@ from django.utils import timezone
 from inventory.demo_fleet import demo_fleet_details
 from inventory.models import GPU, Node, NodeState, Rack, Site
 from inventory.resource_classes import GPU_MODELS
-from tenants import quota_requests as tenant_quota_requests
-from tenants import services as tenant_services
+from tenants.access import services as tenant_services
 from tenants.models import Membership, QuotaRequest, RoleAssignment, Tenant
+from tenants.quota import services as tenant_quota
 
 DEMO_NAMESPACE = uuid.UUID("5f1c2a7e-4d1b-4e0a-9c39-2f6a3b8d7e10")
 
@@ -206,7 +206,7 @@ def _quota_requests(users: dict) -> None:
     admin, now = users["adam"], timezone.now()
     for slug, who, lines, why, age, ends_in, outcome, note in QUOTA_REQUESTS:
         ends_on = timezone.localdate() + datetime.timedelta(days=ends_in) if ends_in else None
-        request = tenant_quota_requests.quota_request_create(
+        request = tenant_quota.quota_request_create(
             tenant=Tenant.objects.get(slug=slug),
             requested_by=users[who],
             lines=[{"resource": r, "amount": a} for r, a in lines.items()],
@@ -217,15 +217,15 @@ def _quota_requests(users: dict) -> None:
             created_at=now - datetime.timedelta(days=age, hours=3)
         )
         if outcome == "approve":
-            tenant_quota_requests.quota_request_approve(
+            tenant_quota.quota_request_approve(
                 request_id=request.pk, approver=admin, note=note
             )
         elif outcome == "reject":
-            tenant_quota_requests.quota_request_reject(
+            tenant_quota.quota_request_reject(
                 request_id=request.pk, approver=admin, reason=note
             )
         elif outcome == "withdraw":
-            tenant_quota_requests.quota_request_withdraw(request_id=request.pk, actor=users[who])
+            tenant_quota.quota_request_withdraw(request_id=request.pk, actor=users[who])
 
 
 @transaction.atomic
@@ -250,7 +250,7 @@ def load_demo() -> list[DemoAccount]:
                 )
         for resource, limit in QUOTAS[slug].items():
             if not tenant.quotas.filter(resource=resource).exists():
-                tenant_services.quota_set(actor=None, tenant=tenant, resource=resource, limit=limit)
+                tenant_quota.quota_set(actor=None, tenant=tenant, resource=resource, limit=limit)
     tenant_services.role_grant(actor=None, user=users["fiona"], role=RoleAssignment.Role.FINANCE)
     tenant_services.role_grant(
         actor=None, user=users["adam"], role=RoleAssignment.Role.PLATFORM_ADMIN

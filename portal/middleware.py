@@ -4,8 +4,11 @@ import uuid
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import RequestDataTooBig
+from django.http import HttpResponse, HttpResponseRedirect
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from .error_responses import error_response, is_api_request, request_too_large
+from .errors import DomainError
 from .queueing import deferred_tasks
 from .request_context import current_request_id
 
@@ -90,3 +93,31 @@ class DeferredWorkMiddleware:
                 "once the queue is back.",
             )
         return response
+
+
+class DomainErrorMiddleware:
+    """Pages' side of portal.errors: a refusal raised by a service under a page becomes a
+    message on the page the person came from (the API answers them itself, as JSON)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if not isinstance(exception, DomainError) or is_api_request(request):
+            return None
+        messages.error(request, str(exception))
+        if request.headers.get("HX-Request") == "true":
+            # htmx swaps nothing on a refusal: reload the page, which shows the message.
+            response = HttpResponse(status=204)
+            response["HX-Refresh"] = "true"
+            return response
+        back = request.headers.get("Referer", "")
+        if not url_has_allowed_host_and_scheme(
+            back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        ):
+            # Actions are sub-paths of their object (/fleet/nodes/7/action/): go to the object.
+            back = request.path.rstrip("/").rsplit("/", 1)[0] + "/"
+        return HttpResponseRedirect(back)

@@ -93,9 +93,10 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "portal.middleware.RequestInputGuardMiddleware",
-    "tenants.oidc.KeycloakSessionRefresh",
+    "tenants.identity.oidc.KeycloakSessionRefresh",
     "django.contrib.messages.middleware.MessageMiddleware",
     "portal.middleware.DeferredWorkMiddleware",
+    "portal.middleware.DomainErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",
@@ -136,7 +137,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
-    "tenants.oidc.KeycloakBackend",
+    "tenants.identity.oidc.KeycloakBackend",
     "tenants.access.PlatformRoleBackend",
 ]
 AUTH_PASSWORD_VALIDATORS = [
@@ -194,9 +195,9 @@ OIDC_ROLE_FINANCE = env.list("OIDC_ROLE_FINANCE", default=["finance"])
 OIDC_GROUP_PREFIX = env.str("OIDC_GROUP_PREFIX", default="/tenants/")
 # Bearer access tokens for the API must name this audience (Keycloak's audience mapper).
 OIDC_API_AUDIENCE = env.str("OIDC_API_AUDIENCE", default="") or OIDC_RP_CLIENT_ID
-OIDC_AUTHENTICATE_CLASS = "tenants.oidc_views.KeycloakSignInView"
-OIDC_CALLBACK_CLASS = "tenants.oidc_views.KeycloakCallbackView"
-OIDC_OP_LOGOUT_URL_METHOD = "tenants.oidc.provider_logout_url"
+OIDC_AUTHENTICATE_CLASS = "tenants.identity.views.KeycloakSignInView"
+OIDC_CALLBACK_CLASS = "tenants.identity.views.KeycloakCallbackView"
+OIDC_OP_LOGOUT_URL_METHOD = "tenants.identity.oidc.provider_logout_url"
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/failed/"
 OIDC_EXEMPT_URLS = ["oidc-failed", "login", "logout", "healthz", "readyz", "metrics"]
 
@@ -288,10 +289,13 @@ CELERY_BEAT_SCHEDULE: dict = {
     "clear-expired-sessions": {"task": "portal.tasks.clear_expired_sessions", "schedule": 86400.0},
     # Level-triggered tenant enforcement: retries failed applies and repairs drift.
     "tenants-reconcile-sweep": {
-        "task": "tenants.tasks.tenants_reconcile_sweep_task",
+        "task": "tenants.enforcement.tasks.tenants_reconcile_sweep_task",
         "schedule": env.float("TENANT_RECONCILE_SWEEP_SECONDS", default=300.0),
     },
-    "quota-grants-sweep": {"task": "tenants.tasks.quota_grants_sweep_task", "schedule": 3600.0},
+    "quota-grants-sweep": {
+        "task": "tenants.quota.tasks.quota_grants_sweep_task",
+        "schedule": 3600.0,
+    },
     # Mail waiting in the outbox (the broker was down, or the mail server refused it).
     "outbox-sweep": {
         "task": "portal.tasks.outbox_sweep_task",
@@ -301,7 +305,7 @@ CELERY_BEAT_SCHEDULE: dict = {
 CELERY_TIMEZONE = TIME_ZONE
 # Queued whenever a worker starts (portal.celery), so that nothing waits a full period.
 SWEEPS_AT_WORKER_START = [
-    "tenants.tasks.tenants_reconcile_sweep_task",
+    "tenants.enforcement.tasks.tenants_reconcile_sweep_task",
     "portal.tasks.outbox_sweep_task",
     "inventory.tasks.cluster_sync_task",
 ]
@@ -368,7 +372,7 @@ METRICS_ALLOWED_NETWORKS = env.list(
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "portal.api.authentication.ApiTokenAuthentication",
-        "tenants.oidc.KeycloakBearerAuthentication",
+        "tenants.identity.oidc.KeycloakBearerAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -422,11 +426,11 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "HealthEventSourceEnum": "inventory.models.health.HealthEventSource",
     "HealthEventRemediationEnum": "inventory.models.health.HealthEventRemediation",
     "SeverityEnum": "inventory.models.health.Severity",
-    "MembershipRoleEnum": "tenants.models.Membership.Role",
-    "MembershipSourceEnum": "tenants.models.Source",
-    "QuotaRequestStatusEnum": "tenants.models.QuotaRequestStatus",
-    "TenantIsolationEnum": "tenants.models.Tenant.Isolation",
-    "TenantStatusEnum": "tenants.models.Tenant.Status",
+    "MembershipRoleEnum": "tenants.access.models.Membership.Role",
+    "MembershipSourceEnum": "tenants.access.models.Source",
+    "QuotaRequestStatusEnum": "tenants.quota.models.QuotaRequestStatus",
+    "TenantIsolationEnum": "tenants.access.models.Tenant.Isolation",
+    "TenantStatusEnum": "tenants.access.models.Tenant.Status",
 }
 
 SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=8 * 3600)
@@ -481,7 +485,7 @@ if KEYCLOAK_DIRECTORY_CLIENT_ID and not (OIDC_ISSUER_URL and KEYCLOAK_DIRECTORY_
     )
 CELERY_BEAT_SCHEDULE |= {
     "keycloak-directory-sync": {
-        "task": "tenants.tasks.keycloak_directory_sync_task",
+        "task": "tenants.identity.tasks.keycloak_directory_sync_task",
         "schedule": float(KEYCLOAK_DIRECTORY_SYNC_SECONDS),
     },
 }

@@ -11,20 +11,9 @@ from typing import Any
 
 from django.db import models
 
+from .errors import InvalidTransition
 
-class InvalidTransition(Exception):
-    """A move the state machine does not allow, or one another worker made first."""
-
-    def __init__(self, obj: models.Model, source: str, target: str, *, raced: bool = False):
-        self.obj, self.source, self.target, self.raced = obj, source, target, raced
-        label = obj._meta.verbose_name
-        # str(): a choices member's repr is `QuotaRequestStatus.WITHDRAWN`, its str the value.
-        source, target = str(source), str(target)
-        if raced:
-            message = f"{label} {obj.pk} is no longer {source}: someone else moved it first."
-        else:
-            message = f"{label} {obj.pk} cannot go from {source} to {target}."
-        super().__init__(message)
+__all__ = ["InvalidTransition", "transition"]
 
 
 def transition(

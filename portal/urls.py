@@ -3,16 +3,22 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerView
 from mozilla_django_oidc.views import OIDCLogoutView
 
-from tenants.oidc_views import sign_in_failed
+from inventory import urls as inventory_urls
+from tenants.identity.views import sign_in_failed
 
-from . import account, ops, views
+from . import account, ops, pages, views
 from .api.schema import SchemaView
+
+fleet_pages = [
+    path("", pages.fleet_overview, name="fleet"),
+    path("capacity/", pages.capacity_summary, name="capacity"),
+]
 
 api_v1 = [
     path("", include("portal.api.urls")),
-    path("", include("tenants.api_urls")),
-    path("", include("inventory.api_urls")),
-    path("", include("billing.api_urls")),
+    path("", include("tenants.api.urls")),
+    path("", include("inventory.api.urls")),
+    path("", include("billing.api.urls")),
 ]
 
 urlpatterns = [
@@ -30,7 +36,9 @@ urlpatterns = [
     ),
     path("oidc/", include("mozilla_django_oidc.urls")),
     path("", include("tenants.urls")),
-    path("fleet/", include("inventory.urls")),
+    # The fleet overview and capacity summary are composed here (inventory + tenants' grants),
+    # named in the inventory's namespace with its other pages.
+    path("fleet/", include((fleet_pages + inventory_urls.urlpatterns, "inventory"))),
     path("billing/", include("billing.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"), namespace="api")),

@@ -4,6 +4,7 @@ Model fields carry them, so ModelForms, ModelSerializers, `full_clean()` in serv
 inventory import all refuse the same input with the same message.
 """
 
+import re
 import unicodedata
 
 from django.core.exceptions import ValidationError
@@ -45,3 +46,17 @@ def validate_readable_text(value: str) -> None:
 def column_max(field: models.Field) -> int:
     """The largest value an integer column holds in the database in use."""
     return connection.ops.integer_field_range(field.get_internal_type())[1]
+
+
+# Names that become Kubernetes objects (namespaces, workloads) must be DNS-1123 labels.
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def validate_dns1123_label(value: str) -> None:
+    if len(value) > 63:
+        raise ValidationError("At most 63 characters.", code="dns1123_length")
+    if not DNS1123_LABEL.match(value):
+        raise ValidationError(
+            "Use lowercase letters, digits and '-', starting and ending with a letter or digit.",
+            code="dns1123",
+        )

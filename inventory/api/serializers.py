@@ -146,16 +146,6 @@ class ImportRequestSerializer(serializers.Serializer):
     dry_run = serializers.BooleanField(default=True)
 
 
-class CapacitySerializer(serializers.Serializer):
-    resource = serializers.CharField()
-    label = serializers.CharField()
-    installed = serializers.IntegerField()
-    healthy = serializers.IntegerField()
-    reserved = serializers.IntegerField()
-    granted = serializers.IntegerField()
-    in_use = serializers.IntegerField()
-
-
 class FleetSummarySerializer(serializers.Serializer):
     totals = serializers.DictField(child=serializers.IntegerField())
     nodes_by_state = serializers.DictField(child=serializers.IntegerField())

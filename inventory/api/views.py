@@ -2,7 +2,6 @@
 
 from dataclasses import asdict
 
-from celery.exceptions import Retry
 from django.db.models import Prefetch
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
@@ -14,12 +13,9 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.fleet import FleetError
 from tenants.access import access_for, is_platform_admin
-from tenants.capacity import capacity_by_resource_class
 
 from .. import transfer
-from ..errors import InventoryError
 from ..filters import NodeFilterSet
 from ..models import GPU, NIC, HealthEvent, Node, NodeValidation, Rack, Site
 from ..selectors.export import inventory_export_nested, inventory_export_records
@@ -42,32 +38,6 @@ class HasAnyRole(BasePermission):
 
     def has_permission(self, request, view) -> bool:
         return access_for(request.user).has_any_access
-
-
-class Conflict(exceptions.APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_code = "conflict"
-
-
-def _call(service, **kwargs):
-    try:
-        return service(**kwargs)
-    except InventoryError as exc:
-        raise Conflict(str(exc)) from exc
-    except (FleetError, Retry) as exc:
-        # Eager (demo) mode carries the cluster change out in the request; it is retried later.
-        raise exceptions.APIException(f"Recorded, but the cluster change failed: {exc}") from exc
-
-
-class CapacityView(APIView):
-    """Fleet capacity per resource class: installed, healthy, reserved, granted, in use."""
-
-    permission_classes = [HasAnyRole]
-
-    @extend_schema(responses=s.CapacitySerializer(many=True))
-    def get(self, request):
-        rows = [asdict(row) for row in capacity_by_resource_class()]
-        return Response(s.CapacitySerializer(rows, many=True).data)
 
 
 class FleetSummaryView(APIView):
@@ -125,8 +95,8 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         node_id = self._node_id()  # a missing node is a 404 whatever the body says
         body = s.ReasonSerializer(data=self.request.data)
         body.is_valid(raise_exception=True)
-        _call(service, node_id=node_id, actor=self.request.user,
-              reason=body.validated_data["reason"], **extra)
+        service(node_id=node_id, actor=self.request.user, reason=body.validated_data["reason"],
+                **extra)
         return self._detail()
 
     @extend_schema(request=s.ReasonSerializer, responses=s.NodeDetailSerializer)
@@ -155,8 +125,9 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         node_id = self._node_id()
         body = s.TransitionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        _call(lifecycle.node_transition, node_id=node_id, actor=request.user,
-              target=body.validated_data["target"], reason=body.validated_data["reason"])
+        lifecycle.node_transition(node_id=node_id, actor=request.user,
+                                  target=body.validated_data["target"],
+                                  reason=body.validated_data["reason"])
         return self._detail()
 
     @extend_schema(
@@ -167,9 +138,8 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         node_id = self._node_id()
         body = s.ValidationResultSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        result: NodeValidation = _call(
-            lifecycle.node_validation_record, node_id=node_id, actor=request.user,
-            **body.validated_data,
+        result: NodeValidation = lifecycle.node_validation_record(
+            node_id=node_id, actor=request.user, **body.validated_data
         )
         return Response(s.NodeValidationSerializer(result).data, status=status.HTTP_201_CREATED)
 
@@ -179,8 +149,8 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         node_id = self._node_id()
         body = s.RetirementSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        _call(lifecycle.node_retirement_record, node_id=node_id, actor=request.user,
-              **body.validated_data)
+        lifecycle.node_retirement_record(node_id=node_id, actor=request.user,
+                                         **body.validated_data)
         return self._detail()
 
 

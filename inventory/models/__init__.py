@@ -3,7 +3,6 @@
 from .device import GPU, NIC
 from .health import HealthEvent, InventoryRun, Severity
 from .node import (
-    NODE_STATE_COLORS,
     TRANSITIONS,
     BiosProfile,
     Node,
@@ -15,7 +14,6 @@ from .site import Rack, Site
 __all__ = [
     "GPU",
     "NIC",
-    "NODE_STATE_COLORS",
     "TRANSITIONS",
     "BiosProfile",
     "HealthEvent",

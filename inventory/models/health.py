@@ -5,20 +5,21 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from portal.choices import ColoredChoices, colored
 from portal.validators import validate_readable_text
 
 from .device import GPU
 from .node import Node
 
 
-class Severity(models.TextChoices):
+@colored({"info": "info", "warning": "warning", "critical": "danger"})
+class Severity(ColoredChoices):
     INFO = "info", "Info"
     WARNING = "warning", "Warning"
     CRITICAL = "critical", "Critical"
 
 
 SEVERITY_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.CRITICAL: 2}
-SEVERITY_COLORS = {Severity.INFO: "info", Severity.WARNING: "warning", Severity.CRITICAL: "danger"}
 
 
 class HealthEvent(models.Model):
@@ -89,7 +90,7 @@ class HealthEvent(models.Model):
 
     @property
     def severity_color(self) -> str:
-        return SEVERITY_COLORS[Severity(self.severity)]
+        return Severity.color(self.severity)
 
 
 class InventoryRun(models.Model):

@@ -6,13 +6,25 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
+from portal.choices import ColoredChoices, colored
 from portal.validators import validate_readable_name, validate_readable_text
 
 from .. import identifiers
 from .site import Rack
 
 
-class NodeState(models.TextChoices):
+@colored(
+    {
+        "discovered": "secondary",
+        "validating": "info",
+        "available": "success",
+        "cordoned": "warning",
+        "draining": "warning",
+        "maintenance": "danger",
+        "retired": "dark",
+    }
+)
+class NodeState(ColoredChoices):
     DISCOVERED = "discovered", "Discovered"
     VALIDATING = "validating", "Validating"
     AVAILABLE = "available", "Available"
@@ -34,16 +46,6 @@ TRANSITIONS: dict[str, frozenset[str]] = {
         {NodeState.AVAILABLE, NodeState.VALIDATING, NodeState.RETIRED}
     ),
     NodeState.RETIRED: frozenset(),
-}
-
-NODE_STATE_COLORS = {
-    NodeState.DISCOVERED: "secondary",
-    NodeState.VALIDATING: "info",
-    NodeState.AVAILABLE: "success",
-    NodeState.CORDONED: "warning",
-    NodeState.DRAINING: "warning",
-    NodeState.MAINTENANCE: "danger",
-    NodeState.RETIRED: "dark",
 }
 
 # Whether the Kubernetes node should be unschedulable in each state (None: the portal leaves
@@ -144,14 +146,11 @@ class Node(models.Model):
 
     @property
     def state_color(self) -> str:
-        return NODE_STATE_COLORS[NodeState(self.state)]
+        return NodeState.color(self.state)
 
     @property
     def allowed_moves(self) -> list[str]:
         return sorted(TRANSITIONS[NodeState(self.state)])
-
-    def can_move_to(self, target: str) -> bool:
-        return target in TRANSITIONS[NodeState(self.state)]
 
     @property
     def top_unit(self) -> int | None:

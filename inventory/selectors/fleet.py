@@ -7,7 +7,6 @@ from django.db.models import Count, Q, QuerySet
 from .. import resource_classes
 from ..models import GPU, HealthEvent, InventoryRun, Node, NodeState
 from ..models.health import Severity
-from ..models.node import NODE_STATE_COLORS
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,7 @@ def fleet_nodes_by_state() -> list[tuple[str, str, int, str]]:
     """(state, label, count, colour) for every lifecycle state, in lifecycle order."""
     counts = dict(Node.objects.values_list("state").annotate(n=Count("id")).order_by())
     return [
-        (state.value, state.label, counts.get(state.value, 0), NODE_STATE_COLORS[state])
+        (state.value, state.label, counts.get(state.value, 0), NodeState.color(state))
         for state in NodeState
     ]
 

@@ -8,19 +8,18 @@ from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Sub
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
+from portal.choices import ColoredChoices, colored
 from portal.models import AuditEvent
 
 from ..models import GPU, NIC, HealthEvent, Node, NodeState, NodeValidation, Rack
 from ..models.health import Severity
 
 
-class NodeHealth(models.TextChoices):
+@colored({"healthy": "success", "degraded": "warning", "critical": "danger"})
+class NodeHealth(ColoredChoices):
     HEALTHY = "healthy", "Healthy"
     DEGRADED = "degraded", "Degraded"
     CRITICAL = "critical", "Critical"
-
-
-NODE_HEALTH_COLORS = {"healthy": "success", "degraded": "warning", "critical": "danger"}
 
 
 def _open_event(severity: str) -> Exists:

@@ -2,5 +2,6 @@
 
 `lifecycle` moves nodes through their states; `cluster` carries those moves out on the cluster
 (cordon, drain); `sync` reads the cluster into the inventory; `health` turns DCGM signals into
-health events and remediation; `transfer` imports and exports; `notifications` tells tenants.
+health events and remediation; `transfer` imports and exports; `notifications` tells tenants;
+`records` saves what admins edit (sites, racks, nodes' details).
 """

@@ -9,9 +9,9 @@ import logging
 
 from django.utils import timezone
 
+from portal.errors import InvalidTransition
 from portal.fleet import FleetGateway, PermanentFleetError, TransientFleetError, get_gateway
 
-from ..errors import InvalidTransition
 from ..models import HealthEvent, Node, NodeState
 from ..models.node import UNSCHEDULABLE_IN_STATE
 from ..node_labels import parse_node, reservation_patch

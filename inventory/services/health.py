@@ -15,11 +15,11 @@ from django.db.models import Q
 from django.utils import timezone
 
 from portal.audit import audit
+from portal.prometheus import PrometheusClient, PrometheusError
 
 from .. import dcgm
 from ..models import GPU, HealthEvent, InventoryRun, Node, NodeState
 from ..models.health import SEVERITY_RANK, Severity
-from ..prometheus import PrometheusClient, PrometheusError
 from . import lifecycle, notifications
 
 GPU_HEALTH_FOR = {Severity.CRITICAL: GPU.Health.FAILED, Severity.WARNING: GPU.Health.DEGRADED}

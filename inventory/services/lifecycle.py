@@ -11,12 +11,12 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from portal import state_machine
 from portal.audit import audit
+from portal.errors import InvalidTransition, RuleViolation
 from portal.state_machine import transition
 
 from .. import queueing
-from ..errors import InvalidTransition, InventoryError, ReasonRequired
+from ..errors import ReasonRequired
 from ..models import (
     GPU,
     TRANSITIONS,
@@ -64,19 +64,15 @@ def _move(
         raise ReasonRequired()
     source = node.state
     if target not in TRANSITIONS[NodeState(source)]:
-        raise InvalidTransition(node=node, source=source, target=target)
+        raise InvalidTransition(node, source, target)
     why = _guard(node, target)
     if why:
-        raise InvalidTransition(node=node, source=source, target=target, why=why)
-    try:
-        transition(
-            node, target=target, transitions=TRANSITIONS, field="state",
-            state_changed_at=timezone.now(), drain_note="",
-        )
-    except state_machine.InvalidTransition as exc:
-        raise InvalidTransition(
-            node=node, source=source, target=target, why="another change moved it first"
-        ) from exc
+        raise InvalidTransition(node, source, target, why=why)
+    # Of two concurrent moves, the second finds no row in `source`: InvalidTransition(raced).
+    transition(
+        node, target=target, transitions=TRANSITIONS, field="state",
+        state_changed_at=timezone.now(), drain_note="",
+    )
     audit(
         actor=actor,
         action=action,
@@ -113,7 +109,7 @@ def node_uncordon(*, node_id: int, actor: Any | None, reason: str) -> Node:
     """Let work land on a cordoned node again."""
     node = _locked(node_id)
     if node.state != NodeState.CORDONED:
-        raise InvalidTransition(node=node, source=node.state, target=NodeState.AVAILABLE,
+        raise InvalidTransition(node, node.state, NodeState.AVAILABLE,
                                 why="only a cordoned node is uncordoned")
     return _move(node, target=NodeState.AVAILABLE, actor=actor, reason=reason)
 
@@ -174,7 +170,7 @@ def node_return_to_service(*, node_id: int, actor: Any | None, reason: str) -> N
     """A repaired (maintenance) or cordoned node takes work again; its open faults are closed."""
     node = _locked(node_id)
     if node.state not in (NodeState.MAINTENANCE, NodeState.CORDONED):
-        raise InvalidTransition(node=node, source=node.state, target=NodeState.AVAILABLE,
+        raise InvalidTransition(node, node.state, NodeState.AVAILABLE,
                                 why="only a node in maintenance or cordoned returns to service")
     return _return_to_service(node, actor=actor, reason=reason)
 
@@ -192,7 +188,7 @@ def node_validation_record(
     """Record a burn-in or NCCL result for a validating node."""
     node = _locked(node_id)
     if node.state != NodeState.VALIDATING:
-        raise InventoryError(f"{node} is {node.state}: test results are recorded while validating.")
+        raise RuleViolation(f"{node} is {node.state}: test results are recorded while validating.")
     result = NodeValidation.objects.create(
         node=node,
         kind=NodeValidation.Kind(kind),
@@ -213,7 +209,7 @@ def node_retirement_record(
     """Record that a node's disks were wiped and/or its BMC reset (needed before retiring)."""
     node = _locked(node_id)
     if node.state == NodeState.RETIRED:
-        raise InventoryError(f"{node} is already retired.")
+        raise RuleViolation(f"{node} is already retired.")
     now, changed = timezone.now(), {}
     if disks_wiped and node.disks_wiped_at is None:
         node.disks_wiped_at = changed["disks_wiped_at"] = now

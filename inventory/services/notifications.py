@@ -1,31 +1,19 @@
 """Tell tenants that a node their workloads ran on was taken out of service.
 
-Inventory sits below tenants, so tenants are looked up through the app registry, by slug.
-Until the portal records workloads itself, the tenants affected by a node are: the tenant it is
-reserved for, and the tenants whose namespaces had pods on it (seen by the last sync, or by the
-drain that evicted them).
+The inventory knows tenants by slug only, and asks tenants' access rules about them. The
+tenants affected by a node are: the tenant it is reserved for, and the tenants whose namespaces
+had pods on it (seen by the last sync, or by the drain that evicted them).
 """
 
 from collections.abc import Iterable
 
-from django.apps import apps
 from django.db import transaction
 
 from portal.audit import audit
 from portal.outbox import email_enqueue
+from tenants.access import tenant_owner_emails, tenant_slugs_for_namespaces
 
 from ..models import HealthEvent, Node, NodeState
-
-OWNER_ROLE = "owner"
-
-
-def tenant_slugs_for_namespaces(namespaces: Iterable[str]) -> set[str]:
-    """The tenants owning these namespaces (each tenant has one: `Tenant.namespace`)."""
-    wanted = set(namespaces)
-    if not wanted:
-        return set()
-    tenant_model = apps.get_model("tenants", "Tenant")
-    return {t.slug for t in tenant_model.objects.only("slug") if t.namespace in wanted}
 
 
 def node_affected_tenants(*, node: Node, namespaces: Iterable[str] = ()) -> list[str]:
@@ -76,13 +64,7 @@ def node_tenants_notify(
     tenants = [t for t in affected if t not in already]
     if not tenants:
         return []
-    membership_model = apps.get_model("tenants", "Membership")
-    owners: dict[str, list[str]] = {}
-    for membership in membership_model.objects.filter(
-        tenant__slug__in=tenants, role=OWNER_ROLE, user__is_active=True
-    ).select_related("user", "tenant"):
-        if membership.user.email:
-            owners.setdefault(membership.tenant.slug, []).append(membership.user.email)
+    owners = tenant_owner_emails(tenants)
     subject, body = _message(node, event)
     for _slug, emails in sorted(owners.items()):
         email_enqueue(to=emails, subject=subject, body=body, topic="node.tenants_notify")

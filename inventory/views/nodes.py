@@ -1,6 +1,5 @@
 """The node list (an htmx partial when filtered), the node detail page and its actions."""
 
-from celery.exceptions import Retry
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
@@ -8,9 +7,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from portal.confirmation import confirmation_page, is_confirmed
-from portal.fleet import FleetError
 
-from ..errors import InventoryError
 from ..filters import NodeFilterSet
 from ..forms import (
     ACTION_MOVES,
@@ -22,9 +19,7 @@ from ..forms import (
     actions_for,
 )
 from ..models import HealthEvent, Node, NodeState
-from ..models.health import SEVERITY_COLORS
 from ..selectors.nodes import (
-    NODE_HEALTH_COLORS,
     node_get_for_detail,
     node_open_critical_event_count,
     node_timeline,
@@ -63,7 +58,6 @@ def node_list(request):
         "filter_errors": errors,
         "page": page,
         "query": query.urlencode(),
-        "health_colors": NODE_HEALTH_COLORS,
         "reserved_tenants": reserved_tenants_in_use(),
         "states": NodeState.choices,
     }
@@ -99,22 +93,15 @@ def node_detail(request, node_id: int):
             "action_form": NodeActionForm(),
             "validation_form": ValidationResultForm(),
             "retirement_form": RetirementRecordForm(),
-            "health_colors": NODE_HEALTH_COLORS,
-            "severity_colors": SEVERITY_COLORS,
-        },
+            },
     )
 
 
 def _service_call(request, call, success: str) -> None:
-    try:
-        call()
-    except InventoryError as exc:
-        messages.error(request, str(exc))
-    except (FleetError, Retry) as exc:
-        # Eager (demo) mode carries the cluster change out in this request: report, not 500.
-        messages.warning(request, f"Recorded, but the cluster change failed for now: {exc}")
-    else:
-        messages.success(request, success)
+    # A refusal (portal.errors) becomes a message on the page the person came from, in one
+    # place for every page: portal.middleware.DomainErrorMiddleware.
+    call()
+    messages.success(request, success)
 
 
 def _action_consequences(node: Node, action: str) -> list[str]:

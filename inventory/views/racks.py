@@ -2,8 +2,8 @@
 
 from django.shortcuts import render
 
-from ..models import NODE_STATE_COLORS, NodeState
-from ..selectors.nodes import NODE_HEALTH_COLORS, rack_get_with_elevation, racks_for_site_overview
+from ..models import NodeState
+from ..selectors.nodes import rack_get_with_elevation, racks_for_site_overview
 from .access import platform_admin_required
 
 
@@ -22,9 +22,8 @@ def rack_detail(request, rack_id: int):
     return render(
         request,
         "inventory/rack_detail.html",
-        {"rack": rack, "slots": slots, "health_colors": NODE_HEALTH_COLORS,
-         "nodes": nodes,
+        {"rack": rack, "slots": slots, "nodes": nodes,
          # A legend for the states drawn in this rack only, in lifecycle order.
-         "legend": [(s.value, s.label, NODE_STATE_COLORS[s]) for s in NodeState
+         "legend": [(s.value, s.label, NodeState.color(s)) for s in NodeState
                     if s in {node.state for node in nodes}]},
     )

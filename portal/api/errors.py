@@ -12,6 +12,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from ..errors import DomainError
+
 logger = logging.getLogger(__name__)
 
 
@@ -31,6 +33,13 @@ def _flatten_message(detail) -> str:
 
 
 def exception_handler(exc, context):
+    if isinstance(exc, DomainError):
+        # The domain's refusals, mapped here once: a rule is 400, a lost race or a refused
+        # state move 409; the message is written for the person who asked.
+        return Response(
+            error_body(status_code=exc.status, code=exc.code, message=str(exc)),
+            status=exc.status,
+        )
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(
             exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}

@@ -5,8 +5,8 @@ from decimal import Decimal
 import pytest
 
 from inventory.models import GPU, NodeState
-from tenants.capacity import capacity_by_resource_class, fleet_capacity_by_resource_class
 from tenants.models import Tenant
+from tenants.quota.capacity import capacity_by_resource_class, fleet_capacity_by_resource_class
 from tests.factories import GPUFactory, NodeFactory, QuotaFactory, TenantFactory
 
 from .fleets import build_fleet

@@ -6,10 +6,10 @@ import pytest
 from django.core import mail
 
 from inventory.models import GPU, HealthEvent, InventoryRun, Node, NodeState
-from inventory.prometheus import PrometheusUnavailable
 from inventory.services.health import health_ingest
 from inventory.tasks import health_ingest_task
 from portal.models import AuditEvent
+from portal.prometheus import PrometheusUnavailable
 from tests.factories import GPUFactory, NodeFactory
 
 from .cluster_objects import RTX_LABELS, node, pod

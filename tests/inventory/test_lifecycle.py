@@ -5,9 +5,10 @@ import itertools
 import pytest
 from django.utils import timezone
 
-from inventory.errors import InvalidTransition, ReasonRequired
+from inventory.errors import ReasonRequired
 from inventory.models import GPU, TRANSITIONS, HealthEvent, Node, NodeState, NodeValidation
 from inventory.services import lifecycle
+from portal.errors import InvalidTransition
 from portal.models import AuditEvent
 from tests.factories import GPUFactory, NodeFactory
 
@@ -146,7 +147,7 @@ def test_a_move_another_worker_made_first_is_refused():
     stale = Node.objects.get(pk=node.pk)
     Node.objects.filter(pk=node.pk).update(state=NodeState.CORDONED)  # the other worker won
 
-    with pytest.raises(InvalidTransition, match="another change moved it first"):
+    with pytest.raises(InvalidTransition, match="someone else moved it first"):
         lifecycle._move(stale, target=NodeState.CORDONED, actor=None, reason="me too")
 
 

@@ -12,8 +12,8 @@ from drf_spectacular.generators import SchemaGenerator
 
 from inventory.models import HealthEvent
 from portal.models import ApiToken
-from tenants import quota_requests
 from tenants.models import Membership, RoleAssignment
+from tenants.quota import services as quota_requests
 from tests.factories import (
     GPUFactory,
     MembershipFactory,

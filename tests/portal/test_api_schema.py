@@ -4,7 +4,7 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 
 from inventory.models import NodeState
-from tenants import quota_requests
+from tenants.quota import services as quota_requests
 from tests.factories import NodeFactory
 
 pytestmark = pytest.mark.django_db

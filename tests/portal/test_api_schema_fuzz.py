@@ -26,8 +26,8 @@ from schemathesis.checks import (
 from inventory.models import HealthEvent
 from portal import tokens
 from portal.wsgi import application
-from tenants import quota_requests
 from tenants.models import Membership, RoleAssignment
+from tenants.quota import services as quota_requests
 from tests.factories import (
     GPUFactory,
     MembershipFactory,

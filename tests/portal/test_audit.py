@@ -3,7 +3,8 @@
 import pytest
 
 from portal.models import AuditEvent
-from tenants import services
+from tenants.access import services
+from tenants.quota import services as quota_services
 
 
 @pytest.mark.django_db
@@ -33,7 +34,7 @@ def test_service_audit_names_tenant_and_change(platform_admin, tenant, tenant_me
 def test_audit_trail_is_listed_and_filterable_in_admin_but_read_only(
     client, platform_admin, tenant
 ):
-    services.quota_set(actor=platform_admin, tenant=tenant, resource="cpu", limit=64)
+    quota_services.quota_set(actor=platform_admin, tenant=tenant, resource="cpu", limit=64)
     services.tenant_create(actor=platform_admin, slug="initech", name="Initech")
     client.force_login(platform_admin)
     listing = client.get("/admin/portal/auditevent/?action=quota.set")

@@ -12,8 +12,8 @@ from rest_framework.test import APIClient
 
 from inventory.models import GPU, Node
 from portal.models import ApiToken
-from tenants import quota_requests, services
 from tenants.models import Quota, QuotaRequest, Tenant
+from tenants.quota import services as quota_requests
 from tests.factories import NodeFactory
 
 BODY_LIMIT = 8 * 2**20
@@ -206,7 +206,7 @@ def test_json_nested_too_deeply_is_a_json_400(api_client, tenant_owner, url):
 def test_an_approval_that_would_overflow_the_quota_column_is_a_field_error(
     api_client, platform_admin, tenant, tenant_owner
 ):
-    services.quota_set(actor=platform_admin, tenant=tenant, resource="cpu", limit=2**31 - 10)
+    quota_requests.quota_set(actor=platform_admin, tenant=tenant, resource="cpu", limit=2**31 - 10)
     request = quota_requests.quota_request_create(
         tenant=tenant, requested_by=tenant_owner, lines=[{"resource": "cpu", "amount": 100}],
         justification="More CPUs.",

@@ -16,8 +16,8 @@ from django.test.utils import CaptureQueriesContext
 
 from inventory.models import Rack, Site
 from portal.models import ApiToken, AuditEvent
-from tenants import quota_requests
 from tenants.models import Membership, Quota, RoleAssignment
+from tenants.quota import services as quota_requests
 from tests.factories import (
     MembershipFactory,
     RoleAssignmentFactory,

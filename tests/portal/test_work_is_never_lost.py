@@ -17,7 +17,7 @@ from inventory.services import lifecycle, sync
 from portal import outbox
 from portal.models import OutboxEmail
 from tenants.models import QuotaRequest
-from tenants.quota_requests import quota_request_create
+from tenants.quota.services import quota_request_create
 from tests.factories import NodeFactory
 from tests.support.fixtures_celery import CLOSED_PORT_BROKER, celery_broker
 

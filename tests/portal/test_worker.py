@@ -15,8 +15,8 @@ from portal.celery import app as celery_app
 from portal.metrics import task_outcomes
 from portal.models import AuditEvent, OutboxEmail
 from portal.tasks import clear_expired_sessions
+from tenants.access.services import tenant_create
 from tenants.models import Tenant
-from tenants.services import tenant_create
 from tests.support.fixtures_celery import wait_until
 
 

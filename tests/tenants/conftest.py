@@ -2,7 +2,7 @@
 
 import pytest
 
-from tenants import quota_requests
+from tenants.quota import services as quota_requests
 from tests.factories import QuotaFactory
 
 

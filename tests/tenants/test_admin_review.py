@@ -133,7 +133,7 @@ def test_reject_needs_a_reason(admin_client, submit):
 def test_a_decided_request_shows_read_only_and_a_late_decision_is_refused(
     admin_client, submit, platform_admin
 ):
-    from tenants import quota_requests
+    from tenants.quota import services as quota_requests
 
     request = submit()
     line = request.lines.get()
@@ -189,7 +189,7 @@ def test_bulk_approve_and_bulk_reject_with_a_reason(admin_client, submit, tenant
 def test_queue_filters_by_state_tenant_resource_and_age(
     admin_client, submit, tenant, platform_admin
 ):
-    from tenants import quota_requests
+    from tenants.quota import services as quota_requests
 
     gpu, cpu, old = submit({"gpu:nvidia-l40s": 2}), submit({"cpu": 4}), submit({"memory-gib": 8})
     QuotaRequest.objects.filter(pk=old.pk).update(

@@ -12,14 +12,14 @@ from django.urls import reverse
 
 from inventory.models import GPU, NodeState
 from inventory.selectors.capacity import SHARED_POOL
-from tenants import quota_requests
-from tenants.capacity import (
+from tenants.models import Membership, QuotaRequest, Tenant
+from tenants.quota import services as quota_requests
+from tenants.quota.capacity import (
     capacity_by_resource_class,
     pool_capacity_by_resource_class,
     tenant_capacity_by_resource_class,
 )
-from tenants.models import Membership, QuotaRequest, Tenant
-from tenants.selectors import quota_preview
+from tenants.quota.selectors import quota_preview
 from tests.factories import (
     GPUFactory,
     MembershipFactory,

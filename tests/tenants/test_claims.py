@@ -2,7 +2,7 @@
 
 import pytest
 
-from tenants.claims import ClaimRules, Grants, grants_from_claims, membership_from_group
+from tenants.identity.claims import ClaimRules, Grants, grants_from_claims, membership_from_group
 
 RULES = ClaimRules(client_id="portal")
 

@@ -7,8 +7,8 @@ import pytest
 from django.urls import reverse
 
 from inventory import resource_classes
-from tenants import quota_requests, services
 from tenants.models import QuotaRequest, QuotaRequestLine
+from tenants.quota import services as quota_requests
 
 H100 = "gpu:nvidia-h100-80gb"
 H100_LABEL = f"{resource_classes.parse(H100).label} {H100}"
@@ -50,7 +50,7 @@ def test_an_approved_request_shows_who_decided_and_the_quota_it_made_not_a_new_p
         request_id=request.pk, approver=platform_admin, amounts={H100: 2}, note="Half for now."
     )
     # Later the quota moves on: the record of this decision must not.
-    services.quota_set(actor=platform_admin, tenant=tenant, resource=H100, limit=40)
+    quota_requests.quota_set(actor=platform_admin, tenant=tenant, resource=H100, limit=40)
 
     html = _review(admin_client, request)
 
@@ -74,7 +74,7 @@ def test_a_rejected_request_records_the_quota_it_left_unchanged(
     )
     line = QuotaRequestLine.objects.get(request=request)
     assert (line.limit_before, line.limit_after) == (8, 8)
-    services.quota_set(actor=platform_admin, tenant=tenant, resource=H100, limit=40)
+    quota_requests.quota_set(actor=platform_admin, tenant=tenant, resource=H100, limit=40)
 
     html = _review(admin_client, request)
 

@@ -14,9 +14,9 @@ from django.core.management import CommandError, call_command
 
 from portal.models import ApiToken, AuditEvent, OidcIdentity
 from portal.tokens import api_token_create
-from tenants.directory_sync import keycloak_directory_sync
+from tenants.identity.directory_sync import keycloak_directory_sync
+from tenants.identity.tasks import DirectorySyncFailed, keycloak_directory_sync_task
 from tenants.models import Membership, RoleAssignment, Source
-from tenants.tasks import DirectorySyncFailed, keycloak_directory_sync_task
 from tests.factories import MembershipFactory, TenantFactory
 from tests.support.oidc_provider import USERS, portal_sign_in
 
@@ -217,7 +217,7 @@ def test_the_sync_reads_by_group_and_role_and_follows_email_verification(keycloa
 
 def test_beat_runs_the_sync_periodically():
     entry = django_settings.CELERY_BEAT_SCHEDULE["keycloak-directory-sync"]
-    assert entry["task"] == "tenants.tasks.keycloak_directory_sync_task"
+    assert entry["task"] == "tenants.identity.tasks.keycloak_directory_sync_task"
     assert entry["schedule"] == float(django_settings.KEYCLOAK_DIRECTORY_SYNC_SECONDS)
 
 

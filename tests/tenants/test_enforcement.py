@@ -9,10 +9,11 @@ from django.urls import reverse
 
 from portal.fleet import TransientFleetError
 from portal.models import AuditEvent, SimulatedObject
-from tenants import quota_requests
-from tenants.enforcement import tenant_mark_changed, tenant_reconcile, tenants_reconcile_sweep
-from tenants.manifests import KUEUE
+from tenants.enforcement.changes import tenant_mark_changed
+from tenants.enforcement.manifests import KUEUE
+from tenants.enforcement.services import tenant_reconcile, tenants_reconcile_sweep
 from tenants.models import Quota, QuotaRequest, Tenant
+from tenants.quota import services as quota_requests
 from tests.factories import QuotaFactory
 
 from .kube_schemas import assert_valid, schema_errors
@@ -195,7 +196,7 @@ def test_the_reconcile_task_retries_transient_errors_with_backoff(
     kube_emulator,
     monkeypatch,
 ):
-    from tenants.tasks import tenant_reconcile_task
+    from tenants.enforcement.tasks import tenant_reconcile_task
 
     assert tenant_reconcile_task.autoretry_for == (TransientFleetError,)
     assert tenant_reconcile_task.retry_backoff and tenant_reconcile_task.max_retries == 8
@@ -264,8 +265,8 @@ def test_a_cohort_change_re_enforces_the_peers_that_may_borrow_from_it(db):
     assert set(versions) == {lender.pk, borrower.pk}
     assert Tenant.objects.get(pk=loner.pk).desired_version == 1
 
-    from tenants.enforcement import tenant_spec
-    from tenants.manifests import resource_quota_hard
+    from tenants.enforcement.manifests import resource_quota_hard
+    from tenants.enforcement.services import tenant_spec
 
     spec = tenant_spec(tenant=borrower)
     assert spec.cohort_lendable == {"gpu:nvidia-l40s": 6}
@@ -295,7 +296,10 @@ def test_the_periodic_sweeps_are_scheduled_and_registered(settings):
     from celery import current_app
 
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
-    ours = {"tenants.tasks.tenants_reconcile_sweep_task", "tenants.tasks.quota_grants_sweep_task"}
+    ours = {
+        "tenants.enforcement.tasks.tenants_reconcile_sweep_task",
+        "tenants.quota.tasks.quota_grants_sweep_task",
+    }
     assert ours <= scheduled
     assert ours <= set(current_app.tasks)
 
@@ -303,7 +307,8 @@ def test_the_periodic_sweeps_are_scheduled_and_registered(settings):
 def test_the_sweep_task_reapplies_every_tenant(
     approved_tenant, tenant, other_tenant, kube_emulator, django_capture_on_commit_callbacks
 ):
-    from tenants.tasks import quota_grants_sweep_task, tenants_reconcile_sweep_task
+    from tenants.enforcement.tasks import tenants_reconcile_sweep_task
+    from tenants.quota.tasks import quota_grants_sweep_task
 
     with django_capture_on_commit_callbacks(execute=True):
         assert tenants_reconcile_sweep_task.apply().get() == 2

@@ -3,8 +3,8 @@
 import pytest
 
 from portal.models import AuditEvent, OidcIdentity
-from tenants.claims import Grants
-from tenants.identity import keycloak_access_sync, keycloak_user_sync
+from tenants.identity.claims import Grants
+from tenants.identity.sync import keycloak_access_sync, keycloak_user_sync
 from tenants.models import Membership, RoleAssignment, Source
 from tests.factories import MembershipFactory, RoleAssignmentFactory, TenantFactory, UserFactory
 

@@ -1,7 +1,7 @@
 """Which tenant a user's dashboard opens on when they have not picked one."""
 
+from tenants.access.selectors import tenant_for_dashboard
 from tenants.models import Membership
-from tenants.selectors import tenant_for_dashboard
 from tests.factories import MembershipFactory, TenantFactory, UserFactory
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tenants.manifests import (
+from tenants.enforcement.manifests import (
     RESERVED_FOR_KEY,
     TENANT_LABEL,
     Grant,
@@ -238,8 +238,8 @@ def test_role_bindings_give_owner_and_member_groups_edit_and_viewers_view():
 
 @pytest.mark.django_db
 def test_role_bindings_use_the_same_keycloak_group_paths_as_sign_in(tenant, settings):
-    from tenants.claims import membership_from_group
-    from tenants.enforcement import tenant_spec
+    from tenants.enforcement.services import tenant_spec
+    from tenants.identity.claims import membership_from_group
 
     settings.KUBERNETES_OIDC_GROUPS_PREFIX = "oidc:"
     spec = tenant_spec(tenant=tenant)

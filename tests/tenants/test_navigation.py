@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from tenants import quota_requests
+from tenants.quota import services as quota_requests
 from tests.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.urls import reverse
 
-from tenants.oidc_views import FAILURES
+from tenants.identity.views import FAILURES
 from tests.factories import TEST_PASSWORD
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from portal.models import AuditEvent
-from tenants import quota_requests
 from tenants.models import Membership, QuotaRequest, Source
+from tenants.quota import services as quota_requests
 from tests.factories import GPUFactory, MembershipFactory, NodeFactory, QuotaFactory, UserFactory
 
 S = QuotaRequest.Status
@@ -305,7 +305,7 @@ def test_members_page_query_count_does_not_grow(
 def test_cluster_status_polls_while_applying_and_stops_once_applied(
     login, tenant_member, tenant, granted, other_tenant, simulated_gateway
 ):
-    from tenants.enforcement import tenant_reconcile
+    from tenants.enforcement.services import tenant_reconcile
 
     client = login(tenant_member)
     url = reverse("tenants:cluster-status", args=["acme"])
@@ -337,7 +337,7 @@ def test_request_status_polls_through_applying_and_failing_until_applied(
     django_capture_on_commit_callbacks,
 ):
     from portal.fleet import TransientFleetError
-    from tenants.enforcement import tenant_reconcile, tenants_reconcile_sweep
+    from tenants.enforcement.services import tenant_reconcile, tenants_reconcile_sweep
 
     request = submit({"gpu:nvidia-h100-80gb": 4})
     quota_requests.quota_request_approve(request_id=request.pk, approver=platform_admin)

@@ -7,8 +7,8 @@ from django.db import close_old_connections, connection, transaction
 
 from portal.models import AuditEvent
 from portal.state_machine import InvalidTransition
-from tenants import quota_requests
 from tenants.models import Quota, QuotaRequest
+from tenants.quota import services as quota_requests
 
 S = QuotaRequest.Status
 ALLOWED = {

@@ -7,8 +7,8 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.utils import timezone
 
 from portal.models import AuditEvent
-from tenants import quota_requests
 from tenants.models import Quota, QuotaRequest, Tenant
+from tenants.quota import services as quota_requests
 from tests.factories import MembershipFactory, UserFactory
 
 S = QuotaRequest.Status

@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
-from tenants.claims import membership_from_group
+from tenants.identity.claims import membership_from_group
 
 REALM = json.loads(
     (Path(__file__).resolve().parents[2] / "deploy" / "keycloak" / "realm-export.json").read_text()

@@ -2,8 +2,8 @@
 
 import pytest
 
-from tenants import quota_requests
 from tenants.models import QuotaRequest
+from tenants.quota import services as quota_requests
 from tests.factories import TEST_PASSWORD, QuotaFactory
 from tests.support.fixtures_browser import sign_in
 

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from tenants.directory_sync import keycloak_directory_sync
+from tenants.identity.directory_sync import keycloak_directory_sync
 
 
 class Command(BaseCommand):

@@ -1,0 +1,1 @@
+"""The billing API (rate cards, usage, invoices)."""

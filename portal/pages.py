@@ -1,0 +1,54 @@
+"""Pages composed from more than one app: the wiring's place, above every app.
+
+The fleet overview and the capacity summary show the inventory's counts beside what tenants
+were granted (tenants' quota): the inventory itself knows nothing of grants.
+"""
+
+from dataclasses import asdict
+
+from django.conf import settings
+from django.shortcuts import render
+
+from inventory.selectors.fleet import (
+    fleet_capacity_by_model,
+    fleet_health_summary,
+    fleet_nodes_by_state,
+    fleet_totals,
+    health_events_open,
+    inventory_last_runs,
+)
+from inventory.views.access import any_role_required, platform_admin_required
+from tenants.access import is_platform_admin
+from tenants.quota.capacity import capacity_by_resource_class
+
+
+@platform_admin_required
+def fleet_overview(request):
+    capacity = fleet_capacity_by_model()
+    runs = inventory_last_runs()
+    return render(
+        request,
+        "inventory/fleet.html",
+        {
+            "capacity": capacity,
+            "capacity_json": [asdict(row) for row in capacity],
+            "states": fleet_nodes_by_state(),
+            "totals": fleet_totals(),
+            "health": fleet_health_summary(),
+            "open_events": health_events_open(limit=8),
+            "sync_run": runs["cluster-sync"],
+            "ingest_run": runs["health-ingest"],
+            "prometheus_configured": bool(settings.PROMETHEUS_URL),
+            "resource_capacity": capacity_by_resource_class(),
+        },
+    )
+
+
+@any_role_required
+def capacity_summary(request):
+    """What the fleet has per resource class; tenants see these totals, never node details."""
+    return render(
+        request,
+        "inventory/capacity.html",
+        {"rows": capacity_by_resource_class(), "is_admin": is_platform_admin(request.user)},
+    )

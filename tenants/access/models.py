@@ -1,0 +1,134 @@
+"""Tenants, who belongs to them, and who holds a platform-wide role."""
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+from django.utils import timezone
+
+from portal.reconcile import Reconciled
+from portal.validators import validate_dns1123_label, validate_readable_name
+
+
+class Source(models.TextChoices):
+    LOCAL = "local", "Granted in the portal"
+    KEYCLOAK = "keycloak", "From Keycloak"
+
+
+class Tenant(Reconciled):
+    """A team that shares the fleet; owns one namespace on the cluster (reconciled onto it)."""
+
+    class Isolation(models.TextChoices):
+        DEDICATED = "dedicated", "Dedicated (whole GPUs on reserved nodes)"
+        SHARED = "shared", "Shared (partitioned GPUs within the trust domain)"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        SUSPENDED = "suspended", "Suspended"
+
+    slug = models.CharField(max_length=63, unique=True, validators=[validate_dns1123_label])
+    name = models.CharField(max_length=100, validators=[validate_readable_name])
+    cost_center = models.CharField(max_length=50, blank=True, validators=[validate_readable_name])
+    isolation = models.CharField(max_length=20, choices=Isolation.choices, default=Isolation.SHARED)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACTIVE)
+    monthly_budget = models.DecimalField(
+        max_digits=14,
+        decimal_places=2,
+        default=Decimal("0"),
+        validators=[MinValueValidator(Decimal("0"))],
+        help_text="0 means no budget set.",
+    )
+    cohort = models.CharField(
+        "Kueue cohort",
+        max_length=63,
+        blank=True,
+        validators=[validate_dns1123_label],
+        help_text="Shared tenants in one cohort lend each other quota they leave idle.",
+    )
+    keycloak_group = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text=(
+            "Extra Keycloak group given edit rights in the namespace, besides the tenant's "
+            "owner and member groups."
+        ),
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.cohort and self.isolation == self.Isolation.DEDICATED:
+            raise ValidationError(
+                {"cohort": "Dedicated tenants share no quota: only shared tenants join a cohort."}
+            )
+
+    @property
+    def namespace(self) -> str:
+        return f"tenant-{self.slug}"[:63]
+
+    def keycloak_groups(self, *, prefix: str) -> dict[str, list[str]]:
+        """Keycloak group paths that may edit and view the tenant's namespace.
+
+        The same `<prefix><slug>/<role>` paths the sign-in maps to memberships, so Keycloak
+        decides both who is a member in the portal and who may use the namespace.
+        """
+        base = f"{prefix.rstrip('/')}/{self.slug}"
+        edit = [f"{base}/owner", f"{base}/member"]
+        if self.keycloak_group:
+            edit.append(self.keycloak_group)
+        return {"edit": edit, "view": [f"{base}/viewer"]}
+
+
+
+class Membership(models.Model):
+    """A user's role in a tenant."""
+
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        MEMBER = "member", "Member"
+        VIEWER = "viewer", "Viewer"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.LOCAL)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["tenant__name", "user__username"]
+        constraints = [models.UniqueConstraint(fields=["user", "tenant"], name="unique_membership")]
+
+    def __str__(self) -> str:
+        return f"{self.user} — {self.role} of {self.tenant}"
+
+
+class RoleAssignment(models.Model):
+    """A platform-wide role (platform admin, finance) held by a user."""
+
+    class Role(models.TextChoices):
+        PLATFORM_ADMIN = "platform_admin", "Platform admin"
+        FINANCE = "finance", "Finance"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="platform_roles"
+    )
+    role = models.CharField(max_length=20, choices=Role.choices)
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.LOCAL)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["user__username", "role"]
+        constraints = [models.UniqueConstraint(fields=["user", "role"], name="unique_role")]
+
+    def __str__(self) -> str:
+        return f"{self.user} — {self.get_role_display()}"
+
+

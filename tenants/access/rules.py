@@ -1,0 +1,156 @@
+"""The access rules every app uses: who holds which role, and what each user may see.
+
+Tenant isolation is one rule: `tenants_visible_to(user)`. Every page and API that shows
+tenant-owned data starts from it, so another tenant's object is simply not found (404).
+"""
+
+from dataclasses import dataclass, field
+
+from django.contrib.auth.backends import BaseBackend
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+
+from .models import Membership, RoleAssignment, Tenant
+
+_CACHE_ATTR = "_portal_access"
+
+
+@dataclass(frozen=True)
+class Access:
+    """What one user holds, read once per request."""
+
+    platform_admin: bool = False
+    finance: bool = False
+    tenant_roles: dict[int, str] = field(default_factory=dict)  # tenant id -> role
+
+    @property
+    def roles(self) -> list[str]:
+        roles = []
+        if self.platform_admin:
+            roles.append(RoleAssignment.Role.PLATFORM_ADMIN.value)
+        if self.finance:
+            roles.append(RoleAssignment.Role.FINANCE.value)
+        return roles
+
+    @property
+    def sees_all_tenants(self) -> bool:
+        return self.platform_admin or self.finance
+
+    @property
+    def has_any_access(self) -> bool:
+        return self.platform_admin or self.finance or bool(self.tenant_roles)
+
+
+def access_for(user) -> Access:
+    """Roles and memberships of `user`, cached on the user object for the request."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return Access()
+    cached = getattr(user, _CACHE_ATTR, None)
+    if cached is not None:
+        return cached
+    roles = set(RoleAssignment.objects.filter(user=user).values_list("role", flat=True))
+    tenant_roles = dict(
+        Membership.objects.filter(user=user, tenant__status=Tenant.Status.ACTIVE).values_list(
+            "tenant_id", "role"
+        )
+    )
+    access = Access(
+        platform_admin=user.is_superuser or RoleAssignment.Role.PLATFORM_ADMIN in roles,
+        finance=RoleAssignment.Role.FINANCE in roles,
+        tenant_roles=tenant_roles,
+    )
+    setattr(user, _CACHE_ATTR, access)
+    return access
+
+
+def forget_access(user) -> None:
+    """Drop the cached access after roles or memberships changed."""
+    if hasattr(user, _CACHE_ATTR):
+        delattr(user, _CACHE_ATTR)
+
+
+def is_platform_admin(user) -> bool:
+    return access_for(user).platform_admin
+
+
+def is_finance(user) -> bool:
+    return access_for(user).finance
+
+
+def tenants_visible_to(user) -> QuerySet[Tenant]:
+    """Tenants whose data `user` may read: all for admins and finance, else memberships."""
+    access = access_for(user)
+    if access.sees_all_tenants:
+        return Tenant.objects.all()
+    return Tenant.objects.filter(pk__in=list(access.tenant_roles))
+
+
+def tenants_managed_by(user) -> QuerySet[Tenant]:
+    """Tenants whose members `user` may manage: owners' tenants, all for platform admins."""
+    access = access_for(user)
+    if access.platform_admin:
+        return Tenant.objects.all()
+    owned = [pk for pk, role in access.tenant_roles.items() if role == Membership.Role.OWNER]
+    return Tenant.objects.filter(pk__in=owned)
+
+
+def tenants_operated_by(user) -> QuerySet[Tenant]:
+    """Tenants in which `user` may launch workloads and ask for quota (owner or member)."""
+    access = access_for(user)
+    if access.platform_admin:
+        return Tenant.objects.all()
+    allowed = {Membership.Role.OWNER, Membership.Role.MEMBER}
+    ids = [pk for pk, role in access.tenant_roles.items() if role in allowed]
+    return Tenant.objects.filter(pk__in=ids)
+
+
+def tenant_get_for_user(*, user, slug: str) -> Tenant:
+    """The tenant `slug` if `user` may see it; missing and forbidden are the same 404."""
+    return get_object_or_404(tenants_visible_to(user), slug=slug)
+
+
+def role_in_tenant(user, tenant: Tenant) -> str | None:
+    return access_for(user).tenant_roles.get(tenant.pk)
+
+
+class PlatformRoleBackend(BaseBackend):
+    """Grants every model permission to platform admins (Django admin uses these checks)."""
+
+    def authenticate(self, request, **credentials):
+        return None
+
+    def has_perm(self, user_obj, perm, obj=None) -> bool:
+        return bool(user_obj.is_active and is_platform_admin(user_obj))
+
+    def has_module_perms(self, user_obj, app_label) -> bool:
+        return bool(user_obj.is_active and is_platform_admin(user_obj))
+
+
+# --- what other apps may know of tenants ------------------------------------------------------
+# The inventory names tenants by slug (a node reserved for one, the namespaces of pods it saw):
+# these answer its questions without it reaching into tenants' models.
+
+
+def tenant_slugs() -> set[str]:
+    """Every tenant's slug (an import checks that a node's reserved tenant exists)."""
+    return set(Tenant.objects.values_list("slug", flat=True))
+
+
+def tenant_slugs_for_namespaces(namespaces) -> set[str]:
+    """The tenants owning these namespaces (each tenant has one: `Tenant.namespace`)."""
+    wanted = set(namespaces)
+    if not wanted:
+        return set()
+    return {t.slug for t in Tenant.objects.only("slug") if t.namespace in wanted}
+
+
+def tenant_owner_emails(slugs) -> dict[str, list[str]]:
+    """The e-mail addresses of each tenant's active owners, by tenant slug."""
+    owners: dict[str, list[str]] = {}
+    memberships = Membership.objects.filter(
+        tenant__slug__in=set(slugs), role=Membership.Role.OWNER, user__is_active=True
+    ).values_list("tenant__slug", "user__email")
+    for slug, email in memberships:
+        if email:
+            owners.setdefault(slug, []).append(email)
+    return owners

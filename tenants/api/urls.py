@@ -1,0 +1,18 @@
+"""Tenants' endpoints under /api/v1/."""
+
+from django.urls import path
+
+from portal.api.routers import PortalRouter
+
+from ..access.api import MeView, TenantViewSet
+from ..quota.api import CapacityView, QuotaRequestViewSet
+
+router = PortalRouter()
+router.register("tenants", TenantViewSet, basename="tenant")
+router.register("quota-requests", QuotaRequestViewSet, basename="quota-request")
+
+urlpatterns = [
+    path("me/", MeView.as_view(), name="me"),
+    path("capacity/", CapacityView.as_view(), name="capacity"),
+    *router.urls,
+]

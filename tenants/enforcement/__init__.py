@@ -1,0 +1,1 @@
+"""Each tenant's objects on the cluster (namespace, quota, Kueue queues), level-triggered."""

@@ -1,0 +1,31 @@
+"""A change to what a tenant's cluster objects should be: bump its desired version, reconcile.
+
+The one entry every writer calls (quota decisions, tenant edits), inside its own transaction;
+it knows the task only by name, so writers need not import the reconcile (which reads them).
+"""
+
+from collections.abc import Iterable
+
+from portal.queueing import enqueue_on_commit
+from portal.reconcile import reconcile_bump
+
+from ..access.models import Tenant
+
+RECONCILE_TENANT = "tenants.enforcement.tasks.tenant_reconcile_task"
+
+
+def tenant_mark_changed(*, tenants: Iterable[Tenant]) -> dict[int, int]:
+    """Bump desired_version of `tenants` (and their cohort peers); reconcile each after commit.
+
+    Call inside the transaction that changed the desired state. Returns the new versions.
+    """
+    tenants = list(tenants)
+    ids = {t.pk for t in tenants}
+    cohorts = {t.cohort for t in tenants if t.cohort}
+    if cohorts:
+        # A cohort member's quota is what its peers may borrow: their ceilings change too.
+        ids |= set(Tenant.objects.filter(cohort__in=cohorts).values_list("pk", flat=True))
+    versions = reconcile_bump(Tenant.objects.filter(pk__in=ids))
+    for tenant_id in sorted(ids):
+        enqueue_on_commit(RECONCILE_TENANT, tenant_id)
+    return versions

@@ -1,0 +1,82 @@
+"""What a tenant looks like on the cluster: pure functions from a TenantSpec to manifests.
+
+No ORM and no I/O here: `tenants.enforcement.services` reads the database into a TenantSpec, these
+functions turn it into the objects to server-side apply, in an order a fresh cluster accepts
+(Namespace first, flavors and cohort before the ClusterQueue that names them, the ClusterQueue
+before the LocalQueue that points at it).
+
+Per tenant: Namespace, ResourceQuota, LimitRange, a default-deny NetworkPolicy, a RoleBinding of
+the tenant's Keycloak group to `edit`, Kueue ResourceFlavors (one per GPU model; dedicated
+tenants get their own, pinned to their reserved nodes), an optional Cohort, a ClusterQueue and
+its LocalQueue.
+"""
+
+from __future__ import annotations
+
+from inventory.node_labels import RESERVED_FOR_KEY
+
+from .core import (
+    limit_range_manifest,
+    namespace_manifest,
+    network_policy_manifest,
+    resource_quota_hard,
+    resource_quota_manifest,
+    role_binding_manifests,
+)
+from .drift import drifted_fields, drifted_paths
+from .kueue import (
+    cluster_queue_manifest,
+    cohort_manifest,
+    flavor_name,
+    local_queue_manifest,
+    resource_flavor_manifests,
+    scheduling_for,
+)
+from .spec import (
+    COUNT_RESOURCES,
+    KUEUE,
+    RESOURCE_QUOTA,
+    TENANT_LABEL,
+    Grant,
+    Manifest,
+    TenantSpec,
+    burst_ceiling,
+    mig_resource_names,
+)
+
+
+def tenant_manifests(spec: TenantSpec) -> list[Manifest]:
+    """Every object the tenant needs, in the order to apply them."""
+    manifests = [
+        namespace_manifest(spec),
+        resource_quota_manifest(spec),
+        limit_range_manifest(spec),
+        network_policy_manifest(spec),
+        *role_binding_manifests(spec),
+        *resource_flavor_manifests(spec),
+    ]
+    cohort = cohort_manifest(spec)
+    if cohort is not None:
+        manifests.append(cohort)
+    manifests += [cluster_queue_manifest(spec), local_queue_manifest(spec)]
+    return manifests
+
+
+__all__ = [
+    "COUNT_RESOURCES",
+    "KUEUE",
+    "RESERVED_FOR_KEY",
+    "RESOURCE_QUOTA",
+    "TENANT_LABEL",
+    "Grant",
+    "Manifest",
+    "TenantSpec",
+    "burst_ceiling",
+    "drifted_fields",
+    "drifted_paths",
+    "flavor_name",
+    "mig_resource_names",
+    "resource_quota_hard",
+    "scheduling_for",
+    "tenant_manifests",
+]

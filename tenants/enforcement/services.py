@@ -1,0 +1,304 @@
+"""Quota enforced on the cluster, level-triggered: the database says what should be there.
+
+`tenant_reconcile` builds every manifest from the database (`manifests`), server-side applies
+them through the fleet gateway and records what it observed: the applied version, time and
+objects, or the cluster's error; the usage the cluster reports; drift it corrected. Drift is
+the cluster differing from the objects the portal last applied, so applying a new desired
+version (an approval) is a change, not a correction. It is safe to run twice, late or
+concurrently: apply is idempotent, and the recorded version only moves forward.
+`tenants_reconcile_sweep` re-queues every tenant, which both retries failures and repairs drift.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+from kubernetes.utils.quantity import parse_quantity
+
+from inventory import resource_classes
+from portal.audit import audit
+from portal.fleet import FleetError, FleetGateway, TransientFleetError, get_gateway
+from portal.queueing import enqueue_on_commit
+from portal.reconcile import reconcile_failed, reconcile_succeeded
+
+from ..access.models import Tenant
+from ..quota.models import Quota, QuotaRequest
+from ..quota.notifications import quota_request_notify
+from .changes import RECONCILE_TENANT
+from .manifests import (
+    COUNT_RESOURCES,
+    KUEUE,
+    RESOURCE_QUOTA,
+    Grant,
+    Manifest,
+    TenantSpec,
+    drifted_paths,
+    flavor_name,
+    tenant_manifests,
+)
+
+logger = logging.getLogger(__name__)
+
+GIB = 2**30
+
+
+@dataclass
+class ReconcileOutcome:
+    tenant_id: int
+    version: int
+    applied: int = 0
+    drift: dict[str, dict[str, Any]] = field(default_factory=dict)
+    manifests: list[Manifest] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    requests_applied: list[int] = field(default_factory=list)
+
+
+# --- desired state ----------------------------------------------------------------------------
+
+
+def _cohort_lendable(tenant: Tenant) -> dict[str, int]:
+    """Per resource class, the most the other tenants of the cohort lend (their idle quota)."""
+    if not tenant.cohort or tenant.isolation == Tenant.Isolation.DEDICATED:
+        return {}
+    peers = Quota.objects.filter(
+        tenant__cohort=tenant.cohort,
+        tenant__isolation=Tenant.Isolation.SHARED,
+        tenant__status=Tenant.Status.ACTIVE,
+    ).exclude(tenant=tenant)
+    lendable: dict[str, int] = {}
+    for resource, limit, lending in peers.values_list("resource", "limit", "lending_limit"):
+        lendable[resource] = lendable.get(resource, 0) + (limit if lending is None else lending)
+    return lendable
+
+
+def tenant_spec(*, tenant: Tenant) -> TenantSpec:
+    """The tenant's desired state on the cluster, read from the database."""
+    grants = tuple(
+        Grant(
+            resource=q.resource,
+            limit=q.limit,
+            borrowing_limit=q.borrowing_limit,
+            lending_limit=q.lending_limit,
+        )
+        for q in tenant.quotas.order_by("resource")
+    )
+    groups = tenant.keycloak_groups(prefix=settings.OIDC_GROUP_PREFIX)
+    groups_prefix = settings.KUBERNETES_OIDC_GROUPS_PREFIX
+    return TenantSpec(
+        slug=tenant.slug,
+        isolation=tenant.isolation,
+        edit_groups=tuple(f"{groups_prefix}{g}" for g in groups["edit"]),
+        view_groups=tuple(f"{groups_prefix}{g}" for g in groups["view"]),
+        grants=grants,
+        suspended=tenant.status == Tenant.Status.SUSPENDED,
+        cohort=tenant.cohort,
+        cohort_lendable=_cohort_lendable(tenant),
+        ingress_namespace=settings.TENANT_INGRESS_NAMESPACE,
+        edit_role=settings.TENANT_EDIT_CLUSTER_ROLE,
+    )
+
+
+# --- reconcile --------------------------------------------------------------------------------
+
+
+def _drift_baseline(tenant: Tenant, version: int, manifests: list[Manifest]) -> list[Manifest]:
+    """What the cluster should still hold from the last successful apply (empty: nothing yet)."""
+    if tenant.applied_manifests:
+        return tenant.applied_manifests
+    if tenant.applied_version and tenant.applied_version >= version:
+        # Applied before the portal kept the applied objects, and nothing changed since.
+        return manifests
+    return []
+
+
+def _drift(gateway: FleetGateway, applied: list[Manifest]) -> dict[str, dict[str, Any]]:
+    drift = {}
+    for manifest in applied:
+        meta = manifest["metadata"]
+        live = gateway.get(
+            api_version=manifest["apiVersion"],
+            kind=manifest["kind"],
+            name=meta["name"],
+            namespace=meta.get("namespace"),
+        )
+        fields = drifted_paths(manifest, live)
+        if fields:
+            where = f"{meta['namespace']}/" if meta.get("namespace") else ""
+            drift[f"{manifest['kind']} {where}{meta['name']}"] = fields
+    return drift
+
+
+def _whole(quantity: str, unit: int = 1) -> int:
+    return max(0, math.ceil(parse_quantity(quantity) / unit))
+
+
+def _observed_usage(gateway: FleetGateway, spec: TenantSpec) -> dict[str, int]:
+    """What the tenant uses now, per resource class, as the cluster's controllers report it."""
+    quota = gateway.get(
+        api_version="v1", kind="ResourceQuota", name=RESOURCE_QUOTA, namespace=spec.namespace
+    )
+    queue = gateway.get(api_version=KUEUE, kind="ClusterQueue", name=spec.cluster_queue)
+    used = ((quota or {}).get("status") or {}).get("used") or {}
+    usage: dict[str, int] = {}
+    scalars = {"cpu": ("requests.cpu", 1), "memory-gib": ("requests.memory", GIB)}
+    scalars["storage-gib"] = ("requests.storage", GIB)
+    for key, (name, unit) in scalars.items():
+        if name in used:
+            usage[key] = _whole(used[name], unit)
+    for kind, name in COUNT_RESOURCES.items():
+        if name in used:
+            usage[f"count:{kind}"] = _whole(used[name])
+    # Per GPU model only Kueue can tell (one flavor per model); ResourceQuota sums all models.
+    granted = [resource_classes.parse(g.resource) for g in spec.grants]
+    by_resource: dict[tuple[str, str], str] = {}
+    for rc in granted:
+        if rc.kind in {"gpu", "mig"}:
+            flavor = flavor_name(spec, rc.gpu_model.key)
+            by_resource[(flavor, rc.kubernetes_resource)] = rc.key
+    flavors_usage = ((queue or {}).get("status") or {}).get("flavorsUsage")
+    if flavors_usage is not None:
+        for flavor in flavors_usage:
+            for cell in flavor.get("resources") or []:
+                key = by_resource.get((flavor.get("name"), cell.get("name")))
+                if key is not None:
+                    usage[key] = _whole(cell.get("total") or "0")
+    else:
+        for rc in granted:
+            name = f"requests.{rc.kubernetes_resource}"
+            same = [o for o in granted if o.kubernetes_resource == rc.kubernetes_resource]
+            if rc.kind in {"gpu", "mig"} and len(same) == 1 and name in used:
+                usage[rc.key] = _whole(used[name])
+    return usage
+
+
+def tenant_reconcile(
+    *, tenant_id: int, force: bool = True, gateway: FleetGateway | None = None
+) -> ReconcileOutcome:
+    """Make the cluster hold what the database says for one tenant; record what happened.
+
+    Without `force`, a tenant already in sync is left alone (a change queues one reconcile per
+    write; the first applies them all). The sweep forces: that is how drift is found.
+    Raises the gateway's FleetError after recording it (TransientFleetError is worth a retry).
+    """
+    tenant = Tenant.objects.filter(pk=tenant_id).first()
+    if tenant is None:
+        return ReconcileOutcome(tenant_id=tenant_id, version=0)  # gone: nothing to enforce
+    if not force and tenant.in_sync:
+        return ReconcileOutcome(tenant_id=tenant_id, version=tenant.applied_version, applied=0)
+    # Read the version before the quotas: what gets applied is at least this new.
+    version = tenant.desired_version
+    spec = tenant_spec(tenant=tenant)
+    manifests = tenant_manifests(spec)
+    gateway = gateway or get_gateway()
+    outcome = ReconcileOutcome(
+        tenant_id=tenant_id, version=version, applied=len(manifests), manifests=manifests
+    )
+    try:
+        baseline = _drift_baseline(tenant, version, manifests)
+        if baseline:
+            outcome.drift = _drift(gateway, baseline)
+        gateway.apply(manifests=manifests)
+        try:
+            outcome.usage = _observed_usage(gateway, spec)
+        except (ValueError, TypeError, AttributeError):
+            logger.warning("Unreadable usage for tenant %s", tenant.slug, exc_info=True)
+    except FleetError as exc:
+        _record_failure(tenant_id=tenant_id, version=version, error=exc)
+        raise
+    outcome.requests_applied = _record_success(outcome)
+    return outcome
+
+
+@transaction.atomic
+def _record_success(outcome: ReconcileOutcome) -> list[int]:
+    now = timezone.now()
+    tenant = Tenant.objects.select_for_update().get(pk=outcome.tenant_id)
+    news = reconcile_succeeded(tenant, version=outcome.version, manifests=outcome.manifests)
+    for quota in Quota.objects.filter(tenant=tenant, resource__in=list(outcome.usage)):
+        if quota.in_use != outcome.usage[quota.resource]:
+            quota.in_use = outcome.usage[quota.resource]
+            quota.save(update_fields=["in_use"])
+    if outcome.drift:
+        audit(
+            actor=None,
+            action="tenant.drift_corrected",
+            obj=tenant,
+            tenant=tenant,
+            changes=outcome.drift,
+        )
+    if news:
+        audit(
+            actor=None,
+            action="tenant.applied",
+            obj=tenant,
+            tenant=tenant,
+            changes={"version": outcome.version, "objects": outcome.applied},
+        )
+    applied = []
+    ready = QuotaRequest.objects.filter(
+        tenant=tenant,
+        status__in=[QuotaRequest.Status.APPROVED, QuotaRequest.Status.FAILED],
+        tenant_version__lte=tenant.applied_version,
+    )
+    for request in ready:
+        request.move_to(
+            QuotaRequest.Status.APPLIED,
+            applied_at=now,
+            last_error="",
+            attempts=request.attempts + 1,
+        )
+        audit(actor=None, action="quota_request.applied", obj=request, tenant=tenant)
+        quota_request_notify(request_id=request.pk, event="applied")
+        applied.append(request.pk)
+    return applied
+
+
+@transaction.atomic
+def _record_failure(*, tenant_id: int, version: int, error: FleetError) -> None:
+    tenant = Tenant.objects.select_for_update().filter(pk=tenant_id).first()
+    if tenant is None:
+        return
+    message, first_or_new = reconcile_failed(tenant, error=error)
+    pending = QuotaRequest.objects.filter(tenant=tenant, tenant_version__gt=tenant.applied_version)
+    # Those already failed keep failing (with the latest error); then the newly approved fail.
+    pending.filter(status=QuotaRequest.Status.FAILED).update(
+        last_error=message, attempts=F("attempts") + 1
+    )
+    for request in pending.filter(status=QuotaRequest.Status.APPROVED):
+        request.move_to(
+            QuotaRequest.Status.FAILED, last_error=message, attempts=request.attempts + 1
+        )
+        audit(
+            actor=None,
+            action="quota_request.failed",
+            obj=request,
+            tenant=tenant,
+            changes={"error": message},
+        )
+    if first_or_new:
+        audit(
+            actor=None,
+            action="tenant.apply_failed",
+            obj=tenant,
+            tenant=tenant,
+            changes={
+                "version": version,
+                "error": message,
+                "transient": isinstance(error, TransientFleetError),
+            },
+        )
+
+
+def tenants_reconcile_sweep() -> list[int]:
+    """Queue a reconcile of every tenant: retries failures, finishes stuck ones, repairs drift."""
+    ids = list(Tenant.objects.order_by("pk").values_list("pk", flat=True))
+    for tenant_id in ids:
+        enqueue_on_commit(RECONCILE_TENANT, tenant_id, True)
+    return ids

@@ -1,0 +1,1 @@
+"""Sign-in with Keycloak: OIDC claims to roles and memberships, and the directory sync."""

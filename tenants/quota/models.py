@@ -1,0 +1,210 @@
+"""Quota granted to tenants, and their requests for more."""
+
+from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist, ValidationError
+from django.db import models
+from django.utils import timezone
+
+from inventory import resource_classes
+from portal.choices import ColoredChoices, colored
+from portal.state_machine import transition
+from portal.validators import validate_readable_text
+
+from ..access.models import Tenant
+
+
+class Quota(models.Model):
+    """How much of one resource class a tenant may hold at once."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="quotas")
+    resource = models.CharField(max_length=100)
+    limit = models.PositiveIntegerField()
+    borrowing_limit = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Most this tenant may borrow from its cohort (empty: no limit). GPUs only.",
+    )
+    lending_limit = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Most of its idle quota others in the cohort may borrow (empty: all). GPUs only.",
+    )
+    in_use = models.PositiveIntegerField(
+        default=0, editable=False, help_text="In use on the cluster, as last observed."
+    )
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["tenant__name", "resource"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "resource"], name="unique_quota_resource")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant.slug}: {self.resource} = {self.limit}"
+
+    def clean(self) -> None:
+        try:
+            resource_class = resource_classes.parse(self.resource)
+        except resource_classes.UnknownResourceClass as exc:
+            raise ValidationError({"resource": str(exc)}) from exc
+        limits = {"borrowing_limit": self.borrowing_limit, "lending_limit": self.lending_limit}
+        errors = {}
+        for name, value in limits.items():
+            if value is None:
+                continue
+            if resource_class.kind not in {"gpu", "mig"}:
+                errors[name] = "Borrowing and lending apply to GPU and MIG quota only."
+            elif not self._tenant_cohort():
+                errors[name] = "The tenant is in no cohort: there is nobody to borrow from."
+        lends_too_much = self.lending_limit is not None and self.lending_limit > (self.limit or 0)
+        if lends_too_much and "lending_limit" not in errors:
+            errors["lending_limit"] = "Cannot lend more than the quota itself."
+        if errors:
+            raise ValidationError(errors)
+
+    def _tenant_cohort(self) -> str:
+        try:
+            return self.tenant.cohort
+        except ObjectDoesNotExist:
+            return ""
+
+    @property
+    def resource_label(self) -> str:
+        return resource_classes.parse(self.resource).label
+
+
+@colored(
+    {
+        "submitted": "primary",
+        "approved": "info",
+        "applied": "success",
+        "failed": "danger",
+        "rejected": "secondary",
+        "withdrawn": "light",
+        "expired": "dark",
+    }
+)
+class QuotaRequestStatus(ColoredChoices):
+    SUBMITTED = "submitted", "Submitted"
+    APPROVED = "approved", "Approved, applying"
+    APPLIED = "applied", "Applied"
+    FAILED = "failed", "Failed on the cluster, retrying"
+    REJECTED = "rejected", "Rejected"
+    WITHDRAWN = "withdrawn", "Withdrawn"
+    EXPIRED = "expired", "Ended"
+
+
+class QuotaRequest(models.Model):
+    """A tenant's ask for more quota, and the platform's decision on it."""
+
+    Status = QuotaRequestStatus
+
+    # The one place the request's moves are listed.
+    TRANSITIONS: dict[str, frozenset[str]] = {
+        Status.SUBMITTED: frozenset({Status.APPROVED, Status.REJECTED, Status.WITHDRAWN}),
+        Status.APPROVED: frozenset({Status.APPLIED, Status.FAILED}),
+        Status.FAILED: frozenset({Status.APPLIED}),
+        Status.APPLIED: frozenset({Status.EXPIRED}),
+        Status.REJECTED: frozenset(),
+        Status.WITHDRAWN: frozenset(),
+        Status.EXPIRED: frozenset(),
+    }
+    OPEN = (Status.SUBMITTED, Status.APPROVED, Status.FAILED)
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="quota_requests")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="quota_requests",
+    )
+    justification = models.TextField(validators=[validate_readable_text])
+    ends_on = models.DateField(
+        null=True, blank=True, help_text="Last day of a temporary grant; empty means permanent."
+    )
+    status = models.CharField(
+        max_length=20, choices=Status.choices, default=Status.SUBMITTED, db_index=True
+    )
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="quota_decisions",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_note = models.TextField(
+        blank=True, help_text="The reason, for a rejection.", validators=[validate_readable_text]
+    )
+    # The tenant's desired_version that first includes this grant: applied once the cluster is.
+    tenant_version = models.PositiveBigIntegerField(null=True, blank=True)
+    applied_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0, help_text="Reconciles that carried it.")
+    reminded_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=QuotaRequestStatus.values),
+                name="quota_request_status_known",
+            )
+        ]
+        indexes = [models.Index(fields=["tenant", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"Quota request #{self.pk} ({self.tenant.slug})"
+
+    def move_to(self, target: str, **changes) -> None:
+        """Move to `target` or raise InvalidTransition (also when another worker moved first)."""
+        transition(self, target=target, transitions=self.TRANSITIONS, **changes)
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in self.OPEN
+
+    @property
+    def status_color(self) -> str:
+        return QuotaRequestStatus.color(self.status)
+
+
+class QuotaRequestLine(models.Model):
+    """One resource class a quota request asks more of."""
+
+    request = models.ForeignKey(QuotaRequest, on_delete=models.CASCADE, related_name="lines")
+    resource = models.CharField(max_length=100)
+    amount = models.PositiveIntegerField(help_text="How much more is asked for.")
+    approved_amount = models.PositiveIntegerField(
+        null=True, blank=True, help_text="How much more was granted (may differ from the ask)."
+    )
+    limit_before = models.PositiveIntegerField(null=True, blank=True)
+    limit_after = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["request_id", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["request", "resource"], name="unique_quota_request_resource"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(amount__gt=0), name="quota_request_amount_positive"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"+{self.amount} {self.resource}"
+
+    @property
+    def resource_label(self) -> str:
+        try:
+            return resource_classes.parse(self.resource).label
+        except resource_classes.UnknownResourceClass:
+            return self.resource
+
+    @property
+    def granted(self) -> int:
+        return self.amount if self.approved_amount is None else self.approved_amount

@@ -1,0 +1,360 @@
+"""Reads about quota and quota requests, already scoped to what the user may see and already
+prefetched."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db.models import Min, Prefetch, QuerySet, Sum
+from django.shortcuts import get_object_or_404
+
+from inventory import resource_classes
+from portal.models import AuditEvent
+
+from ..access.models import Tenant
+from ..access.rules import tenants_visible_to
+from .capacity import (
+    ResourceCapacity,
+    pool_capacity_by_resource_class,
+    pool_of,
+    tenant_capacity_by_resource_class,
+)
+from .models import Quota, QuotaRequest, QuotaRequestLine
+
+
+@dataclass(frozen=True)
+class QuotaLine:
+    resource: str
+    label: str
+    limit: int
+    used: int
+    temporary: int = 0  # part of `limit` granted until `ends_on`
+    ends_on: datetime.date | None = None
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+    @property
+    def percent(self) -> int:
+        return min(100, round(100 * self.used / self.limit)) if self.limit else 0
+
+    @property
+    def lendable(self) -> bool:
+        """Whether a cohort borrows and lends this class (GPUs and MIG partitions only)."""
+        return self.resource.startswith(("gpu:", "mig:"))
+
+
+def _order() -> dict[str, int]:
+    return {key: i for i, key in enumerate(resource_classes.all_keys())}
+
+
+def tenant_quota_lines(*, tenant: Tenant) -> list[QuotaLine]:
+    """Granted quota per resource class, in use as the cluster last reported it."""
+    temporary = {
+        row["resource"]: row
+        for row in QuotaRequestLine.objects.filter(
+            request__tenant=tenant,
+            request__status=QuotaRequest.Status.APPLIED,
+            request__ends_on__isnull=False,
+        )
+        .values("resource")
+        .annotate(amount=Sum("approved_amount"), ends_on=Min("request__ends_on"))
+        .order_by()
+    }
+    order = _order()
+    lines = [
+        QuotaLine(
+            resource=q.resource,
+            label=q.resource_label,
+            limit=q.limit,
+            used=q.in_use,
+            temporary=min(q.limit, (temporary.get(q.resource) or {}).get("amount") or 0),
+            ends_on=(temporary.get(q.resource) or {}).get("ends_on"),
+            borrowing_limit=q.borrowing_limit,
+            lending_limit=q.lending_limit,
+        )
+        for q in Quota.objects.filter(tenant=tenant)
+    ]
+    return sorted(lines, key=lambda line: order.get(line.resource, len(order)))
+
+
+@dataclass(frozen=True)
+class SchedulableLine:
+    """A tenant's quota of one measured class against what its pool can actually run."""
+
+    resource: str
+    label: str
+    limit: int
+    capacity: ResourceCapacity
+
+    @property
+    def beyond_capacity(self) -> int:
+        """How much of the quota no healthy unit of the pool could run."""
+        return self.capacity.unschedulable(quota=self.limit) or 0
+
+    @property
+    def schedulable(self) -> int:
+        """The most of its quota the tenant can have running now (0 when nothing is healthy)."""
+        return self.limit - self.beyond_capacity
+
+
+def tenant_schedulable(*, tenant: Tenant) -> list[SchedulableLine]:
+    """Per granted class the inventory measures: quota, and the healthy units of the tenant's
+    pool (its reserved nodes if dedicated, the shared pool if shared). Five queries."""
+    capacity = tenant_capacity_by_resource_class(tenant=tenant)
+    order = _order()
+    lines = [
+        SchedulableLine(
+            resource=q.resource,
+            label=capacity[q.resource].label,
+            limit=q.limit,
+            capacity=capacity[q.resource],
+        )
+        for q in Quota.objects.filter(tenant=tenant)
+        if q.resource in capacity and capacity[q.resource].measured
+    ]
+    return sorted(lines, key=lambda line: order.get(line.resource, len(order)))
+
+
+# --- quota requests ---------------------------------------------------------------------------
+
+
+def _with_lines(requests: QuerySet[QuotaRequest]) -> QuerySet[QuotaRequest]:
+    return requests.select_related("tenant", "requested_by", "decided_by").prefetch_related(
+        Prefetch("lines", queryset=QuotaRequestLine.objects.order_by("id"))
+    )
+
+
+def quota_requests_visible_to(user) -> QuerySet[QuotaRequest]:
+    """Quota requests of the tenants `user` may see, lines prefetched, newest first."""
+    return _with_lines(QuotaRequest.objects.filter(tenant__in=tenants_visible_to(user)))
+
+
+def quota_request_get_for_user(*, user, request_id: int) -> QuotaRequest:
+    """The request if `user` may see its tenant; missing and forbidden are the same 404."""
+    return get_object_or_404(quota_requests_visible_to(user), pk=request_id)
+
+
+def tenant_quota_requests(*, tenant: Tenant) -> QuerySet[QuotaRequest]:
+    return _with_lines(tenant.quota_requests.all()).order_by("-created_at", "-id")
+
+
+def quota_requests_open() -> QuerySet[QuotaRequest]:
+    """Requests waiting for a decision or for the cluster, oldest first (the review queue)."""
+    return _with_lines(QuotaRequest.objects.filter(status__in=QuotaRequest.OPEN)).order_by(
+        "created_at", "id"
+    )
+
+
+def quota_requests_pending_count() -> int:
+    """Requests waiting for a platform admin's decision (the navigation's badge): one COUNT."""
+    return QuotaRequest.objects.filter(status=QuotaRequest.Status.SUBMITTED).count()
+
+
+# --- what a request would do ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PreviewLine:
+    """One resource class of a (prospective) request: the tenant's quota and its pool's capacity.
+
+    `capacity` is the pool the tenant schedules on (its reserved nodes, or the shared pool);
+    `pool_added` is what the whole decision adds to that pool: this line alone for one request,
+    every selected request's line of the same class and pool for a bulk decision.
+    """
+
+    resource: str
+    label: str
+    current: int
+    in_use: int
+    amount: int
+    capacity: ResourceCapacity
+    added_to_pool: int | None = None
+    request: QuotaRequest | None = None
+
+    @property
+    def resulting(self) -> int:
+        return self.current + self.amount
+
+    @property
+    def pool_added(self) -> int:
+        return self.amount if self.added_to_pool is None else self.added_to_pool
+
+    @property
+    def granted_after(self) -> int:
+        return self.capacity.granted + self.pool_added
+
+    @property
+    def free_after(self) -> int | None:
+        return self.capacity.free(extra=self.pool_added)
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the pool's healthy units still cover every grant; None if not measured."""
+        free = self.free_after
+        return None if free is None else free >= 0
+
+    @property
+    def beyond_pool(self) -> bool:
+        """The tenant's own quota after approval exceeds what its pool holds healthy."""
+        return bool(self.capacity.unschedulable(quota=self.resulting))
+
+    @property
+    def ratio_before(self) -> Decimal | None:
+        return self.capacity.ratio()
+
+    @property
+    def ratio_after(self) -> Decimal | None:
+        return self.capacity.ratio(extra=self.pool_added)
+
+
+def quota_preview(*, tenant: Tenant, lines: list[tuple[str, int]]) -> list[PreviewLine]:
+    """What granting `lines` (resource, more) would make the tenant's quota and its pool's."""
+    quotas = {q.resource: q for q in Quota.objects.filter(tenant=tenant)}
+    capacity = tenant_capacity_by_resource_class(tenant=tenant)
+    preview = []
+    for resource, amount in lines:
+        if resource not in capacity:
+            continue
+        quota = quotas.get(resource)
+        preview.append(
+            PreviewLine(
+                resource=resource,
+                label=resource_classes.parse(resource).label,
+                current=quota.limit if quota else 0,
+                in_use=quota.in_use if quota else 0,
+                amount=max(0, amount or 0),
+                capacity=capacity[resource],
+            )
+        )
+    return preview
+
+
+def quota_requests_impact(*, requests: list[QuotaRequest]) -> list[PreviewLine]:
+    """What approving every waiting request of `requests` as asked would do, line by line.
+
+    Each line's pool figures count every selected request that adds to the same pool and
+    class, as approving them together would. Requests not waiting for a decision are left out.
+    A fixed number of queries (`requests` come with tenant and lines, as the selectors give).
+    """
+    # In the order a bulk approval grants them, so each line starts from the quota before it.
+    waiting = sorted(
+        (r for r in requests if r.status == QuotaRequest.Status.SUBMITTED),
+        key=lambda r: (r.created_at, r.pk),
+    )
+    if not waiting:
+        return []
+    pools = {r.tenant_id: pool_of(r.tenant) for r in waiting}
+    capacity = pool_capacity_by_resource_class(pools=set(pools.values()))
+    quotas = {
+        (q.tenant_id, q.resource): q
+        for q in Quota.objects.filter(tenant_id__in=set(pools), resource__in=_resources(waiting))
+    }
+    limits = {key: q.limit for key, q in quotas.items()}
+    added: dict[tuple[str, str], int] = {}
+    for request in waiting:
+        for line in request.lines.all():
+            key = (pools[request.tenant_id], line.resource)
+            added[key] = added.get(key, 0) + line.amount
+    impact = []
+    for request in waiting:
+        pool = pools[request.tenant_id]
+        for line in request.lines.all():
+            if line.resource not in capacity[pool]:
+                continue
+            quota = quotas.get((request.tenant_id, line.resource))
+            current = limits.get((request.tenant_id, line.resource), 0)
+            limits[(request.tenant_id, line.resource)] = current + line.amount
+            impact.append(
+                PreviewLine(
+                    resource=line.resource,
+                    label=line.resource_label,
+                    current=current,
+                    in_use=quota.in_use if quota else 0,
+                    amount=line.amount,
+                    capacity=capacity[pool][line.resource],
+                    added_to_pool=added[(pool, line.resource)],
+                    request=request,
+                )
+            )
+    return impact
+
+
+def _resources(requests: list[QuotaRequest]) -> set[str]:
+    return {line.resource for r in requests for line in r.lines.all()}
+
+
+# --- what a decision did ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DecisionLine:
+    resource: str
+    label: str
+    asked: int
+    granted: int
+    limit_before: int | None  # as recorded when the request was decided; None: not recorded
+    limit_after: int | None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Who closed a request, when, why, and what it did to the quota at that moment."""
+
+    status: str
+    status_label: str
+    by: str
+    at: datetime.datetime | None
+    note: str
+    lines: list[DecisionLine]
+
+
+def quota_request_decision(*, request: QuotaRequest) -> Decision | None:
+    """The recorded decision on `request` (None while it waits for one). Two queries at most."""
+    if request.status == QuotaRequest.Status.SUBMITTED:
+        return None
+    by, at = "", request.decided_at
+    if request.decided_by is not None:
+        username, full_name = request.decided_by.get_username(), request.decided_by.get_full_name()
+        by = f"{full_name} ({username})" if full_name else username
+    if request.status == QuotaRequest.Status.WITHDRAWN:
+        # A withdrawal is the requester's, not a decision: the audit trail says who and when.
+        event = (
+            AuditEvent.objects.filter(
+                action="quota_request.withdraw",
+                object_type=QuotaRequest._meta.label_lower,
+                object_id=str(request.pk),
+            )
+            .order_by("-created_at")
+            .first()
+        )
+        if event is not None:
+            by, at = event.actor_repr, event.created_at
+    closed_without_grant = request.status in {
+        QuotaRequest.Status.REJECTED,
+        QuotaRequest.Status.WITHDRAWN,
+    }
+    lines = [
+        DecisionLine(
+            resource=line.resource,
+            label=line.resource_label,
+            asked=line.amount,
+            granted=0 if closed_without_grant else line.granted,
+            limit_before=line.limit_before,
+            limit_after=line.limit_after,
+        )
+        for line in request.lines.all()
+    ]
+    return Decision(
+        status=request.status,
+        # The decision itself, whatever became of it since (applied, failed, ended).
+        status_label={
+            QuotaRequest.Status.REJECTED: "Rejected",
+            QuotaRequest.Status.WITHDRAWN: "Withdrawn",
+        }.get(request.status, "Approved"),
+        by=by,
+        at=at,
+        note=request.decision_note,
+        lines=lines,
+    )

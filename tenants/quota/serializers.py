@@ -1,0 +1,165 @@
+"""Serializers of the quota and quota requests API."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.utils import timezone
+from rest_framework import serializers
+
+from portal.validators import column_max, validate_readable_text
+
+from . import rules as quota_rules
+from .models import QuotaRequest, QuotaRequestLine
+
+
+class QuotaLineSerializer(serializers.Serializer):
+    resource = serializers.CharField()
+    label = serializers.CharField()
+    limit = serializers.IntegerField()
+    used = serializers.IntegerField()
+    temporary = serializers.IntegerField()
+    ends_on = serializers.DateField(allow_null=True)
+    borrowing_limit = serializers.IntegerField(allow_null=True)
+    lending_limit = serializers.IntegerField(allow_null=True)
+
+
+class QuotaRequestLineSerializer(serializers.ModelSerializer):
+    label = serializers.CharField(source="resource_label", read_only=True)
+
+    class Meta:
+        model = QuotaRequestLine
+        fields = [
+            "resource",
+            "label",
+            "amount",
+            "approved_amount",
+            "limit_before",
+            "limit_after",
+        ]
+        read_only_fields = fields
+
+
+class QuotaRequestSerializer(serializers.ModelSerializer):
+    tenant = serializers.CharField(source="tenant.slug", read_only=True)
+    requested_by = serializers.CharField(
+        source="requested_by.username", read_only=True, allow_null=True
+    )
+    decided_by = serializers.CharField(
+        source="decided_by.username", read_only=True, allow_null=True
+    )
+    lines = QuotaRequestLineSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = QuotaRequest
+        fields = [
+            "id",
+            "tenant",
+            "status",
+            "lines",
+            "justification",
+            "ends_on",
+            "requested_by",
+            "created_at",
+            "decided_by",
+            "decided_at",
+            "decision_note",
+            "applied_at",
+            "last_error",
+            "attempts",
+        ]
+        read_only_fields = fields
+
+
+class NewLineSerializer(serializers.Serializer):
+    resource = serializers.CharField(max_length=100)
+    amount = serializers.IntegerField()
+
+    def validate(self, attrs):
+        isolation = self.context.get("isolation", "shared")
+        errors = {}
+        resource_class = None
+        try:
+            resource_class = quota_rules.check_resource(
+                resource=attrs["resource"], isolation=isolation
+            )
+        except DjangoValidationError as exc:
+            errors["resource"] = exc.messages
+        try:
+            quota_rules.check_amount(amount=attrs["amount"], resource_class=resource_class)
+        except DjangoValidationError as exc:
+            errors["amount"] = exc.messages
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class QuotaRequestCreateSerializer(serializers.Serializer):
+    tenant = serializers.CharField(help_text="The tenant's slug.")
+    lines = NewLineSerializer(many=True, allow_empty=False, max_length=quota_rules.MAX_LINES)
+    justification = serializers.CharField(
+        max_length=quota_rules.MAX_JUSTIFICATION, validators=[validate_readable_text]
+    )
+    ends_on = serializers.DateField(required=False, allow_null=True)
+
+    def validate_ends_on(self, value):
+        try:
+            quota_rules.check_ends_on(ends_on=value, today=timezone.localdate())
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
+        return value
+
+    def validate_lines(self, value):
+        try:
+            quota_rules.check_no_duplicates([line["resource"] for line in value])
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
+        return value
+
+
+class QuotaPreviewRequestSerializer(serializers.Serializer):
+    tenant = serializers.CharField()
+    lines = NewLineSerializer(many=True, allow_empty=False, max_length=quota_rules.MAX_LINES)
+
+
+class QuotaPreviewLineSerializer(serializers.Serializer):
+    resource = serializers.CharField()
+    label = serializers.CharField()
+    current = serializers.IntegerField()
+    in_use = serializers.IntegerField()
+    amount = serializers.IntegerField()
+    resulting = serializers.IntegerField()
+    healthy = serializers.IntegerField(source="capacity.healthy", allow_null=True)
+    granted = serializers.IntegerField(source="capacity.granted")
+    free_after = serializers.IntegerField(allow_null=True)
+    fits = serializers.BooleanField(allow_null=True)
+    ratio_before = serializers.DecimalField(max_digits=10, decimal_places=2, allow_null=True)
+    ratio_after = serializers.DecimalField(max_digits=10, decimal_places=2, allow_null=True)
+
+
+class ApproveSerializer(serializers.Serializer):
+    amounts = serializers.DictField(
+        child=serializers.IntegerField(
+            min_value=0, max_value=column_max(QuotaRequestLine._meta.get_field("approved_amount"))
+        ),
+        required=False,
+        help_text="Granted amount per resource, when it differs from the ask.",
+    )
+    note = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        max_length=4000,
+        validators=[validate_readable_text],
+    )
+
+
+class RejectSerializer(serializers.Serializer):
+    reason = serializers.CharField(max_length=4000, validators=[validate_readable_text])
+
+
+class CapacitySerializer(serializers.Serializer):
+    resource = serializers.CharField()
+    label = serializers.CharField()
+    installed = serializers.IntegerField()
+    healthy = serializers.IntegerField()
+    reserved = serializers.IntegerField()
+    granted = serializers.IntegerField()
+    in_use = serializers.IntegerField()

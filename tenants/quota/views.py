@@ -1,0 +1,184 @@
+"""Quota pages: what a tenant holds, its requests for more, and the platform admins' queue."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from portal.confirmation import confirmation_page, is_confirmed
+
+from ..access.rules import access_for
+from ..pages import redirect_to_current, tenant_page
+from . import services as quota_requests
+from .forms import QuotaRequestForm, QuotaRequestLineFormSet, lenient_lines, line_initial
+from .models import QuotaRequest
+from .selectors import (
+    quota_preview,
+    quota_request_get_for_user,
+    quota_requests_open,
+    tenant_quota_lines,
+    tenant_quota_requests,
+    tenant_schedulable,
+)
+
+HISTORY_PAGE_SIZE = 25
+
+
+@login_required
+def quota_home(request):
+    return redirect_to_current(request, "tenants:quota-detail")
+
+
+@login_required
+def quota_detail(request, slug: str):
+    tenant, context = tenant_page(request, slug, "quota")
+    context["quota_lines"] = tenant_quota_lines(tenant=tenant)
+    context["schedulable"] = tenant_schedulable(tenant=tenant)
+    context["open_requests"] = tenant_quota_requests(tenant=tenant).filter(
+        status__in=QuotaRequest.OPEN
+    )
+    return render(request, "tenants/quota.html", context)
+
+
+# --- quota requests ---------------------------------------------------------------------------
+
+
+@login_required
+def quota_request_list(request, slug: str):
+    tenant, context = tenant_page(request, slug, "requests")
+    paginator = Paginator(tenant_quota_requests(tenant=tenant), HISTORY_PAGE_SIZE)
+    context["page_obj"] = paginator.get_page(request.GET.get("page"))
+    return render(request, "tenants/quota_request_list.html", context)
+
+
+def _request_forms(tenant, data=None, initial_lines=None, initial=None):
+    form = QuotaRequestForm(data, initial=initial)
+    formset = QuotaRequestLineFormSet(
+        data,
+        initial=initial_lines,
+        prefix="lines",
+        form_kwargs={"isolation": tenant.isolation},
+    )
+    return form, formset
+
+
+@login_required
+def quota_request_create(request, slug: str):
+    tenant, context = tenant_page(request, slug, "requests")
+    if not context["can_request"]:
+        raise PermissionDenied
+    if request.method == "POST" and "add_line" in request.POST:
+        # Redraw the form with one more row, keeping what was typed, without judging it yet.
+        form, formset = _request_forms(
+            tenant,
+            initial_lines=line_initial(request.POST),
+            initial={
+                "justification": request.POST.get("justification", ""),
+                "ends_on": request.POST.get("ends_on", ""),
+            },
+        )
+    elif request.method == "POST":
+        form, formset = _request_forms(tenant, request.POST)
+        if form.is_valid() and formset.is_valid():
+            try:
+                created = quota_requests.quota_request_create(
+                    tenant=tenant,
+                    requested_by=request.user,
+                    lines=[{"resource": r, "amount": a} for r, a in formset.lines()],
+                    justification=form.cleaned_data["justification"],
+                    ends_on=form.cleaned_data["ends_on"],
+                )
+            except ValidationError as exc:
+                for name, errors in exc.message_dict.items():
+                    form.add_error(name if name in form.fields else None, errors)
+            else:
+                messages.success(request, f"Quota request #{created.pk} sent to the platform team.")
+                return redirect("tenants:quota-request-detail", tenant.slug, created.pk)
+    else:
+        form, formset = _request_forms(tenant, initial_lines=[{}])
+    lines = lenient_lines(request.POST) if request.method == "POST" else []
+    context |= {
+        "form": form,
+        "formset": formset,
+        "preview": quota_preview(tenant=tenant, lines=lines),
+    }
+    template = "tenants/quota_request_form.html"
+    if request.htmx and "add_line" in request.POST:
+        template += "#request-form"
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def quota_request_preview(request, slug: str):
+    """The htmx partial: the resulting quota and whether the fleet has capacity for it."""
+    tenant, context = tenant_page(request, slug, "quota")
+    if not context["can_request"]:
+        raise PermissionDenied
+    context["preview"] = quota_preview(tenant=tenant, lines=lenient_lines(request.POST))
+    return render(request, "tenants/quota_request_form.html#preview", context)
+
+
+def _tenant_request(request, slug: str, pk: int) -> QuotaRequest:
+    quota_request = quota_request_get_for_user(user=request.user, request_id=pk)
+    if quota_request.tenant.slug != slug:
+        raise Http404
+    return quota_request
+
+
+@login_required
+def quota_request_detail(request, slug: str, pk: int):
+    quota_request = _tenant_request(request, slug, pk)
+    _, context = tenant_page(request, slug, "requests")
+    context |= {
+        "quota_request": quota_request,
+        "can_withdraw": quota_requests.can_withdraw(request.user, quota_request),
+    }
+    if request.htmx:
+        return render(request, "tenants/quota_request_detail.html#status", context)
+    return render(request, "tenants/quota_request_detail.html", context)
+
+
+@login_required
+@require_POST
+def quota_request_withdraw(request, slug: str, pk: int):
+    quota_request = _tenant_request(request, slug, pk)
+    name = f"quota request #{quota_request.pk}"
+    if quota_requests.can_withdraw(request.user, quota_request) and not is_confirmed(
+        request, name=name
+    ):
+        asked = ", ".join(
+            f"+{line.amount:,} {line.resource_label}" for line in quota_request.lines.all()
+        )
+        return confirmation_page(
+            request, name=name, title=f"Withdraw {name}?",
+            consequences=[f"It asked for {asked}." if asked else "It asked for no resources.",
+                          "Platform admins no longer see it; ask again with a new request."],
+            submit_label=f"Withdraw {name}",
+            cancel_url=reverse("tenants:quota-request-detail", args=[slug, quota_request.pk]),
+        )
+    quota_requests.quota_request_withdraw(request_id=quota_request.pk, actor=request.user)
+    messages.success(request, f"Quota request #{quota_request.pk} withdrawn.")
+    return redirect("tenants:quota-request-detail", slug, quota_request.pk)
+
+
+# --- the platform admins' queue ---------------------------------------------------------------
+
+
+@login_required
+def request_queue(request):
+    if not access_for(request.user).platform_admin:
+        raise PermissionDenied
+    queue = list(quota_requests_open())
+    return render(
+        request,
+        "tenants/requests.html",
+        {
+            "waiting": [r for r in queue if r.status == QuotaRequest.Status.SUBMITTED],
+            "on_the_way": [r for r in queue if r.status != QuotaRequest.Status.SUBMITTED],
+        },
+    )
