@@ -675,21 +675,37 @@ JUNK = st.recursive(
     max_leaves=8,
 )
 
-
-@given(
-    st.one_of(
-        JUNK,
-        st.dictionaries(
-            st.sampled_from([*vcluster.FIELDS, "extra"]) | st.text(max_size=5), JUNK, max_size=5
-        ),
-    )
+NEAR_VALID = {
+    "kubernetes_version": st.sampled_from([*vcluster.SUPPORTED_VERSIONS, "v1.36", "1.33", ""]),
+    "gpu_scheduling": st.sampled_from([True, False, "true", "off", "maybe"]),
+    "cpu": st.integers(-1, 40) | st.integers(-1, 40).map(str),
+    "memory_gib": st.integers(-1, 140) | st.integers(-1, 140).map(str),
+}
+JUNK_SPECS = st.one_of(
+    JUNK,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            **{
+                name: st.one_of(NEAR_VALID[name], NEAR_VALID[name], JUNK)
+                for name in vcluster.FIELDS
+            },
+            "extra": JUNK,
+        },
+    ),
 )
-def test_junk_specs_only_ever_raise_spec_errors(spec_input):
+
+
+@given(JUNK_SPECS, st.sampled_from([SHARED, DEDICATED, NO_GPUS]))
+def test_junk_specs_only_ever_raise_spec_errors(spec_input, launch):
     try:
-        spec = KIND.validate(spec_input, SHARED)
+        spec = KIND.validate(spec_input, launch)
     except SpecError:
         return
-    schemas.check_manifests(KIND.manifests(spec, SHARED_BUILD))
+    ctx = DEDICATED_BUILD if launch is DEDICATED else SHARED_BUILD
+    built = KIND.manifests(spec, ctx)
+    schemas.check_manifests(built)
+    assert schemas.values_errors("vcluster", release_of(built)["spec"]["values"]) == []
     assert KIND.demand(spec)["count:vcluster"] == 1
 
 
