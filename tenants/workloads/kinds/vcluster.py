@@ -1,0 +1,471 @@
+"""vCluster: a tenant's own Kubernetes control plane, inside the tenant's namespace.
+
+There is no open-source vCluster CRD. The portal creates a Flux `HelmRepository` (the chart
+repository) and a `HelmRelease` of the `vcluster` chart whose values are the vcluster.yaml; Flux
+installs the chart, and the control plane, once up, writes its kubeconfig into the Secret
+`vc-<release>` (key `config`). Pods created inside the vCluster are synced into the tenant's
+namespace and count against its quota, so the vCluster itself only holds its control plane.
+
+Readiness needs both: the HelmRelease Ready and the kubeconfig Secret present. That Secret (and
+the control plane's StatefulSet) are made by the chart, not by the portal, and carry none of the
+owner labels: `unowned_objects()` names them so the machinery can read them by name.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from .base import (
+    BuildContext,
+    Connection,
+    LaunchContext,
+    Manifest,
+    ObjectKey,
+    Observation,
+    SpecError,
+    condition,
+)
+from .naming import bounded_label
+from .spec_input import ALL, SpecFields
+
+CHART = "vcluster"
+CHART_VERSION = "0.36.1"
+CHART_REPOSITORY_URL = "https://charts.loft.sh"
+HELM_RELEASE = ("helm.toolkit.fluxcd.io/v2", "HelmRelease")
+HELM_REPOSITORY = ("source.toolkit.fluxcd.io/v1", "HelmRepository")
+SECRET = ("v1", "Secret")
+STATEFUL_SET = ("apps/v1", "StatefulSet")
+
+# The Kubernetes images vcluster 0.36.1 pins per minor (config.K8SVersionMap at that tag).
+KUBERNETES_IMAGE_TAGS: dict[str, str] = {"1.34": "v1.34.0", "1.35": "v1.35.0", "1.36": "v1.36.0"}
+SUPPORTED_VERSIONS: tuple[str, ...] = tuple(KUBERNETES_IMAGE_TAGS)  # oldest first
+# The fleet's own minor: a virtual API server newer than the host's would accept pod fields
+# the host's kubelets do not know.
+DEFAULT_VERSION = "1.35"
+
+DEFAULT_CPU = 2
+MAX_CPU = 32
+DEFAULT_MEMORY_GIB = 4
+MAX_MEMORY_GIB = 128
+# The control plane's embedded database lives on a PersistentVolumeClaim of this size, which
+# the tenant's storage quota pays for.
+DATA_VOLUME_GIB = 5
+
+KUBECONFIG_KEY = "config"
+# Helm allows 53 characters; the StatefulSet's `controller-revision-hash` label
+# (`<name>-<10 characters>`) allows 52, and `<name>-headless` must stay a 63-character label.
+MAX_RELEASE_NAME = 52
+FIELDS = ("kubernetes_version", "gpu_scheduling", "cpu", "memory_gib")
+SCALABLE = frozenset(FIELDS)
+# Ready=False with these reasons means Flux is still at work, not that it failed.
+PROGRESS_REASONS = frozenset({"Progressing", "ProgressingWithRetry", "DependencyNotReady"})
+
+
+# Names ------------------------------------------------------------------------------------------
+
+
+def release_name(workload_name: str) -> str:
+    """The Helm release (and HelmRelease) name: the workload's name when the chart can use it."""
+    return bounded_label(workload_name, MAX_RELEASE_NAME, prefix="vc")
+
+
+def repository_name(release: str) -> str:
+    return f"{release}-charts"
+
+
+def kubeconfig_secret_name(release: str) -> str:
+    return f"vc-{release}"
+
+
+def server_url(release: str, namespace: str) -> str:
+    """The control plane's in-cluster Service (port 443 → 8443), as the kubeconfig names it."""
+    return f"https://{release}.{namespace}.svc:443"
+
+
+def kubeconfig_from_secret(secret: Manifest) -> str:
+    """The kubeconfig YAML the `vc-<release>` Secret holds (base64 in `data.config`)."""
+    encoded = ((secret or {}).get("data") or {}).get(KUBECONFIG_KEY)
+    if not encoded:
+        name = ((secret or {}).get("metadata") or {}).get("name", "the Secret")
+        raise ValueError(f"{name} has no {KUBECONFIG_KEY!r} key: the vCluster is not up yet")
+    try:
+        return base64.b64decode(encoded, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, TypeError) as exc:
+        raise ValueError(f"the {KUBECONFIG_KEY!r} key is not a base64 kubeconfig") from exc
+
+
+# Spec -------------------------------------------------------------------------------------------
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")
+    return int(major), int(minor)
+
+
+def _read_version(fields: SpecFields) -> str | None:
+    value = fields.spec.get("kubernetes_version")
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return DEFAULT_VERSION
+    choices = ", ".join(SUPPORTED_VERSIONS)
+    version = value.strip().removeprefix("v") if isinstance(value, str) else None
+    if version not in SUPPORTED_VERSIONS:
+        fields.error("kubernetes_version", f"One of {choices}.")
+        return None
+    return version
+
+
+def _has_gpu_quota(ctx: LaunchContext) -> bool:
+    for key, limit in ctx.quota.items():
+        kind = key.partition(":")[0]
+        if limit > 0 and (kind == "gpu" or (kind == "mig" and ctx.partitions_allowed)):
+            return True
+    return False
+
+
+def _check_upgrade(current: str, wanted: str) -> None:
+    """The control plane's stored objects are migrated forward on upgrade: never back, and like
+    any Kubernetes cluster one minor at a time."""
+    try:
+        now, then = _minor(current), _minor(wanted)
+    except ValueError:  # a stored version the portal no longer parses: nothing to compare
+        return
+    if then < now:
+        raise SpecError(
+            {
+                "kubernetes_version": [
+                    f"Kubernetes can't be downgraded ({current} → {wanted}): the control plane's"
+                    " stored objects were upgraded with it. Create a new vCluster instead."
+                ]
+            }
+        )
+    if then[1] - now[1] > 1:
+        step = f"{now[0]}.{now[1] + 1}"
+        raise SpecError(
+            {"kubernetes_version": [f"Upgrade one minor version at a time: {step} first."]}
+        )
+
+
+# Chart values (vcluster.yaml) -------------------------------------------------------------------
+
+
+def _toleration_text(toleration: Mapping[str, str]) -> str:
+    """vcluster's `key=value:Effect` form of a toleration (`key:Effect` for operator Exists)."""
+    if toleration.get("operator") == "Exists":
+        return f"{toleration['key']}:{toleration['effect']}"
+    return f"{toleration['key']}={toleration['value']}:{toleration['effect']}"
+
+
+def _sync_values(spec: Mapping[str, Any], ctx: BuildContext) -> dict[str, Any]:
+    """Where the vCluster's pods may run on the host.
+
+    Without GPU scheduling its pods carry no toleration, so the taint keeps them off nodes
+    reserved for dedicated tenants, and the vCluster sees made-up nodes. With it, the vCluster
+    sees the real nodes its pods run on (GPU labels and capacity included); a dedicated tenant's
+    pods all get its reserved nodes' selector and toleration, so its GPUs are only ever the ones
+    reserved for it (which also puts its CPU-only pods there).
+    """
+    if not spec.get("gpu_scheduling"):
+        return {"fromHost": {"nodes": {"enabled": False}}}
+    nodes: dict[str, Any] = {"enabled": True, "selector": {"all": False}}
+    sync: dict[str, Any] = {"fromHost": {"nodes": nodes}}
+    if ctx.isolation == "dedicated":
+        nodes["selector"]["labels"] = ctx.gpu_node_selector(None)
+        tolerations = [_toleration_text(t) for t in ctx.gpu_tolerations()]
+        sync["toHost"] = {"pods": {"enforceTolerations": tolerations}}
+    return sync
+
+
+def chart_values(spec: Mapping[str, Any], ctx: BuildContext) -> dict[str, Any]:
+    """The vcluster.yaml: valid against the chart's own values schema."""
+    release = release_name(ctx.name)
+    size = {"cpu": str(spec["cpu"]), "memory": f"{spec['memory_gib']}Gi"}
+    version = spec.get("kubernetes_version") or DEFAULT_VERSION
+    return {
+        "controlPlane": {
+            "distro": {"k8s": {"enabled": True, "version": KUBERNETES_IMAGE_TAGS[version]}},
+            "statefulSet": {
+                # The portal uses no Pro feature: the open-source build, not the default Pro one.
+                "image": {"repository": "loft-sh/vcluster-oss"},
+                # Requests equal limits: the namespace's quota (which counts requests) then
+                # holds exactly what the portal admitted as demand.
+                "resources": {"limits": dict(size), "requests": dict(size)},
+                "persistence": {
+                    "volumeClaim": {
+                        "enabled": True,
+                        "size": f"{DATA_VOLUME_GIB}Gi",
+                        # Deleting the vCluster frees the tenant's storage quota.
+                        "retentionPolicy": "Delete",
+                    }
+                },
+            },
+        },
+        "exportKubeConfig": {"context": release, "server": server_url(release, ctx.namespace)},
+        # The tenant's namespace already has its quota and defaults; a second set from the
+        # chart would also bind the tenant's other workloads there.
+        "policies": {"resourceQuota": {"enabled": False}, "limitRange": {"enabled": False}},
+        "sync": _sync_values(spec, ctx),
+        "telemetry": {"enabled": False},
+    }
+
+
+# Status -----------------------------------------------------------------------------------------
+
+
+def _is(cond: Mapping[str, Any] | None, status: str) -> bool:
+    return cond is not None and cond.get("status") == status
+
+
+def _newest_first(obj: Manifest | None) -> tuple[dict[str, Any], ...]:
+    conds = [dict(c) for c in ((obj or {}).get("status") or {}).get("conditions") or []]
+    return tuple(sorted(conds, key=lambda c: str(c.get("lastTransitionTime") or ""), reverse=True))
+
+
+def _history(release: Manifest) -> list[dict[str, Any]]:
+    return [s for s in (release.get("status") or {}).get("history") or [] if isinstance(s, dict)]
+
+
+def _deployed(release: Manifest) -> dict[str, Any] | None:
+    """The Helm release now deployed (Helm keeps the old one `deployed` when an upgrade fails)."""
+    return next((s for s in _history(release) if s.get("status") == "deployed"), None)
+
+
+def _failure(release: Manifest) -> tuple[str, str] | None:
+    """Flux's reason and message when it failed (it may still retry), else None."""
+    ready, stalled = condition(release, "Ready"), condition(release, "Stalled")
+    if _is(ready, "False") and ready.get("reason") not in PROGRESS_REASONS:
+        message = ready.get("message") or ""
+        if _is(stalled, "True") and stalled.get("message"):
+            message = f"{message} ({stalled['message']})" if message else stalled["message"]
+        return ready.get("reason") or "Failed", message
+    if _is(stalled, "True"):
+        return stalled.get("reason") or "Stalled", stalled.get("message") or ""
+    return None
+
+
+def _stale(obj: Manifest) -> bool:
+    """The controller has not yet seen the latest spec (e.g. right after a scale)."""
+    generation = (obj.get("metadata") or {}).get("generation")
+    observed = (obj.get("status") or {}).get("observedGeneration")
+    return isinstance(generation, int) and isinstance(observed, int) and observed < generation
+
+
+def _control_plane_down(stateful_set: Manifest | None) -> str:
+    """Why the control plane's StatefulSet is not serving, if it is known and it is not."""
+    if stateful_set is None:
+        return ""
+    wanted = (stateful_set.get("spec") or {}).get("replicas", 1)
+    ready = (stateful_set.get("status") or {}).get("readyReplicas", 0)
+    if isinstance(wanted, int) and isinstance(ready, int) and ready < wanted:
+        return f"{ready} of {wanted} control plane pods ready."
+    return ""
+
+
+def _details(
+    release: Manifest | None, spec: Mapping[str, Any], name: str, ctx: BuildContext
+) -> dict[str, Any]:
+    details: dict[str, Any] = {
+        "kubernetes_version": spec.get("kubernetes_version") or DEFAULT_VERSION,
+        "kubeconfig_secret": kubeconfig_secret_name(name),
+        "server": server_url(name, ctx.namespace),
+        "chart_version": CHART_VERSION,
+    }
+    if release is None:
+        return details
+    status = release.get("status") or {}
+    deployed = _deployed(release)
+    if deployed:
+        details["chart_version"] = deployed.get("chartVersion") or CHART_VERSION
+        details["helm_revision"] = deployed.get("version")
+        details["last_deployed"] = deployed.get("lastDeployed")
+    if status.get("lastAttemptedRevision"):
+        details["last_attempted_revision"] = status["lastAttemptedRevision"]
+    reconciling = condition(release, "Reconciling")
+    details["retrying"] = _is(reconciling, "True") and (
+        reconciling.get("reason") == "ProgressingWithRetry"
+    )
+    return details
+
+
+def _progress(release: Manifest) -> tuple[str, str]:
+    reconciling, ready = condition(release, "Reconciling"), condition(release, "Ready")
+    if _is(reconciling, "True"):
+        return reconciling.get("reason") or "Progressing", reconciling.get("message") or ""
+    if ready and ready.get("status") != "True":
+        return ready.get("reason") or "Progressing", ready.get("message") or ""
+    if _stale(release):
+        return "Progressing", "Flux has not reconciled the latest change yet."
+    return "Progressing", "Waiting for Flux to install the chart."
+
+
+# The kind ---------------------------------------------------------------------------------------
+
+
+class VClusterKind:
+    """The `vcluster` workload kind (see `base.WorkloadKind`)."""
+
+    KEY: ClassVar[str] = "vcluster"
+    LABEL: ClassVar[str] = "vCluster"
+    OWNED_KINDS: ClassVar[tuple[tuple[str, str], ...]] = (HELM_REPOSITORY, HELM_RELEASE)
+
+    def validate(self, spec: Mapping[str, Any], ctx: LaunchContext) -> dict[str, Any]:
+        fields = SpecFields(spec, FIELDS)
+        version = _read_version(fields)
+        gpu_scheduling = fields.flag("gpu_scheduling", default=False)
+        cpu = fields.whole("cpu", default=DEFAULT_CPU, minimum=1, maximum=MAX_CPU)
+        memory = fields.whole(
+            "memory_gib", default=DEFAULT_MEMORY_GIB, minimum=1, maximum=MAX_MEMORY_GIB
+        )
+        if gpu_scheduling and not _has_gpu_quota(ctx):
+            fields.error(
+                "gpu_scheduling",
+                "Your tenant has no GPU quota to schedule on: request some first, or leave GPU"
+                " scheduling off.",
+            )
+        fields.raise_errors()
+        return {
+            "kubernetes_version": version,
+            "gpu_scheduling": gpu_scheduling,
+            "cpu": cpu,
+            "memory_gib": memory,
+        }
+
+    def demand(self, spec: Mapping[str, Any]) -> dict[str, int]:
+        return {
+            f"count:{self.KEY}": 1,
+            "cpu": int(spec.get("cpu", DEFAULT_CPU)),
+            "memory-gib": int(spec.get("memory_gib", DEFAULT_MEMORY_GIB)),
+            "storage-gib": DATA_VOLUME_GIB,
+        }
+
+    def manifests(self, spec: Mapping[str, Any], ctx: BuildContext) -> list[Manifest]:
+        release = release_name(ctx.name)
+        repository = {
+            "apiVersion": HELM_REPOSITORY[0],
+            "kind": HELM_REPOSITORY[1],
+            "metadata": ctx.metadata(repository_name(release)),
+            # The chart version is pinned; the index is only re-read to find a newer pin
+            # after a portal upgrade, so an hour is soon enough and spares the chart site.
+            "spec": {"url": CHART_REPOSITORY_URL, "interval": "1h"},
+        }
+        helm_release = {
+            "apiVersion": HELM_RELEASE[0],
+            "kind": HELM_RELEASE[1],
+            "metadata": ctx.metadata(release),
+            "spec": {
+                "interval": "10m",
+                "timeout": "10m",
+                "releaseName": release,
+                "chart": {
+                    "spec": {
+                        "chart": CHART,
+                        "version": CHART_VERSION,
+                        "sourceRef": {"kind": HELM_REPOSITORY[1], "name": repository_name(release)},
+                    }
+                },
+                # A failed first install is uninstalled and retried (nothing to lose yet); a
+                # failed upgrade is retried, not rolled back, as Flux advises for StatefulSets.
+                "install": {"remediation": {"retries": 3}},
+                "upgrade": {"strategy": {"name": "RetryOnFailure", "retryInterval": "5m"}},
+                "values": chart_values(spec, ctx),
+            },
+        }
+        return [repository, helm_release]
+
+    def unowned_objects(self, spec: Mapping[str, Any], ctx: BuildContext) -> tuple[ObjectKey, ...]:
+        """Objects the chart makes without the owner labels that observe/connection also read:
+        the kubeconfig Secret and the control plane's StatefulSet (both optional input)."""
+        release = release_name(ctx.name)
+        return ((*SECRET, kubeconfig_secret_name(release)), (*STATEFUL_SET, release))
+
+    def observe(
+        self, objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
+    ) -> Observation:
+        release = release_name(ctx.name)
+        helm_release = objects.get((*HELM_RELEASE, release))
+        repository = objects.get((*HELM_REPOSITORY, repository_name(release)))
+        secret = objects.get((*SECRET, kubeconfig_secret_name(release)))
+        details = _details(helm_release, spec, release, ctx)
+        if helm_release is None:
+            if repository is None:
+                return Observation("absent", details=details)
+            return Observation(
+                "progressing",
+                "Pending",
+                "The HelmRelease is not created yet.",
+                conditions=_newest_first(repository),
+                details=details,
+            )
+        conditions = _newest_first(helm_release)
+        found = {"conditions": conditions, "details": details}
+        failure = _failure(helm_release)
+        if failure:
+            state = "degraded" if _deployed(helm_release) else "failed"
+            return Observation(state, *failure, **found)
+        if not _is(condition(helm_release, "Ready"), "True") or _stale(helm_release):
+            return Observation("progressing", *_progress(helm_release), **found)
+        if secret is None:
+            message = f"Waiting for the control plane to write {kubeconfig_secret_name(release)}."
+            return Observation("progressing", "WaitingForKubeconfig", message, **found)
+        down = _control_plane_down(objects.get((*STATEFUL_SET, release)))
+        if down:
+            return Observation("degraded", "ControlPlaneNotReady", down, **found)
+        ready = condition(helm_release, "Ready") or {}
+        return Observation("ready", ready.get("reason", ""), ready.get("message", ""), **found)
+
+    def scale(
+        self, spec: Mapping[str, Any], changes: Mapping[str, Any], ctx: LaunchContext
+    ) -> dict[str, Any]:
+        if not isinstance(changes, Mapping):
+            raise SpecError({ALL: ["The changes are a JSON object of fields."]})
+        fixed = {str(key): ["Unknown field."] for key in changes if key not in SCALABLE}
+        if fixed:
+            raise SpecError(fixed)
+        current = spec.get("kubernetes_version") or DEFAULT_VERSION
+        wanted = self.validate({**spec, **changes}, ctx)
+        _check_upgrade(current, wanted["kubernetes_version"])
+        return wanted
+
+    def connection(
+        self, objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
+    ) -> Connection:
+        release, namespace = release_name(ctx.name), ctx.namespace
+        server, secret = server_url(release, namespace), kubeconfig_secret_name(release)
+        kubeconfig = f"vcluster-{ctx.name}.yaml"
+        download = (
+            f"kubectl -n {namespace} get secret {secret}"
+            f" -o jsonpath='{{.data.{KUBECONFIG_KEY}}}' | base64 -d > {kubeconfig}"
+        )
+        forwarded = f"kubectl --kubeconfig {kubeconfig} --server https://localhost:8443"
+        return Connection(
+            items=(
+                ("API server (in-cluster)", server),
+                ("Kubeconfig Secret", f"{secret} (key {KUBECONFIG_KEY})"),
+                ("Namespace", namespace),
+                ("Kubernetes version", spec.get("kubernetes_version") or DEFAULT_VERSION),
+            ),
+            commands=(
+                ("Download the kubeconfig", download),
+                ("Use it", f"kubectl --kubeconfig {kubeconfig} get namespaces"),
+                ("Connect from outside the cluster", f"vcluster connect {release} -n {namespace}"),
+                (
+                    "Or forward a local port",
+                    f"kubectl -n {namespace} port-forward svc/{release} 8443:443",
+                ),
+                ("…and use the forwarded port", f"{forwarded} get namespaces"),
+            ),
+            notes=(
+                f"The kubeconfig's server is the in-cluster Service {server}: it is reachable from"
+                " the tenant's namespace, from the tenant's own pods and from pods inside the"
+                " vCluster.",
+                "From outside the cluster, use `vcluster connect` or the port-forward above, with"
+                " your kubeconfig for the tenant's namespace; https://localhost:8443 is in the"
+                " control plane's certificate.",
+                "The kubeconfig holds the vCluster's admin credentials: keep it like a password.",
+            ),
+        )
+
+
+KIND = VClusterKind()
