@@ -22,8 +22,8 @@ from tenants.workloads.kinds.base import (
     LaunchContext,
     SpecError,
 )
-from tenants.workloads.kinds.gpu_passthrough import PASSTHROUGH_DEVICES, permitted_host_devices
 from tenants.workloads.kinds.schemas import check_manifests, manifest_errors
+from tenants.workloads.kinds.vm import PASSTHROUGH_DEVICES, permitted_host_devices
 
 from . import openssh_keys
 
