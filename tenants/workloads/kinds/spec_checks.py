@@ -65,17 +65,6 @@ def boolean(value: Any, *, field_name: str, default: bool) -> bool:
     raise SpecError({field_name: ["Yes or no (true or false)."]})
 
 
-def text(value: Any, *, field_name: str, default: str = "", max_length: int = 253) -> str:
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        raise SpecError({field_name: ["Text."]})
-    value = value.strip()
-    if len(value) > max_length:
-        raise SpecError({field_name: [f"At most {max_length} characters."]})
-    return value
-
-
 def gpu_offer(
     value: Any,
     ctx: LaunchContext,

@@ -11,7 +11,14 @@ from typing import Any
 
 from ..base import LaunchContext, SpecError, whole
 from ..image_references import oci_reference
-from ..spec_checks import FieldErrors, as_mapping, boolean, count_per_node, gpu_offer
+from ..spec_checks import (
+    FieldErrors,
+    as_mapping,
+    boolean,
+    count_per_node,
+    gpu_offer,
+    refuse_unknown,
+)
 from ..ssh_keys import public_key
 from .passthrough import PASSTHROUGH_DEVICES
 
@@ -122,8 +129,7 @@ def validate(spec: Mapping[str, Any], ctx: LaunchContext) -> dict[str, Any]:
     """The clean spec, with what the catalog resolves, or SpecError with every field's errors."""
     spec = as_mapping(spec)
     errors = FieldErrors()
-    for name in sorted(set(spec) - FIELDS):
-        errors.add(name[:100], "Unknown field.")
+    refuse_unknown(spec, FIELDS, errors)
     image = errors.check(_boot_image, spec, ctx)
     cpu = _size(spec, "cpu", MAX_CPU, errors)
     memory = _size(spec, "memory_gib", MAX_MEMORY_GIB, errors)
