@@ -108,11 +108,14 @@ def gpu_offer(
     return resource_class, offer
 
 
-def count_per_node(value: Any, offer: GpuOffer, *, field_name: str, default: int = 1) -> int:
-    """How many of an offer's GPUs (or partitions) one pod gets: 1..the largest node's count."""
+def count_per_node(
+    value: Any, offer: GpuOffer, *, field_name: str, default: int = 1, minimum: int = 1
+) -> int:
+    """How many of an offer's GPUs (or partitions) one pod gets: `minimum`..the largest node's
+    count."""
     if value is None:
         value = default
-    amount = whole(value, field_name=field_name, minimum=1)
+    amount = whole(value, field_name=field_name, minimum=minimum)
     if amount > offer.max_per_node:
         raise SpecError(
             {

@@ -138,6 +138,23 @@ def test_a_custom_container_disk_needs_its_default_user():
     assert list(fields) == ["default_user"]
 
 
+def test_zero_gpus_of_a_model_is_a_vm_without_gpus():
+    spec = clean(gpus=0)
+
+    assert (spec["gpu"], spec["gpus"]) == ("", 0)
+    assert "gpus" not in the_vm(spec)["spec"]["template"]["spec"]["domain"]["devices"]
+    assert "gpu" in refused(asked(gpu=A100_MIG, gpus=0))  # still a class a VM cannot have
+
+
+def test_scaling_a_vm_to_zero_gpus_keeps_the_model_for_later():
+    without = vm.KIND.scale(clean(), {"gpus": 0}, launch())
+
+    assert (without["gpu"], without["gpus"]) == (H100, 0)
+    assert H100 not in vm.KIND.demand(without)
+    assert "gpus" not in the_vm(without)["spec"]["template"]["spec"]["domain"]["devices"]
+    assert vm.KIND.scale(without, {"gpus": 2}, launch())["gpus"] == 2
+
+
 def test_a_vm_without_gpu_and_stopped_from_the_start():
     spec = clean(gpu=None, gpus=None, running="false", cpu="4", memory_gib="8")
 
@@ -260,7 +277,7 @@ def test_mig_for_a_dedicated_tenant_is_refused_too():
     ("changes", "field", "says"),
     [
         ({"gpus": 9}, "gpus", "no node of your pool has more"),
-        ({"gpus": 0}, "gpus", "At least 1"),
+        ({"gpus": -1}, "gpus", "At least 0"),
         ({"gpu": "gpu:nvidia-l40s"}, "gpu", "Your pool has no"),
         ({"gpu": "gpu:nvidia-v100"}, "gpu", "Not a GPU class"),
         ({"gpu": "cpu"}, "gpu", "Not a GPU class"),

@@ -11,7 +11,7 @@ The spec a person gives (`validate` returns it clean, with what it resolved from
     cpu, memory_gib, disk_gib   vCPUs (1..128), GiB of memory (1..2048), GiB of root disk (at
                     least the image's `min_disk_gib`, at most 16384)
     gpu, gpus       optional whole-GPU class `gpu:<model>` of the pool (MIG and HAMi cannot be
-                    passed through) and how many (1..the largest node's count)
+                    passed through) and how many (0..the largest node's count; 0 is none)
     ssh_public_key  one OpenSSH public key, put in the default user's authorized_keys
     running         power state (default true): `spec.runStrategy` Always or Halted
     restarted_at    set by `power(spec, "restart")`, never typed by a person

@@ -183,8 +183,9 @@ def _gpus(spec: Mapping[str, Any], ctx: LaunchContext, errors: FieldErrors) -> t
     if resource_class.gpu_model.key not in PASSTHROUGH_DEVICES:
         errors.add("gpu", f"{resource_class.label} cannot be passed through to a VM here.")
         return "", 0
-    gpus = errors.check(count_per_node, spec.get("gpus"), offer, field_name="gpus")
-    return resource_class.key, gpus or 0
+    gpus = errors.check(count_per_node, spec.get("gpus"), offer, field_name="gpus", minimum=0)
+    # 0 GPUs of a model is a VM without GPUs: nothing of the model is held or passed through.
+    return (resource_class.key, gpus) if gpus else ("", 0)
 
 
 def demand(spec: Mapping[str, Any]) -> dict[str, int]:
@@ -224,10 +225,11 @@ def scale(
         else:
             checked = errors.check(gpu_offer, spec["gpu"], ctx, allow=frozenset({"gpu"}))
             if checked is not None:
-                gpus = (
-                    errors.check(count_per_node, changes["gpus"], checked[1], field_name="gpus")
-                    or gpus
+                # 0 keeps the model: the VM can get its GPUs back by scaling up again.
+                scaled = errors.check(
+                    count_per_node, changes["gpus"], checked[1], field_name="gpus", minimum=0
                 )
+                gpus = gpus if scaled is None else scaled
     errors.raise_if_any()
     return {**spec, "cpu": cpu, "memory_gib": memory, "disk_gib": disk, "gpus": gpus}
 
