@@ -242,6 +242,8 @@ def test_the_objects_in_apply_order():
         ("Secret", "train-db-password"),
         ("Secret", "train-sssd"),
         ("ConfigMap", "train-gres"),
+        ("PersistentVolumeClaim", "train-controller-state"),
+        ("PersistentVolumeClaim", "train-mariadb-data"),
         ("Service", "train-mariadb"),
         ("StatefulSet", "train-mariadb"),
         ("Accounting", "train"),
@@ -251,7 +253,14 @@ def test_the_objects_in_apply_order():
         ("RestApi", "train"),
     ]
     minimal = [m["kind"] for m in slurm.KIND.manifests(clean(), build())]
-    assert minimal == ["Secret", "ConfigMap", "Controller", "NodeSet", "LoginSet"]
+    assert minimal == [
+        "Secret",
+        "ConfigMap",
+        "PersistentVolumeClaim",
+        "Controller",
+        "NodeSet",
+        "LoginSet",
+    ]
 
 
 def test_the_cel_rules_that_matter_hold():
@@ -377,9 +386,26 @@ def test_accounting_points_slurmdbd_at_the_clusters_own_mariadb():
     assert set(service["selector"].items()) <= set(
         database["template"]["metadata"]["labels"].items()
     )
-    assert database["volumeClaimTemplates"][0]["spec"]["resources"]["requests"] == {
-        "storage": "10Gi"
+    assert database["template"]["spec"]["volumes"] == [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "train-mariadb-data"}}
+    ]
+    claim = one(manifests, "PersistentVolumeClaim", "train-mariadb-data")
+    assert claim["spec"]["resources"]["requests"] == {"storage": "10Gi"}
+
+
+def test_the_controllers_state_lives_on_a_claim_the_portal_owns():
+    # The operator's own claim template would carry none of the owner labels: deleting the
+    # workload would leave it behind, still counted against the tenant's storage.
+    manifests = slurm.KIND.manifests(clean(), build())
+
+    persistence = one(manifests, "Controller")["spec"]["persistence"]
+    assert persistence == {"enabled": True, "existingClaim": "train-controller-state"}
+    claim = one(manifests, "PersistentVolumeClaim", "train-controller-state")
+    assert claim["spec"] == {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": "4Gi"}},
     }
+    assert claim["metadata"]["labels"][LABEL_WORKLOAD_ID] == "7"
 
 
 def test_gres_autodetection_is_configured_for_the_controller():

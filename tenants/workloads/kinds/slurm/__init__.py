@@ -19,9 +19,12 @@ server-side-applied again and never pruned (`generated_secrets()` names them). `
 refers to them by name only.
 
 Accounting: slurmdbd needs MySQL/MariaDB. The portal runs one per Slurm cluster in the
-tenant's namespace (a StatefulSet with a PVC, and its Service), rather than pointing at a
-shared external database: the tenant's NetworkPolicy lets pods talk only inside the
-namespace, and one database per cluster keeps tenants' job records apart.
+tenant's namespace (a StatefulSet and its Service), rather than pointing at a shared external
+database: the tenant's NetworkPolicy lets pods talk only inside the namespace, and one database
+per cluster keeps tenants' job records apart.
+
+Volumes (slurmctld's state, the database) are PersistentVolumeClaims the portal makes with the
+owner labels, not claim templates: deleting the workload deletes them and frees the storage.
 
 GPUs: slurmd asks Kubernetes for the class's extended resource (`nvidia.com/gpu`, or
 `nvidia.com/mig-<profile>`), and Slurm learns them from `gres.conf` (`AutoDetect=nvidia`, a
@@ -93,6 +96,7 @@ class SlurmClusterKind:
         ("v1", "Secret"),
         ("v1", "ConfigMap"),
         ("v1", "Service"),
+        ("v1", "PersistentVolumeClaim"),
         ("apps/v1", "StatefulSet"),
         (SLINKY, "Accounting"),
         (SLINKY, "Controller"),

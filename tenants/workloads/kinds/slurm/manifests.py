@@ -91,6 +91,10 @@ class Names:
         self.sssd = f"{base}-sssd"
         self.gres = f"{base}-gres"
         self.mariadb = f"{base}-mariadb"
+        # Volumes the portal makes (not the operator's claim templates): labelled like the
+        # rest, so deleting the workload frees their storage.
+        self.controller_state = f"{base}-controller-state"
+        self.database_data = f"{base}-mariadb-data"
         self.workers = f"{base}-workers"  # NodeSet
         self.login = f"{base}-login"  # LoginSet, its Deployment and Service
         self.controller_app = f"{base}-controller"  # operator's StatefulSet and Service
@@ -181,7 +185,9 @@ def manifests(spec: Mapping[str, Any], ctx: BuildContext) -> list[Manifest]:
             "data": {"gres.conf": GRES_CONF},
         },
     ]
+    objects.append(_claim(ctx, names.controller_state, CONTROLLER_STATE_GIB))
     if spec.get("accounting"):
+        objects.append(_claim(ctx, names.database_data, DATABASE_GIB))
         objects += _database(ctx, names)
         objects.append(_accounting(ctx, names))
     objects += [
@@ -192,6 +198,18 @@ def manifests(spec: Mapping[str, Any], ctx: BuildContext) -> list[Manifest]:
     if spec.get("rest_api"):
         objects.append(_restapi(ctx, names))
     return objects
+
+
+def _claim(ctx: BuildContext, name: str, gib: int) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": ctx.metadata(name),
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": f"{gib}Gi"}},
+        },
+    }
 
 
 def _template(ctx: BuildContext, node_selector: dict[str, str] | None = None) -> dict:
@@ -218,11 +236,7 @@ def _controller(spec: Mapping[str, Any], ctx: BuildContext, names: Names) -> Man
     controller: dict[str, Any] = {
         **_key_refs(names),
         "configFileRefs": [{"name": names.gres}],
-        "persistence": {
-            "enabled": True,
-            "accessModes": ["ReadWriteOnce"],
-            "resources": {"requests": {"storage": f"{CONTROLLER_STATE_GIB}Gi"}},
-        },
+        "persistence": {"enabled": True, "existingClaim": names.controller_state},
         "slurmctld": _container("slurmctld", *CONTROLLER_CONTAINERS["slurmctld"]),
         "reconfigure": _container("slurmctld", *CONTROLLER_CONTAINERS["reconfigure"]),
         "logfile": _container("sidecar", *CONTROLLER_CONTAINERS["logfile"]),
@@ -356,6 +370,9 @@ def _database(ctx: BuildContext, names: Names) -> list[Manifest]:
     template = _template(ctx)
     template["metadata"]["labels"] |= selector
     template["spec"]["containers"] = [mariadb]
+    template["spec"]["volumes"] = [
+        {"name": "data", "persistentVolumeClaim": {"claimName": names.database_data}}
+    ]
     return [
         {
             "apiVersion": "v1",
@@ -375,15 +392,6 @@ def _database(ctx: BuildContext, names: Names) -> list[Manifest]:
                 "replicas": 1,
                 "selector": {"matchLabels": dict(selector)},
                 "template": template,
-                "volumeClaimTemplates": [
-                    {
-                        "metadata": {"name": "data", "labels": dict(ctx.labels)},
-                        "spec": {
-                            "accessModes": ["ReadWriteOnce"],
-                            "resources": {"requests": {"storage": f"{DATABASE_GIB}Gi"}},
-                        },
-                    }
-                ],
             },
         },
     ]
