@@ -195,6 +195,33 @@ JUNK = st.recursive(
 VALUES = JUNK | st.sampled_from([H100, A100_MIG, L40S_HAMI, "8", "-1", "true", "0"])
 
 
+WEIRD = [
+    "\ud800",
+    "\x00",
+    "\u202e" + openssh_keys.ed25519_public(),
+    "ssh-ed25519\u2028AAAA",
+    "\uff11\uff16",  # full-width digits
+    "٣",  # an Arabic-Indic three
+    "²",
+    "--5",
+    "9" * 5000,
+    "x" * 100_000,
+    10**400,
+    -(10**400),
+    float("inf"),
+    b"bytes",
+    {"nested": {"deep": [1, 2]}},
+    ["a", {"b": None}],
+]
+
+
+@pytest.mark.parametrize("value", WEIRD, ids=range(len(WEIRD)))
+@pytest.mark.parametrize("field", sorted(slurm.FIELDS))
+def test_weird_values_in_any_field_only_ever_raise_spec_error(field, value):
+    with contextlib.suppress(SpecError):
+        slurm.KIND.validate(asked(**{field: value}), launch())
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.sampled_from(sorted(slurm.FIELDS)) | st.text(max_size=10), VALUES) | JUNK)
 def test_junk_specs_only_ever_raise_spec_error(spec):

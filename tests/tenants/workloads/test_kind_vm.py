@@ -359,6 +359,33 @@ VALUES = JUNK | st.sampled_from(
 )
 
 
+WEIRD = [
+    "\ud800",
+    "\x00",
+    "\u202e" + openssh_keys.ed25519_public(),
+    "ssh-ed25519\u2028AAAA",
+    "\uff11\uff16",  # full-width digits
+    "٣",  # an Arabic-Indic three
+    "²",
+    "--5",
+    "9" * 5000,
+    "x" * 100_000,
+    10**400,
+    -(10**400),
+    float("inf"),
+    b"bytes",
+    {"nested": {"deep": [1, 2]}},
+    ["a", {"b": None}],
+]
+
+
+@pytest.mark.parametrize("value", WEIRD, ids=range(len(WEIRD)))
+@pytest.mark.parametrize("field", sorted(vm.FIELDS))
+def test_weird_values_in_any_field_only_ever_raise_spec_error(field, value):
+    with contextlib.suppress(SpecError):
+        vm.KIND.validate(asked(**{field: value}), launch())
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.dictionaries(st.sampled_from(sorted(vm.FIELDS)) | st.text(max_size=10), VALUES, max_size=8)
