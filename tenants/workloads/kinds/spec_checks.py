@@ -13,7 +13,7 @@ from .base import GpuOffer, LaunchContext, SpecError, whole
 
 T = TypeVar("T")
 _TRUE = frozenset({"true", "on", "yes", "1"})
-_FALSE = frozenset({"false", "off", "no", "0", ""})
+_FALSE = frozenset({"false", "off", "no", "0"})
 
 
 class FieldErrors:
@@ -55,8 +55,8 @@ def refuse_unknown(spec: Mapping[str, Any], known: frozenset[str], errors: Field
 
 
 def boolean(value: Any, *, field_name: str, default: bool) -> bool:
-    """A bool from JSON (true/false) or a form ("on", "false", …); None means `default`."""
-    if value is None:
+    """A bool from JSON (true/false) or a form ("on", "false", …); None or "" mean `default`."""
+    if value is None or value == "":
         return default
     if isinstance(value, bool):
         return value
