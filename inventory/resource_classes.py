@@ -1,14 +1,25 @@
 """The one vocabulary of resource classes shared by quota, admission, metering and rates.
 
-Keys look like `gpu:nvidia-h200`, `mig:nvidia-a100-80gb:1g.10gb`, `cpu`, `memory-gib`,
-`storage-gib`, `count:vm`. Each GPU class maps to its Kubernetes side here and nowhere else:
-the extended resource it consumes and the node label that selects its model.
+Keys look like `gpu:nvidia-h200`, `mig:nvidia-a100-80gb:1g.10gb`,
+`hami:nvidia-l40s:memory-gib`, `hami:nvidia-l40s:cores`, `cpu`, `memory-gib`, `storage-gib`,
+`count:vm`. Each GPU class maps to its Kubernetes side here and nowhere else: the extended
+resource it consumes, the node label that selects its model, and the unit Kubernetes counts in.
+
+HAMi shares (kind `hami`) are two counters per GPU model, because HAMi splits a GPU along two
+axes a pod asks for separately: GiB of the GPU's memory (`nvidia.com/gpumem`, which Kubernetes
+counts in MiB) and percent of its compute (`nvidia.com/gpucores`, 100 = one whole GPU). A pod
+asking for `nvidia.com/gpu: n` vGPUs with `gpumem: m` holds n * m of the memory counter. The
+vGPU count itself is no class of its own: under HAMi it is a count of slices, not of GPUs.
+Like MIG, HAMi shares are partitions: never for a dedicated tenant.
 """
 
 from dataclasses import dataclass
 
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GPU_RESOURCE = "nvidia.com/gpu"
+HAMI_MEMORY_RESOURCE = "nvidia.com/gpumem"  # MiB per vGPU
+HAMI_CORES_RESOURCE = "nvidia.com/gpucores"  # percent of one GPU's compute per vGPU
+MIB_PER_GIB = 1024
 
 
 @dataclass(frozen=True)
@@ -60,6 +71,11 @@ SCALAR_CLASSES: dict[str, str] = {
     "memory-gib": "Memory (GiB)",
     "storage-gib": "Storage (GiB)",
 }
+# HAMi counter → (extended resource, what a person reads after the model's name).
+HAMI_COUNTERS: dict[str, tuple[str, str]] = {
+    "memory-gib": (HAMI_MEMORY_RESOURCE, "HAMi GPU memory (GiB)"),
+    "cores": (HAMI_CORES_RESOURCE, "HAMi GPU compute (% of a GPU)"),
+}
 WORKLOAD_KINDS: tuple[str, ...] = ("vcluster", "vm", "slurm", "inference")
 COUNT_LABELS: dict[str, str] = {
     "vcluster": "vClusters",
@@ -76,9 +92,10 @@ class UnknownResourceClass(ValueError):
 @dataclass(frozen=True)
 class ResourceClass:
     key: str
-    kind: str  # gpu | mig | scalar | count
+    kind: str  # gpu | mig | hami | scalar | count
     gpu_model: GpuModel | None = None
     mig_profile: str = ""
+    hami_counter: str = ""  # memory-gib | cores, for kind hami
 
     @property
     def label(self) -> str:
@@ -86,6 +103,8 @@ class ResourceClass:
             return f"{self.gpu_model.display_name} GPUs"
         if self.kind == "mig":
             return f"{self.gpu_model.display_name} MIG {self.mig_profile}"
+        if self.kind == "hami":
+            return f"{self.gpu_model.display_name} {HAMI_COUNTERS[self.hami_counter][1]}"
         if self.kind == "count":
             kind = self.key.split(":", 1)[1]
             return COUNT_LABELS.get(kind, f"{kind} workloads")
@@ -98,7 +117,18 @@ class ResourceClass:
             return GPU_RESOURCE
         if self.kind == "mig":
             return f"nvidia.com/mig-{self.mig_profile}"
+        if self.kind == "hami":
+            return HAMI_COUNTERS[self.hami_counter][0]
         return {"cpu": "cpu", "memory-gib": "memory", "storage-gib": "storage"}.get(self.key, "")
+
+    def kubernetes_quantity(self, amount: int) -> str:
+        """`amount` of this class as the quantity Kubernetes counts its resource in (requests,
+        limits, quota): GiB become `Gi` (core memory, storage) or MiB (HAMi's `gpumem`)."""
+        if self.kind == "hami" and self.hami_counter == "memory-gib":
+            return str(amount * MIB_PER_GIB)
+        if self.key in ("memory-gib", "storage-gib"):
+            return f"{amount}Gi"
+        return str(amount)
 
     @property
     def node_selector(self) -> dict[str, str]:
@@ -119,6 +149,11 @@ def parse(key: str) -> ResourceClass:
         model = GPU_MODELS.get(model_key)
         if model and profile in model.mig_profiles:
             return ResourceClass(key=key, kind="mig", gpu_model=model, mig_profile=profile)
+    if kind == "hami":
+        model_key, _, counter = rest.partition(":")
+        model = GPU_MODELS.get(model_key)
+        if model and counter in HAMI_COUNTERS:
+            return ResourceClass(key=key, kind="hami", gpu_model=model, hami_counter=counter)
     if kind == "count" and rest in WORKLOAD_KINDS:
         return ResourceClass(key=key, kind="count")
     raise UnknownResourceClass(f"Unknown resource class {key!r}.")
@@ -131,6 +166,7 @@ def gpu_class(model_key: str) -> str:
 def all_keys() -> list[str]:
     keys = [gpu_class(k) for k in GPU_MODELS]
     keys += [f"mig:{m.key}:{p}" for m in GPU_MODELS.values() for p in m.mig_profiles]
+    keys += [hami_key(m, counter) for m in GPU_MODELS for counter in HAMI_COUNTERS]
     keys += list(SCALAR_CLASSES)
     keys += [f"count:{k}" for k in WORKLOAD_KINDS]
     return keys
@@ -163,3 +199,17 @@ def parse_product_label(product: str) -> tuple[GpuModel | None, str]:
 
 def mig_model_key(model_key: str, profile: str) -> str:
     return f"mig:{model_key}:{profile}"
+
+
+def hami_key(model_key: str, counter: str) -> str:
+    """`hami:<model>:memory-gib` or `hami:<model>:cores`."""
+    return f"hami:{model_key}:{counter}"
+
+
+def hami_limit_per_gpu(resource_class: ResourceClass) -> int:
+    """The most of a HAMi counter one physical GPU holds: its memory in GiB, or 100 percent."""
+    if resource_class.kind != "hami":
+        raise UnknownResourceClass(f"{resource_class.key!r} is not a HAMi share.")
+    if resource_class.hami_counter == "memory-gib":
+        return resource_class.gpu_model.memory_gib
+    return 100

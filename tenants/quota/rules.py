@@ -14,17 +14,21 @@ from inventory import resource_classes
 MAX_ADDITIONAL: dict[str, int] = {
     "gpu": 1024,
     "mig": 7 * 1024,
+    # HAMi counters are GiB of GPU memory or percent of a GPU: 1,024 big GPUs' worth.
+    "hami": 150_000,
     "cpu": 100_000,
     "memory-gib": 1_000_000,
     "storage-gib": 10_000_000,
     "count": 500,
 }
 MAX_JUSTIFICATION = 4000
+PARTITION_KINDS = frozenset({"mig", "hami"})
 MAX_LINES = len(resource_classes.all_keys())
 
 KIND_GROUPS = {
     "gpu": "Whole GPUs",
     "mig": "MIG partitions",
+    "hami": "HAMi GPU shares",
     "scalar": "CPU, memory and storage",
     "count": "Workloads",
 }
@@ -50,10 +54,10 @@ def check_resource(*, resource: str, isolation: str) -> resource_classes.Resourc
             "storage or a workload kind from the list.",
             code="unknown_resource",
         ) from None
-    if resource_class.kind == "mig" and not partitions_allowed(isolation):
+    if resource_class.kind in PARTITION_KINDS and not partitions_allowed(isolation):
         raise ValidationError(
-            "Dedicated tenants get whole GPUs only; MIG partitions are shared inside one "
-            "trust domain.",
+            "Dedicated tenants get whole GPUs only; MIG partitions and HAMi shares are shared "
+            "inside one trust domain.",
             code="partition_not_allowed",
         )
     return resource_class
@@ -91,7 +95,7 @@ def requestable_choices(isolation: str) -> list[tuple[str, list[tuple[str, str]]
     groups: dict[str, list[tuple[str, str]]] = {label: [] for label in KIND_GROUPS.values()}
     for key in resource_classes.all_keys():
         resource_class = resource_classes.parse(key)
-        if resource_class.kind == "mig" and not partitions_allowed(isolation):
+        if resource_class.kind in PARTITION_KINDS and not partitions_allowed(isolation):
             continue
         groups[KIND_GROUPS[resource_class.kind]].append((key, resource_class.label))
     return [(label, options) for label, options in groups.items() if options]

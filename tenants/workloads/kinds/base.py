@@ -189,7 +189,10 @@ def whole(value: Any, *, field_name: str, minimum: int = 0, maximum: int | None 
     if isinstance(value, str):
         if not value.strip().lstrip("-").isdigit():
             raise SpecError({field_name: ["A whole number."]})
-        value = int(value.strip())
+        try:
+            value = int(value.strip())
+        except ValueError:  # "--5", "²", or more digits than int() reads
+            raise SpecError({field_name: ["A whole number."]}) from None
     if value < minimum:
         raise SpecError({field_name: [f"At least {minimum:,}."]})
     if maximum is not None and value > maximum:

@@ -1,0 +1,215 @@
+"""What the cluster says of a Slurm cluster (the CRs, the operator's StatefulSets, Deployments
+and worker Pods) and how a person logs in and runs jobs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..base import BuildContext, Connection, Manifest, ObjectKey, Observation
+from .manifests import LOGIN_PORT, PARTITION, RESTAPI_PORT, SLINKY, Names
+
+# Why a condition means the cluster gave up (types the operator or Kubernetes use).
+_FAILURE_TYPES = frozenset({"Failed", "Failure", "Error", "ReplicaFailure"})
+_BAD_WAITING = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "CrashLoopBackOff",
+        "CreateContainerConfigError",
+        "InvalidImageName",
+        "CreateContainerError",
+    }
+)
+
+
+def _ready_replicas(obj: Manifest | None) -> int:
+    value = ((obj or {}).get("status") or {}).get("readyReplicas") or 0
+    return value if isinstance(value, int) else 0
+
+
+def _failure_of(obj: Manifest | None) -> tuple[str, str] | None:
+    """(reason, message) when a CR, a Deployment or a Pod says it cannot go on."""
+    status = (obj or {}).get("status") or {}
+    for cond in status.get("conditions") or []:
+        if not isinstance(cond, Mapping):
+            continue
+        kind, state = cond.get("type"), cond.get("status")
+        reason, message = str(cond.get("reason") or kind), str(cond.get("message") or "")
+        if kind in _FAILURE_TYPES and state == "True":
+            return reason, message
+        if kind == "Progressing" and state == "False" and reason == "ProgressDeadlineExceeded":
+            return reason, message
+        if kind == "PodScheduled" and state == "False" and reason == "Unschedulable":
+            return reason, message
+    for container in status.get("containerStatuses") or []:
+        waiting = ((container or {}).get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in _BAD_WAITING:
+            return str(waiting["reason"]), str(waiting.get("message") or "")
+    return None
+
+
+def _newest_first(objects: list[Manifest | None]) -> tuple[dict[str, Any], ...]:
+    conditions = [
+        c
+        for obj in objects
+        for c in ((obj or {}).get("status") or {}).get("conditions") or []
+        if isinstance(c, Mapping)
+    ]
+    return tuple(
+        sorted(conditions, key=lambda c: str(c.get("lastTransitionTime") or ""), reverse=True)
+    )
+
+
+def _instance(obj: Manifest | None) -> str:
+    return (((obj or {}).get("metadata") or {}).get("labels") or {}).get(
+        "app.kubernetes.io/instance", ""
+    )
+
+
+def observe(
+    objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
+) -> Observation:
+    """Ready when the controller, the login node (and the REST API and accounting when asked
+    for) run and every worker is ready in the settled NodeSet; progressing while they start or
+    scale; degraded when some workers cannot run or Slurm marks them DOWN; failed, in the
+    cluster's words, when a part cannot start (e.g. no node has the GPUs a worker asks for).
+
+    The Slinky CRs carry little status of their own in 1.2 (the Controller and LoginSet none
+    that says ready), so readiness comes from what the operator makes of them.
+    """
+    names = Names(ctx)
+    controller = objects.get((SLINKY, "Controller", names.cluster))
+    nodeset = objects.get((SLINKY, "NodeSet", names.workers))
+    loginset = objects.get((SLINKY, "LoginSet", names.login))
+    if controller is None and nodeset is None and loginset is None:
+        return Observation(state="absent")
+    workers = int(spec["workers"])
+    parts = {
+        "controller": (
+            controller,
+            objects.get(("apps/v1", "StatefulSet", names.controller_app)),
+        ),
+        "login": (loginset, objects.get(("apps/v1", "Deployment", names.login))),
+    }
+    if spec.get("rest_api"):
+        parts["rest_api"] = (
+            objects.get((SLINKY, "RestApi", names.cluster)),
+            objects.get(("apps/v1", "Deployment", names.restapi_app)),
+        )
+    if spec.get("accounting"):
+        parts["accounting"] = (
+            objects.get((SLINKY, "Accounting", names.cluster)),
+            objects.get(("apps/v1", "StatefulSet", names.accounting_app)),
+        )
+        parts["database"] = (None, objects.get(("apps/v1", "StatefulSet", names.mariadb)))
+    ready = {part: _ready_replicas(app) >= 1 for part, (_, app) in parts.items()}
+
+    nodeset_status = (nodeset or {}).get("status") or {}
+    workers_ready = _ready_replicas(nodeset)
+    generation = ((nodeset or {}).get("metadata") or {}).get("generation")
+    seen_generation = nodeset_status.get("observedGeneration")
+    settled = nodeset is not None and (generation is None or seen_generation == generation)
+    pods = [obj for (api, kind, _), obj in objects.items() if (api, kind) == ("v1", "Pod")]
+    worker_pods = [p for p in pods if _instance(p) == names.workers]
+
+    control_failure = next(
+        (
+            f
+            for obj in (*(o for pair in parts.values() for o in pair), *pods)
+            if _instance(obj) != names.workers and (f := _failure_of(obj))
+        ),
+        None,
+    )
+    worker_failure = next((f for obj in (nodeset, *worker_pods) if (f := _failure_of(obj))), None)
+    down = int(nodeset_status.get("slurmDown") or 0)
+    details: dict[str, Any] = {
+        "workers": workers,
+        "workers_ready": workers_ready,
+        "slurm_nodes": {
+            state: int(nodeset_status.get(f"slurm{state.title()}") or 0)
+            for state in ("idle", "allocated", "down", "drain")
+        },
+        **{f"{part}_ready": is_ready for part, is_ready in ready.items()},
+        "login_host": f"{names.login}.{ctx.namespace}.svc",
+    }
+    conditions = _newest_first([controller, nodeset, loginset, *(app for _, app in parts.values())])
+
+    def seen(state: str, reason: str = "", message: str = "") -> Observation:
+        return Observation(state, reason, message, conditions, details)
+
+    if not all(ready.values()):
+        waiting_for = ", ".join(part.replace("_", " ") for part, ok in ready.items() if not ok)
+        if control_failure:
+            return seen("failed", *control_failure)
+        return seen("progressing", "Starting", f"Waiting for: {waiting_for}.")
+    if workers_ready < workers:
+        if worker_failure:
+            state = "degraded" if workers_ready else "failed"
+            return seen(state, worker_failure[0], worker_failure[1])
+        return seen(
+            "progressing", "WorkersStarting", f"{workers_ready} of {workers} workers ready."
+        )
+    replicas = nodeset_status.get("replicas", workers)
+    if (
+        not settled
+        or workers_ready > workers
+        or not isinstance(replicas, int)
+        or (replicas > workers)
+    ):
+        return seen("progressing", "Scaling", f"{workers_ready} workers ready, {workers} asked.")
+    if down:
+        return seen("degraded", "SlurmNodesDown", f"{down} of {workers} workers are DOWN in Slurm.")
+    return seen("ready")
+
+
+def connection(
+    objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
+) -> Connection:
+    """The login node's in-cluster address, the ways in, and a first batch and interactive job."""
+    names = Names(ctx)
+    login = f"{names.login}.{ctx.namespace}.svc"
+    gpus = int(spec.get("gpus_per_worker") or 1)
+    items = [
+        ("Login node", f"{login} port {LOGIN_PORT}"),
+        ("Partition", PARTITION),
+        ("Workers", str(spec.get("workers"))),
+    ]
+    if spec.get("rest_api"):
+        items.append(
+            ("Slurm REST API", f"http://{names.restapi_app}.{ctx.namespace}.svc:{RESTAPI_PORT}")
+        )
+    if spec.get("ssh_public_key"):
+        commands = [
+            ("SSH from a pod of your namespace or vCluster", f"ssh root@{login}"),
+            (
+                "SSH from your machine through the Kubernetes API",
+                f"kubectl -n {ctx.namespace} port-forward svc/{names.login} 2222:{LOGIN_PORT}"
+                " & ssh -p 2222 root@127.0.0.1",
+            ),
+        ]
+    else:
+        commands = [
+            (
+                "A shell on the login node",
+                f"kubectl -n {ctx.namespace} exec -it deploy/{names.login} -- bash",
+            )
+        ]
+    commands += [
+        ("See the workers", "sinfo"),
+        ("Run a job in the batch queue", f"sbatch --gres=gpu:{gpus} --wrap 'nvidia-smi'"),
+        ("Run a step interactively", f"srun --gres=gpu:{gpus} nvidia-smi"),
+    ]
+    notes = [
+        f"The login node's Service {names.login} is reachable from pods in your namespace "
+        f"{ctx.namespace} (your vClusters' pods run there too), not from outside the "
+        "cluster: from your machine, tunnel with kubectl port-forward.",
+        "Users come from the login node's local files: log in as root with the key you "
+        "gave. A directory of users is not connected yet.",
+    ]
+    if spec.get("rest_api"):
+        notes.append(
+            "The REST API takes a JWT: get one on the login node with "
+            "`scontrol token`, send it as X-SLURM-USER-TOKEN."
+        )
+    return Connection(items=tuple(items), commands=tuple(commands), notes=tuple(notes))
