@@ -92,8 +92,10 @@ class UnpricedUsage:
 
 @dataclass(frozen=True)
 class InvoiceComputation:
-    """What an invoice for one tenant and period comes to."""
+    """What an invoice for one tenant and period [period_start, period_end) comes to."""
 
+    period_start: datetime
+    period_end: datetime
     lines: tuple[InvoiceLine, ...]
     credit_lines: tuple[InvoiceLine, ...]
     unpriced: tuple[UnpricedUsage, ...]
@@ -258,7 +260,8 @@ def invoice_lines(
     """
     discount_share = _percent(discount_percent, "discount_percent", most=100) / 100
     tax_share = None if tax_percent is None else _percent(tax_percent, "tax_percent") / 100
-    priced = priced_usage(usage, rates, period_start=period_start, period_end=period_end)
+    start, end = check_period(period_start=period_start, period_end=period_end)
+    priced = priced_usage(usage, rates, period_start=start, period_end=end)
     credit_lines = tuple(credits)
     if any(line.kind != "credit" or line.amount > 0 for line in credit_lines):
         raise BillingError("Credits are credit lines with amounts of zero or less.")
@@ -271,6 +274,8 @@ def invoice_lines(
     taxable = Fraction(subtotal + discount)
     tax = Decimal("0.00") if tax_share is None else round_money(taxable * tax_share)
     return InvoiceComputation(
+        period_start=start,
+        period_end=end,
         lines=priced.lines,
         credit_lines=credit_lines,
         unpriced=priced.unpriced,
