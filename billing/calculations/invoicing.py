@@ -60,8 +60,11 @@ class UsageAmount(NamedTuple):
 class InvoiceLine:
     """One resource class over one rate period: quantities, the price quoted, the amount.
 
-    `quantity_hours` is in unit-hours; `quantity` in the rate's unit (unit-hours, or unit-months
-    for a monthly rate); both to 6 places. Credit lines are negative throughout.
+    The line's period is the part of the invoice period its rate was in force (and, for a
+    monthly rate, the month). `unit_seconds` is exact; `quantity_hours` (unit-hours) and
+    `quantity` (in the rate's unit: unit-hours, or unit-months for a monthly rate) are shown to
+    6 places, ROUND_HALF_UP, and never used to compute `amount`. Credit lines are negative
+    throughout.
     """
 
     kind: Literal["usage", "credit"]
