@@ -1,0 +1,362 @@
+"""Invoice exports for finance: CSV for accounting, XLSX for review, PDF to send the tenant.
+
+- CSV: one row per line, with the invoice's facts repeated on every row so that each row
+  stands alone in an accounting import; the discount and the tax are rows of their own, so
+  the `amount` column of an invoice adds up to its `invoice_total`. Unpriced usage is a row
+  with a quantity and no amount. ISO 8601 dates, `.` decimals, no thousands separators, and
+  written through `portal.csv_export`, which defuses formula-looking cells.
+- XLSX: a summary sheet (one row per invoice) and a sheet per invoice, with numbers as number
+  cells in the invoice's currency format and dates as date cells. Text is always stored as
+  text: a tenant named `=HYPERLINK(...)` is a string, never a formula.
+- PDF: `templates/billing/invoice_pdf.html` rendered by xhtml2pdf (pure Python, over
+  ReportLab), with every external resource refused.
+"""
+
+import io
+from collections.abc import Iterable, Iterator
+from decimal import Decimal
+from typing import IO
+
+from django.template.loader import render_to_string
+from openpyxl import Workbook
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, Cell
+from openpyxl.styles import Alignment, Font, PatternFill
+from openpyxl.worksheet.worksheet import Worksheet
+from xhtml2pdf import pisa
+from xhtml2pdf.config.resources import ResourceAccessPolicy
+
+from inventory import resource_classes
+from portal import csv_export
+
+from .documents import DocumentLine, InvoiceDocument
+
+CSV_COLUMNS = (
+    "invoice_number",
+    "tenant",
+    "tenant_slug",
+    "cost_center",
+    "period_start",
+    "period_end",
+    "issue_date",
+    "due_date",
+    "currency",
+    "status",
+    "line_type",
+    "resource_class",
+    "description",
+    "line_period_start",
+    "line_period_end",
+    "quantity_hours",
+    "quantity",
+    "unit",
+    "unit_price",
+    "amount",
+    "tax_rate",
+    "invoice_total",
+)
+
+
+def _number(value: Decimal | None) -> str:
+    # Fixed-point always: str(Decimal) may answer "1E+2", which no accounting import reads.
+    return "" if value is None else format(value, "f")
+
+
+def _line_row(line: DocumentLine) -> dict[str, str]:
+    return {
+        "line_type": line.line_type,
+        "resource_class": line.resource_class,
+        "description": line.description,
+        "line_period_start": line.period_start.isoformat(),
+        "line_period_end": line.period_end.isoformat(),
+        "quantity_hours": _number(line.quantity_hours),
+        "quantity": _number(line.quantity),
+        "unit": line.unit,
+        "unit_price": _number(line.unit_price),
+        "amount": _number(line.amount),
+    }
+
+
+def _adjustment_rows(document: InvoiceDocument) -> Iterator[dict[str, str]]:
+    totals, period = document.totals, (document.period_start, document.period_end)
+    adjustments = []
+    if totals.discount:
+        adjustments.append(("discount", f"Discount {totals.discount_percent} %", totals.discount))
+    if totals.tax_percent is not None:
+        adjustments.append(("tax", f"Tax {totals.tax_percent} %", totals.tax))
+    for line_type, description, amount in adjustments:
+        yield {
+            "line_type": line_type,
+            "description": description,
+            "line_period_start": period[0].isoformat(),
+            "line_period_end": period[1].isoformat(),
+            "amount": _number(amount),
+        }
+
+
+def invoice_rows(document: InvoiceDocument) -> list[dict[str, str]]:
+    """The CSV rows of one invoice, as `CSV_COLUMNS` name them."""
+    facts = {
+        "invoice_number": document.number,
+        "tenant": document.tenant_name,
+        "tenant_slug": document.tenant_slug,
+        "cost_center": document.cost_center,
+        "period_start": document.period_start.isoformat(),
+        "period_end": document.period_end.isoformat(),
+        "issue_date": document.issue_date.isoformat(),
+        "due_date": document.due_date.isoformat(),
+        "currency": document.currency,
+        "status": document.status,
+        "tax_rate": _number(document.totals.tax_percent),
+        "invoice_total": _number(document.totals.total),
+    }
+    lines = [_line_row(line) for line in document.lines + document.credit_lines]
+    lines += list(_adjustment_rows(document))
+    lines += [_line_row(line) for line in document.unpriced]
+    return [{column: {**facts, **line}.get(column, "") for column in CSV_COLUMNS} for line in lines]
+
+
+def write_invoices_csv(*, documents: Iterable[InvoiceDocument], out: IO[str]) -> None:
+    """Write the invoices' rows, with a header, to the text stream `out`."""
+    writer = csv_export.dict_writer(out, CSV_COLUMNS)
+    writer.writeheader()
+    for document in documents:
+        writer.writerows(invoice_rows(document))
+
+
+def invoices_csv(*, documents: Iterable[InvoiceDocument]) -> str:
+    out = io.StringIO(newline="")
+    write_invoices_csv(documents=documents, out=out)
+    return out.getvalue()
+
+
+# XLSX
+
+_HEADER_FONT = Font(bold=True, color="FFFFFF")
+_HEADER_FILL = PatternFill("solid", fgColor="334E68")
+_BOLD = Font(bold=True)
+DATE_FORMAT = "yyyy-mm-dd"
+QUANTITY_FORMAT = "#,##0.000000"
+PERCENT_FORMAT = '0.00" %"'
+SUMMARY_COLUMNS = (
+    ("Invoice", 20),
+    ("Tenant", 28),
+    ("Tenant slug", 16),
+    ("Cost center", 16),
+    ("Period start", 12),
+    ("Period end", 12),
+    ("Issue date", 12),
+    ("Due date", 12),
+    ("Currency", 9),
+    ("Status", 10),
+    ("Subtotal", 16),
+    ("Discount", 16),
+    ("Tax", 16),
+    ("Total", 16),
+)
+LINE_COLUMNS = (
+    ("Type", 10),
+    ("Resource class", 30),
+    ("Description", 44),
+    ("From", 12),
+    ("To", 12),
+    ("Quantity (hours)", 18),
+    ("Quantity", 16),
+    ("Unit", 8),
+    ("Unit price", 16),
+    ("Amount", 16),
+)
+
+
+def money_format(currency: str) -> str:
+    return f"#,##0.00 [${currency}];-#,##0.00 [${currency}]"
+
+
+def _put(sheet: Worksheet, row: int, column: int, value, number_format: str = "") -> Cell:
+    cell = sheet.cell(row=row, column=column)
+    if isinstance(value, str):
+        cell.value = ILLEGAL_CHARACTERS_RE.sub("", value)
+        # openpyxl reads "=…" as a formula and "#N/A" as an error: text stays text.
+        cell.data_type = "s"
+    else:
+        cell.value = value
+    if number_format and value is not None:
+        cell.number_format = number_format
+    return cell
+
+
+def _header(sheet: Worksheet, row: int, columns: tuple[tuple[str, int], ...]) -> None:
+    for column, (title, width) in enumerate(columns, start=1):
+        cell = _put(sheet, row, column, title)
+        cell.font, cell.fill = _HEADER_FONT, _HEADER_FILL
+        sheet.column_dimensions[cell.column_letter].width = width
+
+
+def _summary_sheet(sheet: Worksheet, documents: list[InvoiceDocument]) -> None:
+    sheet.title = "Summary"
+    _header(sheet, 1, SUMMARY_COLUMNS)
+    for row, doc in enumerate(documents, start=2):
+        money = money_format(doc.currency)
+        values = (
+            (doc.number, ""),
+            (doc.tenant_name, ""),
+            (doc.tenant_slug, ""),
+            (doc.cost_center, ""),
+            (doc.period_start, DATE_FORMAT),
+            (doc.period_end, DATE_FORMAT),
+            (doc.issue_date, DATE_FORMAT),
+            (doc.due_date, DATE_FORMAT),
+            (doc.currency, ""),
+            (doc.status, ""),
+            (doc.totals.subtotal, money),
+            (doc.totals.discount, money),
+            (doc.totals.tax, money),
+            (doc.totals.total, money),
+        )
+        for column, (value, number_format) in enumerate(values, start=1):
+            _put(sheet, row, column, value, number_format)
+    sheet.freeze_panes = "A2"
+
+
+def _sheet_title(number: str, taken: set[str]) -> str:
+    # Excel's rules: at most 31 characters, none of []:*?/\, unique ignoring case.
+    base = "".join("-" if ch in "[]:*?/\\" else ch for ch in number).strip("'")[:31] or "Invoice"
+    title, suffix = base, 1
+    while title.lower() in taken:
+        suffix += 1
+        title = f"{base[: 31 - len(str(suffix)) - 1]}~{suffix}"
+    taken.add(title.lower())
+    return title
+
+
+def _invoice_sheet(sheet: Worksheet, doc: InvoiceDocument) -> None:
+    money = money_format(doc.currency)
+    facts = (
+        ("Invoice", doc.number, ""),
+        ("Tenant", f"{doc.tenant_name} ({doc.tenant_slug})", ""),
+        ("Cost center", doc.cost_center, ""),
+        ("Period start", doc.period_start, DATE_FORMAT),
+        ("Period end", doc.period_end, DATE_FORMAT),
+        ("Issue date", doc.issue_date, DATE_FORMAT),
+        ("Due date", doc.due_date, DATE_FORMAT),
+        ("Status", doc.status, ""),
+    )
+    for row, (label, value, number_format) in enumerate(facts, start=1):
+        _put(sheet, row, 1, label).font = _BOLD
+        _put(sheet, row, 2, value, number_format).alignment = Alignment(horizontal="left")
+    row = len(facts) + 2
+    _header(sheet, row, LINE_COLUMNS)
+    for line in doc.lines + doc.credit_lines + doc.unpriced:
+        row += 1
+        values = (
+            (line.line_type, ""),
+            (line.resource_class, ""),
+            (line.description, ""),
+            (line.period_start, DATE_FORMAT),
+            (line.period_end, DATE_FORMAT),
+            (line.quantity_hours, QUANTITY_FORMAT),
+            (line.quantity, QUANTITY_FORMAT),
+            (line.unit, ""),
+            (line.unit_price, "#,##0.00####"),
+            (line.amount, money),
+        )
+        for column, (value, number_format) in enumerate(values, start=1):
+            _put(sheet, row, column, value, number_format)
+    totals = doc.totals
+    feet = [("Subtotal", totals.subtotal)]
+    if totals.discount:
+        feet.append((f"Discount {totals.discount_percent} %", totals.discount))
+    if totals.tax_percent is not None:
+        feet.append((f"Tax {totals.tax_percent} %", totals.tax))
+    feet.append(("Total", totals.total))
+    row += 1
+    for label, amount in feet:
+        row += 1
+        _put(sheet, row, 9, label).font = _BOLD
+        _put(sheet, row, 10, amount, money).font = _BOLD if label == "Total" else Font()
+    sheet.freeze_panes = sheet.cell(row=len(facts) + 3, column=1)
+
+
+def invoices_xlsx(*, documents: Iterable[InvoiceDocument]) -> bytes:
+    """A workbook: a summary sheet with a row per invoice, then a sheet per invoice."""
+    documents = list(documents)
+    workbook = Workbook()
+    _summary_sheet(workbook.active, documents)
+    taken = {"summary"}
+    for doc in documents:
+        _invoice_sheet(workbook.create_sheet(_sheet_title(doc.number, taken)), doc)
+    out = io.BytesIO()
+    workbook.save(out)
+    return out.getvalue()
+
+
+# PDF
+
+_UNIT_WORDS = {"gpu": "GPU", "mig": "GPU", "scalar": "", "count": ""}
+_SCALAR_WORDS = {"cpu": "vCPU", "memory-gib": "GiB", "storage-gib": "GiB"}
+# Nothing an invoice shows needs a file or a URL: refuse them all (no SSRF, no local reads).
+_NO_RESOURCES = ResourceAccessPolicy.server(allow_remote=False)
+
+
+def _unit_name(resource: str, unit: str) -> str:
+    try:
+        kind = resource_classes.parse(resource).kind
+    except resource_classes.UnknownResourceClass:
+        kind = ""
+    word = _SCALAR_WORDS.get(resource) or _UNIT_WORDS.get(kind, "unit")
+    return f"{word}-{unit}s" if word else f"{unit}s"
+
+
+def _shown(value: Decimal) -> str:
+    # Up to the 6 places quantities carry, at least the 2 of a price.
+    whole, _, places = f"{value:,.6f}".partition(".")
+    return f"{whole}.{places.rstrip('0').ljust(2, '0')}"
+
+
+def _pdf_line(line: DocumentLine, currency: str) -> dict[str, str]:
+    quantity = line.quantity if line.quantity is not None else line.quantity_hours
+    unit = _unit_name(line.resource_class, line.unit)
+    return {
+        "description": line.description,
+        "resource_class": line.resource_class,
+        "period": f"{line.period_start.isoformat()} to {line.period_end.isoformat()}",
+        "quantity": f"{_shown(quantity)} {unit}",
+        "unit_price": "" if line.unit_price is None else f"{_shown(line.unit_price)} / {line.unit}",
+        "amount": "" if line.amount is None else f"{currency} {line.amount:,.2f}",
+    }
+
+
+def invoice_pdf_html(*, document: InvoiceDocument) -> str:
+    """The invoice as the HTML the PDF is rendered from (also a print preview)."""
+    currency, totals = document.currency, document.totals
+    money = {
+        name: f"{currency} {getattr(totals, name):,.2f}"
+        for name in ("subtotal", "discount", "tax", "total")
+    }
+    context = {
+        "document": document,
+        "lines": [_pdf_line(line, currency) for line in document.lines],
+        "credit_lines": [_pdf_line(line, currency) for line in document.credit_lines],
+        "unpriced": [_pdf_line(line, currency) for line in document.unpriced],
+        "totals": {
+            **money,
+            "discount": money["discount"] if totals.discount else "",
+            "tax": money["tax"] if totals.tax_percent is not None else "",
+            "discount_percent": totals.discount_percent,
+            "tax_percent": totals.tax_percent,
+        },
+    }
+    return render_to_string("billing/invoice_pdf.html", context)
+
+
+def invoice_pdf(*, document: InvoiceDocument) -> bytes:
+    """The invoice as a PDF document."""
+    out = io.BytesIO()
+    status = pisa.CreatePDF(
+        invoice_pdf_html(document=document),
+        dest=out,
+        encoding="utf-8",
+        resource_policy=_NO_RESOURCES,
+    )
+    if status.err:
+        raise RuntimeError(f"The invoice PDF could not be rendered ({status.err} errors).")
+    return out.getvalue()
