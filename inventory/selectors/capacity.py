@@ -130,3 +130,25 @@ def gpu_capacity_by_class() -> dict[str, InventoryCapacity]:
 def node_capacity_by_class() -> dict[str, InventoryCapacity]:
     """The whole fleet's vCPU and memory counts: every pool's, summed."""
     return _fleet(node_capacity_by_pool())
+
+
+def largest_node_by_class(*, pool: str) -> dict[str, int]:
+    """Per GPU resource class, the most units one node of `pool` holds (nodes not retired):
+    no single pod or VM can ask for more. One query over the pool's GPUs."""
+    per_node: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    gpus = (
+        GPU.objects.exclude(node__state=NodeState.RETIRED)
+        .filter(node__reserved_for=pool)
+        .values_list("node_id", "model", "mig_layout")
+    )
+    for node_id, model, layout in gpus.iterator(chunk_size=5000):
+        if layout:
+            for profile in layout:
+                per_node[node_id][resource_classes.mig_model_key(model, profile)] += 1
+        else:
+            per_node[node_id][resource_classes.gpu_class(model)] += 1
+    largest: dict[str, int] = {}
+    for counts in per_node.values():
+        for key, count in counts.items():
+            largest[key] = max(largest.get(key, 0), count)
+    return largest

@@ -78,6 +78,11 @@ class FleetGateway(abc.ABC):
         """Server-side apply each manifest in order (forced, one field manager); idempotent."""
 
     @abc.abstractmethod
+    def create(self, *, manifest: Manifest) -> bool:
+        """Create the object if it does not exist (POST); False when it already did, and then it
+        is left exactly as it is (keys generated once must never be overwritten)."""
+
+    @abc.abstractmethod
     def get(
         self, *, api_version: str, kind: str, name: str, namespace: str | None = None
     ) -> Manifest | None:

@@ -149,6 +149,19 @@ class SimulatedFleetGateway(FleetGateway):
         row.save(update_fields=["body", "resource_version", "updated_at"])
         return _render(row)
 
+    @transaction.atomic
+    def create(self, *, manifest: Manifest) -> bool:
+        api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
+        metadata = manifest.get("metadata")
+        if not (api_version and kind and isinstance(metadata, dict) and metadata.get("name")):
+            raise PermanentFleetError("a manifest needs apiVersion, kind and metadata.name")
+        namespace = self._scope(kind, metadata.get("namespace"))
+        there = self._rows(api_version, kind).filter(namespace=namespace, name=metadata["name"])
+        if there.exists():
+            return False
+        self._apply_one(manifest)
+        return True
+
     def _observe(self, row: SimulatedObject) -> Manifest:
         """Play the kind's controller: write the status it would report by now, if it changed."""
         status = controller_status(

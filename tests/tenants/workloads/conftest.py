@@ -1,0 +1,61 @@
+"""Fixtures of the workload tests: a GPU pool, quota, launches, and controllers to play."""
+
+import pytest
+
+from tests.factories import GPUFactory, NodeFactory, QuotaFactory
+
+H100 = "gpu:nvidia-h100-80gb"
+INFERENCE_SPEC = {
+    "model_uri": "hf://meta-llama/Llama-3.1-8B-Instruct",
+    "gpu": H100,
+    "gpus_per_replica": 1,
+    "min_replicas": 1,
+    "max_replicas": 2,
+}
+
+
+@pytest.fixture
+def gpu_pool(db):
+    """The shared pool: two nodes of 8 H100s each."""
+    nodes = [NodeFactory(reserved_for="") for _ in range(2)]
+    for node in nodes:
+        for index in range(8):
+            GPUFactory(node=node, index=index, model="nvidia-h100-80gb")
+    return nodes
+
+
+@pytest.fixture
+def workload_quota(tenant):
+    """Enough quota for a few endpoints and vClusters: 4 H100s, 32 vCPUs, 256 GiB, 100 GiB."""
+
+    def _quota(**limits):
+        defaults = {
+            H100: 4, "cpu": 32, "memory-gib": 256, "storage-gib": 100,
+            "count:inference": 3, "count:vcluster": 2, "count:vm": 2, "count:slurm": 1,
+        }
+        for resource, limit in (defaults | limits).items():
+            QuotaFactory(tenant=tenant, resource=resource, limit=limit)
+
+    return _quota
+
+
+def ready_inference_service(kube_emulator, *, name: str, namespace: str) -> None:
+    """Play KServe: the predictor is up and the endpoint has its URL."""
+    kube_emulator.patch_object(
+        "serving.kserve.io/v1beta1", "InferenceService", name, namespace,
+        patch={
+            "status": {
+                "observedGeneration": 1,
+                "url": f"https://{name}.{namespace}.example.com",
+                "address": {"url": f"http://{name}.{namespace}.svc.cluster.local"},
+                "conditions": [
+                    {"type": "IngressReady", "status": "True"},
+                    {"type": "PredictorReady", "status": "True"},
+                    {"type": "Ready", "status": "True"},
+                ],
+                "modelStatus": {"states": {"activeModelState": "Loaded",
+                                           "targetModelState": "Loaded"},
+                                "transitionStatus": "UpToDate"},
+            }
+        },
+    )
