@@ -15,7 +15,7 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 from kubernetes.dynamic.resource import Resource
 
-from .base import FleetGateway, Manifest, PermanentFleetError, classify
+from .base import FleetError, FleetGateway, Manifest, PermanentFleetError, classify
 
 # Retry only failed connects (the request never left), quickly: Celery retries everything else
 # with backoff, and a retried read of a PATCH/POST could apply it twice.
@@ -169,8 +169,8 @@ class KubernetesFleetGateway(FleetGateway):
                     resource, body=manifest, namespace=namespace,
                     _request_timeout=self.request_timeout,
                 )
-        except PermanentFleetError as exc:
-            if exc.status == 409:  # already there: keep it as it is
+        except FleetError as exc:
+            if exc.status == 409:  # AlreadyExists: keep it as it is
                 return False
             raise
         return True

@@ -90,8 +90,9 @@ def _kind_form(request, tenant, kind: str, data=None):
 
 
 def _preview(form, tenant, kind: str):
-    """The form checked by the kind, and what it would take of the quota (when it is valid)."""
-    if not form.is_valid():
+    """The form checked by the kind, and what it would take of the quota (when its spec fields
+    are valid: a missing name does not hide what the rest would take)."""
+    if not form.is_valid() and any(name != "name" for name in form.errors):
         return []
     try:
         _, demand = workload_validate(tenant=tenant, kind=kind, spec=form.spec())
@@ -105,7 +106,12 @@ def _preview(form, tenant, kind: str):
 def workload_launch(request, slug: str, kind: str):
     tenant, context = _launch_page(request, slug)
     form = _kind_form(request, tenant, kind, request.POST if request.method == "POST" else None)
-    preview = []
+    if request.method == "POST":
+        preview = []
+    else:  # what the defaults would take, before anything is typed
+        initial = {name: field.initial for name, field in form.fields.items()
+                   if field.initial is not None}
+        preview = _preview(_kind_form(request, tenant, kind, initial), tenant, kind)
     if request.method == "POST" and form.is_valid():
         try:
             workload = services.workload_launch(

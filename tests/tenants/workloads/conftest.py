@@ -59,3 +59,49 @@ def ready_inference_service(kube_emulator, *, name: str, namespace: str) -> None
             }
         },
     )
+
+
+VCLUSTER_SPEC = {"kubernetes_version": "1.35", "cpu": 2, "memory_gib": 4}
+
+
+def ready_helm_release(kube_emulator, *, name: str, namespace: str, server: str) -> None:
+    """Play Flux and the vcluster chart: the release is installed, the kubeconfig Secret and
+    the control plane StatefulSet exist."""
+    import base64
+
+    kube_emulator.patch_object(
+        "helm.toolkit.fluxcd.io/v2", "HelmRelease", name, namespace,
+        patch={"status": {
+            "observedGeneration": 1,
+            "lastAttemptedRevision": "0.36.1",
+            "conditions": [
+                {"type": "Ready", "status": "True", "reason": "InstallSucceeded",
+                 "message": "Helm install succeeded for release", "observedGeneration": 1,
+                 "lastTransitionTime": "2026-12-01T10:00:00Z"},
+                {"type": "Released", "status": "True", "reason": "InstallSucceeded",
+                 "message": "Helm install succeeded", "observedGeneration": 1,
+                 "lastTransitionTime": "2026-12-01T10:00:00Z"},
+            ],
+            "history": [{"chartName": "vcluster", "chartVersion": "0.36.1", "version": 1,
+                         "status": "deployed", "name": name, "namespace": namespace}],
+        }},
+    )
+    kubeconfig = (
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: vc\n  cluster:\n"
+        f"    server: {server}\ncontexts:\n- name: vc\n  context: {{cluster: vc, user: vc}}\n"
+        "current-context: vc\nusers:\n- name: vc\n  user: {token: x}\n"
+    )
+    kube_emulator.put_object({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": f"vc-{name}", "namespace": namespace,
+                     "labels": {"app": "vcluster", "vcluster-name": name}},
+        "data": {"config": base64.b64encode(kubeconfig.encode()).decode()},
+    })
+    kube_emulator.put_object({
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "vcluster"}},
+                 "serviceName": name, "template": {"metadata": {"labels": {"app": "vcluster"}},
+                                                   "spec": {"containers": []}}},
+        "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1},
+    })
