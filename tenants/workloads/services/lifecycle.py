@@ -230,7 +230,9 @@ def workload_refresh(*, workload: Workload) -> bool:
         observed_at=timezone.now()
     )
     if queued:
-        enqueue_on_commit(OBSERVE, workload.pk)
+        # A deletion is finished by its teardown (which checks nothing is left), not a look.
+        task = RECONCILE if workload.status == WorkloadStatus.DELETING else OBSERVE
+        enqueue_on_commit(task, workload.pk)
     return bool(queued)
 
 

@@ -340,6 +340,9 @@ def workloads_observe_sweep(*, gateway: FleetGateway | None = None) -> int:
                      owned.get(workload.pk, {}))
         except FleetError:
             logger.warning("Could not observe %s", workload, exc_info=True)
+    # Deletions still waiting for their objects to go: their teardown looks again.
+    for workload_id in Workload.objects.filter(status=S.DELETING).values_list("pk", flat=True):
+        enqueue_on_commit(RECONCILE, workload_id)
     return len(live)
 
 
