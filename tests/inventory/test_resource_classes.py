@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 
 from inventory import resource_classes
 from inventory.resource_classes import UnknownResourceClass, parse
-from tenants import quota_rules
+from tenants.quota import rules as quota_rules
 
 H100 = "nvidia-h100-80gb"
 
