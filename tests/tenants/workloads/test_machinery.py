@@ -393,3 +393,34 @@ def test_concurrent_launches_never_exceed_the_quota(
     assert len(launched) == 1 and len(refused) == 1
     assert "quota" in refused[0].message_dict
     assert Workload.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_dedicated_tenant_is_offered_only_its_reserved_nodes_and_placed_on_them(
+    tenant, tenant_member, workload_quota, kube_gateway, kube_emulator
+):
+    from tenants.workloads.selectors import launch_context
+    from tests.factories import GPUFactory, NodeFactory
+
+    tenant.isolation = "dedicated"
+    tenant.save()
+    shared = NodeFactory(reserved_for="")
+    for index in range(8):
+        GPUFactory(node=shared, index=index, model="nvidia-h100-80gb")
+    reserved = NodeFactory(reserved_for=tenant.slug)
+    for index in range(4):
+        GPUFactory(node=reserved, index=index, model="nvidia-h100-80gb")
+    workload_quota()
+
+    offers = {o.resource: o.max_per_node for o in launch_context(tenant=tenant).gpu_offers}
+    assert offers == {H100: 4}  # its reserved node, not the shared pool's larger one
+    with pytest.raises(ValidationError) as refused:
+        _launch(tenant, tenant_member, spec={**INFERENCE_SPEC, "gpus_per_replica": 8})
+    assert "spec.gpus_per_replica" in refused.value.message_dict
+
+    workload = _launch(tenant, tenant_member, spec={**INFERENCE_SPEC, "max_replicas": 1})
+    services.workload_reconcile(workload_id=workload.pk)
+    predictor = kube_emulator.get_object(*ISVC, "chat", tenant.namespace)["spec"]["predictor"]
+    assert predictor["nodeSelector"]["portal.ai-factory.io/reserved-for"] == tenant.slug
+    assert {"key": "portal.ai-factory.io/reserved-for", "operator": "Equal",
+            "value": tenant.slug, "effect": "NoSchedule"} in predictor["tolerations"]
