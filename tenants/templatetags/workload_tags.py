@@ -30,7 +30,10 @@ def held(demand: dict) -> list[str]:
     return words
 
 
+WORDS = {"ip": "IP address", "url": "URL", "cluster_url": "In-cluster URL"}
+
+
 @register.filter
 def detail_label(key: str) -> str:
     """`replicas_ready` → "Replicas ready" (the kinds' detail keys, as page labels)."""
-    return str(key).replace("_", " ").capitalize()
+    return WORDS.get(str(key)) or str(key).replace("_", " ").capitalize()

@@ -105,3 +105,70 @@ def ready_helm_release(kube_emulator, *, name: str, namespace: str, server: str)
                                                    "spec": {"containers": []}}},
         "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1},
     })
+
+
+def ssh_public_key() -> str:
+    """A real OpenSSH ed25519 public key, made for the test."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate().public_key()
+    raw = key.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    return raw.decode() + " tester@laptop"
+
+
+VM_SPEC = {
+    "custom_image": "quay.io/containerdisks/ubuntu:24.04", "default_user": "ubuntu",
+    "cpu": 4, "memory_gib": 16, "disk_gib": 40, "gpu": H100, "gpus": 1, "running": True,
+}
+SLURM_SPEC = {"workers": 2, "gpu": H100, "gpus_per_worker": 1, "cpu_per_worker": 4,
+              "memory_gib_per_worker": 16}
+
+
+def run_vm(kube_emulator, *, name: str, namespace: str, ip: str = "10.244.3.17",
+           running: bool = True) -> None:
+    """Play KubeVirt: the VM runs (or is stopped), its VMI has an address."""
+    vm = kube_emulator.get_object("kubevirt.io/v1", "VirtualMachine", name, namespace)
+    template = vm["spec"]["template"]
+    if not running:
+        kube_emulator.patch_object("kubevirt.io/v1", "VirtualMachine", name, namespace,
+                                   patch={"status": {"printableStatus": "Stopped",
+                                                     "conditions": []}})
+        return
+    kube_emulator.patch_object("kubevirt.io/v1", "VirtualMachine", name, namespace, patch={
+        "status": {"printableStatus": "Running", "ready": True, "conditions": [
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2026-12-01T10:00:00Z"}]}})
+    kube_emulator.put_object({
+        "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": dict(template["metadata"]["labels"]),
+                     "annotations": dict(template["metadata"].get("annotations") or {}),
+                     "ownerReferences": [{"apiVersion": "kubevirt.io/v1",
+                                          "kind": "VirtualMachine", "name": name,
+                                          "uid": vm["metadata"]["uid"], "controller": True}]},
+        "spec": {"domain": {"devices": {}}},
+        "status": {"phase": "Running", "nodeName": "gpu-node-0001",
+                   "interfaces": [{"name": "default", "ipAddress": ip}]},
+    })
+
+
+def run_slurm(kube_emulator, *, ctx_name: str, namespace: str, workers: int, labels: dict) -> None:
+    """Play the Slinky operator: slurmctld's StatefulSet and the login Deployment run, the
+    NodeSet reports its workers ready."""
+    base = ctx_name
+    for kind, name in (("StatefulSet", f"{base}-controller"), ("Deployment", f"{base}-login")):
+        kube_emulator.put_object({
+            "apiVersion": "apps/v1", "kind": kind,
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": []}}},
+            "status": {"replicas": 1, "readyReplicas": 1},
+        })
+    nodeset = kube_emulator.get_object("slinky.slurm.net/v1beta1", "NodeSet", f"{base}-workers",
+                                       namespace)
+    kube_emulator.patch_object("slinky.slurm.net/v1beta1", "NodeSet", f"{base}-workers",
+                               namespace, patch={"status": {
+                                   "replicas": workers, "readyReplicas": workers,
+                                   "observedGeneration": nodeset["metadata"].get("generation"),
+                                   "slurmIdle": workers}})

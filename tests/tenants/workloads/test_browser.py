@@ -94,3 +94,78 @@ def test_a_vcluster_from_launch_to_kubeconfig_to_delete(acme, page, live_server,
     page.goto(f"/t/acme/workloads/{Workload.objects.get(name='dev').pk}/")
     _delete(page, "dev")
     page.locator('#workload-status[data-status="deleted"]').wait_for(timeout=20_000)
+
+
+def test_a_virtual_machine_from_launch_to_stop_and_start_to_delete(
+    acme, page, live_server, kube_gateway, kube_emulator
+):
+    from .conftest import run_vm, ssh_public_key
+
+    sign_in(page, "member", TEST_PASSWORD)
+    page.goto("/t/acme/workloads/new/vm/")
+    page.fill("#id_name", "box")
+    page.select_option("#id_image", "__custom__")
+    page.fill("#id_custom_image", "quay.io/containerdisks/ubuntu:24.04")
+    page.fill("#id_default_user", "ubuntu")
+    page.select_option("#id_gpu", H100)
+    page.fill("#id_ssh_public_key", "ssh-ed25519 not-a-key")
+    page.locator("#id_ssh_public_key").blur()
+    page.locator('[data-error-for="ssh_public_key"]').wait_for()
+    page.fill("#id_ssh_public_key", ssh_public_key())
+    page.locator("#id_ssh_public_key").blur()
+    page.locator('[data-error-for="ssh_public_key"]').wait_for(state="detached")
+    screenshot(page, "workload-vm-launch")
+    with page.expect_navigation():
+        page.click("#launch-submit")
+    run_vm(kube_emulator, name="box", namespace=acme.namespace)
+    page.locator('#workload-status[data-status="ready"]').wait_for(timeout=20_000)
+    assert "ssh ubuntu@10.244.3.17" in page.locator("#connection").inner_text()
+    screenshot(page, "workload-vm-ready")
+
+    page.click('#power button[value="stop"]')
+    with page.expect_navigation():
+        page.click("button[type=submit].btn-danger")
+    run_vm(kube_emulator, name="box", namespace=acme.namespace, running=False)
+    page.locator('#power button[value="start"]').wait_for()
+    screenshot(page, "workload-vm-stopped")
+    with page.expect_navigation():
+        page.click('#power button[value="start"]')
+    _delete(page, "box")
+    page.locator("#workload-status", has_text="VirtualMachineInstance box").wait_for()
+    # Play Kubernetes' garbage collector: the VMI goes with the VM that owns it.
+    kube_gateway.delete(api_version="kubevirt.io/v1", kind="VirtualMachineInstance", name="box",
+                        namespace=acme.namespace)
+    page.locator('#workload-status[data-status="deleted"]').wait_for(timeout=20_000)
+
+
+def test_a_slurm_cluster_from_launch_to_scale_to_delete(acme, page, live_server, kube_gateway,
+                                                        kube_emulator):
+    from .conftest import run_slurm
+
+    sign_in(page, "member", TEST_PASSWORD)
+    page.goto("/t/acme/workloads/new/slurm/")
+    page.fill("#id_name", "hpc")
+    page.select_option("#id_gpu", H100)
+    page.fill("#id_workers", "2")
+    page.locator("#id_workers").blur()
+    page.locator('#quota-preview [data-resource="gpu:nvidia-h100-80gb"]').wait_for()
+    with page.expect_navigation():
+        page.click("#launch-submit")
+    workload = Workload.objects.get(name="hpc")
+    labels = {"portal.ai-factory.io/workload-id": str(workload.pk),
+              "app.kubernetes.io/managed-by": "ai-factory-portal"}
+    run_slurm(kube_emulator, ctx_name="hpc", namespace=acme.namespace, workers=2, labels=labels)
+    page.locator('#workload-status[data-status="ready"]').wait_for(timeout=20_000)
+    assert "sbatch" in page.locator("#connection").inner_text()
+    screenshot(page, "workload-slurm-ready")
+
+    page.fill("#scale #id_workers", "9")
+    with page.expect_navigation():
+        page.click("#scale-submit")
+    assert "are left" in page.locator("#scale").inner_text()  # beyond the quota: refused
+    page.fill("#scale #id_workers", "3")
+    with page.expect_navigation():
+        page.click("#scale-submit")
+    workload.refresh_from_db()
+    assert workload.spec["workers"] == 3
+    _delete(page, "hpc")
