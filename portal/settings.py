@@ -443,6 +443,10 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "QuotaRequestStatusEnum": "tenants.quota.models.QuotaRequestStatus",
     "TenantIsolationEnum": "tenants.access.models.Tenant.Isolation",
     "TenantStatusEnum": "tenants.access.models.Tenant.Status",
+    "WorkloadStatusEnum": "tenants.workloads.models.WorkloadStatus",
+    "WorkloadKindEnum": "tenants.workloads.registry.CHOICES",
+    "WorkloadEventKindEnum": "tenants.workloads.models.WorkloadEvent.Kind",
+    "WorkloadPowerActionEnum": "tenants.workloads.kinds.vm.spec.POWER_ACTIONS",
 }
 
 SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=8 * 3600)
