@@ -36,7 +36,7 @@ from .serializers import (
     WorkloadScaleSerializer,
     WorkloadSerializer,
 )
-from .services.lifecycle import workload_validate
+from .services.lifecycle import workload_check_name, workload_validate
 
 H100 = "gpu:nvidia-h100-80gb"
 SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJxzqTKk2PRhAenYTuIaHAg1JffULaOZPmUUr46ou8oH alice"
@@ -296,6 +296,8 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         body = WorkloadCheckSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         kind = body.validated_data["kind"]
+        if body.validated_data.get("name"):
+            workload_check_name(tenant=tenant, name=body.validated_data["name"])
         clean, demand = workload_validate(
             tenant=tenant, kind=kind, spec=body.validated_data["spec"]
         )

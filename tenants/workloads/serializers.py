@@ -206,8 +206,8 @@ class WorkloadLaunchSerializer(_SpecBody):
 
 
 class WorkloadCheckSerializer(_SpecBody):
-    """A launch's body, checked without launching. A `name`, if sent, is checked for its form
-    only: whether it is taken is known at launch."""
+    """A launch's body, checked without launching. A `name`, if sent, is checked too: its form,
+    and whether a live workload of the tenant has it."""
 
     name = TextField(max_length=63, required=False, validators=[validate_dns1123_label])
 

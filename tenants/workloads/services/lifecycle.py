@@ -48,6 +48,12 @@ def _operated(actor, tenant: Tenant, what: str) -> None:
         raise PermissionDenied(f"Only the tenant's owners and members {what}.")
 
 
+def workload_check_name(*, tenant: Tenant, name: str) -> str:
+    """The name, stripped, if it is a DNS-1123 label no live workload of the tenant has;
+    else ValidationError({"name": …}). The launch form's and the API's check use it too."""
+    return _check_name(tenant, name)
+
+
 def _check_name(tenant: Tenant, name: str) -> str:
     name = (name or "").strip()
     try:
@@ -133,8 +139,9 @@ def workload_launch(
     return workload
 
 
-def _locked_live(workload_id: int) -> Workload:
+def _locked_live(workload_id: int, *, actor, what: str) -> Workload:
     workload = Workload.objects.select_related("tenant").get(pk=workload_id)
+    _operated(actor, workload.tenant, what)  # who may act first: a viewer learns nothing more
     tenant_lock(tenant_id=workload.tenant_id)  # tenant first, then workload: one lock order
     workload = Workload.objects.select_for_update().select_related("tenant").get(pk=workload_id)
     if not workload.is_live:
@@ -165,8 +172,7 @@ def _respec(workload: Workload, *, actor, spec: dict, event: str, action: str,
 def workload_scale(*, workload_id: int, actor, changes: Mapping[str, Any]) -> Workload:
     """Change a running workload's size (replicas, workers, vCPUs…); a scale-up is admitted
     against the quota under the tenant's lock, like a launch."""
-    workload = _locked_live(workload_id)
-    _operated(actor, workload.tenant, "scale workloads")
+    workload = _locked_live(workload_id, actor=actor, what="scale workloads")
     try:
         spec = workload.kind_entry.module.scale(
             workload.spec, changes, launch_context(tenant=workload.tenant)
@@ -190,8 +196,7 @@ def workload_power(*, workload_id: int, actor, action: str) -> Workload:
     back to the tenant's quota; starting takes them again (admitted like a launch)."""
     if action not in POWER_ACTIONS:
         raise ValidationError({"action": [f"Pick one of: {', '.join(POWER_ACTIONS)}."]})
-    workload = _locked_live(workload_id)
-    _operated(actor, workload.tenant, "start and stop virtual machines")
+    workload = _locked_live(workload_id, actor=actor, what="start and stop virtual machines")
     if workload.kind != vm.KEY:
         raise RuleViolation(f"{workload} has no power actions: only virtual machines do.")
     running = bool(workload.spec.get("running", True))

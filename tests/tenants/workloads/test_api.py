@@ -801,3 +801,17 @@ def test_workload_enums_have_names_of_their_own(schema):
     assert "launched" in components["WorkloadEventKindEnum"]["enum"]
     assert components["WorkloadPowerActionEnum"]["enum"] == ["start", "stop", "restart"]
     assert components["WorkloadScaleRequest"]["properties"]["changes"]["type"] == "object"
+
+
+@pytest.mark.django_db
+def test_the_check_says_when_a_name_is_taken(tenant, tenant_member, gpu_pool, workload_quota,
+                                             simulated_gateway, api_client):
+    workload_quota()
+    services.workload_launch(tenant=tenant, actor=tenant_member, kind="inference",
+                                      name="chat", spec=INFERENCE_SPEC)
+    api_client.force_authenticate(tenant_member)
+    answer = api_client.post("/api/v1/workloads/check/", {
+        "tenant": tenant.slug, "kind": "inference", "name": "chat", "spec": INFERENCE_SPEC,
+    }, format="json")
+    assert answer.status_code == 400
+    assert "taken" in " ".join(answer.json()["error"]["fields"]["name"])
