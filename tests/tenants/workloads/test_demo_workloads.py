@@ -1,10 +1,12 @@
-"""The demo's workloads: the simulated fleet drives every kind through the real services
-(launch, reconcile, observe, delete)."""
+"""The demo's workloads: the simulated fleet drives every kind from pending to ready through the
+real services (launch, reconcile, observe, scale, power, delete), and fails an endpoint whose
+model does not exist in KServe's words."""
 
 import pytest
 
-from portal.models import SimulatedObject
+from portal.models import AuditEvent, OutboxEmail, SimulatedObject
 from tenants.workloads import services
+from tenants.workloads.kinds import vcluster
 from tenants.workloads.models import VmImage, Workload, WorkloadStatus
 
 from .conftest import H100, INFERENCE_SPEC
@@ -47,6 +49,100 @@ def observe(workload: Workload) -> str:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("kind", list(SPECS))
+def test_each_kind_goes_from_pending_to_ready_on_the_simulated_fleet(
+    kind, fleet, tenant, tenant_member
+):
+    workload = launch(tenant, tenant_member, kind)
+    assert workload.status == S.PENDING
+
+    services.workload_reconcile(workload_id=workload.pk)
+    assert status_of(workload) == S.PROVISIONING
+    fleet.advance(10)
+    assert observe(workload) == S.PROVISIONING
+    fleet.advance(10)
+    services.workload_observe(workload_id=workload.pk)  # an operator's parts show up one read late
+
+    assert observe(workload) == S.READY, (workload.status_reason, workload.status_message)
+    assert workload.ready_at is not None
+    assert workload.connection["items"]
+    assert OutboxEmail.objects.filter(topic="workload.ready").count() == 1
+    assert list(workload.events.values_list("to_status", flat=True).exclude(to_status="")) == [
+        S.PENDING, S.PROVISIONING, S.READY
+    ]
+
+
+@pytest.mark.django_db
+def test_a_ready_vclusters_kubeconfig_downloads_from_its_secret(fleet, tenant, tenant_member):
+    workload = launch(tenant, tenant_member, "vcluster", name="dev")
+    services.workload_reconcile(workload_id=workload.pk)
+    fleet.advance(20)
+    observe(workload)
+
+    kubeconfig = services.workload_kubeconfig(workload=workload, actor=tenant_member)
+
+    assert f"server: {vcluster.server_url('dev', tenant.namespace)}" in kubeconfig
+    assert AuditEvent.objects.filter(action="workload.kubeconfig_download").count() == 1
+
+
+@pytest.mark.django_db
+def test_a_vm_stops_starts_and_restarts(fleet, tenant, tenant_member):
+    workload = launch(tenant, tenant_member, "vm", name="box")
+    services.workload_reconcile(workload_id=workload.pk)
+    fleet.advance(20)
+    assert observe(workload) == S.READY
+    first_ip = workload.details["ip"]
+
+    def power(action: str) -> str:
+        services.workload_power(workload_id=workload.pk, actor=tenant_member, action=action)
+        services.workload_reconcile(workload_id=workload.pk)
+        return status_of(workload)
+
+    assert power("stop") == S.READY
+    assert workload.details["printable_status"] == "Stopped"
+    assert workload.demand == {"storage-gib": 20, "count:vm": 1}  # no GPU held while stopped
+    assert power("start") == S.PROVISIONING
+    assert workload.details["printable_status"] == "Starting"
+    fleet.advance(10)
+    assert observe(workload) == S.READY
+    second_ip = workload.details["ip"]
+
+    assert power("restart") == S.PROVISIONING
+    assert workload.status_reason == "Restarting"
+    assert observe(workload) == S.PROVISIONING
+    fleet.advance(10)
+    assert observe(workload) == S.READY
+    assert not workload.details["restart_pending"]
+    assert len({first_ip, second_ip, workload.details["ip"]}) == 3  # a new guest each boot
+    vmi = SimulatedObject.objects.get(kind="VirtualMachineInstance", name="box").body
+    assert vmi["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"] == (
+        workload.spec["restarted_at"]
+    )
+
+
+@pytest.mark.django_db
+def test_a_slurm_cluster_scales_its_workers(fleet, tenant, tenant_member):
+    workload = launch(tenant, tenant_member, "slurm", name="train")
+    services.workload_reconcile(workload_id=workload.pk)
+    fleet.advance(20)
+    observe(workload)
+    assert observe(workload) == S.READY
+
+    services.workload_scale(workload_id=workload.pk, actor=tenant_member, changes={"workers": 3})
+    services.workload_reconcile(workload_id=workload.pk)
+    assert status_of(workload) == S.PROVISIONING
+    assert workload.status_message == "1 of 3 workers ready."
+    fleet.advance(20)
+    assert observe(workload) == S.READY
+    assert workload.details["workers_ready"] == 3
+
+    services.workload_scale(workload_id=workload.pk, actor=tenant_member, changes={"workers": 2})
+    services.workload_reconcile(workload_id=workload.pk)
+    assert status_of(workload) == S.READY
+    assert SimulatedObject.objects.filter(kind="Pod", name__startswith="train-workers").count() == 2
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("kind", list(SPECS))
 def test_deleting_a_workload_finishes_with_nothing_of_it_left(
     kind, fleet, tenant, tenant_member, django_capture_on_commit_callbacks
 ):
@@ -70,3 +166,21 @@ def test_deleting_a_workload_finishes_with_nothing_of_it_left(
 
     assert status_of(workload) == S.DELETED
     assert not SimulatedObject.objects.filter(namespace=tenant.namespace).exists()
+
+
+@pytest.mark.django_db
+def test_an_endpoint_whose_model_does_not_exist_fails_in_kserves_words(
+    fleet, tenant, tenant_member
+):
+    spec = {**INFERENCE_SPEC, "model_uri": "hf://meta-llama/Llama-9-does-not-exist"}
+    workload = launch(tenant, tenant_member, "inference", name="typo", spec=spec)
+    services.workload_reconcile(workload_id=workload.pk)
+    assert status_of(workload) == S.PROVISIONING
+    fleet.advance(20)
+
+    assert observe(workload) == S.FAILED
+    assert workload.status_reason == "ModelLoadFailed"
+    assert "Repository Not Found" in workload.status_message
+    assert "meta-llama/Llama-9-does-not-exist" in workload.status_message
+    note = OutboxEmail.objects.get(topic="workload.failed")
+    assert "ModelLoadFailed" in note.body
