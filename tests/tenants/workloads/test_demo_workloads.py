@@ -1,8 +1,11 @@
 """The demo's workloads: the simulated fleet drives every kind from pending to ready through the
-real services (launch, reconcile, observe, scale, power, delete), and fails an endpoint whose
-model does not exist in KServe's words."""
+real services (launch, reconcile, observe, scale, power, delete), fails an endpoint whose model
+does not exist in KServe's words, and the demo data loads twice without changing anything."""
+
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 
 from portal.models import AuditEvent, OutboxEmail, SimulatedObject
 from tenants.workloads import services
@@ -184,3 +187,41 @@ def test_an_endpoint_whose_model_does_not_exist_fails_in_kserves_words(
     assert "meta-llama/Llama-9-does-not-exist" in workload.status_message
     note = OutboxEmail.objects.get(topic="workload.failed")
     assert "ModelLoadFailed" in note.body
+
+
+# --- the demo data ----------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_demo_loads_twice_without_changes_and_has_workloads_in_every_state():
+    call_command("load_demo", stdout=StringIO())
+    workloads = {w.name: w for w in Workload.objects.select_related("tenant")}
+    cluster = dict(SimulatedObject.objects.values_list("pk", "resource_version"))
+    counts = (Workload.objects.count(), VmImage.objects.count(), AuditEvent.objects.count(),
+              OutboxEmail.objects.count())
+
+    call_command("load_demo", stdout=StringIO())
+
+    assert dict(SimulatedObject.objects.values_list("pk", "resource_version")) == cluster
+    assert (Workload.objects.count(), VmImage.objects.count(), AuditEvent.objects.count(),
+            OutboxEmail.objects.count()) == counts
+    state = {name: (w.tenant.slug, w.kind, w.status) for name, w in workloads.items()}
+    assert state["dev-cluster"] == ("nova", "vcluster", S.READY)
+    assert state["support-assistant"] == ("nova", "inference", S.READY)
+    assert state["search-embeddings"] == ("nova", "inference", S.PROVISIONING)
+    assert state["llama-70b-trial"] == ("nova", "inference", S.FAILED)
+    assert state["eval-slurm"] == ("atlas", "slurm", S.READY)
+    assert state["redteam-box"] == ("atlas", "vm", S.READY)
+    assert state["notebook"] == ("orbit", "vm", S.READY)
+    assert state["pretrain-cluster"] == ("helix", "vcluster", S.READY)
+    assert workloads["redteam-box"].details["printable_status"] == "Stopped"
+    assert workloads["notebook"].details["printable_status"] == "Running"
+    assert workloads["eval-slurm"].details["workers_ready"] == 4
+    failed = workloads["llama-70b-trial"]
+    assert failed.status_reason == "ModelLoadFailed"
+    assert "Repository Not Found" in failed.status_message
+    assert {w.launched_by.username for w in workloads.values() if w.tenant.slug == "nova"} == {
+        "mike"
+    }
+    assert set(VmImage.objects.values_list("key", flat=True)) == {"ubuntu-2404-nvidia", "rocky-9"}
+    assert AuditEvent.objects.filter(action="vm_image.create").count() == 2
