@@ -1,6 +1,8 @@
 """Writes about workloads: what people ask (`lifecycle`: launch, scale, power, delete, their
-admission against quota) and what the cluster does (`reconcile`: apply, observe, tear down)."""
+admission against quota), what the cluster does (`reconcile`: apply, observe, tear down) and
+what platform admins offer (`catalog`: VM boot images)."""
 
+from .catalog import vm_image_save
 from .lifecycle import (
     workload_delete,
     workload_kubeconfig,
@@ -17,6 +19,7 @@ from .reconcile import (
 )
 
 __all__ = [
+    "vm_image_save",
     "workload_delete",
     "workload_kubeconfig",
     "workload_launch",

@@ -227,7 +227,8 @@ def workload_delete(*, workload_id: int, actor) -> Workload:
 
 def workload_refresh(*, workload: Workload) -> bool:
     """Ask for a fresh look at a workload still in progress (the detail page while it polls);
-    at most every few seconds. True when one was queued."""
+    at most every few seconds. True when one was queued. A deletion's look is its teardown,
+    which finishes it once nothing is left (an observation ignores a deleting workload)."""
     if not workload.in_progress:
         return False
     recent = timezone.now() - REFRESH_EVERY
