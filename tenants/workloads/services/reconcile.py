@@ -346,6 +346,16 @@ def workloads_observe_sweep(*, gateway: FleetGateway | None = None) -> int:
     return len(live)
 
 
+def workloads_reconcile_now(*, actor: Any | None, workload_ids: list[int]) -> int:
+    """A platform admin asks for these workloads to be applied and looked at now (audited)."""
+    workloads = list(Workload.objects.filter(pk__in=workload_ids).exclude(status=S.DELETED)
+                     .select_related("tenant"))
+    for workload in workloads:
+        audit(actor=actor, action="workload.reconcile_now", obj=workload, tenant=workload.tenant)
+        enqueue_on_commit(RECONCILE, workload.pk)
+    return len(workloads)
+
+
 def workloads_reconcile_sweep() -> list[int]:
     """Queue a reconcile of every workload whose desired state is not applied yet, whose last
     apply failed, or whose deletion is still in progress (lost tasks, retries given up)."""

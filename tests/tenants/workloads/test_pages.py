@@ -192,3 +192,20 @@ def test_the_list_makes_the_same_queries_at_any_size(login, tenant, tenant_membe
     for i in range(20):
         _launched(tenant, tenant_member, name=f"more-{i}")
     assert count() == few
+
+
+@pytest.mark.django_db(transaction=True)
+def test_platform_admins_see_every_workload_in_django_admin_and_reconcile_it_now(
+    login, tenant, tenant_member, platform_admin, gpu_pool, workload_quota, simulated_gateway
+):
+    from portal.models import AuditEvent
+
+    workload_quota()
+    workload = _launched(tenant, tenant_member)
+    client = login(platform_admin)
+    listing = client.get("/admin/tenants/workload/")
+    assert listing.status_code == 200 and "chat" in listing.content.decode()
+    client.post("/admin/tenants/workload/", {"action": "reconcile_now",
+                                             "_selected_action": [workload.pk]})
+    assert AuditEvent.objects.filter(action="workload.reconcile_now", actor=platform_admin,
+                                     object_id=str(workload.pk)).exists()
