@@ -146,14 +146,18 @@ def vm_image_catalog() -> dict[str, dict]:
 
 def launch_context(*, tenant: Tenant, quota: Mapping[str, int] | None = None) -> LaunchContext:
     """What the kinds validate against: the tenant's isolation, its quota, the GPU classes of its
-    pool (with the most one node holds) and the admins' catalogs. Three queries."""
+    pool (with the most one node holds; for HAMi shares, the most one GPU offers) and the admins'
+    catalogs. Partitions (MIG, HAMi) are offered to shared tenants only. Three queries."""
     if quota is None:
         quota = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "limit"))
     largest = largest_node_by_class(pool=pool_of(tenant))
     offers = []
     for key in sorted(largest):
         resource_class = resource_classes.parse(key)
-        if resource_class.kind == "mig" and tenant.isolation == Tenant.Isolation.DEDICATED:
+        if (
+            resource_class.kind in {"mig", "hami"}
+            and tenant.isolation == Tenant.Isolation.DEDICATED
+        ):
             continue  # partitions only inside one trust domain
         offers.append(GpuOffer(resource=key, label=resource_class.label, max_per_node=largest[key]))
     return LaunchContext(
