@@ -268,6 +268,9 @@ def test_a_shared_tenants_launch_form_offers_hami_shares_and_asks_their_size_onc
     assert launched.status_code == 302
     workload = Workload.objects.get(name="chat")
     assert workload.demand[MEMORY] == 32 and workload.demand[CORES] == 50
+    detail = client.get(launched["Location"]).content.decode()
+    assert "32 GiB memory of NVIDIA L40S (HAMi)" in detail
+    assert "50 % compute of NVIDIA L40S (HAMi)" in detail
 
 
 @pytest.mark.django_db
