@@ -178,6 +178,9 @@ class InferenceForm(WorkloadForm):
         if resource_classes.parse_hami_gpu(str(picked or "")) is None:
             for name in inference.HAMI_FIELDS:  # a whole GPU or a MIG instance: no share to size
                 del self.fields[name]
+        else:  # one vGPU per replica, sized by its memory and compute, asked right after it
+            del self.fields["gpus_per_replica"]
+            self.order_fields(["name", "model_uri", "gpu", *inference.HAMI_FIELDS])
 
 
 class VirtualMachineForm(WorkloadForm):

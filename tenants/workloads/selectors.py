@@ -87,10 +87,21 @@ class GpuHolding:
         return min(100, round(100 * self.held / self.granted)) if self.granted else 100
 
     @property
+    def short_label(self) -> str:
+        """The class without what its kind's badge already says: "NVIDIA L40S memory"."""
+        rc = resource_classes.parse(self.resource)
+        if self.kind == "hami":
+            counter = "memory" if rc.hami_counter == "memory-gib" else "compute"
+            return f"{rc.gpu_model.display_name} {counter}"
+        if self.kind == "mig":
+            return f"{rc.gpu_model.display_name} {rc.mig_profile}"
+        return rc.gpu_model.display_name
+
+    @property
     def unit(self) -> str:
         """What the numbers count: GiB or percent of a GPU for HAMi, else GPUs or instances."""
         if self.kind == "hami":
-            return "GiB" if self.resource.endswith(":memory-gib") else "% of a GPU"
+            return "GiB" if self.resource.endswith(":memory-gib") else "%"
         return "GPUs" if self.kind == "gpu" else "instances"
 
 
