@@ -15,6 +15,8 @@ from inventory.resource_classes import GPU_MODELS
 from tenants.access import services as tenant_services
 from tenants.models import Membership, QuotaRequest, RoleAssignment, Tenant
 from tenants.quota import services as tenant_quota
+from tenants.workloads import services as workloads
+from tenants.workloads.models import Workload
 
 DEMO_NAMESPACE = uuid.UUID("5f1c2a7e-4d1b-4e0a-9c39-2f6a3b8d7e10")
 
@@ -56,10 +58,14 @@ QUOTAS = {
         "storage-gib": 50000,
         "count:vcluster": 4,
         "count:slurm": 2,
+        "count:inference": 2,
     },
     "nova": {
         "gpu:nvidia-h100-80gb": 16,
         "gpu:nvidia-l40s": 24,
+        # Shares of the L40S nodes HAMi serves: 2 GPUs' worth of memory and compute.
+        "hami:nvidia-l40s:memory-gib": 88,
+        "hami:nvidia-l40s:cores": 200,
         "cpu": 256,
         "memory-gib": 2048,
         "storage-gib": 10000,
@@ -72,6 +78,7 @@ QUOTAS = {
         "memory-gib": 768,
         "storage-gib": 2000,
         "count:vm": 6,
+        "count:inference": 2,
     },
     "orbit": {
         "gpu:nvidia-a100-80gb": 24,
@@ -195,6 +202,35 @@ QUOTA_REQUESTS = (
 )
 
 
+# (tenant, launched by, name, inference spec): one endpoint per way of getting a GPU — whole
+# GPUs on a dedicated tenant's reserved nodes, a MIG instance, a HAMi share.
+WORKLOADS = (
+    ("helix", "olivia", "eval-34b", {"model_uri": "s3://helix-models/34b/step-90000",
+                                     "gpu": "gpu:nvidia-h200", "gpus_per_replica": 4,
+                                     "min_replicas": 1, "max_replicas": 2, "cpu": 32,
+                                     "memory_gib": 256}),
+    ("nova", "mike", "support-chat", {"model_uri": "hf://Qwen/Qwen2.5-7B-Instruct",
+                                      "gpu": "hami:nvidia-l40s", "gpu_memory_gib": 20,
+                                      "gpu_cores": 30, "min_replicas": 1, "max_replicas": 2,
+                                      "cpu": 4, "memory_gib": 32}),
+    ("nova", "mike", "search-embed", {"model_uri": "hf://BAAI/bge-m3", "gpu": "gpu:nvidia-l40s",
+                                      "min_replicas": 1, "max_replicas": 2, "cpu": 4,
+                                      "memory_gib": 16}),
+    ("atlas", "ari", "eval-judge", {"model_uri": "hf://meta-llama/Llama-3.1-8B-Instruct",
+                                    "gpu": "mig:nvidia-a100-80gb:1g.10gb", "min_replicas": 1,
+                                    "max_replicas": 3, "cpu": 2, "memory_gib": 16}),
+)
+
+
+def _workloads(users: dict) -> None:
+    """A few inference endpoints, launched as their tenants' people would (once)."""
+    for slug, who, name, spec in WORKLOADS:
+        tenant = Tenant.objects.get(slug=slug)
+        if not Workload.objects.filter(tenant=tenant, name=name).exists():
+            workloads.workload_launch(tenant=tenant, actor=users[who], kind="inference",
+                                      name=name, spec=spec)
+
+
 def _quota_requests(users: dict) -> None:
     """A few requests in each state, so the review queue and the dashboards look alive."""
     if QuotaRequest.objects.exists():
@@ -256,4 +292,5 @@ def load_demo() -> list[DemoAccount]:
         actor=None, user=users["adam"], role=RoleAssignment.Role.PLATFORM_ADMIN
     )
     _quota_requests(users)
+    _workloads(users)
     return list(ACCOUNTS)
