@@ -63,10 +63,14 @@ QUOTAS = {
         "storage-gib": 50000,
         "count:vcluster": 4,
         "count:slurm": 2,
+        "count:inference": 2,
     },
     "nova": {
         "gpu:nvidia-h100-80gb": 16,
         "gpu:nvidia-l40s": 24,
+        # Shares of the L40S nodes HAMi serves: 2 GPUs' worth of memory and compute.
+        "hami:nvidia-l40s:memory-gib": 88,
+        "hami:nvidia-l40s:cores": 200,
         "cpu": 256,
         "memory-gib": 2048,
         "storage-gib": 10000,
@@ -81,6 +85,7 @@ QUOTAS = {
         "storage-gib": 2000,
         "count:vm": 6,
         "count:slurm": 1,
+        "count:inference": 2,
     },
     "orbit": {
         "gpu:nvidia-a100-80gb": 24,
@@ -293,6 +298,20 @@ WORKLOADS = (
     DemoWorkload("orbit", "omar", "vm", "notebook",
                  {"image": "rocky-9", "cpu": 16, "memory_gib": 128, "disk_gib": 200,
                   "gpu": "gpu:nvidia-a100-80gb", "gpus": 1, "ssh_public_key": DEMO_SSH_KEY}),
+    # One endpoint per way of getting a GPU besides whole ones on the shared pool: whole GPUs
+    # on a dedicated tenant's reserved nodes, a HAMi share, a MIG instance.
+    DemoWorkload("helix", "olivia", "inference", "eval-34b",
+                 {"model_uri": "s3://helix-models/34b/step-90000", "gpu": "gpu:nvidia-h200",
+                  "gpus_per_replica": 4, "min_replicas": 1, "max_replicas": 2, "cpu": 32,
+                  "memory_gib": 256}),
+    DemoWorkload("nova", "mike", "inference", "support-chat",
+                 {"model_uri": "hf://Qwen/Qwen2.5-7B-Instruct", "gpu": "hami:nvidia-l40s",
+                  "gpu_memory_gib": 20, "gpu_cores": 30, "min_replicas": 1, "max_replicas": 2,
+                  "cpu": 4, "memory_gib": 32}),
+    DemoWorkload("atlas", "ari", "inference", "eval-judge",
+                 {"model_uri": "hf://meta-llama/Llama-3.1-8B-Instruct",
+                  "gpu": "mig:nvidia-a100-80gb:1g.10gb", "min_replicas": 1, "max_replicas": 3,
+                  "cpu": 2, "memory_gib": 16}),
     DemoWorkload("helix", "olivia", "vcluster", "pretrain-cluster",
                  {"kubernetes_version": "1.35", "gpu_scheduling": True, "cpu": 8,
                   "memory_gib": 32}),

@@ -431,6 +431,7 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "NodeStateEnum": "inventory.models.node.NodeState",
     "NodeRoleEnum": "inventory.models.node.NodeRole",
     "BiosProfileEnum": "inventory.models.node.BiosProfile",
+    "GpuSharingEnum": "inventory.models.node.GpuSharing",
     "ValidationKindEnum": "inventory.models.node.ValidationKind",
     "GpuHealthEnum": "inventory.models.device.GpuHealth",
     "NicKindEnum": "inventory.models.device.NicKind",

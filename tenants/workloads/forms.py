@@ -10,6 +10,8 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
+from inventory import resource_classes
+
 from ..access.models import Tenant
 from .kinds import inference, vcluster
 from .kinds.base import LaunchContext
@@ -65,11 +67,20 @@ class WorkloadForm(forms.Form):
 
     # -- GPU choices: only what the tenant's isolation, pool and quota allow, and why not --
 
-    def gpu_choices(self, *, whole_only: bool = False, optional: bool = False) -> list[tuple]:
+    def gpu_choices(
+        self,
+        *,
+        kinds: tuple[str, ...] = ("gpu", "mig", "hami"),
+        optional: bool = False,
+        refused: str = "",
+    ) -> list[tuple]:
+        """The GPU classes of the tenant's pool this workload can use (`kinds`), each with its
+        quota; the rest are left out with a note saying why. A model HAMi shares is one choice,
+        `hami:<model>`, holding both of its classes (memory and compute)."""
         choices = [(NO_GPU, "No GPUs")] if optional else []
         for offer in self.context.gpu_offers:
             kind = offer.resource.split(":", 1)[0]
-            if whole_only and kind != "gpu":
+            if kind not in kinds or kind == "hami":
                 continue
             limit = self.context.quota.get(offer.resource, 0)
             if limit <= 0:
@@ -78,11 +89,27 @@ class WorkloadForm(forms.Form):
                 continue
             choices.append((offer.resource, f"{offer.label} — up to {offer.max_per_node} per "
                                             f"node, quota {limit:,}"))
+        hami_models = self.context.hami_models()
+        for model_key in hami_models if "hami" in kinds else ():
+            memory, cores = self.context.hami_offer(model_key)
+            name = resource_classes.GPU_MODELS[model_key].display_name
+            limits = (self.context.quota.get(memory.resource, 0),
+                      self.context.quota.get(cores.resource, 0))
+            if min(limits) <= 0:
+                self.gpu_notes.append(f"{name} shared through HAMi: in your pool, but your "
+                                      "tenant needs quota for both its HAMi GPU memory and "
+                                      "compute (ask on the quota page).")
+                continue
+            choices.append((resource_classes.hami_gpu(model_key),
+                            f"{name} shared through HAMi — up to {memory.max_per_node} GiB and "
+                            f"{cores.max_per_node} % of one GPU per replica, quota "
+                            f"{limits[0]:,} GiB · {limits[1]:,} %"))
         if not self.context.partitions_allowed:
-            self.gpu_notes.append("MIG partitions are not offered: dedicated tenants get whole "
-                                  "GPUs on their reserved nodes only.")
-        if whole_only:
-            self.gpu_notes.append("Only whole GPUs pass through to a VM (no MIG or HAMi shares).")
+            self.gpu_notes.append("MIG partitions and HAMi shares are not offered: dedicated "
+                                  "tenants get whole GPUs on their reserved nodes only.")
+        if refused and (hami_models or any(o.resource.startswith("mig:")
+                                           for o in self.context.gpu_offers)):
+            self.gpu_notes.append(refused)
         if not self.context.gpu_offers:
             self.gpu_notes.append("Your pool has no GPU nodes right now.")
         return choices
@@ -127,10 +154,33 @@ class InferenceForm(WorkloadForm):
                   initial=inference.DEFAULT_CPU)
     memory_gib = _number("Memory per replica (GiB)", minimum=1, maximum=inference.MAX_MEMORY_GIB,
                          initial=inference.DEFAULT_MEMORY_GIB)
+    # Shown once a HAMi share is picked (the form re-renders as the person changes it).
+    gpu_memory_gib = forms.CharField(
+        label="GPU memory per replica (GiB)", required=False,
+        help_text="Of one GPU, shared through HAMi: the model and its KV cache must fit.",
+        widget=forms.NumberInput(attrs={**NUMBER, "min": inference.MIN_GPU_MEMORY_GIB}),
+    )
+    gpu_cores = forms.CharField(
+        label="GPU compute per replica (%)", required=False,
+        help_text=f"Percent of one GPU's compute, {resource_classes.HAMI_MIN_CORES} to 100.",
+        widget=forms.NumberInput(
+            attrs={**NUMBER, "min": resource_classes.HAMI_MIN_CORES, "max": 100}
+        ),
+    )
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["gpu"].choices = self.gpu_choices()
+        choices = self.gpu_choices()
+        self.fields["gpu"].choices = choices
+        picked = self.data.get("gpu") if self.is_bound else self.initial.get("gpu")
+        if picked is None and choices:
+            picked = choices[0][0]
+        if resource_classes.parse_hami_gpu(str(picked or "")) is None:
+            for name in inference.HAMI_FIELDS:  # a whole GPU or a MIG instance: no share to size
+                del self.fields[name]
+        else:  # one vGPU per replica, sized by its memory and compute, asked right after it
+            del self.fields["gpus_per_replica"]
+            self.order_fields(["name", "model_uri", "gpu", *inference.HAMI_FIELDS])
 
 
 class VirtualMachineForm(WorkloadForm):
@@ -169,7 +219,10 @@ class VirtualMachineForm(WorkloadForm):
             *((key, entry["label"]) for key, entry in images.items()),
             (self.CUSTOM, "Custom image…"),
         ]
-        self.fields["gpu"].choices = self.gpu_choices(whole_only=True, optional=True)
+        self.fields["gpu"].choices = self.gpu_choices(
+            kinds=("gpu",), optional=True,
+            refused="Only whole GPUs pass through to a VM (no MIG or HAMi shares).",
+        )
 
     def spec(self) -> dict[str, Any]:
         spec = super().spec()
@@ -204,7 +257,11 @@ class SlurmForm(WorkloadForm):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["gpu"].choices = self.gpu_choices()
+        self.fields["gpu"].choices = self.gpu_choices(
+            kinds=("gpu", "mig"),
+            refused="HAMi shares are not offered: Slurm's GPU scheduling does not know them."
+            if self.context.hami_models() else "",
+        )
 
 
 FORMS: dict[str, type[WorkloadForm]] = {
@@ -222,6 +279,8 @@ class ScaleForm(forms.Form):
         super().__init__(*args, **kwargs)
         launch = FORMS[workload.kind]
         for name in workload.kind_entry.scalable:
+            if name not in workload.spec:
+                continue  # e.g. a whole-GPU endpoint has no HAMi share to resize
             field = launch.base_fields[name]
             self.fields[name] = type(field)(
                 label=field.label, required=False, help_text=field.help_text,

@@ -44,7 +44,7 @@ KINDS: dict[str, KindEntry] = {
             "inference", inference.KIND, "Inference endpoint",
             resource_classes.COUNT_LABELS["inference"], "lightning-charge",
             "A model served by vLLM behind an OpenAI-compatible API (KServe).",
-            ("min_replicas", "max_replicas", "gpus_per_replica"),
+            ("min_replicas", "max_replicas", "gpus_per_replica", "gpu_memory_gib", "gpu_cores"),
         ),
         KindEntry(
             "vm", vm.KIND, vm.KIND.LABEL, resource_classes.COUNT_LABELS["vm"], "pc-display",

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from inventory import resource_classes
@@ -69,6 +69,85 @@ def tenant_demand_in_use(*, tenant: Tenant) -> dict[str, int]:
     return demand_in_use(tenant_ids=[tenant.pk]).get(tenant.pk, {})
 
 
+GPU_KINDS = ("gpu", "mig", "hami")
+
+
+@dataclass(frozen=True)
+class GpuHolding:
+    """What one tenant's workloads hold of one GPU class, beside its quota for it."""
+
+    resource: str
+    label: str
+    kind: str  # gpu | mig | hami
+    held: int
+    granted: int
+
+    @property
+    def percent(self) -> int:
+        return min(100, round(100 * self.held / self.granted)) if self.granted else 100
+
+    @property
+    def short_label(self) -> str:
+        """The class without what its kind's badge already says: "NVIDIA L40S memory"."""
+        rc = resource_classes.parse(self.resource)
+        if self.kind == "hami":
+            counter = "memory" if rc.hami_counter == "memory-gib" else "compute"
+            return f"{rc.gpu_model.display_name} {counter}"
+        if self.kind == "mig":
+            return f"{rc.gpu_model.display_name} {rc.mig_profile}"
+        return rc.gpu_model.display_name
+
+    @property
+    def unit(self) -> str:
+        """What the numbers count: GiB or percent of a GPU for HAMi, else GPUs or instances."""
+        if self.kind == "hami":
+            return "GiB" if self.resource.endswith(":memory-gib") else "%"
+        return "GPUs" if self.kind == "gpu" else "instances"
+
+
+@dataclass(frozen=True)
+class TenantGpuHoldings:
+    slug: str
+    name: str
+    isolation: str
+    status: str
+    lines: tuple[GpuHolding, ...]
+
+
+def gpu_holdings_by_tenant() -> list[TenantGpuHoldings]:
+    """Per tenant with any GPU quota or holding: what its workloads hold of each GPU class
+    (whole GPUs, MIG instances, HAMi GiB and percent) and its quota. Three queries, whatever
+    the number of tenants, quotas or workloads."""
+    tenants = list(
+        Tenant.objects.order_by("name", "pk").values_list("pk", "slug", "name", "isolation",
+                                                          "status")
+    )
+    granted: dict[int, dict[str, int]] = defaultdict(dict)
+    gpu_quotas = Quota.objects.filter(
+        Q(resource__startswith="gpu:") | Q(resource__startswith="mig:")
+        | Q(resource__startswith="hami:")
+    )
+    for tenant_id, resource, limit in gpu_quotas.values_list("tenant_id", "resource", "limit"):
+        granted[tenant_id][resource] = limit
+    held = demand_in_use(tenant_ids=[pk for pk, *_ in tenants])
+    order = {key: i for i, key in enumerate(resource_classes.all_keys())}
+    found = []
+    for pk, slug, name, isolation, status in tenants:
+        lines = []
+        keys = set(granted.get(pk, {})) | set(held.get(pk, {}))
+        for key in sorted(keys, key=lambda k: (order.get(k, len(order)), k)):
+            try:
+                rc = resource_classes.parse(key)
+            except resource_classes.UnknownResourceClass:
+                continue
+            amount, limit = held.get(pk, {}).get(key, 0), granted.get(pk, {}).get(key, 0)
+            if rc.kind in GPU_KINDS and (amount or limit):
+                lines.append(GpuHolding(key, rc.label, rc.kind, amount, limit))
+        if lines:
+            found.append(TenantGpuHoldings(slug, name, isolation, status, tuple(lines)))
+    return found
+
+
 def vm_image_catalog() -> dict[str, dict]:
     """The boot images platform admins keep for VMs, by key (the VM kind's catalog)."""
     from .models import VmImage  # the catalog model lives with the workloads
@@ -78,14 +157,18 @@ def vm_image_catalog() -> dict[str, dict]:
 
 def launch_context(*, tenant: Tenant, quota: Mapping[str, int] | None = None) -> LaunchContext:
     """What the kinds validate against: the tenant's isolation, its quota, the GPU classes of its
-    pool (with the most one node holds) and the admins' catalogs. Three queries."""
+    pool (with the most one node holds; for HAMi shares, the most one GPU offers) and the admins'
+    catalogs. Partitions (MIG, HAMi) are offered to shared tenants only. Three queries."""
     if quota is None:
         quota = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "limit"))
     largest = largest_node_by_class(pool=pool_of(tenant))
     offers = []
     for key in sorted(largest):
         resource_class = resource_classes.parse(key)
-        if resource_class.kind == "mig" and tenant.isolation == Tenant.Isolation.DEDICATED:
+        if (
+            resource_class.kind in {"mig", "hami"}
+            and tenant.isolation == Tenant.Isolation.DEDICATED
+        ):
             continue  # partitions only inside one trust domain
         offers.append(GpuOffer(resource=key, label=resource_class.label, max_per_node=largest[key]))
     return LaunchContext(

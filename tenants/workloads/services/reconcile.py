@@ -42,6 +42,7 @@ from ..kinds.base import (
     Manifest,
     ObjectKey,
     Observation,
+    SpecError,
 )
 from ..kinds.schemas import check_manifests
 from ..models import TRANSITIONS, Workload, WorkloadEvent, WorkloadStatus
@@ -305,6 +306,19 @@ def _teardown(workload: Workload, gateway: FleetGateway) -> str:
 # --- the task's entry -------------------------------------------------------------------------
 
 
+def _refuse_to_build(workload: Workload, error: SpecError) -> str:
+    """The kind will not build a stored spec for the tenant as it is now (a partition for a
+    tenant made dedicated since the launch): nothing is applied, the workload fails and says
+    why. Its quota stays held until someone deletes it."""
+    message = " ".join(m for messages in error.fields.values() for m in messages)[:2000]
+    with transaction.atomic():
+        locked = Workload.objects.select_for_update().get(pk=workload.pk)
+        moved = _move(locked, S.FAILED, reason="Refused", message=message)
+        if not moved and locked.status_message != message:
+            Workload.objects.filter(pk=locked.pk).update(status_message=message)
+    return "failed"
+
+
 def workload_reconcile(*, workload_id: int, gateway: FleetGateway | None = None) -> str:
     """Make the cluster hold what the database says for one workload, then look at it.
 
@@ -318,7 +332,10 @@ def workload_reconcile(*, workload_id: int, gateway: FleetGateway | None = None)
         return _teardown(workload, gateway)
     ctx = build_context(workload=workload)
     if workload.applied_version < workload.desired_version or workload.reconcile_error:
-        _apply(workload, ctx, gateway)
+        try:
+            _apply(workload, ctx, gateway)
+        except SpecError as exc:
+            return _refuse_to_build(workload, exc)
     owned = _owned_objects(gateway, [workload]).get(workload.pk, {})
     return _observe(workload, ctx, gateway, owned).state
 

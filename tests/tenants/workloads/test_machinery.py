@@ -395,6 +395,58 @@ def test_concurrent_launches_never_exceed_the_quota(
     assert Workload.objects.count() == 1
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("limits", "tight"),
+    [
+        ({"hami:nvidia-l40s:memory-gib": 64, "hami:nvidia-l40s:cores": 200}, "GPU memory"),
+        ({"hami:nvidia-l40s:memory-gib": 96, "hami:nvidia-l40s:cores": 100}, "GPU compute"),
+    ],
+    ids=["memory", "cores"],
+)
+def test_concurrent_scale_ups_never_exceed_the_quota(
+    tenant, tenant_member, workload_quota, simulated_gateway, limits, tight
+):
+    """Two HAMi endpoints share one quota; each scale-up fits alone, both together do not —
+    whichever of HAMi's two counters is the tight one."""
+    from tests.factories import hami_gpu_node
+
+    assert connection.vendor == "postgresql"
+    hami_gpu_node()
+    workload_quota(**limits)
+    share = {"model_uri": "hf://Qwen/Qwen2.5-7B-Instruct", "gpu": "hami:nvidia-l40s",
+             "gpu_memory_gib": 20, "gpu_cores": 30, "min_replicas": 1, "max_replicas": 1,
+             "cpu": 2, "memory_gib": 16}
+    workloads = [_launch(tenant, tenant_member, name=n, spec=share) for n in ("left", "right")]
+    start = threading.Barrier(2)
+    outcomes: list[object] = []
+
+    def scale_up(workload_id: int) -> None:
+        try:
+            start.wait(timeout=10)
+            outcomes.append(services.workload_scale(
+                workload_id=workload_id, actor=tenant_member, changes={"max_replicas": 2}
+            ))
+        except ValidationError as exc:
+            outcomes.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=scale_up, args=(w.pk,)) for w in workloads]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    scaled = [o for o in outcomes if isinstance(o, Workload)]
+    refused = [o for o in outcomes if isinstance(o, ValidationError)]
+    assert len(scaled) == 1 and len(refused) == 1
+    assert tight in " ".join(refused[0].message_dict["quota"])
+    held = tenant_demand_in_use(tenant=tenant)
+    assert held["hami:nvidia-l40s:memory-gib"] == 60 and held["hami:nvidia-l40s:cores"] == 90
+    assert sorted(Workload.objects.values_list("spec__max_replicas", flat=True)) == [1, 2]
+
+
 @pytest.mark.django_db
 def test_a_dedicated_tenant_is_offered_only_its_reserved_nodes_and_placed_on_them(
     tenant, tenant_member, workload_quota, kube_gateway, kube_emulator
