@@ -116,12 +116,13 @@ def _lifecycle_action(service, verb: str, description: str, *, consequence: str 
 class NodeAdmin(admin.ModelAdmin):
     list_display = ["hostname", "rack", "position", "role", "state", "bios_profile",
                     "reserved_for", "cpu_cores", "memory_gib"]
-    list_filter = ["state", "role", "bios_profile", "rack__site", "reserved_for"]
+    list_filter = ["state", "role", "gpu_sharing", "bios_profile", "rack__site", "reserved_for"]
     search_fields = ["hostname", "k8s_name", "serial", "bmc_address"]
     list_select_related = ["rack__site"]
     readonly_fields = ["state", "state_changed_at", "k8s_last_seen_at", "k8s_ready",
                        "k8s_unschedulable", "k8s_conditions", "k8s_labels", "k8s_capacity",
-                       "placed_pods", "gpus_in_use", "mig_in_use", "disks_wiped_at",
+                       "placed_pods", "gpus_in_use", "mig_in_use", "gpu_sharing",
+                       "hami_devices", "hami_in_use", "disks_wiped_at",
                        "bmc_reset_at", "created_at"]
     fieldsets = [
         (None, {"fields": ["hostname", "k8s_name", "serial", "bmc_address", "role",
@@ -131,7 +132,8 @@ class NodeAdmin(admin.ModelAdmin):
                                   "bmc_reset_at"]}),
         ("Seen in the cluster", {"classes": ["collapse"], "fields": [
             "k8s_last_seen_at", "k8s_ready", "k8s_unschedulable", "k8s_conditions",
-            "k8s_labels", "k8s_capacity", "placed_pods", "gpus_in_use", "mig_in_use"]}),
+            "k8s_labels", "k8s_capacity", "placed_pods", "gpus_in_use", "mig_in_use",
+            "gpu_sharing", "hami_devices", "hami_in_use"]}),
     ]
     inlines = [GPUInline, NICInline, HealthEventInline]
 

@@ -1,10 +1,13 @@
 """The demo fleet's details: BIOS profiles, BMCs, NICs, topology, health history, and the
 simulated cluster's Node and Pod objects, so that every fleet page has something to show.
+Four L40S nodes share their GPUs through HAMi: labelled `gpu=on` and registered in HAMi's
+annotation (no GPU Feature Discovery labels there: HAMi's device plugin replaced NVIDIA's).
 
 Deterministic and idempotent: details are added only where missing, and the simulated objects
 are applied (server-side apply semantics: a second apply changes nothing).
 """
 
+import json
 import uuid
 
 from django.conf import settings
@@ -20,6 +23,8 @@ from .services.sync import cluster_sync
 
 NAMESPACE = uuid.UUID("8d4c8f7e-6a1b-4c3e-9f0d-2b7a5e1c9d40")
 IB_RAILS = 8
+HAMI_NODES = frozenset({33, 34, 35, 36})  # L40S nodes whose GPUs HAMi shares
+HAMI_DEVMEM_MIB = {"nvidia-l40s": 46068}  # what NVML reports, as HAMi registers it
 
 
 def _hex(seed: str, digits: int) -> str:
@@ -101,11 +106,33 @@ def _history(nodes: dict[int, Node]) -> None:
         )
 
 
-def _node_object(node: Node) -> dict:
+def _hami_register(gpus: list[GPU], model: resource_classes.GpuModel) -> str:
+    """The annotation HAMi v2.10's device plugin writes (json.Marshal, zero values left out)."""
+    devices = []
+    for gpu in gpus:
+        device: dict = {"id": gpu.uuid or f"GPU-{gpu.node_id}-{gpu.index}"}
+        if gpu.index:
+            device["index"] = gpu.index
+        device |= {"count": 10, "devmem": HAMI_DEVMEM_MIB.get(model.key, model.memory_gib * 1024),
+                   "devcore": 100, "type": model.hami_type}
+        if gpu.numa_node:
+            device["numa"] = gpu.numa_node
+        device |= {"mode": "hami-core", "health": True}
+        devices.append(device)
+    return json.dumps(devices, separators=(",", ":"))
+
+
+def _node_object(node: Node, *, hami: bool = False) -> dict:
     gpus = list(node.gpus.all())
     model = resource_classes.GPU_MODELS.get(gpus[0].model) if gpus else None
     labels = {"kubernetes.io/hostname": node.k8s_name, "kubernetes.io/os": "linux",
               "topology.kubernetes.io/zone": node.rack.site.slug if node.rack else ""}
+    if model and hami:
+        key, value = resource_classes.HAMI_NODE_LABEL
+        return {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": node.k8s_name, "labels": labels | {key: value},
+            "annotations": {resource_classes.HAMI_REGISTER_ANNOTATION: _hami_register(gpus, model)},
+        }, "spec": _node_spec(node)}
     if model:
         layouts = [g.mig_layout for g in gpus if g.mig_layout]
         labels |= {
@@ -125,14 +152,22 @@ def _node_object(node: Node) -> dict:
                 counts[profile] = counts.get(profile, 0) + 1
         for profile, count in counts.items():
             labels[f"nvidia.com/mig-{profile}.count"] = str(count)
-    spec = {"unschedulable": True} if node.state not in (
-        NodeState.AVAILABLE, NodeState.DISCOVERED, NodeState.VALIDATING) else {}
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node.k8s_name,
-                                                             "labels": labels}, "spec": spec}
+                                                             "labels": labels},
+            "spec": _node_spec(node)}
 
 
-def _pod(name: str, namespace: str, node: str, *, gpus: int = 0, mig: str = "") -> dict:
+def _node_spec(node: Node) -> dict:
+    return {"unschedulable": True} if node.state not in (
+        NodeState.AVAILABLE, NodeState.DISCOVERED, NodeState.VALIDATING) else {}
+
+
+def _pod(name: str, namespace: str, node: str, *, gpus: int = 0, mig: str = "",
+         hami: tuple[int, int] | None = None) -> dict:
     limits = {"nvidia.com/gpu": str(gpus)} if gpus else {f"nvidia.com/mig-{mig}": "1"}
+    if hami:  # one vGPU: MiB of its memory, percent of its compute
+        limits = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": str(hami[0]),
+                  "nvidia.com/gpucores": str(hami[1])}
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace},
@@ -157,6 +192,12 @@ def _simulated_cluster(nodes: dict[int, Node]) -> None:
     for i, node in enumerate(mig_nodes[:1]):
         pods += [_pod(f"atlas-eval-{i}-{j}", "tenant-atlas", node.k8s_name, mig="1g.10gb")
                  for j in range(min(5, MIG_COMPUTE_SLICES))]
+    hami_nodes = sorted(HAMI_NODES & set(nodes))
+    if hami_nodes:
+        shared = nodes[hami_nodes[0]].k8s_name
+        pods += [_pod("nova-rerank-0", "tenant-nova", shared, hami=(12288, 25)),
+                 _pod("nova-rerank-1", "tenant-nova", shared, hami=(12288, 25)),
+                 _pod("nova-notebook-0", "tenant-nova", shared, hami=(8192, 10))]
     # Only what is not there yet: a second `make demo` leaves the cluster (and what the sync
     # already settled on it, such as reserved nodes' labels and taints) as it is.
     gateway = get_gateway()
@@ -164,7 +205,7 @@ def _simulated_cluster(nodes: dict[int, Node]) -> None:
         (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
         for obj in gateway.list_nodes() + gateway.list(api_version="v1", kind="Pod")
     }
-    wanted = [_node_object(n) for n in nodes.values()] + pods
+    wanted = [_node_object(n, hami=number in HAMI_NODES) for number, n in nodes.items()] + pods
     missing = [
         obj
         for obj in wanted

@@ -3,7 +3,7 @@
 import django_filters
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from .models import GPU, Node, NodeState, Site
+from .models import GPU, GpuSharing, Node, NodeState, Site
 from .selectors.nodes import NodeHealth
 
 
@@ -21,6 +21,10 @@ class NodeFilterSet(django_filters.FilterSet):
     state = django_filters.MultipleChoiceFilter(choices=NodeState.choices)
     health = django_filters.ChoiceFilter(
         choices=NodeHealth.choices, field_name="health", empty_label="Any health"
+    )
+    sharing = django_filters.ChoiceFilter(
+        choices=GpuSharing.choices, field_name="gpu_sharing", empty_label="Any sharing",
+        label="GPU sharing",
     )
     reserved_for = django_filters.CharFilter(
         method="filter_reserved", label="Reserved for",

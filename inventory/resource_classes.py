@@ -11,6 +11,13 @@ counts in MiB) and percent of its compute (`nvidia.com/gpucores`, 100 = one whol
 asking for `nvidia.com/gpu: n` vGPUs with `gpumem: m` holds n * m of the memory counter. The
 vGPU count itself is no class of its own: under HAMi it is a count of slices, not of GPUs.
 Like MIG, HAMi shares are partitions: never for a dedicated tenant.
+
+A workload names the HAMi share of a model as `hami:<model>` (`hami_gpu`, no resource class of
+its own: it holds both counters). HAMi's side of a node and a pod is named here too: the label
+its device plugin runs on (`gpu=on`), the annotation it registers the GPUs in, its scheduler,
+and the pod annotation that picks a GPU type by the name HAMi registered (`hami_type`, the
+NVML device name, which GPU Feature Discovery turns into the product label by replacing
+spaces with `-`).
 """
 
 from dataclasses import dataclass
@@ -19,7 +26,22 @@ GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GPU_RESOURCE = "nvidia.com/gpu"
 HAMI_MEMORY_RESOURCE = "nvidia.com/gpumem"  # MiB per vGPU
 HAMI_CORES_RESOURCE = "nvidia.com/gpucores"  # percent of one GPU's compute per vGPU
+HAMI_MEMORY_PERCENT_RESOURCE = "nvidia.com/gpumem-percentage"  # percent of its memory per vGPU
 MIB_PER_GIB = 1024
+
+# HAMi v2.10 (Project-HAMi/HAMi): its device plugin DaemonSet runs on nodes labelled `gpu=on`
+# (chart value `devicePlugin.nvidiaNodeSelector`) and registers their GPUs in the annotation;
+# pods are scheduled by `hami-scheduler` and pick a GPU type with `nvidia.com/use-gputype`
+# (a case-insensitive substring of the registered type).
+HAMI_NODE_LABEL = ("gpu", "on")
+HAMI_REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
+HAMI_SCHEDULER = "hami-scheduler"
+HAMI_GPU_TYPE_ANNOTATION = "nvidia.com/use-gputype"
+# The chart's `devicePlugin.deviceSplitCount`: HAMi hands out at most this many vGPUs of one
+# GPU, so shares below a tenth of its compute would strand the rest of the GPU. The portal's
+# shares are at least HAMI_MIN_CORES percent, which also bounds the vGPUs a grant can hold.
+HAMI_SPLIT_COUNT = 10
+HAMI_MIN_CORES = 100 // HAMI_SPLIT_COUNT
 
 
 @dataclass(frozen=True)
@@ -29,6 +51,7 @@ class GpuModel:
     product_label: str
     memory_gib: int
     mig_profiles: tuple[str, ...] = ()
+    hami_type: str = ""  # the NVML device name HAMi registers, e.g. "NVIDIA A100-SXM4-80GB"
 
     @property
     def mig_capable(self) -> bool:
@@ -44,6 +67,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             "NVIDIA-H200",
             141,
             ("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb"),
+            "NVIDIA H200",
         ),
         GpuModel(
             "nvidia-h100-80gb",
@@ -51,6 +75,7 @@ GPU_MODELS: dict[str, GpuModel] = {
             "NVIDIA-H100-80GB-HBM3",
             80,
             ("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
+            "NVIDIA H100 80GB HBM3",
         ),
         GpuModel(
             "nvidia-a100-80gb",
@@ -58,10 +83,16 @@ GPU_MODELS: dict[str, GpuModel] = {
             "NVIDIA-A100-SXM4-80GB",
             80,
             ("1g.10gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb"),
+            "NVIDIA A100-SXM4-80GB",
         ),
-        GpuModel("nvidia-l40s", "NVIDIA L40S", "NVIDIA-L40S", 48),
+        GpuModel("nvidia-l40s", "NVIDIA L40S", "NVIDIA-L40S", 48, (), "NVIDIA L40S"),
         GpuModel(
-            "nvidia-rtx-4000-ada", "NVIDIA RTX 4000 Ada", "NVIDIA-RTX-4000-Ada-Generation", 20
+            "nvidia-rtx-4000-ada",
+            "NVIDIA RTX 4000 Ada",
+            "NVIDIA-RTX-4000-Ada-Generation",
+            20,
+            (),
+            "NVIDIA RTX 4000 Ada Generation",
         ),
     )
 }
@@ -204,6 +235,27 @@ def mig_model_key(model_key: str, profile: str) -> str:
 def hami_key(model_key: str, counter: str) -> str:
     """`hami:<model>:memory-gib` or `hami:<model>:cores`."""
     return f"hami:{model_key}:{counter}"
+
+
+def hami_gpu(model_key: str) -> str:
+    """`hami:<model>`: how a workload names the HAMi share of a GPU model (both counters)."""
+    return f"hami:{model_key}"
+
+
+def parse_hami_gpu(value: str) -> GpuModel | None:
+    """The model `hami:<model>` names, or None for anything else."""
+    kind, _, model_key = value.partition(":")
+    if kind != "hami" or ":" in model_key:
+        return None
+    return GPU_MODELS.get(model_key)
+
+
+def model_for_hami_type(hami_type: str) -> GpuModel | None:
+    """The model of a type HAMi registered (`NVIDIA H100 80GB HBM3`, or for an NVML name not
+    starting with NVIDIA, HAMi's `NVIDIA-Tesla T4`): GFD's product label is the same name with
+    spaces as `-`."""
+    model, profile = parse_product_label(hami_type.strip().replace(" ", "-"))
+    return None if profile else model
 
 
 def hami_limit_per_gpu(resource_class: ResourceClass) -> int:

@@ -1,10 +1,12 @@
-"""The demo's fleet, tenants and accounts: deterministic, so loading twice changes nothing."""
+"""The demo's fleet, tenants, accounts and workloads: deterministic, so loading twice changes
+nothing."""
 
 import datetime
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
@@ -12,9 +14,14 @@ from django.utils import timezone
 from inventory.demo_fleet import demo_fleet_details
 from inventory.models import GPU, Node, NodeState, Rack, Site
 from inventory.resource_classes import GPU_MODELS
+from portal.models import SimulatedObject
 from tenants.access import services as tenant_services
-from tenants.models import Membership, QuotaRequest, RoleAssignment, Tenant
+from tenants.models import Membership, QuotaRequest, RoleAssignment, Tenant, Workload
 from tenants.quota import services as tenant_quota
+from tenants.workloads import services as workloads
+from tenants.workloads.kinds.base import LABEL_WORKLOAD_ID
+from tenants.workloads.models import VmImage
+from tenants.workloads.selectors import build_context
 
 DEMO_NAMESPACE = uuid.UUID("5f1c2a7e-4d1b-4e0a-9c39-2f6a3b8d7e10")
 
@@ -56,14 +63,19 @@ QUOTAS = {
         "storage-gib": 50000,
         "count:vcluster": 4,
         "count:slurm": 2,
+        "count:inference": 2,
     },
     "nova": {
         "gpu:nvidia-h100-80gb": 16,
         "gpu:nvidia-l40s": 24,
+        # Shares of the L40S nodes HAMi serves: 2 GPUs' worth of memory and compute.
+        "hami:nvidia-l40s:memory-gib": 88,
+        "hami:nvidia-l40s:cores": 200,
         "cpu": 256,
         "memory-gib": 2048,
         "storage-gib": 10000,
         "count:inference": 10,
+        "count:vcluster": 2,
     },
     "atlas": {
         "mig:nvidia-a100-80gb:1g.10gb": 28,
@@ -72,6 +84,8 @@ QUOTAS = {
         "memory-gib": 768,
         "storage-gib": 2000,
         "count:vm": 6,
+        "count:slurm": 1,
+        "count:inference": 2,
     },
     "orbit": {
         "gpu:nvidia-a100-80gb": 24,
@@ -228,9 +242,141 @@ def _quota_requests(users: dict) -> None:
             tenant_quota.quota_request_withdraw(request_id=request.pk, actor=users[who])
 
 
+# Boot images platform admins offer for VMs: (key, label, container disk, min disk GiB, user).
+VM_IMAGES = (
+    ("ubuntu-2404-nvidia", "Ubuntu 24.04 LTS with NVIDIA driver 580",
+     "registry.ai-factory.example/containerdisks/ubuntu-nvidia:24.04-580.95.05", 40, "ubuntu"),
+    ("rocky-9", "Rocky Linux 9", "registry.ai-factory.example/containerdisks/rocky:9.6", 20,
+     "rocky"),
+)
+# The demo's public key for root's or the VM user's login (its private half was never kept).
+DEMO_SSH_KEY = (
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMgD8uC8AVXeT7ZNENLj3eGCoqOWBy09yW8vJWtBG5Oa"
+    " demo@ai-factory"
+)
+
+
+@dataclass(frozen=True)
+class DemoWorkload:
+    """A workload the demo launches through the services, and where it is left: `settled`
+    (its objects dated as if applied long ago and looked at again: ready, or failed in the
+    cluster's words, by the time anyone looks), `stopped` (a VM that ran, then was stopped), or
+    `fresh` (just applied, still coming up: its page follows it to ready)."""
+
+    tenant: str
+    launched_by: str
+    kind: str
+    name: str
+    spec: dict
+    state: str = "settled"
+
+
+# A model whose name ends in -does-not-exist is one the simulated KServe cannot find.
+WORKLOADS = (
+    DemoWorkload("nova", "mike", "vcluster", "dev-cluster",
+                 {"kubernetes_version": "1.35", "cpu": 4, "memory_gib": 8}),
+    DemoWorkload("nova", "mike", "inference", "support-assistant",
+                 {"model_uri": "hf://meta-llama/Llama-3.1-8B-Instruct",
+                  "gpu": "gpu:nvidia-h100-80gb", "gpus_per_replica": 1, "min_replicas": 1,
+                  "max_replicas": 2, "cpu": 8, "memory_gib": 64}),
+    DemoWorkload("nova", "mike", "inference", "llama-70b-trial",
+                 {"model_uri": "hf://meta-llama/Llama-3.3-70B-Instruct-does-not-exist",
+                  "gpu": "gpu:nvidia-h100-80gb", "gpus_per_replica": 4, "min_replicas": 1,
+                  "max_replicas": 1, "cpu": 16, "memory_gib": 256}),
+    DemoWorkload("nova", "mike", "inference", "search-embeddings",
+                 {"model_uri": "hf://intfloat/e5-mistral-7b-instruct", "gpu": "gpu:nvidia-l40s",
+                  "gpus_per_replica": 1, "min_replicas": 1, "max_replicas": 1, "cpu": 8,
+                  "memory_gib": 48}, state="fresh"),
+    DemoWorkload("atlas", "ari", "slurm", "eval-slurm",
+                 {"workers": 4, "gpu": "mig:nvidia-a100-80gb:1g.10gb", "gpus_per_worker": 1,
+                  "cpu_per_worker": 4, "memory_gib_per_worker": 32, "accounting": True,
+                  "rest_api": True, "ssh_public_key": DEMO_SSH_KEY}),
+    DemoWorkload("atlas", "ari", "vm", "redteam-box",
+                 {"image": "ubuntu-2404-nvidia", "cpu": 8, "memory_gib": 32, "disk_gib": 100,
+                  "gpu": "gpu:nvidia-l40s", "gpus": 1, "ssh_public_key": DEMO_SSH_KEY},
+                 state="stopped"),
+    DemoWorkload("orbit", "omar", "vm", "notebook",
+                 {"image": "rocky-9", "cpu": 16, "memory_gib": 128, "disk_gib": 200,
+                  "gpu": "gpu:nvidia-a100-80gb", "gpus": 1, "ssh_public_key": DEMO_SSH_KEY}),
+    # One endpoint per way of getting a GPU besides whole ones on the shared pool: whole GPUs
+    # on a dedicated tenant's reserved nodes, a HAMi share, a MIG instance.
+    DemoWorkload("helix", "olivia", "inference", "eval-34b",
+                 {"model_uri": "s3://helix-models/34b/step-90000", "gpu": "gpu:nvidia-h200",
+                  "gpus_per_replica": 4, "min_replicas": 1, "max_replicas": 2, "cpu": 32,
+                  "memory_gib": 256}),
+    DemoWorkload("nova", "mike", "inference", "support-chat",
+                 {"model_uri": "hf://Qwen/Qwen2.5-7B-Instruct", "gpu": "hami:nvidia-l40s",
+                  "gpu_memory_gib": 20, "gpu_cores": 30, "min_replicas": 1, "max_replicas": 2,
+                  "cpu": 4, "memory_gib": 32}),
+    DemoWorkload("atlas", "ari", "inference", "eval-judge",
+                 {"model_uri": "hf://meta-llama/Llama-3.1-8B-Instruct",
+                  "gpu": "mig:nvidia-a100-80gb:1g.10gb", "min_replicas": 1, "max_replicas": 3,
+                  "cpu": 2, "memory_gib": 16}),
+    DemoWorkload("helix", "olivia", "vcluster", "pretrain-cluster",
+                 {"kubernetes_version": "1.35", "gpu_scheduling": True, "cpu": 8,
+                  "memory_gib": 32}),
+)
+
+
+def _vm_images() -> None:
+    for key, label, disk, min_disk, user in VM_IMAGES:
+        if not VmImage.objects.filter(key=key).exists():
+            workloads.vm_image_save(actor=None, image=VmImage(
+                key=key, label=label, container_disk=disk, min_disk_gib=min_disk,
+                default_user=user,
+            ))
+
+
+def _backdate(workload: Workload) -> None:
+    """Date the workload's objects on the simulated cluster as if applied long ago (those it
+    owns by label, and what the chart or operator made that the kind reads by name), so that
+    the next look finds them as the cluster's controllers would have left them by now."""
+    ctx = build_context(workload=workload)
+    names = getattr(workload.kind_entry.module, "unowned_objects", None)
+    unowned = {(a, k, n) for a, k, n in (names(workload.spec, ctx) if names else ())}
+    long_ago = timezone.now() - max(
+        datetime.timedelta(minutes=10),
+        3 * datetime.timedelta(seconds=settings.FLEET_SIMULATED_READY_SECONDS),
+    )
+    ids = [
+        row.pk
+        for row in SimulatedObject.objects.filter(namespace=ctx.namespace)
+        if ((row.body.get("metadata") or {}).get("labels") or {}).get(LABEL_WORKLOAD_ID)
+        == str(workload.pk)
+        or (row.api_version, row.kind, row.name) in unowned
+    ]
+    SimulatedObject.objects.filter(pk__in=ids).update(created_at=long_ago, updated_at=long_ago)
+
+
+def _workloads(users: dict) -> None:
+    """A few workloads in each state, launched, reconciled and observed through the services
+    (the tasks would do the same after commit; here they run at once). Only on the simulated
+    fleet: the demo launches nothing on a real cluster."""
+    if settings.FLEET_BACKEND != "simulated":
+        return
+    for item in WORKLOADS:
+        tenant = Tenant.objects.get(slug=item.tenant)
+        if Workload.objects.filter(tenant=tenant, name=item.name).exists():
+            continue
+        workload = workloads.workload_launch(
+            tenant=tenant, actor=users[item.launched_by], kind=item.kind, name=item.name,
+            spec=item.spec,
+        )
+        workloads.workload_reconcile(workload_id=workload.pk)
+        if item.state == "fresh":
+            continue
+        _backdate(workload)
+        workloads.workload_observe(workload_id=workload.pk)
+        if item.state == "stopped":
+            workloads.workload_power(
+                workload_id=workload.pk, actor=users[item.launched_by], action="stop"
+            )
+            workloads.workload_reconcile(workload_id=workload.pk)
+
+
 @transaction.atomic
 def load_demo() -> list[DemoAccount]:
-    """Create the demo fleet, tenants, members, quotas and accounts (idempotent)."""
+    """Create the demo fleet, tenants, members, quotas, accounts and workloads (idempotent)."""
     _fleet()
     accounts = {a.username: _user(a.username, a.name, a.password) for a in ACCOUNTS}
     users = accounts | {u: _user(u, n, None) for u, n in EXTRA_USERS.items()}
@@ -256,4 +402,6 @@ def load_demo() -> list[DemoAccount]:
         actor=None, user=users["adam"], role=RoleAssignment.Role.PLATFORM_ADMIN
     )
     _quota_requests(users)
+    _vm_images()
+    _workloads(users)
     return list(ACCOUNTS)

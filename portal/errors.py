@@ -60,3 +60,10 @@ def _name(obj: Any) -> str:
     if meta is not None and text.startswith(f"{meta.object_name} object"):
         return f"{meta.verbose_name} {obj.pk}"
     return text
+
+
+class Unavailable(DomainError):
+    """Something the request needs (the cluster, Prometheus) does not answer now: try again."""
+
+    status = 503
+    code = "unavailable"

@@ -1,7 +1,9 @@
 """Pages composed from more than one app: the wiring's place, above every app.
 
 The fleet overview and the capacity summary show the inventory's counts beside what tenants
-were granted (tenants' quota): the inventory itself knows nothing of grants.
+were granted (tenants' quota): the inventory itself knows nothing of grants. The overview's GPU
+sharing section puts how each model's GPUs are handed out (whole, MIG, HAMi) beside what each
+tenant's workloads hold of every GPU class.
 """
 
 from dataclasses import asdict
@@ -11,6 +13,7 @@ from django.shortcuts import render
 
 from inventory.selectors.fleet import (
     fleet_capacity_by_model,
+    fleet_gpu_sharing_by_model,
     fleet_health_summary,
     fleet_nodes_by_state,
     fleet_totals,
@@ -20,6 +23,7 @@ from inventory.selectors.fleet import (
 from inventory.views.access import any_role_required, platform_admin_required
 from tenants.access import is_platform_admin
 from tenants.quota.capacity import capacity_by_resource_class
+from tenants.workloads.selectors import gpu_holdings_by_tenant
 
 
 @platform_admin_required
@@ -40,6 +44,8 @@ def fleet_overview(request):
             "ingest_run": runs["health-ingest"],
             "prometheus_configured": bool(settings.PROMETHEUS_URL),
             "resource_capacity": capacity_by_resource_class(),
+            "sharing": fleet_gpu_sharing_by_model(),
+            "holdings": gpu_holdings_by_tenant(),
         },
     )
 

@@ -296,6 +296,15 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "tenants.quota.tasks.quota_grants_sweep_task",
         "schedule": 3600.0,
     },
+    # Workloads: watch what is live, re-queue what is not applied yet or still deleting.
+    "workloads-observe-sweep": {
+        "task": "tenants.workloads.tasks.workloads_observe_sweep_task",
+        "schedule": env.float("WORKLOAD_OBSERVE_SECONDS", default=15.0),
+    },
+    "workloads-reconcile-sweep": {
+        "task": "tenants.workloads.tasks.workloads_reconcile_sweep_task",
+        "schedule": env.float("WORKLOAD_RECONCILE_SWEEP_SECONDS", default=120.0),
+    },
     # Mail waiting in the outbox (the broker was down, or the mail server refused it).
     "outbox-sweep": {
         "task": "portal.tasks.outbox_sweep_task",
@@ -306,6 +315,7 @@ CELERY_TIMEZONE = TIME_ZONE
 # Queued whenever a worker starts (portal.celery), so that nothing waits a full period.
 SWEEPS_AT_WORKER_START = [
     "tenants.enforcement.tasks.tenants_reconcile_sweep_task",
+    "tenants.workloads.tasks.workloads_reconcile_sweep_task",
     "portal.tasks.outbox_sweep_task",
     "inventory.tasks.cluster_sync_task",
 ]
@@ -326,6 +336,8 @@ TENANT_EDIT_CLUSTER_ROLE = env.str("TENANT_EDIT_CLUSTER_ROLE", default="edit")
 # The API server's --oidc-groups-prefix: Keycloak group "/tenants/x/member" is
 # "oidc:/tenants/x/member" in RBAC (the tenant's RoleBindings name these groups).
 KUBERNETES_OIDC_GROUPS_PREFIX = env.str("KUBERNETES_OIDC_GROUPS_PREFIX", default="oidc:")
+# The cluster's DNS domain: in-cluster addresses of workloads (<svc>.<ns>.svc.<domain>).
+KUBERNETES_CLUSTER_DOMAIN = env.str("KUBERNETES_CLUSTER_DOMAIN", default="cluster.local")
 # Where people reach the portal: links in e-mails are absolute.
 PORTAL_URL = env.str("PORTAL_URL", default="http://127.0.0.1:8000").rstrip("/")
 # Temporary quota grants: remind the tenant this many days before the end date.
@@ -419,6 +431,7 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "NodeStateEnum": "inventory.models.node.NodeState",
     "NodeRoleEnum": "inventory.models.node.NodeRole",
     "BiosProfileEnum": "inventory.models.node.BiosProfile",
+    "GpuSharingEnum": "inventory.models.node.GpuSharing",
     "ValidationKindEnum": "inventory.models.node.ValidationKind",
     "GpuHealthEnum": "inventory.models.device.GpuHealth",
     "NicKindEnum": "inventory.models.device.NicKind",
@@ -431,6 +444,10 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "QuotaRequestStatusEnum": "tenants.quota.models.QuotaRequestStatus",
     "TenantIsolationEnum": "tenants.access.models.Tenant.Isolation",
     "TenantStatusEnum": "tenants.access.models.Tenant.Status",
+    "WorkloadStatusEnum": "tenants.workloads.models.WorkloadStatus",
+    "WorkloadKindEnum": "tenants.workloads.registry.CHOICES",
+    "WorkloadEventKindEnum": "tenants.workloads.models.WorkloadEvent.Kind",
+    "WorkloadPowerActionEnum": "tenants.workloads.kinds.vm.spec.POWER_ACTIONS",
 }
 
 SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=8 * 3600)

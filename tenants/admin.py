@@ -2,3 +2,4 @@
 
 from .access import admin as access_admin  # noqa: F401 - importing registers
 from .quota import admin as quota_admin  # noqa: F401
+from .workloads import admin as workloads_admin  # noqa: F401

@@ -2,6 +2,7 @@
 
 from .access.models import Membership, RoleAssignment, Source, Tenant
 from .quota.models import Quota, QuotaRequest, QuotaRequestLine, QuotaRequestStatus
+from .workloads.models import Workload, WorkloadEvent, WorkloadStatus
 
 __all__ = [
     "Membership",
@@ -12,4 +13,7 @@ __all__ = [
     "RoleAssignment",
     "Source",
     "Tenant",
+    "Workload",
+    "WorkloadEvent",
+    "WorkloadStatus",
 ]

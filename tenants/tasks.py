@@ -4,10 +4,20 @@ this module, which registers them all."""
 from .enforcement.tasks import tenant_reconcile_task, tenants_reconcile_sweep_task
 from .identity.tasks import keycloak_directory_sync_task
 from .quota.tasks import quota_grants_sweep_task
+from .workloads.tasks import (
+    workload_observe_task,
+    workload_reconcile_task,
+    workloads_observe_sweep_task,
+    workloads_reconcile_sweep_task,
+)
 
 __all__ = [
     "keycloak_directory_sync_task",
     "quota_grants_sweep_task",
     "tenant_reconcile_task",
     "tenants_reconcile_sweep_task",
+    "workload_observe_task",
+    "workload_reconcile_task",
+    "workloads_observe_sweep_task",
+    "workloads_reconcile_sweep_task",
 ]

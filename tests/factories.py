@@ -103,3 +103,30 @@ class GPUFactory(factory.django.DjangoModelFactory):
     uuid = factory.Sequence(lambda n: f"GPU-{n:08d}-0000-0000-0000-000000000000")
     model = "nvidia-h100-80gb"
     memory_gib = 80
+
+
+def hami_gpu_node(
+    *,
+    model: str = "nvidia-l40s",
+    gpus: int = 8,
+    memory_mib: int = 46068,
+    unhealthy: tuple[int, ...] = (),
+    registered: bool = True,
+    hami_in_use: dict | None = None,
+    **node_fields,
+) -> Node:
+    """A node whose GPUs HAMi shares, as the cluster sync records it: `registered` GPUs (what
+    HAMi's device plugin wrote in its register annotation), `unhealthy` ones among them."""
+    from inventory.resource_classes import GPU_MODELS
+
+    devices = [
+        {"uuid": f"GPU-hami-{i}", "index": i, "count": 10, "memory_mib": memory_mib,
+         "cores": 100, "type": GPU_MODELS[model].hami_type, "health": i not in unhealthy,
+         "mode": "hami-core"}
+        for i in range(gpus)
+    ] if registered else []
+    node = NodeFactory(gpu_sharing="hami", hami_devices=devices, hami_in_use=hami_in_use or {},
+                       **node_fields)
+    for index in range(gpus):
+        GPUFactory(node=node, index=index, model=model, memory_gib=round(memory_mib / 1024))
+    return node

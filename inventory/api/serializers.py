@@ -77,8 +77,8 @@ class NodeListSerializer(serializers.ModelSerializer):
         fields = [
             "id", "hostname", "k8s_name", "serial", "site", "rack", "position", "height_units",
             "role", "state", "state_changed_at", "bios_profile", "bmc_address", "reserved_for",
-            "cpu_cores", "memory_gib", "gpu_count", "gpu_model", "health", "open_events",
-            "k8s_ready", "k8s_unschedulable", "k8s_last_seen_at",
+            "cpu_cores", "memory_gib", "gpu_count", "gpu_model", "gpu_sharing", "health",
+            "open_events", "k8s_ready", "k8s_unschedulable", "k8s_last_seen_at",
         ]
 
     def get_site(self, node: Node) -> str | None:
@@ -98,8 +98,9 @@ class NodeDetailSerializer(NodeListSerializer):
     class Meta(NodeListSerializer.Meta):
         fields = [
             *NodeListSerializer.Meta.fields, "allowed_moves", "k8s_conditions", "k8s_labels",
-            "k8s_capacity", "placed_pods", "gpus_in_use", "mig_in_use", "disks_wiped_at",
-            "bmc_reset_at", "gpus", "nics", "health_events", "validations",
+            "k8s_capacity", "placed_pods", "gpus_in_use", "mig_in_use", "hami_devices",
+            "hami_in_use", "disks_wiped_at", "bmc_reset_at", "gpus", "nics", "health_events",
+            "validations",
         ]
 
 
@@ -146,10 +147,23 @@ class ImportRequestSerializer(serializers.Serializer):
     dry_run = serializers.BooleanField(default=True)
 
 
+class ModelSharingSerializer(serializers.Serializer):
+    whole = serializers.IntegerField()
+    mig = serializers.IntegerField()
+    hami = serializers.IntegerField()
+    hami_reserved = serializers.IntegerField(
+        help_text="HAMi-shared GPUs on nodes reserved for a dedicated tenant (usable by nobody)."
+    )
+
+
 class FleetSummarySerializer(serializers.Serializer):
     totals = serializers.DictField(child=serializers.IntegerField())
     nodes_by_state = serializers.DictField(child=serializers.IntegerField())
     health = serializers.DictField(child=serializers.IntegerField())
+    gpu_sharing = serializers.DictField(
+        child=ModelSharingSerializer(),
+        help_text="Per GPU model: how many GPUs are whole, partitioned by MIG, shared by HAMi.",
+    )
 
 
 class ImportRowSerializer(serializers.Serializer):

@@ -19,7 +19,12 @@ from .. import transfer
 from ..filters import NodeFilterSet
 from ..models import GPU, NIC, HealthEvent, Node, NodeValidation, Rack, Site
 from ..selectors.export import inventory_export_nested, inventory_export_records
-from ..selectors.fleet import fleet_health_summary, fleet_nodes_by_state, fleet_totals
+from ..selectors.fleet import (
+    fleet_gpu_sharing_by_model,
+    fleet_health_summary,
+    fleet_nodes_by_state,
+    fleet_totals,
+)
 from ..selectors.nodes import nodes_for_list
 from ..services import health, lifecycle
 from ..services.transfer import inventory_import
@@ -41,7 +46,8 @@ class HasAnyRole(BasePermission):
 
 
 class FleetSummaryView(APIView):
-    """Totals, nodes by state and the health summary (platform admins)."""
+    """Totals, nodes by state, the health summary and how each GPU model's GPUs are handed out
+    (platform admins)."""
 
     permission_classes = [IsPlatformAdmin]
 
@@ -51,6 +57,11 @@ class FleetSummaryView(APIView):
             "totals": fleet_totals(),
             "nodes_by_state": {value: count for value, _, count, _ in fleet_nodes_by_state()},
             "health": asdict(fleet_health_summary()),
+            "gpu_sharing": {
+                row.model: {"whole": row.whole, "mig": row.mig, "hami": row.hami,
+                            "hami_reserved": row.hami_reserved}
+                for row in fleet_gpu_sharing_by_model()
+            },
         })
 
 

@@ -5,6 +5,7 @@ from .health import HealthEvent, InventoryRun, Severity
 from .node import (
     TRANSITIONS,
     BiosProfile,
+    GpuSharing,
     Node,
     NodeState,
     NodeValidation,
@@ -16,6 +17,7 @@ __all__ = [
     "NIC",
     "TRANSITIONS",
     "BiosProfile",
+    "GpuSharing",
     "HealthEvent",
     "InventoryRun",
     "Node",

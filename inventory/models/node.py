@@ -61,6 +61,16 @@ UNSCHEDULABLE_IN_STATE: dict[str, bool | None] = {
 }
 
 
+@colored({"whole": "secondary", "mig": "info", "hami": "primary"})
+class GpuSharing(ColoredChoices):
+    """How a node's GPUs are handed out, as the cluster sync last saw it: whole GPUs (the NVIDIA
+    device plugin), MIG partitions on some of them, or shares of every GPU through HAMi."""
+
+    WHOLE = "whole", "Whole GPUs"
+    MIG = "mig", "MIG partitions"
+    HAMI = "hami", "HAMi shares"
+
+
 class BiosProfile(models.TextChoices):
     BASELINE = "baseline", "Baseline"
     PERFORMANCE = "performance", "Performance"
@@ -120,6 +130,15 @@ class Node(models.Model):
     placed_pods = models.JSONField(default=list, blank=True)
     gpus_in_use = models.PositiveIntegerField(default=0)
     mig_in_use = models.JSONField(default=dict, blank=True)
+    # Whole, MIG or HAMi (the sync reads HAMi's `gpu=on` label and register annotation).
+    gpu_sharing = models.CharField(
+        "GPU sharing", max_length=10, choices=GpuSharing.choices, default=GpuSharing.WHOLE,
+        db_index=True,
+    )
+    # What HAMi's device plugin registered, per GPU: [{uuid, index, count (vGPUs), memory_mib,
+    # cores, type, health, mode}]; and what its pods hold: {memory_mib, cores, vgpus}.
+    hami_devices = models.JSONField(default=list, blank=True)
+    hami_in_use = models.JSONField(default=dict, blank=True)
     # While draining: what the drain waits for (pods terminating, a PodDisruptionBudget).
     drain_note = models.CharField(max_length=300, blank=True, validators=[validate_readable_text])
 
@@ -139,6 +158,9 @@ class Node(models.Model):
             models.CheckConstraint(
                 condition=Q(state__in=NodeState.values), name="node_state_valid"
             ),
+            models.CheckConstraint(
+                condition=Q(gpu_sharing__in=GpuSharing.values), name="node_gpu_sharing_valid"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -147,6 +169,10 @@ class Node(models.Model):
     @property
     def state_color(self) -> str:
         return NodeState.color(self.state)
+
+    @property
+    def gpu_sharing_color(self) -> str:
+        return GpuSharing.color(self.gpu_sharing)
 
     @property
     def allowed_moves(self) -> list[str]:

@@ -6,16 +6,22 @@ NoSchedule taint, so a shared tenant's pods cannot land on them: what a tenant c
 pool's, never the fleet's. The fleet's totals are the pools' sums.
 
 A GPU partitioned by MIG counts under its MIG profiles (`mig:<model>:<profile>`), not as a whole
-GPU (`gpu:<model>`), so no unit is counted twice. Retired nodes count for nothing.
+GPU (`gpu:<model>`), so no unit is counted twice. Likewise a GPU on a node whose GPUs HAMi shares
+counts only as HAMi shares: `hami:<model>:memory-gib` (the GiB of GPU memory HAMi registered for
+it, whole GiB; its own memory until HAMi has registered it) and `hami:<model>:cores` (100 per
+GPU, or what HAMi registered). It is in service only once HAMi has registered it healthy. HAMi's
+shares in use are what the node's pods ask for through HAMi (memory rounded up to whole GiB).
+Retired nodes count for nothing.
 """
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import Q, Sum
 
 from .. import resource_classes
-from ..models import GPU, Node, NodeState
+from ..models import GPU, GpuSharing, Node, NodeState
 
 SHARED_POOL = ""
 
@@ -41,39 +47,85 @@ def _pools() -> PoolCapacity:
     return defaultdict(lambda: defaultdict(InventoryCapacity))
 
 
+def _registered(devices: list[dict[str, Any]] | None) -> dict[int, dict[str, Any]]:
+    """HAMi's registered devices of a node, by GPU index."""
+    return {d.get("index", i): d for i, d in enumerate(devices or []) if isinstance(d, dict)}
+
+
+def hami_share_of(
+    index: int, memory_gib: int, registered: dict[int, dict[str, Any]]
+) -> tuple[int, int, bool]:
+    """(GiB of memory, percent of compute, registered healthy) one GPU offers through HAMi."""
+    device = registered.get(index)
+    if device is None:
+        return memory_gib, 100, False
+    return (
+        int(device.get("memory_mib") or 0) // resource_classes.MIB_PER_GIB,
+        int(device.get("cores") or 0),
+        bool(device.get("health")),
+    )
+
+
 def gpu_capacity_by_pool() -> PoolCapacity:
     """Per pool and GPU resource class key: installed, healthy (GPU healthy and its node
-    available), reserved (on nodes reserved for a dedicated tenant) and in use (GPU requests of
-    pods the last cluster sync saw). Two queries; the arithmetic is over one row per GPU."""
+    available; under HAMi also registered healthy), reserved (on nodes reserved for a dedicated
+    tenant) and in use (what pods the last cluster sync saw ask for). Two queries; the
+    arithmetic is over one row per node and one per GPU."""
     pools = _pools()
+    nodes = Node.objects.exclude(state=NodeState.RETIRED).values_list(
+        "pk", "reserved_for", "gpus_in_use", "mig_in_use", "gpu_sharing", "hami_devices",
+        "hami_in_use",
+    )
+    in_use: dict[int, tuple[str, int, dict, dict]] = {}
+    hami_nodes: dict[int, dict[int, dict[str, Any]]] = {}
+    for node_id, reserved_for, gpus, mig, sharing, devices, hami in nodes.iterator(
+        chunk_size=5000
+    ):
+        in_use[node_id] = (reserved_for, gpus, mig or {}, hami or {})
+        if sharing == GpuSharing.HAMI:
+            hami_nodes[node_id] = _registered(devices)
     node_model: dict[int, str] = {}
     gpus = GPU.objects.exclude(node__state=NodeState.RETIRED).values_list(
-        "node_id", "model", "mig_layout", "health", "node__state", "node__reserved_for"
+        "node_id", "index", "model", "memory_gib", "mig_layout", "health", "node__state",
+        "node__reserved_for",
     )
-    for node_id, model, layout, health, state, reserved_for in gpus.iterator(chunk_size=5000):
+    for node_id, index, model, memory_gib, layout, health, state, reserved_for in gpus.iterator(
+        chunk_size=5000
+    ):
         node_model.setdefault(node_id, model)
         healthy = health == GPU.Health.HEALTHY and state == NodeState.AVAILABLE
-        units = (
-            [resource_classes.mig_model_key(model, p) for p in layout]
-            if layout
-            else [resource_classes.gpu_class(model)]
-        )
-        for key in units:
+        if node_id in hami_nodes:
+            memory, cores, registered = hami_share_of(index, memory_gib, hami_nodes[node_id])
+            units = [
+                (resource_classes.hami_key(model, "memory-gib"), memory),
+                (resource_classes.hami_key(model, "cores"), cores),
+            ]
+            healthy = healthy and registered
+        elif layout:
+            units = [(resource_classes.mig_model_key(model, p), 1) for p in layout]
+        else:
+            units = [(resource_classes.gpu_class(model), 1)]
+        for key, amount in units:
             row = pools[reserved_for][key]
-            row.installed += 1
-            row.healthy += healthy
-            row.reserved += bool(reserved_for)
-    in_use = Node.objects.exclude(state=NodeState.RETIRED).values_list(
-        "pk", "reserved_for", "gpus_in_use", "mig_in_use"
-    )
-    for node_id, reserved_for, gpus_in_use, mig_in_use in in_use.iterator(chunk_size=5000):
+            row.installed += amount
+            row.healthy += amount if healthy else 0
+            row.reserved += amount if reserved_for else 0
+    hami_mib: dict[tuple[str, str], int] = defaultdict(int)
+    for node_id, (reserved_for, gpus_in_use, mig_in_use, hami_in_use) in in_use.items():
         model = node_model.get(node_id)
         if model is None:
             continue
         if gpus_in_use:
             pools[reserved_for][resource_classes.gpu_class(model)].in_use += gpus_in_use
-        for profile, count in (mig_in_use or {}).items():
+        for profile, count in mig_in_use.items():
             pools[reserved_for][resource_classes.mig_model_key(model, profile)].in_use += count
+        if node_id in hami_nodes and hami_in_use:
+            hami_mib[(reserved_for, model)] += int(hami_in_use.get("memory_mib") or 0)
+            cores = resource_classes.hami_key(model, "cores")
+            pools[reserved_for][cores].in_use += int(hami_in_use.get("cores") or 0)
+    for (reserved_for, model), mib in hami_mib.items():
+        memory = resource_classes.hami_key(model, "memory-gib")
+        pools[reserved_for][memory].in_use += -(-mib // resource_classes.MIB_PER_GIB)
     return pools
 
 
@@ -130,3 +182,40 @@ def gpu_capacity_by_class() -> dict[str, InventoryCapacity]:
 def node_capacity_by_class() -> dict[str, InventoryCapacity]:
     """The whole fleet's vCPU and memory counts: every pool's, summed."""
     return _fleet(node_capacity_by_pool())
+
+
+def largest_node_by_class(*, pool: str) -> dict[str, int]:
+    """Per GPU resource class, the most units one node of `pool` holds (nodes not retired):
+    no single pod or VM can ask for more. For HAMi shares, the most one GPU of the pool offers
+    (its memory in GiB, its compute in percent): a vGPU lives on one GPU. One query over the
+    pool's GPUs."""
+    per_node: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    per_gpu: dict[str, int] = {}
+    gpus = (
+        GPU.objects.exclude(node__state=NodeState.RETIRED)
+        .filter(node__reserved_for=pool)
+        .values_list(
+            "node_id", "index", "model", "memory_gib", "mig_layout", "node__gpu_sharing",
+            "node__hami_devices",
+        )
+    )
+    for node_id, index, model, memory_gib, layout, sharing, devices in gpus.iterator(
+        chunk_size=5000
+    ):
+        if sharing == GpuSharing.HAMI:
+            memory, cores, _ = hami_share_of(index, memory_gib, _registered(devices))
+            for key, amount in (
+                (resource_classes.hami_key(model, "memory-gib"), memory),
+                (resource_classes.hami_key(model, "cores"), cores),
+            ):
+                per_gpu[key] = max(per_gpu.get(key, 0), amount)
+        elif layout:
+            for profile in layout:
+                per_node[node_id][resource_classes.mig_model_key(model, profile)] += 1
+        else:
+            per_node[node_id][resource_classes.gpu_class(model)] += 1
+    largest: dict[str, int] = {key: amount for key, amount in per_gpu.items() if amount > 0}
+    for counts in per_node.values():
+        for key, count in counts.items():
+            largest[key] = max(largest.get(key, 0), count)
+    return largest

@@ -1,11 +1,12 @@
-"""The fleet overview: capacity by model, nodes by state, health summary, last job runs."""
+"""The fleet overview: capacity by model, how GPUs are shared, nodes by state, health summary,
+last job runs."""
 
 from dataclasses import dataclass
 
 from django.db.models import Count, Q, QuerySet
 
 from .. import resource_classes
-from ..models import GPU, HealthEvent, InventoryRun, Node, NodeState
+from ..models import GPU, GpuSharing, HealthEvent, InventoryRun, Node, NodeState
 from ..models.health import Severity
 
 
@@ -39,6 +40,56 @@ def fleet_capacity_by_model() -> list[ModelCapacity]:
         )
         for row in rows
     ]
+
+
+@dataclass(frozen=True)
+class ModelSharing:
+    """How the GPUs of one model are handed out: whole, partitioned by MIG, shared by HAMi."""
+
+    model: str
+    label: str
+    whole: int
+    mig: int
+    hami: int
+    # HAMi-shared GPUs on nodes reserved for a dedicated tenant: that tenant gets no shares and
+    # the reservation's taint keeps everyone else off, so nobody can use them.
+    hami_reserved: int
+
+    @property
+    def total(self) -> int:
+        return self.whole + self.mig + self.hami
+
+
+def fleet_gpu_sharing_by_model() -> list[ModelSharing]:
+    """Physical GPUs by model on nodes that are not retired: whole (nothing partitions them),
+    MIG (a MIG layout is configured) or HAMi (their node's GPUs are HAMi's). One query."""
+    hami = Q(node__gpu_sharing=GpuSharing.HAMI)
+    rows = (
+        GPU.objects.exclude(node__state=NodeState.RETIRED)
+        .values("model")
+        .annotate(
+            total=Count("id"),
+            hami=Count("id", filter=hami),
+            mig=Count("id", filter=~hami & ~Q(mig_layout=[])),
+            hami_reserved=Count("id", filter=hami & ~Q(node__reserved_for="")),
+        )
+        .order_by("model")
+    )
+    order = {key: i for i, key in enumerate(resource_classes.GPU_MODELS)}
+    found = [
+        ModelSharing(
+            model=row["model"],
+            label=getattr(
+                resource_classes.GPU_MODELS.get(row["model"]), "display_name", row["model"]
+            ),
+            whole=row["total"] - row["hami"] - row["mig"],
+            mig=row["mig"],
+            hami=row["hami"],
+            hami_reserved=row["hami_reserved"],
+        )
+        for row in rows
+    ]
+    return sorted(found, key=lambda r: (order.get(r.model, len(order)), r.model))
 
 
 def fleet_nodes_by_state() -> list[tuple[str, str, int, str]]:

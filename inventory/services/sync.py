@@ -5,6 +5,10 @@ is created as `discovered` (unracked, for an admin to place); a node only the in
 reported, never deleted. Cordon drift is settled towards safety: a node cordoned in the cluster
 but available here is recorded as cordoned; a node the portal took out of service but that is
 schedulable in the cluster is cordoned again.
+
+A node whose GPUs HAMi shares (its `gpu=on` label or register annotation) is recorded as such,
+with what HAMi registered; its pods' `nvidia.com/gpu` are vGPUs, so they count as HAMi memory
+and compute in use (`hami_in_use`), not as whole GPUs.
 """
 
 from dataclasses import dataclass, field
@@ -17,7 +21,7 @@ from portal.audit import audit
 from portal.fleet import FleetError, FleetGateway, get_gateway
 
 from .. import queueing
-from ..models import GPU, InventoryRun, Node, NodeState
+from ..models import GPU, GpuSharing, InventoryRun, Node, NodeState
 from ..models.node import UNSCHEDULABLE_IN_STATE
 from ..node_labels import ObservedNode, parse_node, reservation_patch
 from ..pods import PodPlacement, placements_by_node
@@ -26,6 +30,7 @@ from . import health, lifecycle
 NODE_FIELDS = (
     "cpu_cores", "memory_gib", "k8s_last_seen_at", "k8s_ready", "k8s_unschedulable",
     "k8s_conditions", "k8s_labels", "k8s_capacity", "placed_pods", "gpus_in_use", "mig_in_use",
+    "gpu_sharing", "hami_devices", "hami_in_use",
 )
 GPU_FIELDS = ("mig_capable", "mig_layout", "nvlink_domain")
 DRAIN_STUCK_AFTER = timedelta(minutes=15)
@@ -44,10 +49,27 @@ class SyncReport:
     recordoned: list[str] = field(default_factory=list)
     reservations_settled: list[str] = field(default_factory=list)
     drains_resumed: list[str] = field(default_factory=list)
+    hami_nodes: list[str] = field(default_factory=list)
+    hami_unreadable: dict[str, str] = field(default_factory=dict)
     gpus_created: int = 0
 
     def as_dict(self) -> dict:
         return {k: v for k, v in self.__dict__.items()}
+
+
+def _hami_in_use(obs: ObservedNode, pods: list[PodPlacement]) -> dict[str, int]:
+    """What the node's vGPUs hold: GPU memory (MiB), compute (percent) and how many."""
+    sharing = [p for p in pods if p.gpus]
+    if not sharing:
+        return {}
+    per_gpu_mib = (
+        obs.hami_devices[0].memory_mib if obs.hami_devices else obs.gpu_memory_gib * 1024
+    )
+    return {
+        "vgpus": sum(p.gpus for p in sharing),
+        "memory_mib": sum(p.hami_memory_mib(per_gpu_mib) for p in sharing),
+        "cores": sum(p.hami.get("cores", 0) for p in sharing),
+    }
 
 
 def _observed_values(obs: ObservedNode, pods: list[PodPlacement]) -> dict:
@@ -55,15 +77,21 @@ def _observed_values(obs: ObservedNode, pods: list[PodPlacement]) -> dict:
     for pod in pods:
         for profile, count in pod.mig.items():
             mig_in_use[profile] = mig_in_use.get(profile, 0) + count
+    hami = obs.gpu_sharing == GpuSharing.HAMI
+    ordered = sorted(pods, key=lambda p: (p.namespace, p.name))
     values = {
         "k8s_ready": obs.ready,
         "k8s_unschedulable": obs.unschedulable,
         "k8s_conditions": obs.conditions,
         "k8s_labels": obs.labels,
         "k8s_capacity": obs.capacity,
-        "placed_pods": [p.as_record() for p in sorted(pods, key=lambda p: (p.namespace, p.name))],
-        "gpus_in_use": sum(p.gpus for p in pods),
+        "placed_pods": [p.as_record(hami=hami) for p in ordered],
+        # Under HAMi `nvidia.com/gpu` counts vGPUs: shares, not whole GPUs.
+        "gpus_in_use": 0 if hami else sum(p.gpus for p in pods),
         "mig_in_use": dict(sorted(mig_in_use.items())),
+        "gpu_sharing": obs.gpu_sharing,
+        "hami_devices": [d.as_record() for d in obs.hami_devices],
+        "hami_in_use": _hami_in_use(obs, pods) if hami else {},
     }
     if obs.cpu_cores is not None:
         values["cpu_cores"] = obs.cpu_cores
@@ -127,6 +155,10 @@ def inventory_observed_apply(
         seen.add(obs.name)
         node = inventory.get(obs.name)
         values = _observed_values(obs, pods.get(obs.name, []))
+        if obs.gpu_sharing == GpuSharing.HAMI:
+            report.hami_nodes.append(obs.name)
+        if obs.hami_register_error:
+            report.hami_unreadable[obs.name] = obs.hami_register_error
         if node is None:
             if obs.hostname in hostnames:
                 report.hostname_conflicts.append(obs.name)

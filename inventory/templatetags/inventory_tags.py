@@ -12,3 +12,9 @@ def gpu_label(model_key: str | None) -> str:
     """`nvidia-h100-80gb` → `NVIDIA H100 80GB HBM3` (unknown keys are shown as they are)."""
     model = resource_classes.GPU_MODELS.get(model_key or "")
     return model.display_name if model else (model_key or "")
+
+
+@register.filter
+def mib_as_gib(mib: int | None) -> str:
+    """`46068` (MiB) → `45.0` (GiB, one decimal): HAMi counts GPU memory in MiB."""
+    return f"{(mib or 0) / resource_classes.MIB_PER_GIB:,.1f}"

@@ -77,6 +77,9 @@ def node_detail(request, node_id: int):
         return response
     node = node_get_for_detail(node_id=node_id)
     gpus = list(node.gpus.all())
+    registered = {d.get("index"): d for d in node.hami_devices or [] if isinstance(d, dict)}
+    for gpu in gpus:
+        gpu.hami_device = registered.get(gpu.index)  # what HAMi registered for it, if anything
     nics = list(node.nics.all())
     return render(
         request,

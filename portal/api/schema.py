@@ -1,7 +1,8 @@
 """What the OpenAPI schema says about errors: the one error format, on every operation.
 
 Added once, after drf-spectacular has built the schema, so that no viewset has to list its
-401/403/404/409 answers; an operation that documents a status itself keeps its own.
+401/403/404/409 answers; an operation that documents a status itself keeps its own, and one
+that documents an error status by its description alone (a 503) gets the error format there.
 """
 
 from drf_spectacular.views import SpectacularAPIView
@@ -61,9 +62,15 @@ def document_error_responses(result, generator, request, public):
             if "requestBody" in operation or method in ("post", "put", "patch"):
                 statuses |= WITH_BODY
             responses = operation.setdefault("responses", {})
+            # An error an operation names with only a description (a 503 of its own, or its
+            # words for a 400) is answered in the error format too.
+            for status, response in responses.items():
+                if status[:1] in ("4", "5") and "content" not in response:
+                    statuses.setdefault(status, response.get("description", ""))
             for status, description in statuses.items():
                 own = responses.get(status, {}).get("content", {}).get("application/json")
                 if own is None:
+                    description = responses.get(status, {}).get("description") or description
                     responses[status] = {"description": description, "content": error}
                 elif own["schema"] != ERROR_REF:
                     # Its own answer (e.g. an import's row errors), or the error format for a

@@ -24,7 +24,8 @@ class FleetError(Exception):
 
 
 class TransientFleetError(FleetError):
-    """Worth retrying later: throttling (429), server errors (5xx), timeouts, lost connections."""
+    """Worth retrying later: a conflict with a concurrent writer (409), throttling (429),
+    server errors (5xx), timeouts, lost connections."""
 
 
 class PermanentFleetError(FleetError):
@@ -54,7 +55,8 @@ def classify(exc: BaseException) -> FleetError:
     if isinstance(status, int) and not isinstance(status, bool):
         message = _api_message(exc)
         # Status 0 is the client's own wrapper for a failed TLS handshake: a connection problem.
-        if status == 0 or status == 429 or status >= 500:
+        # 409 is another writer (a controller, a finalizer) getting there first: try again.
+        if status in (0, 409, 429) or status >= 500:
             return TransientFleetError(message, status=status or None)
         return PermanentFleetError(message, status=status)
     if isinstance(exc, urllib3.exceptions.HTTPError | ConnectionError | TimeoutError):
@@ -76,6 +78,11 @@ class FleetGateway(abc.ABC):
     @abc.abstractmethod
     def apply(self, *, manifests: list[Manifest]) -> list[Manifest]:
         """Server-side apply each manifest in order (forced, one field manager); idempotent."""
+
+    @abc.abstractmethod
+    def create(self, *, manifest: Manifest) -> bool:
+        """Create the object if it does not exist (POST); False when it already did, and then it
+        is left exactly as it is (keys generated once must never be overwritten)."""
 
     @abc.abstractmethod
     def get(

@@ -15,7 +15,7 @@ from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 from kubernetes.dynamic.resource import Resource
 
-from .base import FleetGateway, Manifest, PermanentFleetError, classify
+from .base import FleetError, FleetGateway, Manifest, PermanentFleetError, classify
 
 # Retry only failed connects (the request never left), quickly: Celery retries everything else
 # with backoff, and a retried read of a PATCH/POST could apply it twice.
@@ -155,6 +155,25 @@ class KubernetesFleetGateway(FleetGateway):
                 )
             stored.append(_with_type(result.to_dict(), api_version, kind))
         return stored
+
+    def create(self, *, manifest: Manifest) -> bool:
+        api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
+        metadata = manifest.get("metadata") or {}
+        if not api_version or not kind or not metadata.get("name"):
+            raise PermanentFleetError("a manifest needs apiVersion, kind and metadata.name")
+        resource = self._resource(api_version, kind)
+        namespace = self._scope(resource, metadata.get("namespace"))
+        try:
+            with _classified():
+                self.dynamic.create(
+                    resource, body=manifest, namespace=namespace,
+                    _request_timeout=self.request_timeout,
+                )
+        except FleetError as exc:
+            if exc.status == 409:  # AlreadyExists: keep it as it is
+                return False
+            raise
+        return True
 
     def get(
         self, *, api_version: str, kind: str, name: str, namespace: str | None = None

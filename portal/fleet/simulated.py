@@ -5,13 +5,21 @@ is kept, and so is `status` for the kinds a controller owns. Reads give those ki
 their controller would report: "progressing" until FLEET_SIMULATED_READY_SECONDS have passed
 since the last spec change (`SimulatedObject.updated_at` marks it), ready afterwards.
 Unlike SSA, a field dropped from a later manifest stays when its whole section is dropped.
+
+Reading an object an operator owns also plays that operator (`simulated_operators`): what it
+would have made by now is created, dated from when it would have made it (so it is as far
+along as on a real cluster), placed on a node by a simple scheduler, and read back for the
+owner's status: a vCluster's control plane and kubeconfig Secret, a VM's DataVolume and
+VirtualMachineInstance, a Slurm cluster's StatefulSets, Deployments and worker pods. Deleting
+an object deletes what depends on it (ownerReferences, and a Helm release's objects), at once:
+the garbage collector's and Helm's part.
 """
 
 from __future__ import annotations
 
 import copy
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -21,14 +29,17 @@ from django.utils import timezone
 from ..models import SimulatedObject
 from .base import FleetGateway, Manifest, PermanentFleetError
 from .labels import label_selector_matcher
+from .simulated_clock import Clock, iso
 from .simulated_controllers import (
     CONTROLLERS,
+    OPERATORS,
     cluster_queue_flavors_usage,
     controller_status,
-    is_ready_helm_release,
+    ready_after,
     resource_quota_used,
-    vcluster_kubeconfig_secret,
 )
+from .simulated_operators import Made, Plan, dependents, depends_on, key_of
+from .simulated_scheduler import NodeView, schedule, unschedulable_status
 
 CLUSTER_SCOPED_KINDS = frozenset(
     {
@@ -51,6 +62,8 @@ CLUSTER_SCOPED_KINDS = frozenset(
 )
 SERVER_METADATA = ("uid", "creationTimestamp", "generation")
 IGNORED_METADATA = (*SERVER_METADATA, "resourceVersion", "managedFields", "deletionTimestamp")
+# An operator's round of making objects may enable the next (a VM's disk, then its VMI).
+OPERATOR_ROUNDS = 4
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -64,10 +77,6 @@ def merge_patch(target: Any, patch: Any) -> Any:
         else:
             result[key] = merge_patch(result.get(key), value)
     return result
-
-
-def _iso(moment: Any) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _render(row: SimulatedObject) -> Manifest:
@@ -98,7 +107,9 @@ class SimulatedFleetGateway(FleetGateway):
         return [self._apply_one(manifest) for manifest in manifests]
 
     @transaction.atomic
-    def _apply_one(self, manifest: Manifest) -> Manifest:
+    def _apply_one(self, manifest: Manifest, *, at: datetime | None = None) -> Manifest:
+        """Store one manifest; `at` dates a creation or a spec change (an operator's, made
+        when it would have made it), now by default."""
         api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
         metadata = manifest.get("metadata")
         if not (api_version and kind and isinstance(metadata, dict) and metadata.get("name")):
@@ -117,9 +128,9 @@ class SimulatedFleetGateway(FleetGateway):
 
         row = SimulatedObject.objects.select_for_update().filter(**key).first()
         if row is None:
-            now = timezone.now()
+            now = min(at, timezone.now()) if at else timezone.now()
             applied["metadata"].update(
-                uid=str(uuid.uuid4()), creationTimestamp=_iso(now), generation=1
+                uid=str(uuid.uuid4()), creationTimestamp=iso(now), generation=1
             )
             try:
                 with transaction.atomic():
@@ -143,20 +154,41 @@ class SimulatedFleetGateway(FleetGateway):
         )
         if spec_changed:
             merged["metadata"]["generation"] = int(live["metadata"].get("generation", 1)) + 1
-            row.updated_at = timezone.now()
+            row.updated_at = min(at, timezone.now()) if at else timezone.now()
         row.body = merged
         row.resource_version += 1
         row.save(update_fields=["body", "resource_version", "updated_at"])
         return _render(row)
 
-    def _observe(self, row: SimulatedObject) -> Manifest:
-        """Play the kind's controller: write the status it would report by now, if it changed."""
-        status = controller_status(
-            row.body,
-            spec_changed_at=row.updated_at,
-            ready_after=timedelta(seconds=settings.FLEET_SIMULATED_READY_SECONDS),
-            now=timezone.now(),
+    @transaction.atomic
+    def create(self, *, manifest: Manifest) -> bool:
+        api_version, kind = manifest.get("apiVersion"), manifest.get("kind")
+        metadata = manifest.get("metadata")
+        if not (api_version and kind and isinstance(metadata, dict) and metadata.get("name")):
+            raise PermanentFleetError("a manifest needs apiVersion, kind and metadata.name")
+        namespace = self._scope(kind, metadata.get("namespace"))
+        there = self._rows(api_version, kind).filter(namespace=namespace, name=metadata["name"])
+        if there.exists():
+            return False
+        self._apply_one(manifest)
+        return True
+
+    def _clock(self, row: SimulatedObject, now: datetime) -> Clock:
+        delay = timedelta(seconds=settings.FLEET_SIMULATED_READY_SECONDS)
+        return Clock(
+            created_at=row.created_at,
+            changed_at=row.updated_at,
+            ready_after=ready_after(row.api_version, row.kind, delay),
+            now=now,
+            cluster_domain=settings.KUBERNETES_CLUSTER_DOMAIN,
         )
+
+    def _observe(self, row: SimulatedObject, now: datetime | None = None) -> Manifest:
+        """Play the kind's controller: make what it would have made by now, and write the
+        status it would report, if it changed."""
+        now = now or timezone.now()
+        children = self._play_operator(row, now)
+        status = controller_status(row.body, self._clock(row, now), children)
         if status:
             status = self._with_usage(row, status)
         if status is None or row.body.get("status") == status:
@@ -168,9 +200,104 @@ class SimulatedFleetGateway(FleetGateway):
         ).update(body=body, resource_version=row.resource_version + 1)
         if written:
             row.body, row.resource_version = body, row.resource_version + 1
-            if is_ready_helm_release(body):
-                self._apply_one(vcluster_kubeconfig_secret(body))
         return _render(row)
+
+    # --- operators: what controllers make ---------------------------------------------------
+
+    def _dependent_rows(
+        self, owner: SimulatedObject, kinds: tuple[tuple[str, str], ...]
+    ) -> dict[tuple[str, str, str], SimulatedObject]:
+        """The owner's dependents of `kinds` in its namespace, directly or through another."""
+        candidates = [
+            row
+            for row in SimulatedObject.objects.filter(
+                namespace=owner.namespace, kind__in={kind for _, kind in kinds}
+            )
+            if (row.api_version, row.kind) in kinds
+        ]
+        by_body = {id(row.body): row for row in candidates}
+        found = dependents(owner.body, [row.body for row in candidates])
+        return {key_of(body): by_body[id(body)] for body in found}
+
+    def _play_operator(self, row: SimulatedObject, now: datetime) -> list[Manifest]:
+        """Make what the owner's operator has made by now; its dependents, as read back."""
+        operator = OPERATORS.get((row.api_version, row.kind))
+        if operator is None or not row.namespace:
+            return []
+        clock = self._clock(row, now)
+        for round_ in range(OPERATOR_ROUNDS + 1):
+            rows = self._dependent_rows(row, operator.makes)
+            children = [self._observe(child, now) for child in rows.values()]
+            if round_ == OPERATOR_ROUNDS:
+                break
+            if not self._carry_out(row, operator.plan(row.body, clock, children), rows):
+                break
+        return children
+
+    def _carry_out(
+        self, owner: SimulatedObject, plan: Plan, rows: dict[tuple[str, str, str], Any]
+    ) -> bool:
+        """Create what the plan makes that is missing, keep in step what it says, delete the
+        owner's dependents of the pruned kinds it no longer makes. True if anything changed."""
+        changed, nodes = False, None
+        made = {item.key: item for item in plan.made}
+        for key, item in made.items():
+            existing = rows.get(key)
+            if existing is None:
+                if self._rows(key[0], key[1]).filter(namespace=owner.namespace,
+                                                     name=key[2]).exists():
+                    continue  # someone else's object of that name: leave it alone
+                if nodes is None and key[1] in ("Pod", "VirtualMachineInstance"):
+                    nodes = self._node_views()
+                self._apply_one(self._placed(item, nodes or []), at=item.at)
+                changed = True
+            elif item.in_step:
+                version = existing.resource_version
+                changed |= int(self._apply_one(item.manifest, at=item.at)["metadata"][
+                    "resourceVersion"]) != version
+        doomed = [
+            child for key, child in rows.items()
+            if (key[0], key[1]) in plan.prune and key not in made
+            and depends_on(child.body, owner.body)
+        ]
+        if doomed:
+            self._delete_rows(doomed)
+        return changed or bool(doomed)
+
+    def _node_views(self) -> list[NodeView]:
+        views = []
+        for row in self._rows("v1", "Node").filter(namespace=""):
+            spec, meta = row.body.get("spec") or {}, row.body.get("metadata") or {}
+            views.append(NodeView(
+                name=row.name,
+                labels=dict(meta.get("labels") or {}),
+                taints=tuple(spec.get("taints") or ()),
+                unschedulable=bool(spec.get("unschedulable")),
+            ))
+        return views
+
+    def _placed(self, item: Made, nodes: list[NodeView]) -> Manifest:
+        """The scheduler's part: a new pod is bound to a node (or left Pending with the
+        scheduler's reason); a new VMI is labelled with the node its launcher pod lands on."""
+        manifest = copy.deepcopy(item.manifest)
+        name, spec = manifest["metadata"]["name"], manifest.get("spec") or {}
+        if manifest["kind"] == "Pod" and not spec.get("nodeName"):
+            node = schedule(name, spec, nodes)
+            if node:
+                spec["nodeName"] = node
+            else:
+                manifest["status"] = unschedulable_status(spec, nodes, iso(item.at))
+        elif manifest["kind"] == "VirtualMachineInstance":
+            # Its launcher pod asks for the passthrough GPUs by their resource names.
+            devices = ((spec.get("domain") or {}).get("devices") or {}).get("gpus") or []
+            asked: dict[str, int] = {}
+            for device in devices:
+                asked[device.get("deviceName", "")] = asked.get(device.get("deviceName", ""), 0) + 1
+            launcher = {**spec, "containers": [{"resources": {"limits": asked}}]}
+            node = schedule(name, launcher, nodes)
+            if node:
+                manifest["metadata"].setdefault("labels", {})["kubevirt.io/nodeName"] = node
+        return manifest
 
     def _with_usage(self, row: SimulatedObject, status: Manifest) -> Manifest:
         """Quota controller and Kueue: count what the pods the demo runs request."""
@@ -221,13 +348,28 @@ class SimulatedFleetGateway(FleetGateway):
         self, *, api_version: str, kind: str, name: str, namespace: str | None = None
     ) -> bool:
         scope = self._scope(kind, namespace)
-        deleted, _ = self._rows(api_version, kind).filter(namespace=scope, name=name).delete()
-        if deleted and (api_version, kind) == ("v1", "Namespace"):
-            # As in a cluster, the namespace's contents go with it.
-            SimulatedObject.objects.filter(namespace=name).delete()
-        if deleted and kind == "HelmRelease":
-            self._rows("v1", "Secret").filter(namespace=scope, name=f"vc-{name}").delete()
-        return bool(deleted)
+        row = self._rows(api_version, kind).filter(namespace=scope, name=name).first()
+        if row is None:
+            return False
+        self._delete_rows([row])
+        return True
+
+    def _delete_rows(self, rows: list[SimulatedObject]) -> None:
+        """Delete the rows and what depends on them, as the garbage collector (ownerReferences)
+        and Helm (a release's objects) would; a namespace takes its contents with it."""
+        doomed = {row.pk for row in rows}
+        for namespace in {row.namespace for row in rows if row.namespace}:
+            candidates = list(
+                SimulatedObject.objects.filter(namespace=namespace).exclude(pk__in=doomed)
+            )
+            by_body = {id(c.body): c for c in candidates}
+            bodies = [c.body for c in candidates]
+            for owner in (row for row in rows if row.namespace == namespace):
+                doomed |= {by_body[id(body)].pk for body in dependents(owner.body, bodies)}
+        SimulatedObject.objects.filter(pk__in=doomed).delete()
+        for row in rows:
+            if (row.api_version, row.kind) == ("v1", "Namespace"):
+                SimulatedObject.objects.filter(namespace=row.name).delete()
 
     def list(
         self,

@@ -1,180 +1,166 @@
-"""What the cluster's controllers would write into `status`, for the simulated fleet.
+"""What the cluster's controllers would write into `status`, and what they make, for the
+simulated fleet: the registries the gateway plays.
 
-Pure functions: given an object, whether its controller has had time to finish, and when its
-spec last changed, return the status a real controller (KServe, KubeVirt, Flux, Kueue, Slinky,
-the quota controller) would report. Kinds no controller owns return None.
+Pure functions: given an object, its `Clock` (when it was made and last changed, how long its
+controller takes, now) and the objects its controller made for it, a status writer returns the
+status a real controller would report. Here: the built-in controllers (namespaces, the quota
+controller, StatefulSets, Deployments, and kubelet for the pods an operator makes) and Kueue's;
+the workload operators' are one module per project (`simulated_flux`, `simulated_kserve`,
+`simulated_kubevirt`, `simulated_slinky`), each with what that operator makes (`OPERATORS`).
+Kinds no controller owns return None.
 """
 
-import base64
-from collections.abc import Callable
-from datetime import datetime, timedelta
+from collections.abc import Callable, Sequence
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 from kubernetes.utils.quantity import parse_quantity
 
-Status = dict[str, Any]
-StatusWriter = Callable[[dict[str, Any], bool, str], Status]
+from . import simulated_flux as flux
+from . import simulated_kserve as kserve
+from . import simulated_kubevirt as kubevirt
+from . import simulated_slinky as slinky
+from .simulated_clock import Clock, Status, condition, digest, generation
+from .simulated_operators import Operator
+
+Manifest = dict[str, Any]
+StatusWriter = Callable[[Manifest, Clock, Sequence[Manifest]], Status | None]
 
 
-def _iso(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _condition(kind: str, ok: bool, reason: str, message: str, since: str, gen: int) -> Status:
-    return {
-        "type": kind,
-        "status": "True" if ok else "False",
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": since,
-        "observedGeneration": gen,
-    }
-
-
-def _generation(obj: dict[str, Any]) -> int:
-    return int(obj.get("metadata", {}).get("generation") or 1)
-
-
-def _namespace(obj: dict[str, Any], ready: bool, since: str) -> Status:
+def _namespace(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status:
     # A namespace is Active as soon as it exists; only deletion makes it Terminating.
     return {"phase": "Active"}
 
 
-def _inference_service(obj: dict[str, Any], ready: bool, since: str) -> Status:
-    meta, gen = obj["metadata"], _generation(obj)
-    if not ready:
-        return {
-            "observedGeneration": gen,
-            "conditions": [
-                _condition(
-                    "PredictorReady",
-                    False,
-                    "ProgressDeadlineNotExceeded",
-                    "Deployment is progressing",
-                    since,
-                    gen,
-                ),
-                _condition(
-                    "Ready", False, "PredictorNotReady", "Predictor is not ready yet", since, gen
-                ),
-            ],
-        }
-    host = f"{meta['name']}.{meta.get('namespace', 'default')}"
-    return {
-        "observedGeneration": gen,
-        "url": f"http://{host}.example",
-        "address": {"url": f"http://{host}.svc.cluster.local"},
-        "conditions": [
-            _condition("IngressReady", True, "Ready", "", since, gen),
-            _condition("PredictorReady", True, "Ready", "", since, gen),
-            _condition("Ready", True, "Ready", "", since, gen),
-        ],
-    }
-
-
-def _virtual_machine(obj: dict[str, Any], ready: bool, since: str) -> Status:
-    spec, gen = obj.get("spec") or {}, _generation(obj)
-    if spec.get("runStrategy") == "Halted" or spec.get("running") is False:
-        return {
-            "printableStatus": "Stopped",
-            "ready": False,
-            "created": False,
-            "observedGeneration": gen,
-        }
-    if not ready:
-        return {
-            "printableStatus": "Provisioning",
-            "ready": False,
-            "created": True,
-            "observedGeneration": gen,
-            "conditions": [
-                _condition("Ready", False, "Provisioning", "Guest is starting", since, gen)
-            ],
-        }
-    return {
-        "printableStatus": "Running",
-        "ready": True,
-        "created": True,
-        "observedGeneration": gen,
-        "conditions": [_condition("Ready", True, "Ready", "", since, gen)],
-    }
-
-
-def _slinky(obj: dict[str, Any], ready: bool, since: str) -> Status:
-    gen = _generation(obj)
-    message = "" if ready else f"{obj['kind']} is reconciling"
-    status: Status = {
-        "conditions": [
-            _condition("Ready", ready, "Ready" if ready else "Progressing", message, since, gen)
-        ],
-    }
-    if obj["kind"] in {"NodeSet", "LoginSet"}:
-        replicas = int((obj.get("spec") or {}).get("replicas", 1))
-        status["replicas"] = replicas
-        status["selector"] = f"app.kubernetes.io/instance={obj['metadata']['name']}"
-    if obj["kind"] == "NodeSet":
-        up = replicas if ready else 0
-        status.update(
-            {
-                "observedGeneration": gen,
-                "readyReplicas": up,
-                "availableReplicas": up,
-                "updatedReplicas": up,
-                "unavailableReplicas": replicas - up,
-                "slurmIdle": up,
-            }
-        )
-    return status
-
-
-def _helm_release(obj: dict[str, Any], ready: bool, since: str) -> Status:
-    gen = _generation(obj)
-    if not ready:
-        return {
-            "observedGeneration": -1,
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "Unknown",
-                    "reason": "Progressing",
-                    "message": "Reconciliation in progress",
-                    "lastTransitionTime": since,
-                    "observedGeneration": gen,
-                }
-            ],
-        }
-    chart = ((obj.get("spec") or {}).get("chart") or {}).get("spec") or {}
-    return {
-        "observedGeneration": gen,
-        "lastAttemptedRevision": chart.get("version", "0.0.0"),
-        "conditions": [
-            _condition("Ready", True, "InstallSucceeded", "Helm install succeeded", since, gen),
-            _condition("Released", True, "InstallSucceeded", "Helm install succeeded", since, gen),
-        ],
-    }
-
-
-def _kueue_queue(obj: dict[str, Any], ready: bool, since: str) -> Status:
-    gen = _generation(obj)
+def _kueue_queue(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status:
+    gen = generation(obj)
     reason, message = (
         ("Ready", "Can admit new workloads")
-        if ready
+        if clock.ready
         else ("FlavorNotFound", "Can't admit new workloads: references missing ResourceFlavor(s)")
     )
     return {
-        "conditions": [_condition("Active", ready, reason, message, since, gen)],
+        "conditions": [condition("Active", clock.ready, reason, message, clock.since, gen)],
         "pendingWorkloads": 0,
         "admittedWorkloads": 0,
         "reservingWorkloads": 0,
     }
 
 
-def _resource_quota(obj: dict[str, Any], ready: bool, since: str) -> Status:
-    if not ready:
+def _resource_quota(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status:
+    if not clock.ready:
         return {}
     hard = dict((obj.get("spec") or {}).get("hard") or {})
     return {"hard": hard, "used": dict.fromkeys(hard, "0")}
+
+
+def _replicas(obj: Manifest) -> int:
+    value = (obj.get("spec") or {}).get("replicas", 1)
+    return value if isinstance(value, int) and value >= 0 else 1
+
+
+def _stateful_set(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status:
+    """The StatefulSet controller: its pods come up once the delay has passed (a changed
+    template replaces them, so none is ready meanwhile)."""
+    replicas, gen = _replicas(obj), generation(obj)
+    up = replicas if clock.ready else 0
+    revision = f"{obj['metadata']['name']}-{digest(str(gen), (obj.get('spec') or {}))[:10]}"
+    return {
+        "observedGeneration": gen,
+        "replicas": replicas,
+        "readyReplicas": up,
+        "availableReplicas": up,
+        "currentReplicas": up,
+        "updatedReplicas": up,
+        "currentRevision": revision,
+        "updateRevision": revision,
+        "collisionCount": 0,
+    }
+
+
+def _deployment(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status:
+    """The Deployment controller: a rolling update keeps the old pods serving."""
+    replicas, gen = _replicas(obj), generation(obj)
+    serving = clock.ready or clock.served_before_change
+    up = replicas if serving else 0
+    name = obj["metadata"]["name"]
+    available = condition(
+        "Available", bool(up) or not replicas,
+        "MinimumReplicasAvailable" if up or not replicas else "MinimumReplicasUnavailable",
+        "Deployment has minimum availability." if up or not replicas
+        else "Deployment does not have minimum availability.",
+        clock.since, gen,
+    )
+    progressing = condition(
+        "Progressing", True,
+        "NewReplicaSetAvailable" if clock.ready else "ReplicaSetUpdated",
+        f'ReplicaSet "{name}" has successfully progressed.' if clock.ready
+        else f'ReplicaSet "{name}" is progressing.',
+        clock.since, gen,
+    )
+    conditions = [{k: v for k, v in c.items() if k != "observedGeneration"}
+                  | {"lastUpdateTime": c["lastTransitionTime"]} for c in (available, progressing)]
+    return {
+        "observedGeneration": gen,
+        "replicas": replicas,
+        "readyReplicas": up,
+        "availableReplicas": up,
+        "updatedReplicas": replicas if clock.ready else 0,
+        "unavailableReplicas": replicas - up,
+        "conditions": conditions,
+    }
+
+
+def _pod(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status | None:
+    """kubelet, for the pods an operator made (ownerReferences) and the scheduler placed:
+    ContainerCreating until the delay has passed, then Running and Ready. Other pods keep the
+    status they were given (the demo data plays kubelet for those), and so does a pod no node
+    could take (the scheduler's verdict, written when it was made)."""
+    meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
+    if not meta.get("ownerReferences") or not spec.get("nodeName"):
+        return None
+    ready, since = clock.ready, clock.since
+    containers = [c.get("name", "main") for c in spec.get("containers") or []]
+
+    def pod_condition(kind: str, ok: bool) -> Status:
+        return {"type": kind, "status": "True" if ok else "False", "lastProbeTime": None,
+                "lastTransitionTime": since}
+
+    status: Status = {
+        "phase": "Running" if ready else "Pending",
+        "qosClass": "Guaranteed",
+        "hostIP": _ip("10.0", spec.get("nodeName")),
+        "startTime": since,
+        "conditions": [
+            pod_condition("PodScheduled", True),
+            pod_condition("Initialized", ready),
+            pod_condition("ContainersReady", ready),
+            pod_condition("Ready", ready),
+        ],
+        "containerStatuses": [
+            {
+                "name": name,
+                "ready": ready,
+                "restartCount": 0,
+                "started": ready,
+                "image": next((c.get("image", "") for c in spec.get("containers") or []
+                               if c.get("name") == name), ""),
+                "state": {"running": {"startedAt": since}} if ready
+                else {"waiting": {"reason": "ContainerCreating"}},
+            }
+            for name in containers
+        ],
+    }
+    if ready:
+        status["podIP"] = _ip("10.244", meta.get("uid"))
+    return status
+
+
+def _ip(prefix: str, seed: Any) -> str:
+    """A made-up but stable address in `prefix`.0.0/16 (a pod's changes with each pod)."""
+    seed_bytes = bytes.fromhex(digest(seed))
+    return f"{prefix}.{seed_bytes[0]}.{2 + seed_bytes[1] % 250}"
 
 
 # --- usage: what the quota controller and Kueue count of the pods that run -------------------
@@ -264,71 +250,58 @@ def cluster_queue_flavors_usage(
 CONTROLLERS: dict[tuple[str, str], StatusWriter] = {
     ("v1", "Namespace"): _namespace,
     ("v1", "ResourceQuota"): _resource_quota,
-    ("serving.kserve.io/v1beta1", "InferenceService"): _inference_service,
-    ("kubevirt.io/v1", "VirtualMachine"): _virtual_machine,
-    ("helm.toolkit.fluxcd.io/v2", "HelmRelease"): _helm_release,
+    ("apps/v1", "StatefulSet"): _stateful_set,
+    ("apps/v1", "Deployment"): _deployment,
     ("kueue.x-k8s.io/v1beta2", "ClusterQueue"): _kueue_queue,
     ("kueue.x-k8s.io/v1beta2", "LocalQueue"): _kueue_queue,
+    ("source.toolkit.fluxcd.io/v1", "HelmRepository"): flux.helm_repository,
+    ("helm.toolkit.fluxcd.io/v2", "HelmRelease"): flux.helm_release,
+    ("serving.kserve.io/v1beta1", "InferenceService"): kserve.inference_service,
+    (kubevirt.KUBEVIRT, "VirtualMachine"): kubevirt.virtual_machine,
+    (kubevirt.KUBEVIRT, "VirtualMachineInstance"): kubevirt.virtual_machine_instance,
+    (kubevirt.CDI, "DataVolume"): kubevirt.data_volume,
+    **{(slinky.SLINKY, kind): slinky.slinky_status for kind in slinky.KINDS},
+}
+# kubelet writes a pod's status, but the demo data brings some pods with theirs (a finished
+# job): their status is kept on apply, and only the pods an operator made are played.
+KUBELET: dict[tuple[str, str], StatusWriter] = {("v1", "Pod"): _pod}
+# What part of the fleet's delay each takes (the rest take all of it): a VM's disk imports in
+# the first half, its guest boots in the second; a chart repository's index is quick.
+READY_FRACTIONS = {
+    ("source.toolkit.fluxcd.io/v1", "HelmRepository"): 0.25,
+    (kubevirt.CDI, "DataVolume"): 0.5,
+    (kubevirt.KUBEVIRT, "VirtualMachineInstance"): 0.5,
+}
+# The controllers that make objects for the ones they own, and the kinds they make.
+OPERATORS: dict[tuple[str, str], Operator] = {
+    ("helm.toolkit.fluxcd.io/v2", "HelmRelease"): Operator(
+        (("apps/v1", "StatefulSet"), ("v1", "Service"), ("v1", "Secret")),
+        flux.plan_helm_release,
+    ),
+    (kubevirt.KUBEVIRT, "VirtualMachine"): Operator(
+        ((kubevirt.CDI, "DataVolume"), (kubevirt.KUBEVIRT, "VirtualMachineInstance")),
+        kubevirt.plan_virtual_machine,
+    ),
     **{
-        ("slinky.slurm.net/v1beta1", kind): _slinky
-        for kind in ("Controller", "NodeSet", "LoginSet", "RestApi", "Accounting")
+        (slinky.SLINKY, kind): Operator(
+            (("apps/v1", "StatefulSet"), ("apps/v1", "Deployment"), ("v1", "Pod")),
+            slinky.plan_slinky,
+        )
+        for kind in slinky.KINDS
     },
 }
 
 
+def ready_after(api_version: str, kind: str, delay: timedelta) -> timedelta:
+    """How long the kind's controller takes, of the fleet's delay."""
+    return delay * READY_FRACTIONS.get((api_version, kind), 1.0)
+
+
 def controller_status(
-    obj: dict[str, Any], *, spec_changed_at: datetime, ready_after: timedelta, now: datetime
+    obj: Manifest, clock: Clock, children: Sequence[Manifest] = ()
 ) -> Status | None:
-    """The status the kind's controller reports `now`; None if no controller owns the kind."""
-    writer = CONTROLLERS.get((obj.get("apiVersion", ""), obj.get("kind", "")))
-    if writer is None:
-        return None
-    ready = now - spec_changed_at >= ready_after
-    since = _iso(spec_changed_at + ready_after if ready else spec_changed_at)
-    return writer(obj, ready, since)
-
-
-def is_ready_helm_release(obj: dict[str, Any]) -> bool:
-    return obj.get("kind") == "HelmRelease" and any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (obj.get("status") or {}).get("conditions", [])
-    )
-
-
-def vcluster_kubeconfig_secret(release: dict[str, Any]) -> dict[str, Any]:
-    """The Secret `vc-<release>` the vCluster chart writes, holding the tenant's kubeconfig."""
-    meta = release["metadata"]
-    name, namespace = meta["name"], meta.get("namespace", "default")
-    values = (release.get("spec") or {}).get("values") or {}
-    server = (values.get("exportKubeConfig") or {}).get("server") or "https://localhost:8443"
-    fake_ca = base64.b64encode(f"simulated CA for {namespace}/{name}".encode()).decode()
-    kubeconfig = (
-        "apiVersion: v1\n"
-        "kind: Config\n"
-        "clusters:\n"
-        f"- name: {name}\n"
-        "  cluster:\n"
-        f"    server: {server}\n"
-        f"    certificate-authority-data: {fake_ca}\n"
-        "contexts:\n"
-        f"- name: {name}\n"
-        "  context:\n"
-        f"    cluster: {name}\n"
-        f"    user: {name}\n"
-        f"current-context: {name}\n"
-        "users:\n"
-        f"- name: {name}\n"
-        "  user:\n"
-        f"    token: simulated-{namespace}-{name}\n"
-    )
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "type": "Opaque",
-        "metadata": {
-            "name": f"vc-{name}",
-            "namespace": namespace,
-            "labels": {"app": "vcluster", "release": name},
-        },
-        "data": {"config": base64.b64encode(kubeconfig.encode()).decode()},
-    }
+    """The status the kind's controller reports at `clock.now`; None if no controller owns
+    the kind (or, for a pod, if it keeps the status it was given)."""
+    key = (obj.get("apiVersion", ""), obj.get("kind", ""))
+    writer = CONTROLLERS.get(key) or KUBELET.get(key)
+    return None if writer is None else writer(obj, clock, children)

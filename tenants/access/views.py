@@ -12,6 +12,7 @@ from portal.confirmation import confirmation_page, is_confirmed
 
 from ..pages import redirect_to_current, tenant_page
 from ..quota.selectors import tenant_quota_lines, tenant_quota_requests
+from ..workloads.selectors import tenant_workloads
 from . import services
 from .forms import MemberAddForm, MemberRoleForm
 from .models import Membership, Source
@@ -40,6 +41,7 @@ def dashboard(request, slug: str):
         "members": tenant_members(tenant=tenant),
         "quota_lines": tenant_quota_lines(tenant=tenant),
         "recent_requests": tenant_quota_requests(tenant=tenant)[:5],
+        "recent_workloads": tenant_workloads(tenant=tenant)[:6],
     }
     return render(request, "tenants/dashboard.html", context)
 

@@ -6,10 +6,12 @@ from portal.api.routers import PortalRouter
 
 from ..access.api import MeView, TenantViewSet
 from ..quota.api import CapacityView, QuotaRequestViewSet
+from ..workloads.api import WorkloadViewSet
 
 router = PortalRouter()
 router.register("tenants", TenantViewSet, basename="tenant")
 router.register("quota-requests", QuotaRequestViewSet, basename="quota-request")
+router.register("workloads", WorkloadViewSet, basename="workload")
 
 urlpatterns = [
     path("me/", MeView.as_view(), name="me"),

@@ -170,11 +170,22 @@ def _observed_usage(gateway: FleetGateway, spec: TenantSpec) -> dict[str, int]:
                 if key is not None:
                     usage[key] = _whole(cell.get("total") or "0")
     else:
+        # With HAMi shares, `requests.nvidia.com/gpu` also counts their vGPUs.
+        has_hami = any(rc.kind == "hami" for rc in granted)
         for rc in granted:
             name = f"requests.{rc.kubernetes_resource}"
             same = [o for o in granted if o.kubernetes_resource == rc.kubernetes_resource]
+            if rc.kubernetes_resource == resource_classes.GPU_RESOURCE and has_hami:
+                continue
             if rc.kind in {"gpu", "mig"} and len(same) == 1 and name in used:
                 usage[rc.key] = _whole(used[name])
+    # HAMi shares: the ResourceQuota's namespace-wide figure, per model only if one is granted.
+    for rc in granted:
+        name = f"requests.{rc.kubernetes_resource}"
+        same = [o for o in granted if o.kubernetes_resource == rc.kubernetes_resource]
+        if rc.kind == "hami" and len(same) == 1 and name in used:
+            unit = resource_classes.MIB_PER_GIB if rc.hami_counter == "memory-gib" else 1
+            usage[rc.key] = _whole(used[name], unit)
     return usage
 
 

@@ -3,8 +3,8 @@
 Composes the inventory's counts (`inventory.selectors.capacity`) with the quotas granted here;
 tenants sit above inventory, so this module may read both.
 
-- `capacity_by_resource_class()` — one row per resource class the fleet measures (GPU and MIG
-  classes, vCPU, memory) or that some tenant was granted: installed, healthy, reserved,
+- `capacity_by_resource_class()` — one row per resource class the fleet measures (GPU, MIG and
+  HAMi classes, vCPU, memory) or that some tenant was granted: installed, healthy, reserved,
   granted, in use.
 - `fleet_capacity_by_resource_class()` — the same rows keyed by resource class, for every key
   of the vocabulary; classes the inventory does not measure (storage, workload counts) have
@@ -127,7 +127,7 @@ def _rows(
 
 
 def _measured_class(key: str) -> bool:
-    return key.startswith(("gpu:", "mig:")) or key in ("cpu", "memory-gib")
+    return key.startswith(("gpu:", "mig:", "hami:")) or key in ("cpu", "memory-gib")
 
 
 def _ordered(keys: set[str]) -> list[str]:
@@ -136,12 +136,14 @@ def _ordered(keys: set[str]) -> list[str]:
 
 
 def capacity_by_resource_class() -> list[ResourceCapacity]:
-    """One row per GPU resource class (`gpu:<model>`, `mig:<model>:<profile>`) and per node
-    resource (`cpu`, `memory-gib`) that the fleet has or some tenant was granted, in the
-    vocabulary's order. A fixed number of queries (four), whatever the fleet's size.
+    """One row per GPU resource class (`gpu:<model>`, `mig:<model>:<profile>`,
+    `hami:<model>:memory-gib|cores`) and per node resource (`cpu`, `memory-gib`) that the fleet
+    has or some tenant was granted, in the vocabulary's order. A fixed number of queries
+    (four), whatever the fleet's size.
 
-    - installed: whole GPUs (or MIG instances, vCPUs, GiB) on nodes that are not retired; a GPU
-      partitioned by MIG counts under its profiles only, so no unit is counted twice;
+    - installed: whole GPUs (or MIG instances, HAMi GiB and percent, vCPUs, GiB) on nodes that
+      are not retired; a GPU partitioned by MIG counts under its profiles only, a GPU HAMi
+      shares under its HAMi classes only, so no unit is counted twice;
     - healthy: of those, the ones whose GPU reports healthy on a node that is available;
     - reserved: of those installed, the ones on nodes reserved for a dedicated tenant;
     - granted: the sum of active tenants' quota limits for the class;

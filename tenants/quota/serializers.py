@@ -14,7 +14,10 @@ class QuotaLineSerializer(serializers.Serializer):
     resource = serializers.CharField()
     label = serializers.CharField()
     limit = serializers.IntegerField()
-    used = serializers.IntegerField()
+    used = serializers.IntegerField(help_text="Held by the tenant's workloads.")
+    cluster_used = serializers.IntegerField(
+        allow_null=True, help_text="What the cluster last reported in use, when it differs."
+    )
     temporary = serializers.IntegerField()
     ends_on = serializers.DateField(allow_null=True)
     borrowing_limit = serializers.IntegerField(allow_null=True)

@@ -1,9 +1,35 @@
-"""Workload pages (what tenants run on the fleet)."""
+"""Workload pages: the list, the launch forms (htmx-checked, with a live quota preview), the
+detail page (live status while work is in progress, the timeline, connection details, scale,
+power, delete) and the vCluster kubeconfig download. Thin views over selectors and services."""
 
+from __future__ import annotations
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from portal.confirmation import confirmation_page, is_confirmed
 
 from ..pages import redirect_to_current, tenant_page
+from . import services
+from .forms import FORMS, ScaleForm
+from .models import Workload, WorkloadStatus
+from .registry import KINDS
+from .selectors import (
+    demand_preview,
+    launch_context,
+    tenant_workloads,
+    workload_events,
+    workload_get_for_user,
+)
+from .services.lifecycle import workload_validate
+
+PAGE_SIZE = 25
 
 
 @login_required
@@ -13,5 +39,201 @@ def workloads_home(request):
 
 @login_required
 def workload_list(request, slug: str):
+    tenant, context = tenant_page(request, slug, "workloads")
+    kind = request.GET.get("kind", "")
+    status = request.GET.get("status", "")
+    if kind and kind not in KINDS:
+        messages.warning(request, f"There is no workload kind {kind[:40]!r}: showing every kind.")
+        kind = ""
+    if status and status not in WorkloadStatus.values:
+        messages.warning(request, f"There is no state {status[:40]!r}: showing every state.")
+        status = ""
+    workloads = tenant_workloads(tenant=tenant, kind=kind or None, status=status or None)
+    page = Paginator(workloads, PAGE_SIZE).get_page(request.GET.get("page"))
+    context |= {
+        "page_obj": page,
+        "kinds": KINDS.values(),
+        "statuses": WorkloadStatus.choices,
+        "kind": kind,
+        "status": status,
+        "any_in_progress": any(w.in_progress for w in page),
+    }
+    if request.htmx and request.GET.get("rows"):
+        return render(request, "tenants/workloads/list.html#rows", context)
+    return render(request, "tenants/workloads/list.html", context)
+
+
+def _launch_page(request, slug: str):
+    tenant, context = tenant_page(request, slug, "workloads")
+    if not context["can_request"]:
+        raise PermissionDenied
+    return tenant, context
+
+
+@login_required
+def workload_new(request, slug: str):
+    """Which kind to launch: a card per kind, with what the tenant's quota allows of it."""
+    tenant, context = _launch_page(request, slug)
+    launch = launch_context(tenant=tenant)
+    context["kinds"] = [
+        {"entry": entry, "quota": launch.quota.get(entry.quota_counter, 0)}
+        for entry in KINDS.values()
+    ]
+    return render(request, "tenants/workloads/new.html", context)
+
+
+def _kind_form(request, tenant, kind: str, data=None):
+    if kind not in FORMS:
+        raise Http404
+    return FORMS[kind](data, tenant=tenant, context=launch_context(tenant=tenant),
+                       prefix=None)
+
+
+def _preview(form, tenant, kind: str):
+    """The form checked by the kind, and what it would take of the quota (when its spec fields
+    are valid: a missing name does not hide what the rest would take)."""
+    if not form.is_valid() and any(name != "name" for name in form.errors):
+        return []
+    try:
+        _, demand = workload_validate(tenant=tenant, kind=kind, spec=form.spec())
+    except ValidationError as exc:
+        form.add_service_errors(exc)
+        return []
+    return demand_preview(tenant=tenant, demand=demand)
+
+
+@login_required
+def workload_launch(request, slug: str, kind: str):
+    tenant, context = _launch_page(request, slug)
+    form = _kind_form(request, tenant, kind, request.POST if request.method == "POST" else None)
+    if request.method == "POST":
+        preview = []
+    else:  # what the defaults would take, before anything is typed
+        initial = {name: field.initial for name, field in form.fields.items()
+                   if field.initial is not None}
+        preview = _preview(_kind_form(request, tenant, kind, initial), tenant, kind)
+    if request.method == "POST" and form.is_valid():
+        try:
+            workload = services.workload_launch(
+                tenant=tenant, actor=request.user, kind=kind,
+                name=form.cleaned_data["name"], spec=form.spec(),
+            )
+        except ValidationError as exc:
+            form.add_service_errors(exc)
+        else:
+            messages.success(request, f"{workload} is launching: this page follows it.")
+            return redirect("tenants:workload-detail", tenant.slug, workload.pk)
+        preview = _preview(form, tenant, kind) if not form.errors else []
+    context |= {"form": form, "kind": KINDS[kind], "preview": preview}
+    return render(request, "tenants/workloads/launch.html", context)
+
+
+@login_required
+@require_POST
+def workload_launch_check(request, slug: str, kind: str):
+    """The htmx partial: the form's field errors and the quota preview, as the person types."""
+    tenant, context = _launch_page(request, slug)
+    form = _kind_form(request, tenant, kind, request.POST)
+    context |= {"form": form, "kind": KINDS[kind], "preview": _preview(form, tenant, kind),
+                "checked": True}
+    return render(request, "tenants/workloads/launch.html#launch-form", context)
+
+
+def _tenant_workload(request, slug: str, pk: int) -> Workload:
+    workload = workload_get_for_user(user=request.user, workload_id=pk)
+    if workload.tenant.slug != slug:
+        raise Http404
+    return workload
+
+
+@login_required
+def workload_detail(request, slug: str, pk: int):
+    workload = _tenant_workload(request, slug, pk)
     _, context = tenant_page(request, slug, "workloads")
-    return render(request, "tenants/workloads.html", context)
+    services.workload_refresh(workload=workload)
+    workload.refresh_from_db()
+    context |= {
+        "workload": workload,
+        "events": workload_events(workload=workload)[:50],
+        "scale_form": ScaleForm(workload=workload) if workload.is_live else None,
+    }
+    if request.htmx:
+        return render(request, "tenants/workloads/detail.html#status", context)
+    return render(request, "tenants/workloads/detail.html", context)
+
+
+@login_required
+@require_POST
+def workload_scale(request, slug: str, pk: int):
+    workload = _tenant_workload(request, slug, pk)
+    _, context = tenant_page(request, slug, "workloads")
+    if not context["can_request"]:
+        raise PermissionDenied
+    form = ScaleForm(request.POST, workload=workload)
+    if form.is_valid():
+        try:
+            services.workload_scale(workload_id=workload.pk, actor=request.user,
+                                    changes=form.changes(workload.spec))
+        except ValidationError as exc:
+            form.add_service_errors(exc)
+        else:
+            messages.success(request, f"{workload} is being resized.")
+            return redirect("tenants:workload-detail", slug, workload.pk)
+    context |= {"workload": workload, "events": workload_events(workload=workload)[:50],
+                "scale_form": form}
+    return render(request, "tenants/workloads/detail.html", context, status=400)
+
+
+@login_required
+@require_POST
+def workload_power(request, slug: str, pk: int):
+    workload = _tenant_workload(request, slug, pk)
+    action = request.POST.get("action", "")
+    if action in ("stop", "restart") and not is_confirmed(request, name=workload.name):
+        consequences = (
+            [f"{workload.name} shuts down; its disk is kept and its GPUs go back to your quota.",
+             "Start it again at any time (if the quota still has the GPUs)."]
+            if action == "stop" else
+            [f"{workload.name} reboots: open SSH sessions and running programs end."]
+        )
+        return confirmation_page(
+            request, name=workload.name, title=f"{action.capitalize()} {workload.name}?",
+            consequences=consequences, submit_label=f"{action.capitalize()} {workload.name}",
+            cancel_url=reverse("tenants:workload-detail", args=[slug, workload.pk]),
+            keep=("action",),
+        )
+    services.workload_power(workload_id=workload.pk, actor=request.user, action=action)
+    messages.success(request, f"{workload}: {action} requested.")
+    return redirect("tenants:workload-detail", slug, workload.pk)
+
+
+@login_required
+@require_POST
+def workload_delete(request, slug: str, pk: int):
+    workload = _tenant_workload(request, slug, pk)
+    if not is_confirmed(request, name=workload.name):
+        return confirmation_page(
+            request, name=workload.name, title=f"Delete {workload}?",
+            consequences=[
+                f"Every object of {workload.name} is removed from the cluster"
+                + (": its data and disks are gone for good." if workload.kind in ("vm", "slurm",
+                                                                                  "vcluster")
+                   else "."),
+                "Its quota is released once the cluster confirms they are gone.",
+            ],
+            submit_label=f"Delete {workload.name}", type_name=True,
+            cancel_url=reverse("tenants:workload-detail", args=[slug, workload.pk]),
+        )
+    services.workload_delete(workload_id=workload.pk, actor=request.user)
+    messages.success(request, f"{workload} is being deleted.")
+    return redirect("tenants:workload-detail", slug, workload.pk)
+
+
+@login_required
+def workload_kubeconfig(request, slug: str, pk: int):
+    workload = _tenant_workload(request, slug, pk)
+    kubeconfig = services.workload_kubeconfig(workload=workload, actor=request.user)
+    response = HttpResponse(kubeconfig, content_type="application/yaml; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="vcluster-{workload.name}.yaml"'
+    response["Cache-Control"] = "no-store"
+    return response

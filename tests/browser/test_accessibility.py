@@ -36,7 +36,8 @@ def _page_kind(path: str) -> str:
 
 
 def _internal_links(page, base: str) -> list[str]:
-    hrefs = page.eval_on_selector_all("a[href]", "els => els.map(a => a.href)")
+    # Downloads (a kubeconfig, an export) are marked `download`: following them loads no page.
+    hrefs = page.eval_on_selector_all("a[href]:not([download])", "els => els.map(a => a.href)")
     paths = []
     for href in hrefs:
         url = urlsplit(href)

@@ -2,9 +2,12 @@
 
 The RTX 4000 Ada node carries the real label set of a GPU Operator node. The MIG nodes start
 from it and change what GPU Feature Discovery changes for an A100/H100 with MIG `mixed` or
-`single` (checked against GFD's own expected-output regexes in test_node_labels.py).
+`single` (checked against GFD's own expected-output regexes in test_node_labels.py). The HAMi
+node is an 8x L40S node as HAMi v2.10 leaves it (tests/data/hami/README.md); `hami_node`
+derives others from it.
 """
 
+import copy
 import json
 import re
 from pathlib import Path
@@ -12,6 +15,10 @@ from pathlib import Path
 DATA = Path(__file__).resolve().parents[1] / "data" / "nvidia"
 RTX_LABELS: dict[str, str] = json.loads((DATA / "node-labels-sample-rtx4000ada.json").read_text())
 RTX_NODE = RTX_LABELS["kubernetes.io/hostname"]
+HAMI_NODE: dict = json.loads(
+    (DATA.parent / "hami" / "node-l40s-hami.json").read_text()
+)
+REGISTER = "hami.io/node-nvidia-register"
 
 
 def gfd_patterns(name: str) -> list[re.Pattern[str]]:
@@ -165,3 +172,69 @@ def pod(
         },
         "status": {"phase": phase},
     }
+
+
+def hami_register(*, gpus: int, devmem: int, gpu_type: str, unhealthy: tuple[int, ...] = ()) -> str:
+    """A register annotation as HAMi v2.10's json.Marshal writes it (omitempty zero values)."""
+    items = []
+    for index in range(gpus):
+        item: dict = {"id": f"GPU-{index:08x}-aaaa-bbbb-cccc-{gpus:012x}"}
+        if index:
+            item["index"] = index
+        item |= {"count": 10, "devmem": devmem, "devcore": 100, "type": gpu_type,
+                 "mode": "hami-core"}
+        if index not in unhealthy:
+            item["health"] = True
+        items.append(item)
+    return json.dumps(items, separators=(",", ":"))
+
+
+def hami_node(
+    name: str,
+    *,
+    register: str | None = "fixture",
+    labelled: bool = True,
+    gfd_labels: dict[str, str] | None = None,
+    ready: bool = True,
+) -> dict:
+    """The HAMi fixture node renamed; `register=None` drops the annotation (the device plugin
+    has not registered yet), a string other than "fixture" replaces it; `gfd_labels` adds GPU
+    Feature Discovery's labels (GFD running beside HAMi)."""
+    body = copy.deepcopy(HAMI_NODE)
+    meta = body["metadata"]
+    meta["name"] = name
+    meta["labels"]["kubernetes.io/hostname"] = name
+    if not labelled:
+        del meta["labels"]["gpu"]
+    if gfd_labels:
+        meta["labels"] |= gfd_labels
+    if register is None:
+        del meta["annotations"][REGISTER]
+    elif register != "fixture":
+        meta["annotations"][REGISTER] = register
+    if not ready:
+        body["status"]["conditions"][0] |= {"status": "False", "reason": "KubeletNotReady"}
+    return body
+
+
+def hami_pod(
+    name: str,
+    namespace: str,
+    node_name: str,
+    *,
+    vgpus: int = 1,
+    gpumem: int | None = None,
+    gpumem_percentage: int | None = None,
+    gpucores: int | None = None,
+) -> dict:
+    """A pod asking HAMi for `vgpus` vGPUs, each of `gpumem` MiB (or a percentage of the GPU's
+    memory; neither: all of it) and `gpucores` percent, like HAMi's examples/nvidia pods."""
+    body = pod(name, namespace, node_name, gpus=vgpus)
+    limits = body["spec"]["containers"][0]["resources"]["limits"]
+    for key, value in (("nvidia.com/gpumem", gpumem),
+                       ("nvidia.com/gpumem-percentage", gpumem_percentage),
+                       ("nvidia.com/gpucores", gpucores)):
+        if value is not None:
+            limits[key] = value
+    body["spec"]["schedulerName"] = "hami-scheduler"
+    return body

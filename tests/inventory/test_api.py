@@ -4,7 +4,7 @@ import pytest
 
 from inventory.models import HealthEvent, Node, NodeState
 from portal.models import AuditEvent
-from tests.factories import NodeFactory, QuotaFactory
+from tests.factories import NodeFactory, QuotaFactory, hami_gpu_node
 
 from .fleets import build_fleet
 
@@ -65,6 +65,25 @@ def test_node_detail_carries_gpus_nics_events_and_allowed_moves(api_client, plat
     assert [n["name"] for n in body["nics"]] == ["mlx5_0", "mlx5_1"]
     assert body["health"] == "critical" and body["open_events"] == 1
     assert body["allowed_moves"] == ["cordoned"]
+
+
+@pytest.mark.django_db
+def test_the_api_says_how_nodes_share_their_gpus(api_client, platform_admin):
+    build_fleet(3)
+    shared = hami_gpu_node(gpus=2, hami_in_use={"vgpus": 1, "memory_mib": 4096, "cores": 30})
+    api_client.force_login(platform_admin)
+
+    summary = api_client.get("/api/v1/fleet/summary/").json()
+    listed = api_client.get("/api/v1/nodes/?sharing=hami").json()
+    detail = api_client.get(f"/api/v1/nodes/{shared.pk}/").json()
+
+    assert summary["gpu_sharing"]["nvidia-l40s"] == {"whole": 8, "mig": 0, "hami": 2,
+                                                     "hami_reserved": 0}
+    assert summary["gpu_sharing"]["nvidia-h100-80gb"]["whole"] == 8
+    assert [n["hostname"] for n in listed["results"]] == [shared.hostname]
+    assert listed["results"][0]["gpu_sharing"] == "hami"
+    assert detail["hami_in_use"] == {"vgpus": 1, "memory_mib": 4096, "cores": 30}
+    assert [d["memory_mib"] for d in detail["hami_devices"]] == [46068, 46068]
 
 
 @pytest.mark.django_db

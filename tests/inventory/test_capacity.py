@@ -5,9 +5,14 @@ from decimal import Decimal
 import pytest
 
 from inventory.models import GPU, NodeState
+from inventory.selectors.capacity import SHARED_POOL, gpu_capacity_by_pool, largest_node_by_class
 from tenants.models import Tenant
-from tenants.quota.capacity import capacity_by_resource_class, fleet_capacity_by_resource_class
-from tests.factories import GPUFactory, NodeFactory, QuotaFactory, TenantFactory
+from tenants.quota.capacity import (
+    capacity_by_resource_class,
+    fleet_capacity_by_resource_class,
+    tenant_capacity_by_resource_class,
+)
+from tests.factories import GPUFactory, NodeFactory, QuotaFactory, TenantFactory, hami_gpu_node
 
 from .fleets import build_fleet
 
@@ -78,3 +83,58 @@ def test_capacity_takes_the_same_queries_whatever_the_fleet_size(django_assert_n
     with django_assert_num_queries(4):
         large = capacity_by_resource_class()
     assert sum(r.installed for r in large) > sum(r.installed for r in small)
+
+
+L40S_MEMORY, L40S_CORES = "hami:nvidia-l40s:memory-gib", "hami:nvidia-l40s:cores"
+
+
+@pytest.mark.django_db
+def test_hami_gpus_count_as_memory_and_compute_shares_never_as_whole_gpus(tenant):
+    # 8 registered (GPU 5 unhealthy), in use by pods; 8 whole L40S next to them.
+    hami_gpu_node(unhealthy=(5,), hami_in_use={"vgpus": 3, "memory_mib": 12288 + 3000,
+                                               "cores": 50})
+    hami_gpu_node(gpus=2, registered=False)  # labelled, the device plugin has not registered
+    hami_gpu_node(gpus=4, state=NodeState.CORDONED)
+    hami_gpu_node(gpus=2, state=NodeState.RETIRED)
+    whole = NodeFactory(gpus_in_use=3)
+    for index in range(8):
+        GPUFactory(node=whole, index=index, model="nvidia-l40s", memory_gib=45)
+    QuotaFactory(tenant=tenant, resource=L40S_MEMORY, limit=96)
+
+    rows = {row.resource: row for row in capacity_by_resource_class()}
+
+    memory, cores, gpus = rows[L40S_MEMORY], rows[L40S_CORES], rows["gpu:nvidia-l40s"]
+    per_gpu = 46068 // 1024  # 44 GiB: whole GiB of what HAMi registered, never rounded up
+    assert (memory.installed, memory.healthy, memory.granted, memory.in_use) == (
+        8 * per_gpu + 2 * 45 + 4 * per_gpu, 7 * per_gpu, 96, 15  # 15,288 MiB: 15 GiB
+    )
+    assert (cores.installed, cores.healthy, cores.in_use) == (1400, 700, 50)
+    assert (gpus.installed, gpus.healthy, gpus.in_use) == (8, 8, 3)  # only the whole ones
+    assert memory.label == "NVIDIA L40S HAMi GPU memory (GiB)"
+    order = list(rows)
+    assert order.index("gpu:nvidia-l40s") < order.index(L40S_MEMORY) < order.index("cpu")
+
+
+@pytest.mark.django_db
+def test_hami_capacity_is_per_pool_and_the_largest_share_is_one_gpus(tenant, other_tenant):
+    hami_gpu_node(memory_mib=46068)
+    hami_gpu_node(gpus=2, memory_mib=92160)  # deviceMemoryScaling 2: what HAMi schedules
+    hami_gpu_node(gpus=4, reserved_for="helix")
+    mig = NodeFactory()
+    GPUFactory(node=mig, index=0, model="nvidia-a100-80gb", mig_layout=["1g.10gb"] * 7)
+
+    pools = gpu_capacity_by_pool()
+    largest = largest_node_by_class(pool=SHARED_POOL)
+
+    assert pools[SHARED_POOL][L40S_CORES].installed == 1000
+    assert pools["helix"][L40S_CORES].reserved == 400
+    assert largest[L40S_MEMORY] == 90 and largest[L40S_CORES] == 100  # one GPU, not a node
+    assert largest["mig:nvidia-a100-80gb:1g.10gb"] == 7
+    assert "gpu:nvidia-l40s" not in largest
+    assert largest_node_by_class(pool="helix")[L40S_MEMORY] == 44
+    other_tenant.isolation = Tenant.Isolation.DEDICATED
+    other_tenant.slug = "helix"
+    other_tenant.save()
+    dedicated = tenant_capacity_by_resource_class(tenant=other_tenant)
+    shared = tenant_capacity_by_resource_class(tenant=tenant)
+    assert dedicated[L40S_CORES].installed == 400 and shared[L40S_CORES].installed == 1000

@@ -6,7 +6,8 @@ from django.test.utils import CaptureQueriesContext
 
 from inventory.models import HealthEvent, Node, NodeState
 from portal.models import AuditEvent
-from tests.factories import GPUFactory, NodeFactory, QuotaFactory
+from tenants.workloads.models import Workload, WorkloadStatus
+from tests.factories import GPUFactory, NodeFactory, QuotaFactory, TenantFactory, hami_gpu_node
 
 from .fleets import build_fleet
 
@@ -51,8 +52,124 @@ def test_tenants_see_the_capacity_summary(login, tenant_member, tenant):
 
 
 @pytest.mark.django_db
+def test_the_capacity_summary_lists_hami_classes(login, tenant_member, tenant):
+    hami_gpu_node(gpus=2)
+
+    page = login(tenant_member).get("/fleet/capacity/").content.decode()
+
+    assert 'data-resource="hami:nvidia-l40s:memory-gib"' in page
+    assert 'data-resource="hami:nvidia-l40s:cores"' in page
+    assert 'data-resource="gpu:nvidia-l40s"' not in page  # shared GPUs are no whole GPUs
+
+
+@pytest.mark.django_db
 def test_a_user_without_any_role_gets_no_capacity(login, no_role_user):
     assert login(no_role_user).get("/fleet/capacity/").status_code == 403
+
+
+def _holding(tenant, name, demand, status=WorkloadStatus.READY):
+    return Workload.objects.create(tenant=tenant, kind="inference", name=name, demand=demand,
+                                   status=status)
+
+
+def _sharing_fleet(tenant, dedicated):
+    """8 whole H100s, an A100 node with 2 of 8 GPUs in MIG, 8 HAMi L40S (4 more on a node
+    reserved for the dedicated tenant), and what tenants hold."""
+    whole = NodeFactory()
+    for index in range(8):
+        GPUFactory(node=whole, index=index, model="nvidia-h100-80gb")
+    mig = NodeFactory()
+    for index in range(8):
+        GPUFactory(node=mig, index=index, model="nvidia-a100-80gb",
+                   mig_layout=["1g.10gb"] * 7 if index < 2 else [])
+    hami_gpu_node()
+    hami_gpu_node(gpus=4, reserved_for=dedicated.slug)
+    QuotaFactory(tenant=tenant, resource="hami:nvidia-l40s:memory-gib", limit=96)
+    QuotaFactory(tenant=tenant, resource="hami:nvidia-l40s:cores", limit=200)
+    QuotaFactory(tenant=tenant, resource="mig:nvidia-a100-80gb:1g.10gb", limit=7)
+    QuotaFactory(tenant=dedicated, resource="gpu:nvidia-h100-80gb", limit=8)
+    QuotaFactory(tenant=dedicated, resource="cpu", limit=64)
+    _holding(tenant, "chat", {"hami:nvidia-l40s:memory-gib": 24, "hami:nvidia-l40s:cores": 60,
+                              "cpu": 8, "count:inference": 1})
+    _holding(tenant, "eval", {"mig:nvidia-a100-80gb:1g.10gb": 3})
+    _holding(tenant, "gone", {"hami:nvidia-l40s:cores": 100}, status=WorkloadStatus.DELETED)
+    _holding(dedicated, "train", {"gpu:nvidia-h100-80gb": 4, "cpu": 32})
+
+
+@pytest.mark.django_db
+def test_the_overview_shows_how_each_models_gpus_are_shared_and_what_tenants_hold(
+    login, platform_admin, tenant
+):
+    dedicated = TenantFactory(slug="helix", name="Helix", isolation="dedicated")
+    _sharing_fleet(tenant, dedicated)
+
+    response = login(platform_admin).get("/fleet/")
+
+    page = response.content.decode()
+    sharing = {row.model: (row.whole, row.mig, row.hami, row.hami_reserved)
+               for row in response.context["sharing"]}
+    assert sharing == {
+        "nvidia-h100-80gb": (8, 0, 0, 0),
+        "nvidia-a100-80gb": (6, 2, 0, 0),
+        "nvidia-l40s": (0, 0, 12, 4),
+    }
+    assert next(iter(sharing)) == "nvidia-h100-80gb"  # in the vocabulary's order
+    assert 'id="sharing-by-model"' in page and 'id="tenant-holdings"' in page
+    assert "4 reserved" in page  # HAMi GPUs nobody can use: dedicated tenants get no shares
+    holdings = {h.slug: {line.resource: (line.held, line.granted) for line in h.lines}
+                for h in response.context["holdings"]}
+    assert holdings[tenant.slug] == {
+        "mig:nvidia-a100-80gb:1g.10gb": (3, 7),
+        "hami:nvidia-l40s:memory-gib": (24, 96),
+        "hami:nvidia-l40s:cores": (60, 200),  # the deleted workload holds nothing
+    }
+    assert holdings["helix"] == {"gpu:nvidia-h100-80gb": (4, 8)}  # GPU classes only
+    assert f'data-tenant="{tenant.slug}" data-resource="hami:nvidia-l40s:cores"' in page
+
+
+@pytest.mark.django_db
+def test_a_hami_nodes_page_shows_its_sharing_what_hami_registered_and_its_vgpus(
+    login, platform_admin
+):
+    node = hami_gpu_node(gpus=2, unhealthy=(1,),
+                         hami_in_use={"vgpus": 2, "memory_mib": 15360, "cores": 40})
+    node.placed_pods = [{"namespace": "tenant-nova", "name": "chat-0", "gpus": 1, "mig": {},
+                         "hami": {"memory_mib": 12288, "cores": 30}}]
+    node.save()
+    client = login(platform_admin)
+
+    page = client.get(f"/fleet/nodes/{node.pk}/").content.decode()
+    listed = client.get("/fleet/nodes/").content.decode()
+
+    assert 'id="node-sharing" data-sharing="hami"' in page and "HAMi shares" in page
+    assert "10 vGPUs · 45.0 GiB · 100 %" in page and "unhealthy" in page
+    assert "2 vGPUs · 15.0 GiB · 40 % compute" in page
+    assert "1 vGPU · 12.0 GiB · 30 % compute" in page
+    assert 'data-sharing="hami"' in listed
+
+
+@pytest.mark.django_db
+def test_the_overview_takes_the_same_queries_however_many_tenants_hold_gpus(
+    login, platform_admin, tenant
+):
+    dedicated = TenantFactory(slug="helix", isolation="dedicated")
+    _sharing_fleet(tenant, dedicated)
+    client = login(platform_admin)
+    client.get("/fleet/")
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get("/fleet/").status_code == 200
+        return len(captured.captured_queries)
+
+    few = queries()
+    for n in range(6):
+        other = TenantFactory(slug=f"more-{n}")
+        QuotaFactory(tenant=other, resource="hami:nvidia-l40s:cores", limit=100)
+        _holding(other, "a", {"hami:nvidia-l40s:cores": 50, "hami:nvidia-l40s:memory-gib": 8})
+        _holding(other, "b", {"gpu:nvidia-h100-80gb": 1})
+        hami_gpu_node(gpus=2)
+    assert queries() == few
 
 
 @pytest.mark.django_db

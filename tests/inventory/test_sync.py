@@ -10,8 +10,11 @@ from portal.models import AuditEvent
 from tests.factories import GPUFactory, NodeFactory
 
 from .cluster_objects import (
+    HAMI_NODE,
     RTX_LABELS,
     RTX_NODE,
+    hami_node,
+    hami_pod,
     mig_mixed_labels,
     mig_single_labels,
     node,
@@ -198,3 +201,46 @@ def test_sync_labels_and_taints_reserved_nodes_and_clears_a_released_one(
         again = cluster_sync()
     assert again.summary["reservations_settled"] == []
     assert len(kube_emulator.requests("PATCH")) == patches
+
+
+@pytest.mark.django_db
+def test_sync_recognises_a_hami_node_and_counts_its_pods_as_shares(kube_emulator, kube_gateway):
+    kube_emulator.put_object(HAMI_NODE)
+    kube_emulator.put_object(hami_node("l40s-hami-2", register=None))  # plugin not up yet
+    kube_emulator.put_object(hami_node("l40s-hami-3", register="GPU-0,10,bad"))
+    kube_emulator.put_object(node(RTX_NODE, RTX_LABELS, gpus=1, cpu="8", memory="32779776Ki"))
+    kube_emulator.put_object(hami_pod("chat-0", "tenant-nova", "l40s-hami-1", gpumem=12288,
+                                      gpucores=30))
+    kube_emulator.put_object(hami_pod("eval-0", "tenant-atlas", "l40s-hami-1", vgpus=2,
+                                      gpumem_percentage=25, gpucores=10))
+    kube_emulator.put_object(hami_pod("big-0", "tenant-atlas", "l40s-hami-1"))
+    kube_emulator.put_object(pod("llm-0", "tenant-acme", RTX_NODE, gpus=1))
+
+    run = cluster_sync()
+
+    assert sorted(run.summary["hami_nodes"]) == ["l40s-hami-1", "l40s-hami-2", "l40s-hami-3"]
+    assert list(run.summary["hami_unreadable"]) == ["l40s-hami-3"]
+    shared = Node.objects.get(k8s_name="l40s-hami-1")
+    assert shared.gpu_sharing == "hami" and shared.role == "gpu-worker"
+    assert list(shared.gpus.values_list("index", "model", "memory_gib"))[:2] == [
+        (0, "nvidia-l40s", 45), (1, "nvidia-l40s", 45)
+    ]
+    assert shared.gpus.count() == 8  # GPUs, not the 80 vGPUs of status.capacity
+    assert len(shared.hami_devices) == 8
+    assert shared.hami_devices[5]["health"] is False and shared.hami_devices[0]["cores"] == 100
+    assert shared.gpus_in_use == 0  # vGPUs are shares, not whole GPUs
+    quarter = -(-25 * 2 * 46068 // 100)
+    assert shared.hami_in_use == {
+        "vgpus": 4, "memory_mib": 12288 + quarter + 46068, "cores": 30 + 20,
+    }
+    chat = next(p for p in shared.placed_pods if p["name"] == "chat-0")
+    assert chat["hami"] == {"memory_mib": 12288, "cores": 30}
+    waiting = Node.objects.get(k8s_name="l40s-hami-2")
+    assert (waiting.gpu_sharing, waiting.hami_devices, waiting.gpus.count()) == ("hami", [], 0)
+    assert waiting.role == "gpu-worker"  # labelled for HAMi; its 80 vGPUs are not 80 GPUs
+    assert "l40s-hami-2" not in run.summary["unknown_products"]
+    whole = Node.objects.get(k8s_name=RTX_NODE)
+    assert (whole.gpu_sharing, whole.gpus_in_use, whole.hami_in_use) == ("whole", 1, {})
+
+    again = cluster_sync()
+    assert again.summary["updated"] == [] and again.summary["created"] == []

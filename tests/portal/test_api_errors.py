@@ -14,6 +14,7 @@ from inventory.models import HealthEvent
 from portal.models import ApiToken
 from tenants.models import Membership, RoleAssignment
 from tenants.quota import services as quota_requests
+from tenants.workloads.models import Workload
 from tests.factories import (
     GPUFactory,
     MembershipFactory,
@@ -75,6 +76,7 @@ def world():
         justification="More CPUs.",
     )
     token = ApiToken.objects.create(user=admin, name="ci", digest="x" * 64, hint="afp_xxxx")
+    workload = Workload.objects.create(tenant=acme, kind="vcluster", name="dev", launched_by=member)
     ids = {
         "tokens": token.pk,
         "nodes": node.pk,
@@ -83,6 +85,7 @@ def world():
         "sites": node.rack.site_id,
         "health-events": event.pk,
         "quota-requests": request.pk,
+        "workloads": workload.pk,
     }
     return {"admin": admin, "ids": ids, "member_id": membership.pk}
 
@@ -159,7 +162,8 @@ def test_an_outsider_is_refused_in_json_and_never_sees_acme(api_client, world, p
     response = _call(api_client, method, _url(path, world))
     if response.status_code >= 400:
         _assert_json_error(response, response.status_code)
-    if "{slug}" in path or path.startswith("/api/v1/quota-requests/{id}"):
+    if "{slug}" in path or path.startswith(("/api/v1/quota-requests/{id}",
+                                            "/api/v1/workloads/{id}")):
         assert response.status_code == 404
     if path.startswith("/api/v1/tokens/{id}"):  # the admin's token
         assert response.status_code == 404

@@ -11,6 +11,11 @@ from django.utils import timezone
 from portal.fleet import PermanentFleetError, gateway_override, get_gateway
 from portal.fleet.simulated import SimulatedFleetGateway
 from portal.models import SimulatedObject
+from tenants.workloads.kinds import inference, vcluster, vm
+from tenants.workloads.kinds.base import BuildContext, GpuOffer, LaunchContext
+from tenants.workloads.kinds.schemas import manifest_errors
+from tenants.workloads.registry import KINDS
+from tests.tenants.workloads.openssh_keys import ed25519_public
 
 GFD_LABELS = json.loads(
     (Path(__file__).parents[1] / "data/nvidia/node-labels-sample-rtx4000ada.json").read_text()
@@ -194,7 +199,8 @@ def test_an_inference_service_is_progressing_until_the_delay_has_passed(
     assert condition(progressing, "Ready")["status"] == "False"
     assert "url" not in progressing["status"]
     assert condition(ready, "Ready")["status"] == "True"
-    assert ready["status"]["url"] == "http://llm.acme.example"
+    assert ready["status"]["url"] == "http://llm-acme.inference.example.com"
+    assert ready["status"]["address"]["url"] == "http://llm-predictor.acme.svc.cluster.local"
     assert simulated_gateway.list(**ISVC)[0]["status"] == ready["status"]
 
 
@@ -393,3 +399,469 @@ def test_evict_pod_removes_the_pod(simulated_gateway):
         simulated_gateway.get(api_version="v1", kind="Pod", name="train-0", namespace="acme")
         is None
     )
+
+
+# --- the workload operators: what controllers make, and the statuses they write ---------------
+# Manifests come from the workload kinds themselves, so the simulated controllers are played
+# on exactly what the portal sends; statuses are checked against the vendored CRD schemas.
+
+H100 = "gpu:nvidia-h100-80gb"
+A100_MIG = "mig:nvidia-a100-80gb:1g.10gb"
+OFFERS = (
+    GpuOffer(H100, "NVIDIA H100 80GB HBM3 GPUs", 8),
+    GpuOffer(A100_MIG, "NVIDIA A100 SXM4 80GB MIG 1g.10gb", 56),
+)
+LAUNCH = LaunchContext(
+    isolation="shared",
+    quota={H100: 16, A100_MIG: 28, "cpu": 256, "memory-gib": 2048, "storage-gib": 1000},
+    gpu_offers=OFFERS,
+    catalog={"vm_images": {"ubuntu": {"label": "Ubuntu 24.04 LTS",
+                                      "container_disk": "quay.io/containerdisks/ubuntu:24.04",
+                                      "min_disk_gib": 10, "default_user": "ubuntu"}}},
+)
+VM_SPEC = {"image": "ubuntu", "cpu": 4, "memory_gib": 16, "disk_gib": 50, "gpu": H100, "gpus": 1,
+           "ssh_public_key": ed25519_public("alice@laptop")}
+SLURM_SPEC = {"workers": 2, "gpu": A100_MIG, "gpus_per_worker": 1, "cpu_per_worker": 4,
+              "memory_gib_per_worker": 16, "accounting": True, "rest_api": True}
+READ = {"namespace": "tenant-acme"}
+
+
+def build(kind: str, name: str, workload_id: int = 7) -> BuildContext:
+    return BuildContext(workload_id=workload_id, name=name, kind=kind, tenant_slug="acme",
+                        namespace="tenant-acme", isolation="shared")
+
+
+def manifests(kind: str, name: str, spec: dict, workload_id: int = 7) -> list[dict]:
+    entry = KINDS[kind].module
+    return entry.manifests(entry.validate(spec, LAUNCH), build(kind, name, workload_id))
+
+
+def objects(kind: str) -> dict[str, dict]:
+    return {row.name: row.body for row in SimulatedObject.objects.filter(kind=kind)}
+
+
+def schema_valid(obj: dict) -> dict:
+    """The object as read back must be one its CRD (status included) accepts."""
+    meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+    assert manifest_errors({**obj, "metadata": meta}) == []
+    return obj
+
+
+def nodes(gateway, *specs: tuple[str, dict, dict]) -> None:
+    gateway.apply(manifests=[
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+         "spec": spec}
+        for name, labels, spec in specs
+    ])
+
+
+H100_LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+MIG_LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+              "nvidia.com/mig-1g.10gb.count": "56"}
+
+
+def test_create_makes_an_object_once_and_never_overwrites_it(simulated_gateway):
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "key", "namespace": "a"},
+              "data": {"k": "b25l"}}
+
+    assert simulated_gateway.create(manifest=secret) is True
+    assert simulated_gateway.create(manifest={**secret, "data": {"k": "dHdv"}}) is False
+
+    stored = simulated_gateway.get(api_version="v1", kind="Secret", name="key", namespace="a")
+    assert stored["data"] == {"k": "b25l"}
+    assert stored["metadata"]["resourceVersion"] == "1"
+
+
+def test_deleting_an_owner_deletes_its_dependents_and_theirs(simulated_gateway):
+    def obj(kind, name, owner=None):
+        meta = {"name": name, "namespace": "acme"}
+        if owner:
+            meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner["kind"],
+                                        "name": owner["metadata"]["name"],
+                                        "uid": owner["metadata"]["uid"], "controller": True}]
+        (stored,) = simulated_gateway.apply(manifests=[
+            {"apiVersion": "apps/v1" if kind != "Pod" else "v1", "kind": kind, "metadata": meta}
+        ])
+        return stored
+
+    deployment = obj("Deployment", "web")
+    replica_set = obj("ReplicaSet", "web-5d8f", owner=deployment)
+    obj("Pod", "web-5d8f-x2k9q", owner=replica_set)
+    other = obj("Deployment", "db")
+    obj("Pod", "db-0", owner=other)
+
+    assert simulated_gateway.delete(api_version="apps/v1", kind="Deployment", name="web",
+                                    namespace="acme") is True
+
+    assert sorted(SimulatedObject.objects.values_list("kind", "name")) == [
+        ("Deployment", "db"), ("Pod", "db-0")
+    ]
+
+
+def test_a_vcluster_release_installs_its_control_plane_then_writes_the_kubeconfig(
+    simulated_gateway, fleet_clock, settings
+):
+    settings.FLEET_SIMULATED_READY_SECONDS = 20
+    simulated_gateway.apply(manifests=manifests("vcluster", "dev", {}))
+    release = {"api_version": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "name": "dev",
+               **READ}
+    secret = {"api_version": "v1", "kind": "Secret", "name": "vc-dev", **READ}
+
+    installing = schema_valid(simulated_gateway.get(**release))
+    control_plane = simulated_gateway.get(api_version="apps/v1", kind="StatefulSet", name="dev",
+                                          **READ)
+    assert condition(installing, "Ready")["status"] == "Unknown"
+    assert condition(installing, "Reconciling")["reason"] == "Progressing"
+    assert "history" not in installing["status"]
+    assert control_plane["status"]["readyReplicas"] == 0
+    assert control_plane["metadata"]["annotations"]["meta.helm.sh/release-name"] == "dev"
+    assert simulated_gateway.get(**secret) is None
+
+    fleet_clock.advance(20)
+    ready = schema_valid(simulated_gateway.get(**release))
+    stored = simulated_gateway.get(**secret)
+
+    assert condition(ready, "Ready")["reason"] == "InstallSucceeded"
+    (deployed,) = ready["status"]["history"]
+    assert (deployed["status"], deployed["version"], deployed["chartVersion"]) == (
+        "deployed", 1, vcluster.CHART_VERSION
+    )
+    assert simulated_gateway.get(api_version="apps/v1", kind="StatefulSet", name="dev",
+                                 **READ)["status"]["readyReplicas"] == 1
+    kubeconfig = vcluster.kubeconfig_from_secret(stored)
+    assert f"server: {vcluster.server_url('dev', 'tenant-acme')}" in kubeconfig
+    assert "current-context: dev" in kubeconfig
+    seen = vcluster.KIND.observe(
+        {("helm.toolkit.fluxcd.io/v2", "HelmRelease", "dev"): ready,
+         ("v1", "Secret", "vc-dev"): stored,
+         ("apps/v1", "StatefulSet", "dev"): simulated_gateway.get(
+             api_version="apps/v1", kind="StatefulSet", name="dev", **READ)},
+        vcluster.KIND.validate({}, LAUNCH), build("vcluster", "dev"),
+    )
+    assert seen.state == "ready" and seen.details["helm_revision"] == 1
+
+    assert simulated_gateway.delete(**release) is True  # Helm uninstalls the chart's objects
+    assert sorted(SimulatedObject.objects.values_list("kind", "name")) == [
+        ("HelmRepository", "dev-charts")
+    ]
+
+
+def test_a_vcluster_upgrade_keeps_the_deployed_release_until_the_new_one_is_up(
+    simulated_gateway, fleet_clock, settings
+):
+    settings.FLEET_SIMULATED_READY_SECONDS = 20
+    simulated_gateway.apply(manifests=manifests("vcluster", "dev", {}))
+    fleet_clock.advance(30)
+    simulated_gateway.list(api_version="helm.toolkit.fluxcd.io/v2", kind="HelmRelease")
+
+    simulated_gateway.apply(manifests=manifests("vcluster", "dev", {"cpu": 4}))
+    upgrading = schema_valid(simulated_gateway.get(
+        api_version="helm.toolkit.fluxcd.io/v2", kind="HelmRelease", name="dev", **READ))
+    fleet_clock.advance(20)
+    upgraded = schema_valid(simulated_gateway.get(
+        api_version="helm.toolkit.fluxcd.io/v2", kind="HelmRelease", name="dev", **READ))
+
+    assert upgrading["status"]["lastAttemptedReleaseAction"] == "upgrade"
+    assert [(h["version"], h["status"]) for h in upgrading["status"]["history"]] == [
+        (1, "deployed")
+    ]
+    assert condition(upgraded, "Ready")["reason"] == "UpgradeSucceeded"
+    assert [(h["version"], h["status"]) for h in upgraded["status"]["history"]] == [
+        (2, "deployed"), (1, "superseded")
+    ]
+    control_plane = simulated_gateway.get(api_version="apps/v1", kind="StatefulSet", name="dev",
+                                          **READ)
+    assert control_plane["spec"]["template"]["spec"]["containers"][0]["resources"][
+        "limits"]["cpu"] == "4"
+
+
+def test_an_inference_service_downloads_then_loads_its_model_then_serves(
+    simulated_gateway, fleet_clock, settings
+):
+    settings.FLEET_SIMULATED_READY_SECONDS = 20
+    spec = {"model_uri": "hf://Qwen/Qwen2.5-7B-Instruct", "gpu": H100, "min_replicas": 2,
+            "max_replicas": 3}
+    simulated_gateway.apply(manifests=manifests("inference", "chat", spec))
+    read = {**ISVC, "name": "chat", **READ}
+
+    states = []
+    for _ in range(3):
+        obj = schema_valid(simulated_gateway.get(**read))
+        states.append((condition(obj, "Ready")["status"],
+                       obj["status"]["modelStatus"]["states"]["targetModelState"]))
+        fleet_clock.advance(10)
+
+    assert states == [("False", "Pending"), ("False", "Loading"), ("True", "Loaded")]
+    ready = simulated_gateway.get(**read)["status"]
+    assert ready["address"]["url"] == inference.cluster_url("chat", "tenant-acme", "cluster.local")
+    assert ready["modelStatus"]["copies"]["totalCopies"] == 2
+    assert ready["deploymentMode"] == "Standard"
+
+
+def test_an_inference_service_whose_model_does_not_exist_fails_in_kserves_words(
+    simulated_gateway, fleet_clock, settings
+):
+    settings.FLEET_SIMULATED_READY_SECONDS = 20
+    spec = {"model_uri": "hf://meta-llama/Llama-4-Scout-does-not-exist", "gpu": H100}
+    simulated_gateway.apply(manifests=manifests("inference", "chat", spec))
+    read = {**ISVC, "name": "chat", **READ}
+
+    loading = simulated_gateway.get(**read)
+    fleet_clock.advance(20)
+    failed = schema_valid(simulated_gateway.get(**read))
+
+    assert "lastFailureInfo" not in loading["status"]["modelStatus"]
+    info = failed["status"]["modelStatus"]["lastFailureInfo"]
+    assert info["reason"] == "ModelLoadFailed"
+    assert (
+        "Repository Not Found for url: https://huggingface.co/api/models/meta-llama/"
+        "Llama-4-Scout-does-not-exist/revision/main"
+    ) in info["message"]
+    seen = inference.KIND.observe({(*ISVC.values(), "chat"): failed}, {},
+                                  build("inference", "chat"))
+    assert (seen.state, seen.reason) == ("failed", "ModelLoadFailed")
+    assert "(exit code 1)" in seen.message
+
+
+VM_READ = {"api_version": "kubevirt.io/v1", "kind": "VirtualMachine", "name": "box", **READ}
+VMI_READ = {**VM_READ, "kind": "VirtualMachineInstance"}
+
+
+def test_a_vm_imports_its_disk_then_boots_its_instance(simulated_gateway, fleet_clock, settings):
+    settings.FLEET_SIMULATED_READY_SECONDS = 20
+    nodes(simulated_gateway, ("h100-a", H100_LABELS, {}), ("mig-a", MIG_LABELS, {}))
+    simulated_gateway.apply(manifests=manifests("vm", "box", VM_SPEC))
+
+    provisioning = schema_valid(simulated_gateway.get(**VM_READ))
+    disk = objects("DataVolume")["box-root"]
+    fleet_clock.advance(10)
+    starting = schema_valid(simulated_gateway.get(**VM_READ))
+    fleet_clock.advance(10)
+    running = schema_valid(simulated_gateway.get(**VM_READ))
+    instance = simulated_gateway.get(**VMI_READ)
+
+    assert provisioning["status"]["printableStatus"] == "Provisioning"
+    assert disk["status"]["phase"] == "ImportInProgress"
+    assert disk["metadata"]["labels"]["portal.ai-factory.io/workload-id"] == "7"
+    assert starting["status"]["printableStatus"] == "Starting"
+    assert running["status"]["printableStatus"] == "Running"
+    assert condition(running, "Ready")["status"] == "True"
+    assert instance["metadata"]["labels"]["portal.ai-factory.io/workload-id"] == "7"
+    assert instance["metadata"]["labels"]["kubevirt.io/nodeName"] == "h100-a"  # not the MIG one
+    (owner,) = instance["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["uid"]) == ("VirtualMachine", running["metadata"]["uid"])
+    assert instance["status"]["interfaces"][0]["ipAddress"].startswith("10.244.")
+    seen = vm.KIND.observe(
+        {("kubevirt.io/v1", "VirtualMachine", "box"): running,
+         ("kubevirt.io/v1", "VirtualMachineInstance", "box"): instance},
+        VM_SPEC, build("vm", "box"),
+    )
+    assert seen.state == "ready" and seen.details["ip"]
+
+
+def test_a_vm_nobody_looked_at_is_as_far_along_as_on_a_cluster(
+    simulated_gateway, fleet_clock, settings
+):
+    settings.FLEET_SIMULATED_READY_SECONDS = 20
+    simulated_gateway.apply(manifests=manifests("vm", "box", VM_SPEC))
+    fleet_clock.advance(60)
+
+    first_look = simulated_gateway.get(**VM_READ)
+
+    assert first_look["status"]["printableStatus"] == "Running"
+    assert objects("DataVolume")["box-root"]["status"]["phase"] == "Succeeded"
+
+
+def test_halting_a_vm_stops_its_instance_and_starting_it_boots_a_new_one(
+    simulated_gateway, fleet_clock, settings
+):
+    settings.FLEET_SIMULATED_READY_SECONDS = 20
+    simulated_gateway.apply(manifests=manifests("vm", "box", VM_SPEC))
+    fleet_clock.advance(60)
+    simulated_gateway.get(**VM_READ)  # reading the VM plays its controller (as a list does)
+    first = simulated_gateway.get(**VMI_READ)
+
+    simulated_gateway.apply(manifests=manifests("vm", "box", {**VM_SPEC, "running": False}))
+    stopped = schema_valid(simulated_gateway.get(**VM_READ))
+    gone = simulated_gateway.get(**VMI_READ)
+    simulated_gateway.apply(manifests=manifests("vm", "box", VM_SPEC))
+    booting = simulated_gateway.get(**VM_READ)
+    fleet_clock.advance(10)
+    simulated_gateway.get(**VM_READ)
+    again = simulated_gateway.get(**VMI_READ)
+
+    assert stopped["status"]["printableStatus"] == "Stopped"
+    assert condition(stopped, "Ready")["reason"] == "VMINotExists"
+    assert gone is None
+    assert booting["status"]["printableStatus"] == "Starting"
+    assert again["status"]["phase"] == "Running"
+    assert again["metadata"]["uid"] != first["metadata"]["uid"]
+    assert objects("DataVolume")["box-root"]["metadata"]["uid"]  # the disk is kept
+
+
+def test_a_restarted_vm_boots_a_new_instance_with_the_restart_annotation(
+    simulated_gateway, fleet_clock, settings
+):
+    settings.FLEET_SIMULATED_READY_SECONDS = 20
+    simulated_gateway.apply(manifests=manifests("vm", "box", VM_SPEC))
+    fleet_clock.advance(60)
+    simulated_gateway.get(**VM_READ)
+    old = simulated_gateway.get(**VMI_READ)
+    restart = vm.power(vm.KIND.validate(VM_SPEC, LAUNCH), "restart")
+
+    simulated_gateway.apply(manifests=vm.KIND.manifests(restart, build("vm", "box")))
+    simulated_gateway.get(**VM_READ)
+    kept = simulated_gateway.get(**VMI_READ)  # KubeVirt leaves a running VMI on its template
+    simulated_gateway.delete(**VMI_READ)  # what the machinery does when needs_restart()
+    simulated_gateway.get(**VM_READ)
+    fresh = simulated_gateway.get(**VMI_READ)
+
+    annotation = "kubectl.kubernetes.io/restartedAt"
+    assert kept["metadata"]["uid"] == old["metadata"]["uid"]
+    assert annotation not in kept["metadata"]["annotations"]
+    assert fresh["metadata"]["annotations"][annotation] == restart["restarted_at"]
+    assert fresh["metadata"]["uid"] != old["metadata"]["uid"]
+    assert not vm.needs_restart({("kubevirt.io/v1", "VirtualMachineInstance", "box"): fresh},
+                                restart, build("vm", "box"))
+
+
+def test_a_resized_running_vm_says_it_needs_a_restart(simulated_gateway, fleet_clock, settings):
+    settings.FLEET_SIMULATED_READY_SECONDS = 20
+    simulated_gateway.apply(manifests=manifests("vm", "box", VM_SPEC))
+    fleet_clock.advance(60)
+    simulated_gateway.get(**VM_READ)
+
+    simulated_gateway.apply(manifests=manifests("vm", "box", {**VM_SPEC, "cpu": 8}))
+    resized = simulated_gateway.get(**VM_READ)
+
+    assert resized["status"]["printableStatus"] == "Running"
+    assert condition(resized, "RestartRequired")["status"] == "True"
+
+
+def test_reading_a_settled_vm_writes_nothing(
+    simulated_gateway, settings, django_assert_num_queries
+):
+    settings.FLEET_SIMULATED_READY_SECONDS = 0
+    simulated_gateway.apply(manifests=manifests("vm", "box", VM_SPEC))
+    first = simulated_gateway.get(**VM_READ)
+    versions = dict(SimulatedObject.objects.values_list("name", "resource_version"))
+
+    with django_assert_num_queries(2):  # the VM, then what its controller made
+        second = simulated_gateway.get(**VM_READ)
+
+    assert second == first
+    assert dict(SimulatedObject.objects.values_list("name", "resource_version")) == versions
+
+
+SLINKY = "slinky.slurm.net/v1beta1"
+
+
+def test_the_slurm_operator_runs_its_parts_and_a_worker_pod_per_replica(
+    simulated_gateway, fleet_clock, settings
+):
+    settings.FLEET_SIMULATED_READY_SECONDS = 20
+    nodes(simulated_gateway, ("h100-a", H100_LABELS, {}), ("mig-a", MIG_LABELS, {}))
+    simulated_gateway.apply(manifests=manifests("slurm", "train", SLURM_SPEC))
+    for kind in ("Controller", "LoginSet", "RestApi", "Accounting", "NodeSet"):
+        simulated_gateway.list(api_version=SLINKY, kind=kind, namespace="tenant-acme")
+
+    pods = objects("Pod")
+    apps = {**objects("StatefulSet"), **objects("Deployment")}
+    fleet_clock.advance(20)
+    nodeset = schema_valid(simulated_gateway.get(api_version=SLINKY, kind="NodeSet",
+                                                 name="train-workers", **READ))
+
+    assert sorted(pods) == ["train-workers-0", "train-workers-1"]
+    assert sorted(apps) == ["train-accounting", "train-controller", "train-login",
+                            "train-mariadb", "train-restapi"]
+    worker = pods["train-workers-0"]
+    assert worker["spec"]["nodeName"] == "mig-a"  # where its MIG slice is
+    assert worker["metadata"]["labels"]["app.kubernetes.io/instance"] == "train-workers"
+    assert worker["metadata"]["labels"]["portal.ai-factory.io/workload-id"] == "7"
+    assert worker["metadata"]["ownerReferences"][0]["kind"] == "NodeSet"
+    assert apps["train-controller"]["metadata"]["labels"]["portal.ai-factory.io/workload-id"] == "7"
+    assert nodeset["status"]["readyReplicas"] == 2
+    for name in ("train-controller", "train-accounting", "train-mariadb"):
+        assert simulated_gateway.get(api_version="apps/v1", kind="StatefulSet", name=name,
+                                     **READ)["status"]["readyReplicas"] == 1
+
+
+def test_scaling_a_nodeset_adds_workers_that_start_and_removes_the_highest(
+    simulated_gateway, fleet_clock, settings
+):
+    settings.FLEET_SIMULATED_READY_SECONDS = 20
+    simulated_gateway.apply(manifests=manifests("slurm", "train", SLURM_SPEC))
+    read = {"api_version": SLINKY, "kind": "NodeSet", "name": "train-workers", **READ}
+    fleet_clock.advance(30)
+    simulated_gateway.get(**read)
+
+    simulated_gateway.apply(manifests=manifests("slurm", "train", {**SLURM_SPEC, "workers": 4}))
+    growing = simulated_gateway.get(**read)["status"]
+    fleet_clock.advance(20)
+    grown = simulated_gateway.get(**read)["status"]
+    simulated_gateway.apply(manifests=manifests("slurm", "train", {**SLURM_SPEC, "workers": 1}))
+    shrunk = simulated_gateway.get(**read)["status"]
+
+    assert (growing["replicas"], growing["readyReplicas"]) == (4, 2)
+    assert (grown["replicas"], grown["readyReplicas"]) == (4, 4)
+    assert (shrunk["replicas"], shrunk["readyReplicas"]) == (1, 1)
+    assert sorted(objects("Pod")) == ["train-workers-0"]
+
+
+def test_a_worker_no_node_can_take_waits_with_the_schedulers_reason(simulated_gateway, settings):
+    settings.FLEET_SIMULATED_READY_SECONDS = 0
+    nodes(simulated_gateway, ("h100-a", H100_LABELS, {}),
+          ("mig-a", MIG_LABELS, {"unschedulable": True}))
+    simulated_gateway.apply(manifests=manifests("slurm", "train", SLURM_SPEC))
+
+    simulated_gateway.get(api_version=SLINKY, kind="NodeSet", name="train-workers", **READ)
+    pod = simulated_gateway.get(api_version="v1", kind="Pod", name="train-workers-0", **READ)
+
+    assert "nodeName" not in pod["spec"]
+    scheduled = condition(pod, "PodScheduled")
+    assert (scheduled["status"], scheduled["reason"]) == ("False", "Unschedulable")
+    assert scheduled["message"].startswith("0/2 nodes are available: ")
+    assert "1 node(s) were unschedulable" in scheduled["message"]
+
+
+def test_deleting_the_slurm_crs_takes_everything_the_operator_made(simulated_gateway, settings):
+    settings.FLEET_SIMULATED_READY_SECONDS = 0
+    applied = manifests("slurm", "train", SLURM_SPEC)
+    simulated_gateway.apply(manifests=applied)
+    for kind in ("Controller", "LoginSet", "RestApi", "Accounting", "NodeSet"):
+        simulated_gateway.list(api_version=SLINKY, kind=kind)
+
+    for manifest in reversed(applied):
+        simulated_gateway.delete(api_version=manifest["apiVersion"], kind=manifest["kind"],
+                                 name=manifest["metadata"]["name"], namespace="tenant-acme")
+
+    assert not SimulatedObject.objects.exists()
+
+
+def test_every_status_the_simulated_controllers_write_is_one_the_crds_accept(
+    simulated_gateway, fleet_clock, settings
+):
+    settings.FLEET_SIMULATED_READY_SECONDS = 20
+    nodes(simulated_gateway, ("h100-a", H100_LABELS, {}), ("mig-a", MIG_LABELS, {}))
+    for kind, spec in (
+        ("vcluster", {}),
+        ("inference", {"model_uri": "hf://Qwen/Qwen2.5-7B-Instruct", "gpu": H100}),
+        ("vm", VM_SPEC),
+        ("slurm", SLURM_SPEC),
+    ):
+        simulated_gateway.apply(manifests=manifests(kind, f"x-{kind}", spec))
+    custom = {(row.api_version, row.kind) for row in SimulatedObject.objects.all()
+              if "." in row.api_version.partition("/")[0]}
+
+    checked = set()
+    for _ in range(3):
+        for api_version, kind in sorted(custom):
+            for obj in simulated_gateway.list(api_version=api_version, kind=kind):
+                schema_valid(obj)
+                checked.add((kind, bool(obj.get("status"))))
+        fleet_clock.advance(10)
+
+    assert {kind for kind, has_status in checked if has_status} == {
+        "HelmRepository", "HelmRelease", "InferenceService", "VirtualMachine",
+        "Controller", "NodeSet", "LoginSet", "RestApi", "Accounting",
+    }

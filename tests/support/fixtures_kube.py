@@ -1,7 +1,9 @@
 """Fixtures for code that talks to the fleet: an emulated cluster, or the simulated one.
 
 Import them into a conftest.py:
-    from tests.support.fixtures_kube import kube_emulator, kube_gateway, simulated_gateway
+    from tests.support.fixtures_kube import (
+        fleet_clock, kube_emulator, kube_gateway, simulated_gateway,
+    )
 """
 
 from collections.abc import Iterator
@@ -42,3 +44,29 @@ def simulated_gateway(db: None) -> Iterator[SimulatedFleetGateway]:
     """The demo fleet (objects in the test database); `get_gateway()` returns it."""
     with gateway_override(SimulatedFleetGateway()) as gateway:
         yield gateway
+
+
+class FleetClock:
+    """The simulated fleet's own clock, moved by hand (nothing else's time moves)."""
+
+    def __init__(self) -> None:
+        from django.utils import timezone
+
+        self.moment = timezone.now()
+
+    def now(self):
+        return self.moment
+
+    def advance(self, seconds: float) -> None:
+        from datetime import timedelta
+
+        self.moment += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def fleet_clock(simulated_gateway: SimulatedFleetGateway, monkeypatch) -> FleetClock:
+    """Stop the simulated fleet's time; `fleet_clock.advance(seconds)` lets it pass, so its
+    controllers are seen mid-way and done without waiting."""
+    clock = FleetClock()
+    monkeypatch.setattr("portal.fleet.simulated.timezone", clock)
+    return clock

@@ -41,6 +41,7 @@ CUSTOM_RESOURCES: list[tuple[str, str, str, bool, tuple[str, ...]]] = [
     ),
     ("kubevirt.io/v1", "VirtualMachine", "virtualmachines", True, ("status",)),
     ("kubevirt.io/v1", "VirtualMachineInstance", "virtualmachineinstances", True, ("status",)),
+    ("cdi.kubevirt.io/v1beta1", "DataVolume", "datavolumes", True, ("status",)),
     ("helm.toolkit.fluxcd.io/v2", "HelmRelease", "helmreleases", True, ("status",)),
     ("source.toolkit.fluxcd.io/v1", "HelmRepository", "helmrepositories", True, ("status",)),
     ("slinky.slurm.net/v1beta1", "Controller", "controllers", True, ("status",)),

@@ -3,7 +3,9 @@
 Built-in kinds go through `kubernetes-validate` (strict: unknown fields fail) at one pinned
 Kubernetes minor; Kueue custom resources through jsonschema's Draft 7 over the CRD's
 openAPIV3Schema (copied into tests/data/kueue/). Neither evaluates CEL rules nor name formats:
-`assert_kueue_rules` and `assert_names` check the ones that matter here.
+`assert_kueue_rules` and `assert_names` check the ones that matter here, and
+`quota_key_errors` the ResourceQuota keys (the OpenAPI schema types `spec.hard` as a map of
+quantities; the API server's validation decides which keys may be in it).
 """
 
 import re
@@ -25,6 +27,14 @@ PLURALS = {
     "Cohort": "cohorts",
 }
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+# Kubernetes' helper.IsStandardQuotaResourceName (pkg/apis/core/helper), v1.35.
+STANDARD_QUOTA_NAMES = frozenset({
+    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.storage",
+    "requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage",
+    "pods", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps",
+    "persistentvolumeclaims", "services.nodeports", "services.loadbalancers",
+})
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
@@ -52,11 +62,45 @@ def schema_errors(manifest: dict[str, Any]) -> list[str]:
     return []
 
 
+def quota_key_errors(hard: dict[str, str]) -> list[str]:
+    """What the API server's ValidateResourceQuotaResourceName and ValidateResourceQuantityValue
+    (pkg/apis/core/validation) refuse in `spec.hard`: a name that is no qualified name; one
+    without a `/` that is no standard quota resource; a negative quantity; a fractional one for
+    an extended resource (`requests.` or `limits.` of a `<domain>/<name>`, or `count/…`)."""
+    errors = []
+    for key, value in hard.items():
+        prefix, slash, name = key.rpartition("/")
+        if slash:
+            if not (DNS1123_SUBDOMAIN.match(prefix) and len(prefix) <= 253):
+                errors.append(f"{key}: prefix is not a DNS-1123 subdomain")
+            if not (QUALIFIED_NAME.match(name) and len(name) <= 63):
+                errors.append(f"{key}: name part is not a qualified name")
+        elif key not in STANDARD_QUOTA_NAMES and not key.startswith(
+            ("hugepages-", "requests.hugepages-")
+        ):
+            errors.append(f"{key}: not a standard quota resource")
+        number = value
+        for suffix in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "k", "M", "G", "T", "P", "E"):
+            if number.endswith(suffix):
+                number = number[: -len(suffix)]
+                break
+        if not re.fullmatch(r"\d+(\.\d+)?", number):
+            errors.append(f"{key}: {value!r} is not a non-negative quantity")
+        elif slash and "kubernetes.io/" not in key and "." in number:
+            errors.append(f"{key}: an extended resource's quota must be a whole number")
+    return errors
+
+
 def assert_valid(manifests: list[dict[str, Any]]) -> None:
     problems = {
         f"{m['kind']}/{m['metadata']['name']}": errors
         for m in manifests
         if (errors := schema_errors(m))
+    }
+    problems |= {
+        f"ResourceQuota/{m['metadata']['name']} keys": errors
+        for m in manifests
+        if m["kind"] == "ResourceQuota" and (errors := quota_key_errors(m["spec"]["hard"]))
     }
     assert not problems, problems
     assert_names(manifests)

@@ -252,7 +252,40 @@ def test_usage_reported_by_the_cluster_shows_next_to_the_quota(
     used = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "in_use"))
     assert used == {"gpu:nvidia-h100-80gb": 6, "cpu": 13}
     html = login(tenant_member).get(reverse("tenants:dashboard", args=["acme"])).content.decode()
-    assert re.search(r"6\s*/\s*16", html)
+    # In use is what the tenant's workloads hold (none here); the cluster's figure beside it.
+    assert re.search(r"0\s*/\s*16", html)
+    assert "cluster: 6" in html
+
+
+def test_hami_grants_reach_the_cluster_as_hami_quota_keys_and_usage_comes_back(
+    tenant, kube_gateway, kube_emulator
+):
+    for resource, limit in (("hami:nvidia-l40s:memory-gib", 48), ("hami:nvidia-l40s:cores", 100),
+                            ("gpu:nvidia-h100-80gb", 2), ("cpu", 16)):
+        QuotaFactory(tenant=tenant, resource=resource, limit=limit)
+
+    tenant_reconcile(tenant_id=tenant.pk)
+
+    quota = kube_emulator.get_object("v1", "ResourceQuota", "tenant-quota", NS)
+    assert_valid([quota])
+    hard = quota["spec"]["hard"]
+    assert (hard["limits.nvidia.com/gpumem"], hard["limits.nvidia.com/gpucores"]) == (
+        "49152", "100"
+    )
+    assert hard["requests.nvidia.com/gpu"] == "12"  # 2 whole + 10 vGPUs of at least 10 %
+    queue = kube_emulator.get_object(KUEUE, "ClusterQueue", "tenant-acme")
+    assert [f["name"] for f in queue["spec"]["resourceGroups"][1]["flavors"]] == [
+        "gpu-nvidia-h100-80gb"
+    ]
+    # The API server reports what pods ask for (HAMi's own limits.* usage it does not count).
+    used = {"requests.nvidia.com/gpumem": "12288", "requests.nvidia.com/gpucores": "30",
+            "requests.nvidia.com/gpu": "3"}
+    kube_emulator.put_object({**quota, "status": {"hard": hard, "used": used}})
+    tenant_reconcile(tenant_id=tenant.pk)
+    in_use = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "in_use"))
+    assert in_use["hami:nvidia-l40s:memory-gib"] == 12 and in_use["hami:nvidia-l40s:cores"] == 30
+    # requests.nvidia.com/gpu counts the vGPU too: not read as whole GPUs.
+    assert in_use["gpu:nvidia-h100-80gb"] == 0
 
 
 def test_a_cohort_change_re_enforces_the_peers_that_may_borrow_from_it(db):

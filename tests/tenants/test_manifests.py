@@ -15,7 +15,7 @@ from tenants.enforcement.manifests import (
     tenant_manifests,
 )
 
-from .kube_schemas import assert_valid, schema_errors
+from .kube_schemas import assert_valid, quota_key_errors, schema_errors
 
 SHARED = TenantSpec(
     slug="nova",
@@ -51,6 +51,23 @@ COHORT = TenantSpec(
         Grant("cpu", 96),
     ),
 )
+# A shared tenant with HAMi shares of two models (one of them also as whole GPUs), in a cohort.
+HAMI = TenantSpec(
+    slug="atlas",
+    isolation="shared",
+    edit_groups=("oidc:tenant-atlas",),
+    cohort="shared-gpus",
+    cohort_lendable={"gpu:nvidia-l40s": 4},
+    grants=(
+        Grant("gpu:nvidia-l40s", 2),
+        Grant("hami:nvidia-l40s:memory-gib", 96),
+        Grant("hami:nvidia-l40s:cores", 200),
+        Grant("hami:nvidia-h100-80gb:memory-gib", 40),
+        Grant("hami:nvidia-h100-80gb:cores", 50),
+        Grant("cpu", 64),
+        Grant("count:inference", 4),
+    ),
+)
 EMPTY = TenantSpec(slug="fresh", isolation="shared", edit_groups=("oidc:tenant-fresh",))
 SUSPENDED = TenantSpec(
     slug="orbit", isolation="shared", edit_groups=("g",), suspended=True, grants=(Grant("cpu", 8),)
@@ -70,7 +87,7 @@ def _one(manifests, kind):
 
 
 @pytest.mark.parametrize(
-    "spec", [SHARED, DEDICATED, COHORT, EMPTY, SUSPENDED], ids=lambda s: s.slug
+    "spec", [SHARED, DEDICATED, COHORT, HAMI, EMPTY, SUSPENDED], ids=lambda s: s.slug
 )
 def test_every_manifest_validates_against_kubernetes_and_kueue_schemas(spec):
     manifests = tenant_manifests(spec)
@@ -181,6 +198,77 @@ def test_dedicated_tenant_never_gets_mig_even_if_a_grant_slipped_through():
     )
     assert len(_one(manifests, "ClusterQueue")["spec"]["resourceGroups"]) == 1
     assert_valid(manifests)
+
+
+def test_a_shared_tenants_hami_shares_are_quota_keys_hami_and_the_api_server_enforce():
+    manifests = tenant_manifests(HAMI)
+    hard = _one(manifests, "ResourceQuota")["spec"]["hard"]
+
+    # HAMi's scheduler reads only `limits.`, per namespace: every model's grants summed, in MiB.
+    assert hard["limits.nvidia.com/gpumem"] == str((96 + 40) * 1024)
+    assert hard["limits.nvidia.com/gpucores"] == "250"
+    # The API server reads `requests.` (a container's own figure), the same grants.
+    assert hard["requests.nvidia.com/gpumem"] == "139264"
+    assert hard["requests.nvidia.com/gpucores"] == "250"
+    # It counts vGPUs as nvidia.com/gpu: the whole GPUs (with what the cohort may lend) plus
+    # one vGPU per 10 % of compute granted, the smallest share the portal launches.
+    assert hard["requests.nvidia.com/gpu"] == str(2 + 4 + 200 // 10 + 50 // 10)
+    assert quota_key_errors(hard) == []
+    assert_valid(manifests)
+
+
+def test_hami_shares_stay_out_of_kueue():
+    manifests = tenant_manifests(HAMI)
+    queue = _one(manifests, "ClusterQueue")
+    covered = [r for g in queue["spec"]["resourceGroups"] for r in g["coveredResources"]]
+    flavors = [f["metadata"]["name"] for f in _by_kind(manifests)["ResourceFlavor"]]
+
+    assert not any(name.startswith(("nvidia.com/gpumem", "nvidia.com/gpucores"))
+                   for name in covered)
+    assert "gpu-nvidia-l40s" in flavors  # granted as whole GPUs too
+    assert "gpu-nvidia-h100-80gb" not in flavors  # only HAMi shares: no flavor, no cell
+
+
+def test_a_dedicated_tenant_never_gets_hami_shares_even_if_a_grant_slipped_through():
+    spec = TenantSpec(
+        slug="helix",
+        isolation="dedicated",
+        edit_groups=("g",),
+        grants=(Grant("gpu:nvidia-h200", 8), Grant("hami:nvidia-h200:memory-gib", 141),
+                Grant("hami:nvidia-h200:cores", 100)),
+    )
+    manifests = tenant_manifests(spec)
+    hard = _one(manifests, "ResourceQuota")["spec"]["hard"]
+
+    for key in ("limits.nvidia.com/gpumem", "limits.nvidia.com/gpucores",
+                "requests.nvidia.com/gpumem", "requests.nvidia.com/gpucores"):
+        assert hard[key] == "0", key
+    assert hard["requests.nvidia.com/gpu"] == "8"  # no vGPU allowance
+    assert_valid(manifests)
+
+
+def test_a_shared_tenant_without_hami_grants_gets_none_on_the_cluster():
+    hard = _one(tenant_manifests(SHARED), "ResourceQuota")["spec"]["hard"]
+    assert hard["limits.nvidia.com/gpumem"] == "0" and hard["limits.nvidia.com/gpucores"] == "0"
+    assert hard["requests.nvidia.com/gpu"] == "40"
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("nvidia.com", "1"),  # no `/`: not a standard quota resource
+        ("gpumem", "1"),
+        ("limits.nvidia.com/", "1"),
+        ("limits.Nvidia_com/gpumem", "1"),
+        ("limits.nvidia.com/gpu mem", "1"),
+        ("limits.nvidia.com/gpumem", "-1"),
+        ("limits.nvidia.com/gpumem", "1.5"),
+        ("requests.nvidia.com/gpumem", "lots"),
+    ],
+)
+def test_the_quota_key_check_refuses_what_the_api_server_refuses(key, value):
+    assert quota_key_errors({key: value})
+    assert quota_key_errors({"requests.cpu": "1.5", "limits.nvidia.com/gpumem": "3000"}) == []
 
 
 def test_cohort_tenant_borrows_within_its_limits_and_its_quota_ceiling_includes_it():

@@ -1,5 +1,6 @@
 """Core Kubernetes objects of a tenant: Namespace, ResourceQuota, LimitRange, NetworkPolicy,
-RoleBindings."""
+RoleBindings. The ResourceQuota is where a shared tenant's HAMi shares are enforced on the
+cluster (see `resource_quota_hard`)."""
 
 from __future__ import annotations
 
@@ -39,16 +40,42 @@ def namespace_manifest(spec: TenantSpec) -> Manifest:
     }
 
 
+def hami_vgpu_allowance(spec: TenantSpec) -> int:
+    """How many vGPUs a shared tenant's HAMi grants can hold at once: every share the portal
+    launches is one vGPU of at least HAMI_MIN_CORES percent, so a compute grant of c percent
+    holds at most c // HAMI_MIN_CORES of them. 0 for dedicated tenants."""
+    if spec.dedicated:
+        return 0
+    return sum(
+        grant.limit // resource_classes.HAMI_MIN_CORES
+        for grant in spec.grants
+        if grant.resource.startswith("hami:") and grant.resource.endswith(":cores")
+    )
+
+
 def resource_quota_hard(spec: TenantSpec) -> dict[str, str]:
-    """ResourceQuota `hard`: every GPU and MIG resource, CPU, memory, storage and counts.
+    """ResourceQuota `hard`: every GPU and MIG resource, HAMi's shares, CPU, memory, storage and
+    counts.
 
     What is not granted is 0, so a new resource or a forgotten grant is denied, not unlimited.
     In a cohort, GPU ceilings include what the tenant may borrow (Kueue meters the borrowing).
+
+    HAMi shares (shared tenants only; a dedicated tenant's are 0 whatever its grants say):
+    - `limits.nvidia.com/gpumem` (MiB) and `limits.nvidia.com/gpucores` (percent) are the keys
+      HAMi's scheduler enforces (it reads only the `limits.` prefix, per namespace, counting what
+      each vGPU really gets: gpumem times the vGPU count, all of a GPU's memory when a pod names
+      none). One namespace-wide figure each, so the grants of every GPU model are summed: the
+      portal's admission keeps each model's grant;
+    - `requests.nvidia.com/gpumem|gpucores`, the same figures, are what the API server enforces
+      at pod creation (it counts a container's value once, whatever its vGPU count);
+    - the API server counts HAMi's vGPUs as `nvidia.com/gpu`, so `requests.nvidia.com/gpu` is the
+      whole GPUs plus `hami_vgpu_allowance`: without it no HAMi pod would be admitted.
     """
     gpus: dict[str, int] = defaultdict(int)
     gpus[resource_classes.GPU_RESOURCE] = 0
     for name in mig_resource_names():
         gpus[name] = 0
+    hami = dict.fromkeys(HAMI_RESOURCES, 0)
     scalars = {"cpu": 0, "memory-gib": 0, "storage-gib": 0}
     counts = dict.fromkeys(COUNT_RESOURCES, 0)
     for grant in spec.grants:
@@ -57,13 +84,19 @@ def resource_quota_hard(spec: TenantSpec) -> dict[str, str]:
             if rc.kind == "mig" and spec.dedicated:
                 continue  # partitions only inside one trust domain
             gpus[rc.kubernetes_resource] += ceiling(spec, grant)
+        elif rc.kind == "hami":
+            if spec.dedicated:
+                continue  # partitions only inside one trust domain
+            hami[rc.kubernetes_resource] += int(rc.kubernetes_quantity(grant.limit))
         elif rc.kind == "scalar":
             scalars[rc.key] = grant.limit
         elif rc.kind == "count":
             counts[rc.key.split(":", 1)[1]] = grant.limit
+    gpus[resource_classes.GPU_RESOURCE] += hami_vgpu_allowance(spec)
     hard = {f"requests.{name}": str(amount) for name, amount in sorted(gpus.items())}
-    if spec.dedicated:
-        hard |= {f"requests.{name}": "0" for name in HAMI_RESOURCES}
+    for name, amount in hami.items():
+        hard[f"requests.{name}"] = str(amount)
+        hard[f"limits.{name}"] = str(amount)
     hard |= {
         "requests.cpu": str(scalars["cpu"]),
         "requests.memory": gib(scalars["memory-gib"]),

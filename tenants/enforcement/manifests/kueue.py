@@ -1,5 +1,18 @@
 """Kueue objects of a tenant: ResourceFlavors, an optional Cohort, the ClusterQueue and its
-LocalQueue."""
+LocalQueue.
+
+HAMi shares stay out of the ClusterQueue, on purpose. Kueue would meter them wrongly: it
+counts a HAMi pod's `nvidia.com/gpu` (one vGPU) as a whole GPU of the model's flavor, and sums
+`nvidia.com/gpumem` per container without multiplying it by the container's vGPUs or filling
+in HAMi's default (all of a GPU's memory); and lending a share through a cohort means nothing
+to HAMi's scheduler, which enforces the namespace's own limits. So a shared tenant's HAMi
+grants are enforced by its ResourceQuota (`core.resource_quota_hard`: the `limits.` keys HAMi's
+scheduler reads, the `requests.` keys the API server reads) and per GPU model by the portal's
+admission. A job sent to the tenant's LocalQueue that asks for HAMi resources stays pending
+("resource nvidia.com/gpumem unavailable in ClusterQueue"): HAMi shares are for pods that do
+not queue through Kueue, such as the portal's inference endpoints. A model granted only as HAMi
+shares gets no flavor either.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +40,7 @@ def _granted_gpu_models(spec: TenantSpec) -> list[str]:
         if any(
             (rc := resource_classes.parse(g.resource)).gpu_model is not None
             and rc.gpu_model.key == key
+            and rc.kind in {"gpu", "mig"}  # HAMi shares are not Kueue's (see above)
             and not (rc.kind == "mig" and spec.dedicated)
             for g in spec.grants
         ):

@@ -31,7 +31,10 @@ COUNT_RESOURCES: dict[str, str] = {
     "inference": "count/inferenceservices.serving.kserve.io",
 }
 # HAMi's fractional GPU resources: partitions, so never for a dedicated tenant.
-HAMI_RESOURCES = ("nvidia.com/gpumem", "nvidia.com/gpucores")
+HAMI_RESOURCES = (
+    resource_classes.HAMI_MEMORY_RESOURCE,
+    resource_classes.HAMI_CORES_RESOURCE,
+)
 
 
 @dataclass(frozen=True)

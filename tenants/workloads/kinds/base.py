@@ -5,8 +5,8 @@ One module per kind (vcluster, inference, vm, slurm) implements `WorkloadKind`; 
 reconciliation, pages, API) only ever talks to a kind through this contract:
 
 - `validate(spec, ctx)`    the user's input → the clean spec, or `SpecError` with field errors
-- `demand(spec)`           what it holds of each resource class (`gpu:…`, `mig:…`, `cpu`,
-                           `memory-gib`, `storage-gib`, `count:<kind>`) while it exists
+- `demand(spec)`           what it holds of each resource class (`gpu:…`, `mig:…`, `hami:…`,
+                           `cpu`, `memory-gib`, `storage-gib`, `count:<kind>`) while it exists
 - `manifests(spec, ctx)`   the Kubernetes objects, in apply order, each carrying `ctx.labels`
                            and living in `ctx.namespace`
 - `observe(objects, spec, ctx)`  the objects read back from the cluster → an `Observation`
@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
+
+from inventory import resource_classes
 
 Manifest = dict[str, Any]
 ObjectKey = tuple[str, str, str]  # (apiVersion, kind, name) within the workload's namespace
@@ -46,11 +48,15 @@ class SpecError(ValueError):
 
 @dataclass(frozen=True)
 class GpuOffer:
-    """One GPU resource class a tenant may ask for, and the most one node of its pool holds."""
+    """One GPU resource class a tenant may ask for, and the most one node of its pool holds.
 
-    resource: str  # gpu:nvidia-h100-80gb | mig:nvidia-a100-80gb:1g.10gb | hami:… (issue 11)
+    For HAMi's two classes of a model (`hami:<model>:memory-gib`, `hami:<model>:cores`) it is
+    the most one GPU of the pool offers, its GiB of memory or its percent of compute: a vGPU
+    lives on one GPU, whatever the node around it."""
+
+    resource: str  # gpu:nvidia-h100-80gb | mig:nvidia-a100-80gb:1g.10gb | hami:…:memory-gib
     label: str  # "NVIDIA H100 80GB HBM3 GPUs"
-    max_per_node: int  # whole GPUs (or MIG instances) of this class on the largest node
+    max_per_node: int  # whole GPUs (or MIG instances) on the largest node; HAMi: on one GPU
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,22 @@ class LaunchContext:
 
     def offer(self, resource: str) -> GpuOffer | None:
         return next((o for o in self.gpu_offers if o.resource == resource), None)
+
+    def hami_offer(self, model_key: str) -> tuple[GpuOffer, GpuOffer] | None:
+        """The pool's HAMi memory and compute offers of a model, if it has both."""
+        memory = self.offer(resource_classes.hami_key(model_key, "memory-gib"))
+        cores = self.offer(resource_classes.hami_key(model_key, "cores"))
+        return (memory, cores) if memory and cores else None
+
+    def hami_models(self) -> list[str]:
+        """The models whose GPUs the pool shares through HAMi, in the order offered."""
+        models = []
+        for offer in self.gpu_offers:
+            kind, _, rest = offer.resource.partition(":")
+            model_key = rest.partition(":")[0]
+            if kind == "hami" and model_key not in models and self.hami_offer(model_key):
+                models.append(model_key)
+        return models
 
     @property
     def partitions_allowed(self) -> bool:
@@ -85,6 +107,12 @@ class BuildContext:
     isolation: Literal["dedicated", "shared"]
     # Where the portal is reached (links in connection details); the cluster's DNS suffix.
     cluster_domain: str = "cluster.local"
+
+    @property
+    def partitions_allowed(self) -> bool:
+        """As LaunchContext's: a spec stored while the tenant was shared is not built for it
+        once it is dedicated."""
+        return self.isolation != "dedicated"
 
     @property
     def labels(self) -> dict[str, str]:

@@ -11,6 +11,15 @@ ingress domain is configured, outside as `status.url`.
 Each replica holds `gpus_per_replica` units of one GPU class (whole GPUs, or a MIG instance for
 shared tenants), on its model's nodes; a dedicated tenant's replicas land only on the nodes
 reserved for it. The portal reserves quota for `max_replicas`, the most the autoscaler may run.
+
+A shared tenant may instead ask for a HAMi share of a GPU model: `gpu: "hami:<model>"` with
+`gpu_memory_gib` (GiB of one GPU's memory) and `gpu_cores` (percent of its compute, at least
+HAMI_MIN_CORES) per replica. Each replica is then one vGPU — `nvidia.com/gpu: 1`,
+`nvidia.com/gpumem` in MiB, `nvidia.com/gpucores` — scheduled by `hami-scheduler` onto a GPU of
+the model HAMi registered (`nvidia.com/use-gputype`, HAMi's own choice of card type: a HAMi node
+need not carry GPU Feature Discovery's labels), and the workload holds `hami:<model>:memory-gib`
+and `hami:<model>:cores`, each per replica times `max_replicas`. Dedicated tenants get no
+partition, neither at validation nor when a stored spec is built for them.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import json
 import re
 import shlex
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from inventory import resource_classes
@@ -53,6 +63,7 @@ DEFAULT_CPU = 4
 MAX_CPU = 128
 DEFAULT_MEMORY_GIB = 32
 MAX_MEMORY_GIB = 1024
+MIN_GPU_MEMORY_GIB = 1
 # KServe names the predictor Service `<name>-predictor` (a 63-character label) and labels its
 # pods `app: isvc.<name>-predictor` (a 63-character label value): 48 characters are left.
 MAX_SERVICE_NAME = 48
@@ -64,8 +75,11 @@ FIELDS = (
     "max_replicas",
     "cpu",
     "memory_gib",
+    "gpu_memory_gib",
+    "gpu_cores",
 )
-SCALABLE = frozenset({"gpus_per_replica", "min_replicas", "max_replicas"})
+HAMI_FIELDS = ("gpu_memory_gib", "gpu_cores")
+SCALABLE = frozenset({"gpus_per_replica", "min_replicas", "max_replicas", *HAMI_FIELDS})
 
 # Why a predictor is down when the cluster has given up rather than still working on it:
 # Deployment conditions KServe copies in Standard mode, its own reconcile errors, and the
@@ -146,42 +160,93 @@ def _read_model_uri(fields: SpecFields) -> str | None:
     return uri
 
 
-def _read_gpu(fields: SpecFields, ctx: LaunchContext) -> resource_classes.ResourceClass | None:
-    key = fields.text("gpu", max_length=200, expected="A GPU class such as gpu:nvidia-h100-80gb.")
+@dataclass(frozen=True)
+class Gpu:
+    """The GPU a spec names: a whole-GPU or MIG class, or a HAMi share of a model."""
+
+    key: str  # the spec's `gpu`: gpu:<model> | mig:<model>:<profile> | hami:<model>
+    kind: str  # gpu | mig | hami
+    model: resource_classes.GpuModel
+    resource_class: resource_classes.ResourceClass | None = None  # None for a HAMi share
+
+    @property
+    def label(self) -> str:
+        if self.resource_class is not None:
+            return self.resource_class.label
+        return f"{self.model.display_name} HAMi shares"
+
+    @classmethod
+    def of(cls, key: str) -> Gpu | None:
+        model = resource_classes.parse_hami_gpu(key)
+        if model is not None:
+            return cls(key=key, kind="hami", model=model)
+        try:
+            rc = resource_classes.parse(key)
+        except resource_classes.UnknownResourceClass:
+            return None
+        if rc.kind not in {"gpu", "mig", "hami"}:
+            return None
+        return cls(key=key, kind=rc.kind, model=rc.gpu_model, resource_class=rc)
+
+
+def _read_gpu(fields: SpecFields, ctx: LaunchContext) -> Gpu | None:
+    expected = "A GPU class such as gpu:nvidia-h100-80gb."
+    key = fields.text("gpu", max_length=200, expected=expected)
     if key is None:
         return None
-    try:
-        rc = resource_classes.parse(key)
-    except resource_classes.UnknownResourceClass:
-        rc = None
-    if rc is None or rc.kind not in {"gpu", "mig"}:
-        fields.error("gpu", "A GPU class such as gpu:nvidia-h100-80gb.")
+    gpu = Gpu.of(key)
+    if gpu is None:
+        fields.error("gpu", expected)
         return None
-    if rc.kind == "mig" and not ctx.partitions_allowed:
-        fields.error("gpu", "Dedicated tenants get whole GPUs only: choose a gpu:… class.")
+    if gpu.kind == "hami" and gpu.resource_class is not None:
+        fields.error("gpu", f"Name a HAMi share as {resource_classes.hami_gpu(gpu.model.key)}:"
+                     " it holds GPU memory and compute, set with gpu_memory_gib and gpu_cores.")
         return None
+    if gpu.kind != "gpu" and not ctx.partitions_allowed:
+        fields.error("gpu", "Dedicated tenants get whole GPUs only: MIG partitions and HAMi "
+                     "shares are shared inside one trust domain. Choose a gpu:… class.")
+        return None
+    offered = ", ".join(o.resource for o in ctx.gpu_offers) or "none"
+    if gpu.kind == "hami":
+        if ctx.hami_offer(gpu.model.key) is None:
+            fields.error("gpu", f"Not in your pool: {gpu.label} (your pool offers {offered}).")
+            return None
+        missing = [
+            resource_classes.parse(resource_classes.hami_key(gpu.model.key, counter)).label
+            for counter in resource_classes.HAMI_COUNTERS
+            if ctx.quota.get(resource_classes.hami_key(gpu.model.key, counter), 0) <= 0
+        ]
+        if missing:
+            fields.error("gpu", f"No quota for {' or '.join(missing)}: request some first.")
+            return None
+        return gpu
     if ctx.offer(key) is None:
-        offered = ", ".join(o.resource for o in ctx.gpu_offers) or "none"
-        fields.error("gpu", f"Not in your pool: {rc.label} (your pool offers {offered}).")
+        fields.error("gpu", f"Not in your pool: {gpu.label} (your pool offers {offered}).")
         return None
     if ctx.quota.get(key, 0) <= 0:
-        fields.error("gpu", f"No quota for {rc.label}: request some first.")
+        fields.error("gpu", f"No quota for {gpu.label}: request some first.")
         return None
-    return rc
+    return gpu
 
 
-def _read_gpus_per_replica(
-    fields: SpecFields, rc: resource_classes.ResourceClass | None, ctx: LaunchContext
-) -> int | None:
+def _read_gpus_per_replica(fields: SpecFields, gpu: Gpu | None, ctx: LaunchContext) -> int | None:
     # Bounded by the offer after reading, so the message can say why.
     count = fields.whole(
         "gpus_per_replica", default=DEFAULT_GPUS_PER_REPLICA, minimum=1, maximum=1_000_000
     )
-    offer = ctx.offer(rc.key) if rc else None
-    if count is None or rc is None or offer is None:
+    if count is None or gpu is None:
+        return count
+    if gpu.kind == "hami":
+        if count > 1:
+            fields.error("gpus_per_replica", "One HAMi share per replica: size it with "
+                         "gpu_memory_gib and gpu_cores instead.")
+            return None
+        return count
+    offer = ctx.offer(gpu.key)
+    if offer is None:
         return count
     most = offer.max_per_node
-    if rc.kind == "mig" and count > 1:
+    if gpu.kind == "mig" and count > 1:
         fields.error("gpus_per_replica", "One MIG instance per replica: CUDA sees only one.")
         return None
     if count > most:
@@ -190,6 +255,38 @@ def _read_gpus_per_replica(
         )
         return None
     return count
+
+
+def _read_hami_share(
+    fields: SpecFields, gpu: Gpu | None, ctx: LaunchContext
+) -> tuple[int | None, int | None]:
+    """A HAMi share's GiB of GPU memory and percent of compute per replica; neither for any
+    other GPU."""
+    if gpu is None:
+        return None, None  # the gpu field's own error says what to fix first
+    if gpu.kind != "hami":
+        for name in HAMI_FIELDS:
+            if fields.spec.get(name) not in (None, ""):
+                fields.error(name, "Only for a HAMi share (gpu: hami:<model>).")
+        return None, None
+    memory_offer, cores_offer = ctx.hami_offer(gpu.model.key)
+    memory = fields.whole("gpu_memory_gib", default=None, minimum=MIN_GPU_MEMORY_GIB,
+                          maximum=1_000_000)
+    cores = fields.whole("gpu_cores", default=None, minimum=1, maximum=1_000_000)
+    if memory is not None and memory > memory_offer.max_per_node:
+        fields.error("gpu_memory_gib", f"At most {memory_offer.max_per_node} GiB: no GPU of "
+                     "your pool has more for HAMi to share.")
+        memory = None
+    if cores is not None and cores < resource_classes.HAMI_MIN_CORES:
+        fields.error("gpu_cores", f"At least {resource_classes.HAMI_MIN_CORES} %: HAMi splits a "
+                     f"GPU into at most {resource_classes.HAMI_SPLIT_COUNT} shares, so a smaller "
+                     "one would strand the rest of it.")
+        cores = None
+    elif cores is not None and cores > cores_offer.max_per_node:
+        fields.error("gpu_cores", f"At most {cores_offer.max_per_node} %: all of one GPU's "
+                     "compute (a share lives on one GPU).")
+        cores = None
+    return memory, cores
 
 
 def _read_replicas(fields: SpecFields) -> tuple[int | None, int | None]:
@@ -294,41 +391,64 @@ class InferenceKind:
     def validate(self, spec: Mapping[str, Any], ctx: LaunchContext) -> dict[str, Any]:
         fields = SpecFields(spec, FIELDS)
         model_uri = _read_model_uri(fields)
-        rc = _read_gpu(fields, ctx)
-        gpus = _read_gpus_per_replica(fields, rc, ctx)
+        gpu = _read_gpu(fields, ctx)
+        gpus = _read_gpus_per_replica(fields, gpu, ctx)
+        gpu_memory, gpu_cores = _read_hami_share(fields, gpu, ctx)
         low, high = _read_replicas(fields)
         cpu = fields.whole("cpu", default=DEFAULT_CPU, minimum=1, maximum=MAX_CPU)
         memory = fields.whole(
             "memory_gib", default=DEFAULT_MEMORY_GIB, minimum=1, maximum=MAX_MEMORY_GIB
         )
         fields.raise_errors()
-        return {
+        clean = {
             "model_uri": model_uri,
-            "gpu": rc.key,
+            "gpu": gpu.key,
             "gpus_per_replica": gpus,
             "min_replicas": low,
             "max_replicas": high,
             "cpu": cpu,
             "memory_gib": memory,
         }
+        if gpu.kind == "hami":
+            clean |= {"gpu_memory_gib": gpu_memory, "gpu_cores": gpu_cores}
+        return clean
 
     def demand(self, spec: Mapping[str, Any]) -> dict[str, int]:
         replicas = int(spec["max_replicas"])
+        model = resource_classes.parse_hami_gpu(spec["gpu"])
+        if model is not None:
+            gpus = {
+                resource_classes.hami_key(model.key, "memory-gib"):
+                    int(spec["gpu_memory_gib"]) * replicas,
+                resource_classes.hami_key(model.key, "cores"): int(spec["gpu_cores"]) * replicas,
+            }
+        else:
+            gpus = {spec["gpu"]: int(spec["gpus_per_replica"]) * replicas}
         return {
-            spec["gpu"]: int(spec["gpus_per_replica"]) * replicas,
+            **gpus,
             "cpu": int(spec["cpu"]) * replicas,
             "memory-gib": int(spec["memory_gib"]) * replicas,
             f"count:{self.KEY}": 1,
         }
 
     def manifests(self, spec: Mapping[str, Any], ctx: BuildContext) -> list[Manifest]:
-        rc = resource_classes.parse(spec["gpu"])
+        gpu = Gpu.of(spec["gpu"])
+        if gpu.kind != "gpu" and not ctx.partitions_allowed:
+            # Launched while the tenant was shared; it is dedicated now: no partition for it.
+            raise SpecError({"gpu": [f"{gpu.label} are partitions, and the tenant is dedicated "
+                                     "now: whole GPUs only. Delete this endpoint and launch "
+                                     "one with a gpu:… class."]})
         gpus = int(spec["gpus_per_replica"])
-        amounts = {
-            "cpu": str(spec["cpu"]),
-            "memory": f"{spec['memory_gib']}Gi",
-            rc.kubernetes_resource: str(gpus),
-        }
+        amounts = {"cpu": str(spec["cpu"]), "memory": f"{spec['memory_gib']}Gi"}
+        if gpu.kind == "hami":
+            memory = resource_classes.parse(resource_classes.hami_key(gpu.model.key, "memory-gib"))
+            amounts |= {
+                resource_classes.GPU_RESOURCE: "1",  # one vGPU
+                memory.kubernetes_resource: memory.kubernetes_quantity(int(spec["gpu_memory_gib"])),
+                resource_classes.HAMI_CORES_RESOURCE: str(int(spec["gpu_cores"])),
+            }
+        else:
+            amounts[gpu.resource_class.kubernetes_resource] = str(gpus)
         model: dict[str, Any] = {
             "modelFormat": {"name": MODEL_FORMAT},
             "runtime": RUNTIME,
@@ -341,9 +461,18 @@ class InferenceKind:
         predictor: dict[str, Any] = {
             "minReplicas": int(spec["min_replicas"]),
             "maxReplicas": int(spec["max_replicas"]),
-            "nodeSelector": ctx.gpu_node_selector(rc.gpu_model.product_label),
             "model": model,
         }
+        if gpu.kind == "hami":
+            # HAMi places the vGPU: its scheduler, on a GPU of the type its plugin registered.
+            predictor["schedulerName"] = resource_classes.HAMI_SCHEDULER
+            predictor["annotations"] = {
+                resource_classes.HAMI_GPU_TYPE_ANNOTATION: gpu.model.hami_type
+            }
+            if selector := ctx.gpu_node_selector(None):
+                predictor["nodeSelector"] = selector
+        else:
+            predictor["nodeSelector"] = ctx.gpu_node_selector(gpu.model.product_label)
         if tolerations := ctx.gpu_tolerations():
             predictor["tolerations"] = tolerations
         metadata = ctx.metadata(

@@ -120,7 +120,7 @@ def _read_version(fields: SpecFields) -> str | None:
 def _has_gpu_quota(ctx: LaunchContext) -> bool:
     for key, limit in ctx.quota.items():
         kind = key.partition(":")[0]
-        if limit > 0 and (kind == "gpu" or (kind == "mig" and ctx.partitions_allowed)):
+        if limit > 0 and (kind == "gpu" or (kind in {"mig", "hami"} and ctx.partitions_allowed)):
             return True
     return False
 

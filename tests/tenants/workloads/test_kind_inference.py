@@ -1,6 +1,7 @@
 """The inference kind: its InferenceService against KServe's CRD schema and field by field
-(whole GPUs and MIG, shared and dedicated tenants), demand, state read back from status blocks
-shaped as KServe 0.20 writes them in Standard mode, scale, connection, and bad input."""
+(whole GPUs, MIG and HAMi shares, shared and dedicated tenants), demand, state read back from
+status blocks shaped as KServe 0.20 writes them in Standard mode, scale, connection, and bad
+input."""
 
 import copy
 import json
@@ -31,19 +32,33 @@ H100 = "gpu:nvidia-h100-80gb"
 L40S = "gpu:nvidia-l40s"
 H200 = "gpu:nvidia-h200"
 MIG = "mig:nvidia-a100-80gb:1g.10gb"
+HAMI = "hami:nvidia-l40s"  # the HAMi share of an L40S: memory and compute
+HAMI_MEMORY, HAMI_CORES = "hami:nvidia-l40s:memory-gib", "hami:nvidia-l40s:cores"
+HAMI_H100 = "hami:nvidia-h100-80gb"
+HAMI_OFFERS = (
+    GpuOffer(HAMI_MEMORY, "NVIDIA L40S HAMi GPU memory (GiB)", 44),
+    GpuOffer(HAMI_CORES, "NVIDIA L40S HAMi GPU compute (% of a GPU)", 100),
+    GpuOffer("hami:nvidia-h100-80gb:memory-gib", "NVIDIA H100 80GB HBM3 HAMi GPU memory", 79),
+    GpuOffer("hami:nvidia-h100-80gb:cores", "NVIDIA H100 80GB HBM3 HAMi GPU compute", 100),
+)
 SHARED = LaunchContext(
     isolation="shared",
-    quota={H100: 16, MIG: 14, L40S: 0, "cpu": 256, "memory-gib": 2048, "count:inference": 4},
+    quota={H100: 16, MIG: 14, L40S: 0, HAMI_MEMORY: 96, HAMI_CORES: 200,
+           "hami:nvidia-h100-80gb:memory-gib": 40, "cpu": 256, "memory-gib": 2048,
+           "count:inference": 4},
     gpu_offers=(
         GpuOffer(H100, "NVIDIA H100 80GB HBM3 GPUs", 8),
         GpuOffer(MIG, "NVIDIA A100 SXM4 80GB MIG 1g.10gb", 7),
         GpuOffer(L40S, "NVIDIA L40S GPUs", 4),
+        *HAMI_OFFERS,
     ),
 )
 DEDICATED = LaunchContext(
     isolation="dedicated",
-    quota={H200: 16, MIG: 7, "cpu": 768},
-    gpu_offers=(GpuOffer(H200, "NVIDIA H200 141GB GPUs", 8), GpuOffer(MIG, "MIG", 7)),
+    quota={H200: 16, MIG: 7, HAMI_MEMORY: 48, HAMI_CORES: 100, "cpu": 768},
+    # As if its pool offered partitions and it held quota for them: it still gets none.
+    gpu_offers=(GpuOffer(H200, "NVIDIA H200 141GB GPUs", 8), GpuOffer(MIG, "MIG", 7),
+                *HAMI_OFFERS),
 )
 LLAMA = "hf://meta-llama/Llama-3.1-8B-Instruct"
 
@@ -108,6 +123,7 @@ def test_defaults_fill_the_sizes():
         (clean(gpus_per_replica=8, min_replicas=0, max_replicas=2), SHARED_BUILD),
         (clean(gpu=MIG, model_uri="pvc://models/llama/8b", max_replicas=7), SHARED_BUILD),
         (clean(DEDICATED, gpu=H200, model_uri="s3://acme-models/qwen/7b/"), DEDICATED_BUILD),
+        (clean(gpu=HAMI, gpu_memory_gib=20, gpu_cores=50, max_replicas=3), SHARED_BUILD),
     ],
 )
 def test_the_inference_service_validates_against_the_kserve_crd(spec, ctx):
@@ -171,6 +187,35 @@ def test_a_mig_instance_is_its_own_extended_resource_on_the_full_gpus_nodes():
     assert manifest_predictor["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
 
 
+def test_a_hami_share_is_one_vgpu_with_its_memory_and_compute_scheduled_by_hami():
+    spec = clean(gpu=HAMI, gpu_memory_gib=20, gpu_cores=30, cpu=8, memory_gib=48)
+    manifest_predictor = predictor(service(spec))
+
+    # HAMi's examples/nvidia/default_use.yaml: gpu (vGPUs), gpumem (MiB), gpucores (percent).
+    assert manifest_predictor["model"]["resources"]["limits"] == {
+        "cpu": "8", "memory": "48Gi", "nvidia.com/gpu": "1", "nvidia.com/gpumem": "20480",
+        "nvidia.com/gpucores": "30",
+    }
+    assert manifest_predictor["model"]["resources"]["requests"] == (
+        manifest_predictor["model"]["resources"]["limits"]
+    )
+    assert manifest_predictor["schedulerName"] == "hami-scheduler"
+    # HAMi picks the card by the type its device plugin registered, not by GFD's labels.
+    assert manifest_predictor["annotations"] == {"nvidia.com/use-gputype": "NVIDIA L40S"}
+    assert "nodeSelector" not in manifest_predictor and "tolerations" not in manifest_predictor
+    assert "args" not in manifest_predictor["model"]  # one vGPU: no tensor parallelism
+
+
+def test_a_hami_share_is_never_built_for_a_dedicated_tenant_even_from_a_stored_spec():
+    spec = clean(gpu=HAMI, gpu_memory_gib=20, gpu_cores=30)
+    mig = clean(gpu=MIG)
+
+    for stored in (spec, mig):
+        with pytest.raises(SpecError) as refused:
+            KIND.manifests(stored, DEDICATED_BUILD)
+        assert "dedicated" in " ".join(refused.value.fields["gpu"])
+
+
 def test_a_shared_tenant_selects_the_gpu_model_and_tolerates_nothing():
     manifest_predictor = predictor(service())
 
@@ -212,6 +257,16 @@ def test_demand_reserves_for_the_most_replicas():
 
 def test_demand_counts_mig_instances_in_their_own_class():
     assert KIND.demand(clean(gpu=MIG, max_replicas=4))[MIG] == 4
+
+
+def test_demand_counts_a_hami_share_as_memory_and_compute_for_the_most_replicas():
+    spec = clean(gpu=HAMI, gpu_memory_gib=12, gpu_cores=25, min_replicas=1, max_replicas=3)
+
+    assert spec["gpu_memory_gib"] == 12 and spec["gpu_cores"] == 25
+    assert KIND.demand(spec) == {
+        HAMI_MEMORY: 36, HAMI_CORES: 75, "cpu": 12, "memory-gib": 96, "count:inference": 1,
+    }
+    assert "gpu_memory_gib" not in clean()  # a whole GPU has no share to size
 
 
 # Observe ---------------------------------------------------------------------------------------
@@ -488,6 +543,20 @@ def test_scale_changes_replicas_and_gpus_per_replica():
     assert spec["gpu"] == H100 and spec["model_uri"] == LLAMA
 
 
+def test_scale_resizes_a_hami_share_within_one_gpu():
+    spec = clean(gpu=HAMI, gpu_memory_gib=12, gpu_cores=25)
+
+    bigger = KIND.scale(spec, {"gpu_memory_gib": 40, "gpu_cores": 100, "max_replicas": 2},
+                        SHARED)
+    assert (bigger["gpu_memory_gib"], bigger["gpu_cores"], bigger["max_replicas"]) == (40, 100, 2)
+    with pytest.raises(SpecError) as refused:
+        KIND.scale(spec, {"gpu_memory_gib": 45}, SHARED)
+    assert "At most 44 GiB" in " ".join(refused.value.fields["gpu_memory_gib"])
+    with pytest.raises(SpecError) as refused:
+        KIND.scale(clean(), {"gpu_cores": 50}, SHARED)
+    assert "Only for a HAMi share" in " ".join(refused.value.fields["gpu_cores"])
+
+
 @pytest.mark.parametrize(
     ("changes", "field", "words"),
     [
@@ -550,6 +619,32 @@ def test_scale_revalidates_and_refuses_fixed_fields(changes, field, words):
         ({"memory_gib": {"gib": 4}}, SHARED, "memory_gib", "A whole number"),
         ({"memory_gib": False}, SHARED, "memory_gib", "A whole number"),
         ({"Model_URI": LLAMA}, SHARED, "__all__", "Unknown field"),
+        # HAMi shares
+        ({"gpu": HAMI, "gpu_memory_gib": 8, "gpu_cores": 20}, DEDICATED, "gpu",
+         "Dedicated tenants get whole GPUs only"),
+        ({"gpu": HAMI_MEMORY, "gpu_memory_gib": 8, "gpu_cores": 20}, SHARED, "gpu",
+         "Name a HAMi share as hami:nvidia-l40s"),
+        ({"gpu": HAMI_MEMORY}, DEDICATED, "gpu", "hami:nvidia-l40s"),
+        ({"gpu": HAMI_H100, "gpu_memory_gib": 8, "gpu_cores": 20}, SHARED, "gpu",
+         "No quota for NVIDIA H100 80GB HBM3 HAMi GPU compute"),
+        ({"gpu": "hami:nvidia-h200", "gpu_memory_gib": 8, "gpu_cores": 20}, SHARED, "gpu",
+         "Not in your pool: NVIDIA H200 141GB HAMi shares"),
+        ({"gpu": "hami:nvidia-b200"}, SHARED, "gpu", "A GPU class"),
+        ({"gpu": "hami:nvidia-l40s:cores:x"}, SHARED, "gpu", "A GPU class"),
+        ({"gpu": HAMI, "gpu_cores": 20}, SHARED, "gpu_memory_gib", "Required"),
+        ({"gpu": HAMI, "gpu_memory_gib": 8}, SHARED, "gpu_cores", "Required"),
+        ({"gpu": HAMI, "gpu_memory_gib": 45, "gpu_cores": 20}, SHARED, "gpu_memory_gib",
+         "At most 44 GiB: no GPU of your pool"),
+        ({"gpu": HAMI, "gpu_memory_gib": 0, "gpu_cores": 20}, SHARED, "gpu_memory_gib",
+         "At least 1"),
+        ({"gpu": HAMI, "gpu_memory_gib": 8, "gpu_cores": 5}, SHARED, "gpu_cores",
+         "At least 10 %: HAMi splits a GPU into at most 10 shares"),
+        ({"gpu": HAMI, "gpu_memory_gib": 8, "gpu_cores": 101}, SHARED, "gpu_cores",
+         "At most 100 %"),
+        ({"gpu": HAMI, "gpu_memory_gib": 8, "gpu_cores": 20, "gpus_per_replica": 2}, SHARED,
+         "gpus_per_replica", "One HAMi share per replica"),
+        ({"gpu_memory_gib": 8}, SHARED, "gpu_memory_gib", "Only for a HAMi share"),
+        ({"gpu": MIG, "gpu_cores": 50}, SHARED, "gpu_cores", "Only for a HAMi share"),
     ],
 )
 def test_bad_input_is_a_field_error_that_says_why(fields, launch, field, words):
@@ -598,11 +693,14 @@ JUNK = st.recursive(
     max_leaves=8,
 )
 SMALL = st.integers(1, 4) | st.integers(-1, 24) | st.integers(1, 4).map(str)
+SHARE = st.integers(0, 120) | st.integers(10, 44).map(str)
 # Mostly plausible values, so some specs pass and their manifests get checked too.
 NEAR_VALID = {
     "model_uri": st.sampled_from([LLAMA, "s3://acme/m", "pvc://c/m", "gs://x/y", "hf://a"]),
-    "gpu": st.sampled_from([H100, H100, MIG, H200, H200, L40S, "cpu"]),
+    "gpu": st.sampled_from([H100, H100, MIG, H200, H200, L40S, HAMI, HAMI, HAMI_MEMORY, "cpu"]),
     **{name: SMALL for name in inference.FIELDS[2:]},
+    "gpu_memory_gib": SHARE,
+    "gpu_cores": SHARE,
 }
 
 
@@ -631,7 +729,10 @@ def test_junk_specs_only_ever_raise_spec_errors(spec_input, launch):
         return
     ctx = DEDICATED_BUILD if launch is DEDICATED else SHARED_BUILD
     schemas.check_manifests(KIND.manifests(spec, ctx))
-    assert KIND.demand(spec)["count:inference"] == 1
+    demand = KIND.demand(spec)
+    assert demand["count:inference"] == 1
+    if launch is DEDICATED:  # whole GPUs only, whatever it asked for
+        assert all(key.startswith(("gpu:", "cpu", "memory-gib", "count:")) for key in demand)
 
 
 @given(st.dictionaries(st.sampled_from(inference.FIELDS) | st.text(max_size=5), JUNK, max_size=4))

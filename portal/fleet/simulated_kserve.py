@@ -1,0 +1,143 @@
+"""KServe 0.20 for the simulated fleet: an InferenceService in Standard mode on the vLLM
+runtime downloads its model (Pending), loads it (Loading), then serves (Ready, Loaded), with its
+URLs as KServe writes them. Pure.
+
+The failure rule: an InferenceService whose `storageUri` names a model ending in
+`-does-not-exist` (`hf://org/llama-does-not-exist`, `s3://bucket/path/x-does-not-exist`) is
+one the storage initializer cannot find: once its controller has had its time it fails, as
+KServe reports it (`modelStatus.transitionStatus: BlockedByFailedLoad`, `lastFailureInfo`
+reason `ModelLoadFailed` with the initializer's message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .simulated_clock import Clock, Status, digest, generation
+from .simulated_operators import name_and_namespace
+
+Manifest = dict[str, Any]
+MISSING_MODEL_SUFFIX = "-does-not-exist"
+# KServe's default domain template `{{ .Name }}-{{ .Namespace }}.{{ .IngressDomain }}`.
+INGRESS_DOMAIN = "inference.example.com"
+
+
+def _knative_condition(kind: str, ok: bool, since: str, reason: str = "", message: str = ""):
+    """KServe's (knative) conditions: no observedGeneration, reason and message only when
+    something is wrong."""
+    found: Status = {"type": kind, "status": "True" if ok else "False", "lastTransitionTime": since}
+    if reason:
+        found["reason"] = reason
+    if message:
+        found["message"] = message
+    return found
+
+
+def _storage_uri(obj: Manifest) -> str:
+    predictor = (obj.get("spec") or {}).get("predictor") or {}
+    model = predictor.get("model") or {}
+    return str(model.get("storageUri") or predictor.get("storageUri") or "")
+
+
+def missing_model(storage_uri: str) -> bool:
+    """The failure rule: the model's name (its last path segment, without a `:revision`)
+    ends in `-does-not-exist`."""
+    path = storage_uri.partition("://")[2].rstrip("/")
+    last = path.rsplit("/", 1)[-1].split(":", 1)[0]
+    return last.endswith(MISSING_MODEL_SUFFIX)
+
+
+def _model_not_found(storage_uri: str) -> str:
+    """What KServe's storage initializer prints when the model is not there."""
+    scheme, _, path = storage_uri.partition("://")
+    if scheme == "hf":
+        repo, _, revision = path.partition(":")
+        return (
+            "huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error. Repository Not "
+            f"Found for url: https://huggingface.co/api/models/{repo}/revision/"
+            f"{revision or 'main'}. Please make sure you specified the correct `repo_id` and "
+            "`repo_type`. If you are trying to access a private or gated repo, make sure you "
+            "are authenticated."
+        )
+    return f"RuntimeError: Failed to fetch model. No model found in {storage_uri}."
+
+
+def inference_service(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status:
+    """KServe 0.20 in Standard mode with the vLLM runtime: the storage initializer downloads
+    the model (Pending), vLLM loads it (Loading), then the predictor serves (Loaded, Ready)."""
+    name, namespace = name_and_namespace(obj)
+    gen = generation(obj)
+    predictor = (obj.get("spec") or {}).get("predictor") or {}
+    model = predictor.get("model") or {}
+    since = clock.since
+    replicas = max(1, int(predictor.get("minReplicas") or 1))
+    status: Status = {
+        "observedGeneration": gen,
+        "deploymentMode": "Standard",
+        "clusterServingRuntimeName": model.get("runtime") or "kserve-vllmserver",
+    }
+    storage_uri = _storage_uri(obj)
+    # A rollout after a change keeps the replicas that served; a model that is not there
+    # never served, and fails again.
+    done = clock.ready or clock.served_before_change
+    failed = done and missing_model(storage_uri)
+    if done and not failed:
+        host = f"{name}-{namespace}.{INGRESS_DOMAIN}"
+        rolling = not clock.ready
+        return status | {
+            "url": f"http://{host}",
+            "address": {"url": f"http://{name}-predictor.{namespace}.svc.{clock.cluster_domain}"},
+            "components": {
+                "predictor": {"url": f"http://{name}-predictor-{namespace}.{INGRESS_DOMAIN}"}
+            },
+            "conditions": [
+                _knative_condition("IngressReady", True, since),
+                _knative_condition("PredictorReady", True, since),
+                _knative_condition("Ready", True, since),
+            ],
+            "modelStatus": {
+                "copies": {"failedCopies": 0, "totalCopies": replicas},
+                "states": {
+                    "activeModelState": "Loaded",
+                    "targetModelState": "Loading" if rolling else "Loaded",
+                },
+                "transitionStatus": "InProgress" if rolling else "UpToDate",
+            },
+        }
+    unavailable = "Deployment does not have minimum availability."
+    status |= {
+        "components": {"predictor": {}},
+        "conditions": [
+            _knative_condition("IngressReady", False, since, "Predictor ingress not created"),
+            _knative_condition(
+                "PredictorReady", False, since, "MinimumReplicasUnavailable", unavailable
+            ),
+            _knative_condition("Ready", False, since, "MinimumReplicasUnavailable", unavailable),
+        ],
+    }
+    if failed:  # the storage initializer finds no model, and keeps failing
+        status["modelStatus"] = {
+            "copies": {"failedCopies": 1, "totalCopies": 0},
+            "lastFailureInfo": {
+                "location": f"{name}-predictor-{digest(name, namespace)[:10]}-"
+                f"{digest(namespace, name)[:5]}",
+                "reason": "ModelLoadFailed",
+                "message": _model_not_found(storage_uri),
+                "exitCode": 1,
+                "time": since,
+            },
+            "states": {"activeModelState": "", "targetModelState": "FailedToLoad"},
+            "transitionStatus": "BlockedByFailedLoad",
+        }
+        return status
+    downloading = clock.progress < 0.5
+    status["modelStatus"] = {
+        "copies": {"failedCopies": 0, "totalCopies": 0},
+        "states": {
+            "activeModelState": "",
+            "targetModelState": "Pending" if downloading else "Loading",
+        },
+        "transitionStatus": "InProgress",
+    }
+    return status

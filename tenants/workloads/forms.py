@@ -1,0 +1,300 @@
+"""The launch and scale forms, one per kind. They only collect input: every rule (ranges, the
+GPU classes a tenant may use, quota) is the kind's and the services', whose field errors come
+back onto these forms' fields."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django import forms
+from django.core.exceptions import ValidationError
+
+from inventory import resource_classes
+
+from ..access.models import Tenant
+from .kinds import inference, vcluster
+from .kinds.base import LaunchContext
+from .kinds.slurm import spec as slurm_spec
+from .kinds.vm import spec as vm_spec
+
+NUMBER = {"class": "form-control", "inputmode": "numeric"}
+TEXT = {"class": "form-control", "autocomplete": "off", "spellcheck": "false"}
+SELECT = {"class": "form-select"}
+CHECK = {"class": "form-check-input", "role": "switch"}
+NO_GPU = ""
+
+
+def _number(label: str, *, minimum: int, maximum: int, initial: int | None, help_text: str = ""):
+    return forms.CharField(
+        label=label, initial=initial, required=initial is None, help_text=help_text,
+        widget=forms.NumberInput(attrs={**NUMBER, "min": minimum, "max": maximum}),
+    )
+
+
+def _flag(label: str, *, initial: bool, help_text: str = ""):
+    return forms.BooleanField(label=label, initial=initial, required=False, help_text=help_text,
+                              widget=forms.CheckboxInput(attrs=CHECK))
+
+
+class WorkloadForm(forms.Form):
+    """The fields common to every launch: the name. Kinds add theirs."""
+
+    name = forms.CharField(
+        max_length=63, help_text="Lowercase letters, digits and '-': it names the objects on "
+        "the cluster, and must be unique in your tenant.",
+        widget=forms.TextInput(attrs={**TEXT, "placeholder": "e.g. chat-prod"}),
+    )
+    SPEC_FIELDS: tuple[str, ...] = ()
+
+    def __init__(self, *args, tenant: Tenant, context: LaunchContext, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.tenant, self.context = tenant, context
+        self.gpu_notes: list[str] = []
+
+    def spec(self) -> dict[str, Any]:
+        data = self.cleaned_data if hasattr(self, "cleaned_data") else {}
+        return {name: data.get(name) for name in self.SPEC_FIELDS
+                if data.get(name) not in (None, "")}
+
+    def add_service_errors(self, exc: ValidationError) -> None:
+        """Put the services' field errors (`spec.<field>`, `name`, `quota`) on the fields."""
+        for key, messages in exc.message_dict.items():
+            name = key.removeprefix("spec.")
+            field = name if name in self.fields else None
+            for message in messages:
+                self.add_error(field, message)
+
+    # -- GPU choices: only what the tenant's isolation, pool and quota allow, and why not --
+
+    def gpu_choices(
+        self,
+        *,
+        kinds: tuple[str, ...] = ("gpu", "mig", "hami"),
+        optional: bool = False,
+        refused: str = "",
+    ) -> list[tuple]:
+        """The GPU classes of the tenant's pool this workload can use (`kinds`), each with its
+        quota; the rest are left out with a note saying why. A model HAMi shares is one choice,
+        `hami:<model>`, holding both of its classes (memory and compute)."""
+        choices = [(NO_GPU, "No GPUs")] if optional else []
+        for offer in self.context.gpu_offers:
+            kind = offer.resource.split(":", 1)[0]
+            if kind not in kinds or kind == "hami":
+                continue
+            limit = self.context.quota.get(offer.resource, 0)
+            if limit <= 0:
+                self.gpu_notes.append(f"{offer.label}: in your pool, but your tenant has no "
+                                      "quota for it (ask on the quota page).")
+                continue
+            choices.append((offer.resource, f"{offer.label} — up to {offer.max_per_node} per "
+                                            f"node, quota {limit:,}"))
+        hami_models = self.context.hami_models()
+        for model_key in hami_models if "hami" in kinds else ():
+            memory, cores = self.context.hami_offer(model_key)
+            name = resource_classes.GPU_MODELS[model_key].display_name
+            limits = (self.context.quota.get(memory.resource, 0),
+                      self.context.quota.get(cores.resource, 0))
+            if min(limits) <= 0:
+                self.gpu_notes.append(f"{name} shared through HAMi: in your pool, but your "
+                                      "tenant needs quota for both its HAMi GPU memory and "
+                                      "compute (ask on the quota page).")
+                continue
+            choices.append((resource_classes.hami_gpu(model_key),
+                            f"{name} shared through HAMi — up to {memory.max_per_node} GiB and "
+                            f"{cores.max_per_node} % of one GPU per replica, quota "
+                            f"{limits[0]:,} GiB · {limits[1]:,} %"))
+        if not self.context.partitions_allowed:
+            self.gpu_notes.append("MIG partitions and HAMi shares are not offered: dedicated "
+                                  "tenants get whole GPUs on their reserved nodes only.")
+        if refused and (hami_models or any(o.resource.startswith("mig:")
+                                           for o in self.context.gpu_offers)):
+            self.gpu_notes.append(refused)
+        if not self.context.gpu_offers:
+            self.gpu_notes.append("Your pool has no GPU nodes right now.")
+        return choices
+
+
+class VClusterForm(WorkloadForm):
+    SPEC_FIELDS = vcluster.FIELDS
+    kubernetes_version = forms.ChoiceField(
+        choices=[(v, f"Kubernetes {v}") for v in vcluster.SUPPORTED_VERSIONS],
+        initial=vcluster.DEFAULT_VERSION, widget=forms.Select(attrs=SELECT),
+        help_text="Later upgrades go up one minor version at a time.",
+    )
+    gpu_scheduling = _flag(
+        "Pods may use the tenant's GPUs", initial=False,
+        help_text="Pods inside the vCluster schedule on your GPU nodes (counted against your "
+        "namespace's GPU quota).",
+    )
+    cpu = _number("Control plane vCPUs", minimum=1, maximum=vcluster.MAX_CPU,
+                  initial=vcluster.DEFAULT_CPU)
+    memory_gib = _number("Control plane memory (GiB)", minimum=1,
+                         maximum=vcluster.MAX_MEMORY_GIB, initial=vcluster.DEFAULT_MEMORY_GIB)
+
+
+class InferenceForm(WorkloadForm):
+    SPEC_FIELDS = inference.FIELDS
+    model_uri = forms.CharField(
+        label="Model URI", max_length=inference.MAX_URI_LENGTH,
+        help_text="hf://org/model (Hugging Face), s3://bucket/path or pvc://claim/path.",
+        widget=forms.TextInput(
+            attrs={**TEXT, "placeholder": "hf://meta-llama/Llama-3.1-8B-Instruct"}
+        ),
+    )
+    gpu = forms.ChoiceField(label="GPU", widget=forms.Select(attrs=SELECT))
+    gpus_per_replica = _number("GPUs per replica", minimum=1, maximum=8,
+                               initial=inference.DEFAULT_GPUS_PER_REPLICA)
+    min_replicas = _number("Min replicas", minimum=0, maximum=inference.MAX_REPLICAS,
+                           initial=inference.DEFAULT_MIN_REPLICAS, help_text="0 scales to zero.")
+    max_replicas = _number("Max replicas", minimum=1, maximum=inference.MAX_REPLICAS,
+                           initial=inference.DEFAULT_MAX_REPLICAS,
+                           help_text="Quota is held for the maximum.")
+    cpu = _number("vCPUs per replica", minimum=1, maximum=inference.MAX_CPU,
+                  initial=inference.DEFAULT_CPU)
+    memory_gib = _number("Memory per replica (GiB)", minimum=1, maximum=inference.MAX_MEMORY_GIB,
+                         initial=inference.DEFAULT_MEMORY_GIB)
+    # Shown once a HAMi share is picked (the form re-renders as the person changes it).
+    gpu_memory_gib = forms.CharField(
+        label="GPU memory per replica (GiB)", required=False,
+        help_text="Of one GPU, shared through HAMi: the model and its KV cache must fit.",
+        widget=forms.NumberInput(attrs={**NUMBER, "min": inference.MIN_GPU_MEMORY_GIB}),
+    )
+    gpu_cores = forms.CharField(
+        label="GPU compute per replica (%)", required=False,
+        help_text=f"Percent of one GPU's compute, {resource_classes.HAMI_MIN_CORES} to 100.",
+        widget=forms.NumberInput(
+            attrs={**NUMBER, "min": resource_classes.HAMI_MIN_CORES, "max": 100}
+        ),
+    )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        choices = self.gpu_choices()
+        self.fields["gpu"].choices = choices
+        picked = self.data.get("gpu") if self.is_bound else self.initial.get("gpu")
+        if picked is None and choices:
+            picked = choices[0][0]
+        if resource_classes.parse_hami_gpu(str(picked or "")) is None:
+            for name in inference.HAMI_FIELDS:  # a whole GPU or a MIG instance: no share to size
+                del self.fields[name]
+        else:  # one vGPU per replica, sized by its memory and compute, asked right after it
+            del self.fields["gpus_per_replica"]
+            self.order_fields(["name", "model_uri", "gpu", *inference.HAMI_FIELDS])
+
+
+class VirtualMachineForm(WorkloadForm):
+    SPEC_FIELDS = ("image", "custom_image", "default_user", "cpu", "memory_gib", "disk_gib",
+                   "gpu", "gpus", "ssh_public_key", "running")
+    CUSTOM = "__custom__"
+    image = forms.ChoiceField(label="Boot image", widget=forms.Select(attrs=SELECT))
+    custom_image = forms.CharField(
+        label="Custom container-disk image", required=False, max_length=500,
+        help_text="Only with “Custom image”: an OCI reference, e.g. quay.io/me/disk:1.0.",
+        widget=forms.TextInput(attrs=TEXT),
+    )
+    default_user = forms.CharField(
+        label="User", required=False, max_length=32, widget=forms.TextInput(attrs=TEXT),
+        help_text="Only with a custom image: the user cloud-init gives your SSH key to.",
+    )
+    cpu = _number("vCPUs", minimum=1, maximum=vm_spec.MAX_CPU, initial=4)
+    memory_gib = _number("Memory (GiB)", minimum=1, maximum=vm_spec.MAX_MEMORY_GIB, initial=16)
+    disk_gib = _number("Root disk (GiB)", minimum=1, maximum=vm_spec.MAX_DISK_GIB, initial=50,
+                       help_text="At least the image's size; it can grow later, never shrink.")
+    gpu = forms.ChoiceField(label="GPUs", required=False, widget=forms.Select(attrs=SELECT))
+    gpus = _number("How many GPUs", minimum=0, maximum=8, initial=1)
+    ssh_public_key = forms.CharField(
+        label="SSH public key", max_length=16384,
+        widget=forms.Textarea(
+            attrs={**TEXT, "rows": 3, "placeholder": "ssh-ed25519 AAAA… you@laptop"}
+        ),
+        help_text="One OpenSSH public key (ed25519, ECDSA, or RSA of 2048 bits or more).",
+    )
+    running = _flag("Start it now", initial=True)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        images = self.context.catalog.get("vm_images") or {}
+        self.fields["image"].choices = [
+            *((key, entry["label"]) for key, entry in images.items()),
+            (self.CUSTOM, "Custom image…"),
+        ]
+        self.fields["gpu"].choices = self.gpu_choices(
+            kinds=("gpu",), optional=True,
+            refused="Only whole GPUs pass through to a VM (no MIG or HAMi shares).",
+        )
+
+    def spec(self) -> dict[str, Any]:
+        spec = super().spec()
+        if spec.get("image") == self.CUSTOM:
+            spec.pop("image")
+        else:
+            spec.pop("custom_image", None)
+            spec.pop("default_user", None)
+        if not spec.get("gpu"):
+            spec.pop("gpu", None)
+            spec["gpus"] = 0
+        return spec
+
+
+class SlurmForm(WorkloadForm):
+    SPEC_FIELDS = tuple(sorted(slurm_spec.FIELDS))
+    workers = _number("GPU workers", minimum=0, maximum=slurm_spec.MAX_WORKERS, initial=2)
+    gpu = forms.ChoiceField(label="GPU", widget=forms.Select(attrs=SELECT))
+    gpus_per_worker = _number("GPUs per worker", minimum=1, maximum=8, initial=1)
+    cpu_per_worker = _number("vCPUs per worker", minimum=1,
+                             maximum=slurm_spec.MAX_CPU_PER_WORKER, initial=8)
+    memory_gib_per_worker = _number("Memory per worker (GiB)", minimum=1,
+                                    maximum=slurm_spec.MAX_MEMORY_GIB_PER_WORKER, initial=64)
+    accounting = _flag("Accounting (slurmdbd)", initial=False,
+                       help_text="Keeps job records (sacct); runs a small database beside it.")
+    rest_api = _flag("REST API (slurmrestd)", initial=False)
+    ssh_public_key = forms.CharField(
+        label="SSH public key (optional)", required=False, max_length=16384,
+        widget=forms.Textarea(attrs={**TEXT, "rows": 3}),
+        help_text="Root's key on the login node; without one, use kubectl exec.",
+    )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["gpu"].choices = self.gpu_choices(
+            kinds=("gpu", "mig"),
+            refused="HAMi shares are not offered: Slurm's GPU scheduling does not know them."
+            if self.context.hami_models() else "",
+        )
+
+
+FORMS: dict[str, type[WorkloadForm]] = {
+    "vcluster": VClusterForm,
+    "inference": InferenceForm,
+    "vm": VirtualMachineForm,
+    "slurm": SlurmForm,
+}
+
+
+class ScaleForm(forms.Form):
+    """The fields of a running workload its kind lets change, prefilled with its spec."""
+
+    def __init__(self, *args, workload, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        launch = FORMS[workload.kind]
+        for name in workload.kind_entry.scalable:
+            if name not in workload.spec:
+                continue  # e.g. a whole-GPU endpoint has no HAMi share to resize
+            field = launch.base_fields[name]
+            self.fields[name] = type(field)(
+                label=field.label, required=False, help_text=field.help_text,
+                widget=field.widget, **({"choices": field.choices}
+                                        if isinstance(field, forms.ChoiceField) else {}),
+            )
+            self.initial[name] = workload.spec.get(name)
+
+    def changes(self, spec: Mapping[str, Any]) -> dict[str, Any]:
+        return {name: value for name, value in self.cleaned_data.items()
+                if value not in (None, "") and str(value) != str(spec.get(name))}
+
+    def add_service_errors(self, exc: ValidationError) -> None:
+        for key, messages in exc.message_dict.items():
+            name = key.removeprefix("spec.")
+            for message in messages:
+                self.add_error(name if name in self.fields else None, message)

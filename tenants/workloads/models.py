@@ -1,0 +1,227 @@
+"""Workloads: what a tenant runs on the fleet, its lifecycle, and the history of both."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils import timezone
+
+from portal.choices import ColoredChoices, colored
+from portal.reconcile import Reconciled
+from portal.state_machine import transition
+from portal.validators import validate_dns1123_label, validate_readable_name
+
+from ..access.models import Tenant
+from .kinds.base import SpecError
+from .kinds.image_references import oci_reference
+from .registry import CHOICES as KIND_CHOICES
+from .registry import KINDS
+
+
+def validate_oci_reference(value: str) -> None:
+    try:
+        oci_reference(value, field_name="container_disk")
+    except SpecError as exc:
+        raise ValidationError(exc.fields["container_disk"]) from None
+
+
+@colored(
+    {
+        "pending": "secondary",
+        "provisioning": "info",
+        "ready": "success",
+        "degraded": "warning",
+        "failed": "danger",
+        "deleting": "dark",
+        "deleted": "light",
+    }
+)
+class WorkloadStatus(ColoredChoices):
+    PENDING = "pending", "Pending"
+    PROVISIONING = "provisioning", "Provisioning"
+    READY = "ready", "Ready"
+    DEGRADED = "degraded", "Degraded"
+    FAILED = "failed", "Failed"
+    DELETING = "deleting", "Deleting"
+    DELETED = "deleted", "Deleted"
+
+
+S = WorkloadStatus
+# The one place the lifecycle's moves are listed. What the cluster reports drives most of them
+# (level-triggered): a failed workload that the cluster later reports ready is ready.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    S.PENDING: frozenset({S.PROVISIONING, S.READY, S.DEGRADED, S.FAILED, S.DELETING}),
+    S.PROVISIONING: frozenset({S.READY, S.DEGRADED, S.FAILED, S.DELETING}),
+    S.READY: frozenset({S.PROVISIONING, S.DEGRADED, S.FAILED, S.DELETING}),
+    S.DEGRADED: frozenset({S.PROVISIONING, S.READY, S.FAILED, S.DELETING}),
+    S.FAILED: frozenset({S.PROVISIONING, S.READY, S.DEGRADED, S.DELETING}),
+    S.DELETING: frozenset({S.DELETED}),
+    S.DELETED: frozenset(),
+}
+# Still being worked on: the detail page polls, the observation sweep watches.
+IN_PROGRESS = frozenset({S.PENDING, S.PROVISIONING, S.DEGRADED, S.DELETING})
+# Holding its quota (everything not deleted counts, failed included: its objects may exist).
+HOLDING = frozenset(set(S.values) - {S.DELETED})
+
+
+class Workload(Reconciled):
+    """One thing a tenant runs: a vCluster, an inference endpoint, a VM or a Slurm cluster."""
+
+    Status = WorkloadStatus
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="workloads")
+    kind = models.CharField(max_length=20, choices=KIND_CHOICES)
+    name = models.CharField(max_length=63, validators=[validate_dns1123_label])
+    launched_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="workloads_launched",
+    )
+    # The clean spec the kind validated (what the person asked for), and what it holds.
+    spec = models.JSONField(default=dict)
+    demand = models.JSONField(default=dict, help_text="Resource class → units held.")
+    status = models.CharField(
+        max_length=20, choices=WorkloadStatus.choices, default=WorkloadStatus.PENDING
+    )
+    status_reason = models.CharField(max_length=200, blank=True)
+    status_message = models.TextField(blank=True)
+    # What the cluster last said (conditions, details) and how to use it (connection).
+    observed = models.JSONField(default=dict, blank=True)
+    observed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    ready_at = models.DateTimeField(null=True, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # A name is taken while its workload exists; once deleted it may be used again.
+            models.UniqueConstraint(
+                fields=["tenant", "name"],
+                condition=~models.Q(status="deleted"),
+                name="unique_live_workload_name_per_tenant",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=WorkloadStatus.values), name="workload_status_known"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "status"]),
+            models.Index(fields=["status", "kind"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind_label} {self.name}"
+
+    def move_to(self, target: str, **changes) -> None:
+        """Move to `target` or raise InvalidTransition (also when another worker moved first)."""
+        transition(self, target=target, transitions=TRANSITIONS, **changes)
+
+    @property
+    def kind_entry(self):
+        return KINDS[self.kind]
+
+    @property
+    def kind_label(self) -> str:
+        return KINDS[self.kind].label if self.kind in KINDS else self.kind
+
+    @property
+    def status_color(self) -> str:
+        return WorkloadStatus.color(self.status)
+
+    @property
+    def in_progress(self) -> bool:
+        return self.status in IN_PROGRESS or (
+            self.status != WorkloadStatus.DELETED and not self.in_sync
+        )
+
+    @property
+    def is_live(self) -> bool:
+        return self.status not in (WorkloadStatus.DELETING, WorkloadStatus.DELETED)
+
+    @property
+    def connection(self) -> dict:
+        return self.observed.get("connection") or {}
+
+    @property
+    def details(self) -> dict:
+        return self.observed.get("details") or {}
+
+    @property
+    def conditions(self) -> list:
+        return self.observed.get("conditions") or []
+
+
+class WorkloadEvent(models.Model):
+    """One step of a workload's history: a state change, a scale, a power action, an error.
+
+    Each carries the demand in force after it, so the allocation history (what it held, from
+    when to when) is read from these rows: metering bills from them.
+    """
+
+    class Kind(models.TextChoices):
+        LAUNCHED = "launched", "Launched"
+        TRANSITION = "transition", "State changed"
+        SCALED = "scaled", "Scaled"
+        POWER = "power", "Power action"
+        APPLIED = "applied", "Applied on the cluster"
+        ERROR = "error", "Cluster error"
+        DELETE_REQUESTED = "delete", "Deletion requested"
+
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="events")
+    created_at = models.DateTimeField(default=timezone.now)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    from_status = models.CharField(max_length=20, blank=True)
+    to_status = models.CharField(max_length=20, blank=True)
+    reason = models.CharField(max_length=200, blank=True)
+    message = models.TextField(blank=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    demand = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["workload", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.workload_id} {self.kind} {self.from_status}→{self.to_status}"
+
+    @property
+    def to_status_color(self) -> str:
+        return WorkloadStatus.color(self.to_status) if self.to_status else "secondary"
+
+
+class VmImage(models.Model):
+    """A boot image platform admins offer for virtual machines (the VM launch form lists them)."""
+
+    key = models.SlugField(max_length=50, unique=True)
+    label = models.CharField(max_length=100, validators=[validate_readable_name])
+    container_disk = models.CharField(
+        "container disk image", max_length=500, validators=[validate_oci_reference],
+        help_text="An OCI image reference of a KubeVirt container disk, e.g. "
+                  "quay.io/containerdisks/ubuntu:24.04",
+    )
+    min_disk_gib = models.PositiveIntegerField(default=20)
+    default_user = models.CharField(
+        max_length=32, default="ubuntu", help_text="The user cloud-init gives the SSH key to."
+    )
+    active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["label"]
+        verbose_name = "VM boot image"
+
+    def __str__(self) -> str:
+        return self.label
+
+    def as_catalog_entry(self) -> dict:
+        return {
+            "label": self.label,
+            "container_disk": self.container_disk,
+            "min_disk_gib": self.min_disk_gib,
+            "default_user": self.default_user,
+        }

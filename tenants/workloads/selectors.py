@@ -1,0 +1,239 @@
+"""Reads about workloads, already scoped to what the user may see and already prefetched; and
+the contexts the kinds validate and build against, read from the database."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db.models import Q, QuerySet
+from django.shortcuts import get_object_or_404
+
+from inventory import resource_classes
+from inventory.selectors.capacity import largest_node_by_class
+
+from ..access.models import Tenant
+from ..access.rules import tenants_visible_to
+from ..quota.capacity import pool_of
+from ..quota.models import Quota
+from .kinds.base import BuildContext, GpuOffer, LaunchContext
+from .models import HOLDING, Workload, WorkloadEvent, WorkloadStatus
+
+
+def workloads_visible_to(user) -> QuerySet[Workload]:
+    """Workloads of the tenants `user` may see (another tenant's are simply not there)."""
+    return Workload.objects.filter(tenant__in=tenants_visible_to(user)).select_related(
+        "tenant", "launched_by"
+    )
+
+
+def workload_get_for_user(*, user, workload_id: int) -> Workload:
+    """The workload if `user` may see its tenant; missing and forbidden are the same 404."""
+    return get_object_or_404(workloads_visible_to(user), pk=workload_id)
+
+
+def tenant_workloads(
+    *, tenant: Tenant, kind: str | None = None, status: str | None = None,
+    include_deleted: bool = False,
+) -> QuerySet[Workload]:
+    workloads = Workload.objects.filter(tenant=tenant).select_related("tenant", "launched_by")
+    if kind:
+        workloads = workloads.filter(kind=kind)
+    if status:
+        workloads = workloads.filter(status=status)
+    elif not include_deleted:
+        workloads = workloads.exclude(status=WorkloadStatus.DELETED)
+    return workloads.order_by("-created_at", "-id")
+
+
+def workload_events(*, workload: Workload) -> QuerySet[WorkloadEvent]:
+    return workload.events.select_related("actor").order_by("-created_at", "-id")
+
+
+def demand_in_use(*, tenant_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Per tenant, what its workloads hold of each resource class (every one not deleted).
+    One query whatever the number of tenants."""
+    held: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    rows = Workload.objects.filter(tenant_id__in=tenant_ids, status__in=HOLDING).values_list(
+        "tenant_id", "demand"
+    )
+    for tenant_id, demand in rows:
+        for resource, amount in (demand or {}).items():
+            held[tenant_id][resource] += int(amount)
+    return {tenant_id: dict(classes) for tenant_id, classes in held.items()}
+
+
+def tenant_demand_in_use(*, tenant: Tenant) -> dict[str, int]:
+    return demand_in_use(tenant_ids=[tenant.pk]).get(tenant.pk, {})
+
+
+GPU_KINDS = ("gpu", "mig", "hami")
+
+
+@dataclass(frozen=True)
+class GpuHolding:
+    """What one tenant's workloads hold of one GPU class, beside its quota for it."""
+
+    resource: str
+    label: str
+    kind: str  # gpu | mig | hami
+    held: int
+    granted: int
+
+    @property
+    def percent(self) -> int:
+        return min(100, round(100 * self.held / self.granted)) if self.granted else 100
+
+    @property
+    def short_label(self) -> str:
+        """The class without what its kind's badge already says: "NVIDIA L40S memory"."""
+        rc = resource_classes.parse(self.resource)
+        if self.kind == "hami":
+            counter = "memory" if rc.hami_counter == "memory-gib" else "compute"
+            return f"{rc.gpu_model.display_name} {counter}"
+        if self.kind == "mig":
+            return f"{rc.gpu_model.display_name} {rc.mig_profile}"
+        return rc.gpu_model.display_name
+
+    @property
+    def unit(self) -> str:
+        """What the numbers count: GiB or percent of a GPU for HAMi, else GPUs or instances."""
+        if self.kind == "hami":
+            return "GiB" if self.resource.endswith(":memory-gib") else "%"
+        return "GPUs" if self.kind == "gpu" else "instances"
+
+
+@dataclass(frozen=True)
+class TenantGpuHoldings:
+    slug: str
+    name: str
+    isolation: str
+    status: str
+    lines: tuple[GpuHolding, ...]
+
+
+def gpu_holdings_by_tenant() -> list[TenantGpuHoldings]:
+    """Per tenant with any GPU quota or holding: what its workloads hold of each GPU class
+    (whole GPUs, MIG instances, HAMi GiB and percent) and its quota. Three queries, whatever
+    the number of tenants, quotas or workloads."""
+    tenants = list(
+        Tenant.objects.order_by("name", "pk").values_list("pk", "slug", "name", "isolation",
+                                                          "status")
+    )
+    granted: dict[int, dict[str, int]] = defaultdict(dict)
+    gpu_quotas = Quota.objects.filter(
+        Q(resource__startswith="gpu:") | Q(resource__startswith="mig:")
+        | Q(resource__startswith="hami:")
+    )
+    for tenant_id, resource, limit in gpu_quotas.values_list("tenant_id", "resource", "limit"):
+        granted[tenant_id][resource] = limit
+    held = demand_in_use(tenant_ids=[pk for pk, *_ in tenants])
+    order = {key: i for i, key in enumerate(resource_classes.all_keys())}
+    found = []
+    for pk, slug, name, isolation, status in tenants:
+        lines = []
+        keys = set(granted.get(pk, {})) | set(held.get(pk, {}))
+        for key in sorted(keys, key=lambda k: (order.get(k, len(order)), k)):
+            try:
+                rc = resource_classes.parse(key)
+            except resource_classes.UnknownResourceClass:
+                continue
+            amount, limit = held.get(pk, {}).get(key, 0), granted.get(pk, {}).get(key, 0)
+            if rc.kind in GPU_KINDS and (amount or limit):
+                lines.append(GpuHolding(key, rc.label, rc.kind, amount, limit))
+        if lines:
+            found.append(TenantGpuHoldings(slug, name, isolation, status, tuple(lines)))
+    return found
+
+
+def vm_image_catalog() -> dict[str, dict]:
+    """The boot images platform admins keep for VMs, by key (the VM kind's catalog)."""
+    from .models import VmImage  # the catalog model lives with the workloads
+
+    return {image.key: image.as_catalog_entry() for image in VmImage.objects.filter(active=True)}
+
+
+def launch_context(*, tenant: Tenant, quota: Mapping[str, int] | None = None) -> LaunchContext:
+    """What the kinds validate against: the tenant's isolation, its quota, the GPU classes of its
+    pool (with the most one node holds; for HAMi shares, the most one GPU offers) and the admins'
+    catalogs. Partitions (MIG, HAMi) are offered to shared tenants only. Three queries."""
+    if quota is None:
+        quota = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "limit"))
+    largest = largest_node_by_class(pool=pool_of(tenant))
+    offers = []
+    for key in sorted(largest):
+        resource_class = resource_classes.parse(key)
+        if (
+            resource_class.kind in {"mig", "hami"}
+            and tenant.isolation == Tenant.Isolation.DEDICATED
+        ):
+            continue  # partitions only inside one trust domain
+        offers.append(GpuOffer(resource=key, label=resource_class.label, max_per_node=largest[key]))
+    return LaunchContext(
+        isolation=tenant.isolation,
+        quota=dict(quota),
+        gpu_offers=tuple(offers),
+        catalog={"vm_images": vm_image_catalog()},
+    )
+
+
+def build_context(*, workload: Workload) -> BuildContext:
+    tenant = workload.tenant
+    return BuildContext(
+        workload_id=workload.pk,
+        name=workload.name,
+        kind=workload.kind,
+        tenant_slug=tenant.slug,
+        namespace=tenant.namespace,
+        isolation=tenant.isolation,
+        cluster_domain=settings.KUBERNETES_CLUSTER_DOMAIN,
+    )
+
+
+@dataclass(frozen=True)
+class DemandLine:
+    """One resource class a launch (or a scale) would take, against the tenant's quota."""
+
+    resource: str
+    label: str
+    asked: int
+    held: int  # by the tenant's other workloads
+    limit: int
+
+    @property
+    def left_after(self) -> int:
+        return self.limit - self.held - self.asked
+
+    @property
+    def fits(self) -> bool:
+        return self.limit > 0 and self.left_after >= 0
+
+    @property
+    def percent_after(self) -> int:
+        return min(100, round(100 * (self.held + self.asked) / self.limit)) if self.limit else 100
+
+
+def demand_preview(
+    *, tenant: Tenant, demand: Mapping[str, int], excluding: int | None = None
+) -> list[DemandLine]:
+    """What `demand` would leave of the tenant's quota, per class (two queries)."""
+    limits = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "limit"))
+    held: dict[str, int] = defaultdict(int)
+    others = Workload.objects.filter(tenant=tenant, status__in=HOLDING)
+    if excluding is not None:
+        others = others.exclude(pk=excluding)
+    for row in others.values_list("demand", flat=True):
+        for resource, amount in (row or {}).items():
+            held[resource] += int(amount)
+    order = {key: i for i, key in enumerate(resource_classes.all_keys())}
+    lines = []
+    for resource in sorted(demand, key=lambda r: (order.get(r, len(order)), r)):
+        try:
+            label = resource_classes.parse(resource).label
+        except resource_classes.UnknownResourceClass:
+            label = resource
+        lines.append(DemandLine(resource, label, int(demand[resource]), held[resource],
+                                limits.get(resource, 0)))
+    return lines

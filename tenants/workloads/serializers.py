@@ -1,0 +1,256 @@
+"""Serializers of the workloads API: what a workload and its timeline look like, and the
+bodies that launch, check, scale and power one.
+
+They only check the shape of a request (types, lengths, characters the database cannot
+hold): every rule about a spec is the kind's, and the services' field errors (`name`, `kind`,
+`spec.<field>`, `quota`, `tenant`) reach the caller as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rest_framework import serializers
+
+from portal.validators import validate_dns1123_label
+
+from ..access.serializers import ClusterStateSerializer
+from .kinds.vm.spec import POWER_ACTIONS
+from .models import Workload, WorkloadEvent
+from .registry import CHOICES as KIND_CHOICES
+
+# PostgreSQL's jsonb holds neither NUL characters nor lone UTF-16 surrogates: refused here
+# with a field error, before they could reach the database as a 500.
+_UNSTORABLE = "The text holds a character that cannot be stored (NUL or a lone surrogate)."
+
+
+def _unstorable(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value or any("\ud800" <= char <= "\udfff" for char in value)
+    if isinstance(value, Mapping):
+        return any(_unstorable(k) or _unstorable(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_unstorable(item) for item in value)
+    return False
+
+
+def unstorable_fields(field: str, value: Mapping[str, Any]) -> dict[str, list[str]]:
+    """`{"<field>.<key>": [message]}` for each key of `value` holding an unstorable character
+    (`<field>` itself when a key is)."""
+    errors: dict[str, list[str]] = {}
+    for key, item in value.items():
+        name = field if _unstorable(key) else f"{field}.{key}"
+        if _unstorable(key) or _unstorable(item):
+            errors[name] = [_UNSTORABLE]
+    return errors
+
+
+# --- what a workload looks like ---------------------------------------------------------------
+
+
+class ConnectionItemSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    value = serializers.CharField()
+
+
+class ConnectionCommandSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    command = serializers.CharField()
+
+
+def _pairs(rows: Any, second: str) -> list[dict[str, str]]:
+    return [
+        {"label": str(row[0]), second: str(row[1])}
+        for row in rows or []
+        if isinstance(row, list | tuple) and len(row) == 2
+    ]
+
+
+class ConnectionSerializer(serializers.Serializer):
+    """How to use a ready workload: labelled values, commands to run, notes (empty lists until
+    it is ready)."""
+
+    items = ConnectionItemSerializer(many=True)
+    commands = ConnectionCommandSerializer(many=True)
+    notes = serializers.ListField(child=serializers.CharField())
+
+    def to_representation(self, instance: Mapping[str, Any]) -> dict[str, Any]:
+        # Stored as the kind's Connection (pairs as lists): named fields for API clients.
+        connection = instance if isinstance(instance, Mapping) else {}
+        return super().to_representation(
+            {
+                "items": _pairs(connection.get("items"), "value"),
+                "commands": _pairs(connection.get("commands"), "command"),
+                "notes": [str(note) for note in connection.get("notes") or []],
+            }
+        )
+
+
+class WorkloadSerializer(serializers.ModelSerializer):
+    """A workload: what was asked (spec), what it holds (demand), where its lifecycle is, what
+    the cluster last said of it and how to use it."""
+
+    url = serializers.HyperlinkedIdentityField(view_name="api:workload-detail")
+    tenant = serializers.CharField(source="tenant.slug", read_only=True)
+    kind_label = serializers.CharField(read_only=True)
+    status_label = serializers.CharField(source="get_status_display", read_only=True)
+    in_progress = serializers.BooleanField(
+        read_only=True, help_text="Still being worked on: worth polling until false."
+    )
+    spec = serializers.DictField(read_only=True, help_text="The clean spec the kind accepted.")
+    demand = serializers.DictField(
+        child=serializers.IntegerField(), read_only=True,
+        help_text="Resource class → units it holds of the tenant's quota.",
+    )
+    cluster = ClusterStateSerializer(source="*", read_only=True)
+    conditions = serializers.ListField(
+        child=serializers.DictField(), read_only=True,
+        help_text="The conditions its objects last reported, newest first.",
+    )
+    details = serializers.DictField(
+        read_only=True, help_text="Kind-specific figures the cluster reported (replicas, IP…)."
+    )
+    connection = ConnectionSerializer(read_only=True)
+    launched_by = serializers.CharField(
+        source="launched_by.username", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = Workload
+        fields = [
+            "id",
+            "url",
+            "tenant",
+            "kind",
+            "kind_label",
+            "name",
+            "status",
+            "status_label",
+            "status_reason",
+            "status_message",
+            "in_progress",
+            "spec",
+            "demand",
+            "cluster",
+            "conditions",
+            "details",
+            "connection",
+            "observed_at",
+            "created_at",
+            "ready_at",
+            "deleted_at",
+            "launched_by",
+        ]
+        read_only_fields = fields
+
+
+class WorkloadEventSerializer(serializers.ModelSerializer):
+    """One step of a workload's history, with the demand in force after it."""
+
+    kind_label = serializers.CharField(source="get_kind_display", read_only=True)
+    actor = serializers.CharField(source="actor.username", read_only=True, allow_null=True)
+    demand = serializers.DictField(child=serializers.IntegerField(), read_only=True)
+
+    class Meta:
+        model = WorkloadEvent
+        fields = [
+            "id",
+            "created_at",
+            "kind",
+            "kind_label",
+            "from_status",
+            "to_status",
+            "reason",
+            "message",
+            "actor",
+            "demand",
+        ]
+        read_only_fields = fields
+
+
+# --- what a request asks ----------------------------------------------------------------------
+
+
+class TextField(serializers.CharField):
+    """Text from JSON text only: DRF's CharField also takes a number (42 would be "42")."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class _SpecBody(serializers.Serializer):
+    tenant = serializers.CharField(help_text="The tenant's slug.")
+    kind = serializers.ChoiceField(choices=KIND_CHOICES)
+    spec = serializers.DictField(
+        required=False,
+        default=dict,
+        help_text="The kind's fields (see the examples); a field left out takes its default.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        errors = unstorable_fields("spec", attrs.get("spec") or {})
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+class WorkloadLaunchSerializer(_SpecBody):
+    name = TextField(
+        max_length=63,
+        help_text="A DNS-1123 label (lowercase letters, digits and '-'), unique in the tenant: "
+        "it names the objects on the cluster.",
+    )
+
+
+class WorkloadCheckSerializer(_SpecBody):
+    """A launch's body, checked without launching. A `name`, if sent, is checked too: its form,
+    and whether a live workload of the tenant has it."""
+
+    name = TextField(max_length=63, required=False, validators=[validate_dns1123_label])
+
+
+class DemandLineSerializer(serializers.Serializer):
+    """One resource class a launch would take, against the tenant's quota."""
+
+    resource = serializers.CharField()
+    label = serializers.CharField()
+    asked = serializers.IntegerField()
+    held = serializers.IntegerField(help_text="Held by the tenant's other workloads.")
+    limit = serializers.IntegerField()
+    left_after = serializers.IntegerField()
+    fits = serializers.BooleanField()
+    percent_after = serializers.IntegerField()
+
+
+class WorkloadCheckResultSerializer(serializers.Serializer):
+    """The clean spec the kind would store, what it would hold, and whether the quota has it."""
+
+    kind = serializers.ChoiceField(choices=KIND_CHOICES)
+    spec = serializers.DictField()
+    demand = serializers.DictField(child=serializers.IntegerField())
+    quota = DemandLineSerializer(many=True)
+    fits = serializers.BooleanField(help_text="Every line fits: the launch would be admitted.")
+
+
+class WorkloadScaleSerializer(serializers.Serializer):
+    changes = serializers.DictField(
+        allow_empty=False,
+        help_text="The fields to change and their new values (vCluster: cpu, memory_gib, "
+        "kubernetes_version, gpu_scheduling; inference: min_replicas, max_replicas, "
+        "gpus_per_replica; VM: cpu, memory_gib, disk_gib, gpus; Slurm: workers).",
+    )
+
+    def validate_changes(self, value: dict[str, Any]) -> dict[str, Any]:
+        if _unstorable(value):
+            raise serializers.ValidationError(_UNSTORABLE)
+        return value
+
+
+class WorkloadPowerSerializer(serializers.Serializer):
+    action = serializers.ChoiceField(
+        choices=POWER_ACTIONS,
+        help_text="start, stop (keeps the disk, gives the GPUs back) or restart.",
+    )

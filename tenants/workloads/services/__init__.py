@@ -1,0 +1,33 @@
+"""Writes about workloads: what people ask (`lifecycle`: launch, scale, power, delete, their
+admission against quota), what the cluster does (`reconcile`: apply, observe, tear down) and
+what platform admins offer (`catalog`: VM boot images)."""
+
+from .catalog import vm_image_save
+from .lifecycle import (
+    workload_delete,
+    workload_kubeconfig,
+    workload_launch,
+    workload_power,
+    workload_refresh,
+    workload_scale,
+)
+from .reconcile import (
+    workload_observe,
+    workload_reconcile,
+    workloads_observe_sweep,
+    workloads_reconcile_sweep,
+)
+
+__all__ = [
+    "vm_image_save",
+    "workload_delete",
+    "workload_kubeconfig",
+    "workload_launch",
+    "workload_observe",
+    "workload_power",
+    "workload_reconcile",
+    "workload_refresh",
+    "workload_scale",
+    "workloads_observe_sweep",
+    "workloads_reconcile_sweep",
+]

@@ -1,0 +1,269 @@
+"""What people ask of their workloads: launch, scale, power (VMs), delete, the vCluster's
+kubeconfig. Each in one transaction with an audit event; the cluster follows after commit.
+
+Nothing reaches the cluster here: a bad spec, a taken name or a quota the launch would break is a
+field error before any object exists, and the reconcile task does the cluster's part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from portal.audit import audit
+from portal.errors import RuleViolation, Unavailable
+from portal.fleet import FleetError, get_gateway
+from portal.queueing import enqueue_on_commit
+from portal.reconcile import reconcile_bump
+from portal.validators import validate_dns1123_label
+
+from ...access.models import Tenant
+from ...access.rules import tenants_operated_by
+from ..kinds import vcluster, vm
+from ..kinds.base import SpecError
+from ..kinds.schemas import InvalidManifest, check_manifests
+from ..models import Workload, WorkloadEvent, WorkloadStatus
+from ..registry import KINDS
+from ..selectors import build_context, launch_context
+from .admission import admission_check, tenant_lock
+
+RECONCILE = "tenants.workloads.tasks.workload_reconcile_task"
+OBSERVE = "tenants.workloads.tasks.workload_observe_task"
+# The detail page asks for a fresh look at most this often (eager mode: the demo's only watch).
+REFRESH_EVERY = timedelta(seconds=3)
+
+
+def _spec_errors(exc: SpecError) -> ValidationError:
+    return ValidationError({f"spec.{name}" if name != "__all__" else "spec": messages
+                            for name, messages in exc.fields.items()})
+
+
+def _operated(actor, tenant: Tenant, what: str) -> None:
+    if not tenants_operated_by(actor).filter(pk=tenant.pk).exists():
+        raise PermissionDenied(f"Only the tenant's owners and members {what}.")
+
+
+def workload_check_name(*, tenant: Tenant, name: str) -> str:
+    """The name, stripped, if it is a DNS-1123 label no live workload of the tenant has;
+    else ValidationError({"name": …}). The launch form's and the API's check use it too."""
+    return _check_name(tenant, name)
+
+
+def _check_name(tenant: Tenant, name: str) -> str:
+    name = (name or "").strip()
+    try:
+        validate_dns1123_label(name)
+    except ValidationError as exc:
+        raise ValidationError({"name": exc.messages}) from None
+    if Workload.objects.filter(tenant=tenant, name=name).exclude(
+        status=WorkloadStatus.DELETED
+    ).exists():
+        raise ValidationError({"name": [f"{name!r} is taken in {tenant.name}: pick another name."]})
+    return name
+
+
+def _check_buildable(workload: Workload) -> None:
+    """Build the objects before anything is stored or sent: an invalid one is the portal's bug,
+    refused here with a message instead of failing on the cluster later."""
+    try:
+        check_manifests(workload.kind_entry.module.manifests(workload.spec, build_context(
+            workload=workload)))
+    except InvalidManifest as exc:
+        raise RuleViolation(
+            f"The portal could not build valid {workload.kind_label} objects for this spec; "
+            f"the platform team has been told. ({str(exc)[:300]})"
+        ) from exc
+
+
+def _event(workload: Workload, kind: str, *, actor=None, **fields: Any) -> WorkloadEvent:
+    return WorkloadEvent.objects.create(
+        workload=workload, kind=kind, actor=actor if getattr(actor, "pk", None) else None,
+        demand=workload.demand, **fields,
+    )
+
+
+def workload_validate(*, tenant: Tenant, kind: str, spec: Mapping[str, Any]) -> tuple:
+    """The clean spec and its demand, or ValidationError with field errors (`spec.<field>`,
+    `kind`). No write, no lock: the launch form's live check and preview use it too."""
+    entry = KINDS.get(kind)
+    if entry is None:
+        raise ValidationError({"kind": [f"Pick one of: {', '.join(KINDS)}."]})
+    try:
+        clean = entry.module.validate(spec, launch_context(tenant=tenant))
+    except SpecError as exc:
+        raise _spec_errors(exc) from None
+    return clean, entry.module.demand(clean)
+
+
+@transaction.atomic
+def workload_launch(
+    *, tenant: Tenant, actor, kind: str, name: str, spec: Mapping[str, Any]
+) -> Workload:
+    """An owner or member launches a workload; it is admitted against the tenant's quota under
+    the tenant's lock, and provisioned after commit."""
+    _operated(actor, tenant, "launch workloads")
+    if tenant.status != Tenant.Status.ACTIVE:
+        raise ValidationError({"tenant": ["The tenant is suspended: nothing new is launched."]})
+    errors: dict[str, list[str]] = {}
+    clean = demand = None
+    try:
+        name = _check_name(tenant, name)
+    except ValidationError as exc:
+        errors |= exc.message_dict
+    try:
+        clean, demand = workload_validate(tenant=tenant, kind=kind, spec=spec)
+    except ValidationError as exc:
+        errors |= exc.message_dict
+    if errors:
+        raise ValidationError(errors)
+    tenant = tenant_lock(tenant_id=tenant.pk)
+    admission_check(tenant=tenant, demand=demand)
+    workload = Workload(
+        tenant=tenant, kind=kind, name=name, launched_by=actor, spec=clean, demand=demand
+    )
+    try:
+        with transaction.atomic():
+            workload.save()
+    except IntegrityError:  # launched under the same name a moment ago
+        raise ValidationError({"name": [f"{name!r} is taken in {tenant.name}."]}) from None
+    _check_buildable(workload)
+    _event(workload, WorkloadEvent.Kind.LAUNCHED, actor=actor, to_status=WorkloadStatus.PENDING)
+    audit(actor=actor, action="workload.launch", obj=workload, tenant=tenant,
+          changes={"kind": kind, "name": name, "spec": clean, "demand": demand})
+    enqueue_on_commit(RECONCILE, workload.pk)
+    return workload
+
+
+def _locked_live(workload_id: int, *, actor, what: str) -> Workload:
+    workload = Workload.objects.select_related("tenant").get(pk=workload_id)
+    _operated(actor, workload.tenant, what)  # who may act first: a viewer learns nothing more
+    tenant_lock(tenant_id=workload.tenant_id)  # tenant first, then workload: one lock order
+    workload = Workload.objects.select_for_update().select_related("tenant").get(pk=workload_id)
+    if not workload.is_live:
+        raise RuleViolation(f"{workload} is {workload.get_status_display().lower()}: it no "
+                            "longer changes.")
+    return workload
+
+
+def _respec(workload: Workload, *, actor, spec: dict, event: str, action: str,
+            message: str) -> Workload:
+    """Store a changed spec (already validated) after admission; reconcile after commit."""
+    demand = workload.kind_entry.module.demand(spec)
+    admission_check(tenant=workload.tenant, demand=demand, excluding=workload.pk)
+    before = workload.spec
+    workload.spec, workload.demand = spec, demand
+    workload.save(update_fields=["spec", "demand"])
+    _check_buildable(workload)
+    reconcile_bump(Workload.objects.filter(pk=workload.pk))
+    workload.refresh_from_db(fields=["desired_version"])
+    _event(workload, event, actor=actor, message=message)
+    audit(actor=actor, action=action, obj=workload, tenant=workload.tenant,
+          changes={"before": before, "after": spec, "demand": demand})
+    enqueue_on_commit(RECONCILE, workload.pk)
+    return workload
+
+
+@transaction.atomic
+def workload_scale(*, workload_id: int, actor, changes: Mapping[str, Any]) -> Workload:
+    """Change a running workload's size (replicas, workers, vCPUs…); a scale-up is admitted
+    against the quota under the tenant's lock, like a launch."""
+    workload = _locked_live(workload_id, actor=actor, what="scale workloads")
+    try:
+        spec = workload.kind_entry.module.scale(
+            workload.spec, changes, launch_context(tenant=workload.tenant)
+        )
+    except SpecError as exc:
+        raise _spec_errors(exc) from None
+    if spec == workload.spec:
+        raise ValidationError({"spec": ["Nothing changed: the workload already has this size."]})
+    changed = ", ".join(f"{k} {workload.spec.get(k)} → {v}" for k, v in spec.items()
+                        if workload.spec.get(k) != v and not k.startswith("_"))
+    return _respec(workload, actor=actor, spec=spec, event=WorkloadEvent.Kind.SCALED,
+                   action="workload.scale", message=changed)
+
+
+POWER_ACTIONS = ("start", "stop", "restart")
+
+
+@transaction.atomic
+def workload_power(*, workload_id: int, actor, action: str) -> Workload:
+    """Start, stop or restart a virtual machine. Stopping keeps its disk and gives its GPUs
+    back to the tenant's quota; starting takes them again (admitted like a launch)."""
+    if action not in POWER_ACTIONS:
+        raise ValidationError({"action": [f"Pick one of: {', '.join(POWER_ACTIONS)}."]})
+    workload = _locked_live(workload_id, actor=actor, what="start and stop virtual machines")
+    if workload.kind != vm.KEY:
+        raise RuleViolation(f"{workload} has no power actions: only virtual machines do.")
+    running = bool(workload.spec.get("running", True))
+    if (action == "start" and running) or (action in ("stop", "restart") and not running):
+        raise RuleViolation(f"{workload} is already {'running' if running else 'stopped'}.")
+    spec = vm.power(workload.spec, action)
+    return _respec(workload, actor=actor, spec=spec, event=WorkloadEvent.Kind.POWER,
+                   action=f"workload.{action}", message=action)
+
+
+@transaction.atomic
+def workload_delete(*, workload_id: int, actor) -> Workload:
+    """Delete a workload: its objects are removed from the cluster, and it is deleted (its
+    quota released) once every one of them is confirmed gone."""
+    workload = Workload.objects.select_related("tenant").get(pk=workload_id)
+    _operated(actor, workload.tenant, "delete workloads")
+    workload = Workload.objects.select_for_update().select_related("tenant").get(pk=workload_id)
+    source = workload.status
+    workload.move_to(WorkloadStatus.DELETING, status_reason="DeleteRequested",
+                     status_message="Removing its objects from the cluster.")
+    _event(workload, WorkloadEvent.Kind.DELETE_REQUESTED, actor=actor, from_status=source,
+           to_status=WorkloadStatus.DELETING)
+    audit(actor=actor, action="workload.delete", obj=workload, tenant=workload.tenant,
+          changes={"from": source})
+    enqueue_on_commit(RECONCILE, workload.pk)
+    return workload
+
+
+def workload_refresh(*, workload: Workload) -> bool:
+    """Ask for a fresh look at a workload still in progress (the detail page while it polls);
+    at most every few seconds. True when one was queued. A deletion's look is its teardown,
+    which finishes it once nothing is left (an observation ignores a deleting workload)."""
+    if not workload.in_progress:
+        return False
+    recent = timezone.now() - REFRESH_EVERY
+    queued = Workload.objects.filter(pk=workload.pk).exclude(observed_at__gt=recent).update(
+        observed_at=timezone.now()
+    )
+    if queued:
+        # A deletion is finished by its teardown (which checks nothing is left), not a look.
+        task = RECONCILE if workload.status == WorkloadStatus.DELETING else OBSERVE
+        enqueue_on_commit(task, workload.pk)
+    return bool(queued)
+
+
+def workload_kubeconfig(*, workload: Workload, actor) -> str:
+    """The kubeconfig of a ready vCluster, read from its Secret now (never stored by the
+    portal); every download is audited."""
+    _operated(actor, workload.tenant, "download kubeconfigs")
+    if workload.kind != vcluster.KIND.KEY:
+        raise RuleViolation(f"{workload} has no kubeconfig: only vClusters do.")
+    if workload.status not in (WorkloadStatus.READY, WorkloadStatus.DEGRADED):
+        raise RuleViolation(f"{workload} is not ready yet: its kubeconfig does not exist.")
+    release = vcluster.release_name(workload.name)
+    try:
+        secret = get_gateway().get(
+            api_version="v1", kind="Secret", name=vcluster.kubeconfig_secret_name(release),
+            namespace=workload.tenant.namespace,
+        )
+    except FleetError as exc:
+        raise Unavailable(f"The cluster did not answer ({exc}); try again in a moment.") from exc
+    if secret is None:
+        raise RuleViolation(f"{workload}'s kubeconfig is not on the cluster (yet).")
+    try:
+        kubeconfig = vcluster.kubeconfig_from_secret(secret)
+    except ValueError as exc:
+        raise RuleViolation(f"{workload}'s kubeconfig Secret is unreadable: {exc}") from exc
+    audit(actor=actor, action="workload.kubeconfig_download", obj=workload,
+          tenant=workload.tenant)
+    return kubeconfig

@@ -1,0 +1,387 @@
+"""The cluster side of workloads, level-triggered: the database says what should be there.
+
+`workload_reconcile` brings one workload's objects to its spec — server-side apply of what the
+kind builds, generated key Secrets created once, objects it no longer wants pruned — or, while
+it is deleting, removes them and finishes the deletion only once every owned object is
+confirmed gone. `workload_observe` reads its objects back (by the owner labels) and moves the
+lifecycle as the cluster reports it. Both are safe to run twice, late or after a crash.
+
+`workloads_observe_sweep` (beat, every few seconds) observes every live workload with one list
+per owned kind across the cluster; `workloads_reconcile_sweep` (beat) re-queues every workload
+whose desired state is not yet applied, and every deletion still in progress.
+
+Objects that carry an ownerReference belong to their owner (the VMI KubeVirt makes from a VM,
+the pods an operator runs): they are observed, never pruned or deleted directly.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from portal.audit import audit
+from portal.errors import InvalidTransition
+from portal.fleet import FleetError, FleetGateway, PermanentFleetError, get_gateway
+from portal.queueing import enqueue_on_commit
+from portal.reconcile import reconcile_bump, reconcile_failed, reconcile_succeeded
+
+from ..kinds import slurm, vm
+from ..kinds.base import (
+    LABEL_MANAGED_BY,
+    LABEL_WORKLOAD_ID,
+    MANAGED_BY,
+    BuildContext,
+    Manifest,
+    ObjectKey,
+    Observation,
+    SpecError,
+)
+from ..kinds.schemas import check_manifests
+from ..models import TRANSITIONS, Workload, WorkloadEvent, WorkloadStatus
+from ..selectors import build_context
+from . import notifications
+
+logger = logging.getLogger(__name__)
+
+RECONCILE = "tenants.workloads.tasks.workload_reconcile_task"
+S = WorkloadStatus
+STATE_TO_STATUS = {
+    "progressing": S.PROVISIONING,
+    "ready": S.READY,
+    "degraded": S.DEGRADED,
+    "failed": S.FAILED,
+}
+MAX_CONDITIONS = 12
+
+
+def _key(obj: Manifest) -> ObjectKey:
+    return (obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
+
+
+def _owned_by_another(obj: Manifest) -> bool:
+    return bool((obj.get("metadata") or {}).get("ownerReferences"))
+
+
+def _event(workload: Workload, kind: str, **fields: Any) -> None:
+    WorkloadEvent.objects.create(workload=workload, kind=kind, demand=workload.demand, **fields)
+
+
+# --- apply ------------------------------------------------------------------------------------
+
+
+def _create_generated_secrets(workload: Workload, ctx: BuildContext,
+                              gateway: FleetGateway) -> None:
+    """A Slurm cluster's keys: generated here, created once (never overwritten, never shown)."""
+    if workload.kind != slurm.KEY:
+        return
+    db_password = secrets.token_urlsafe(24) if workload.spec.get("accounting") else None
+    for manifest in slurm.secret_manifests(
+        ctx, secrets.token_bytes(slurm.KEY_BYTES), secrets.token_bytes(slurm.KEY_BYTES),
+        db_password=db_password,
+    ):
+        gateway.create(manifest=manifest)  # False: it exists, and keeps its keys
+
+
+def _prune(previous: list[Manifest], wanted: list[Manifest], gateway: FleetGateway) -> None:
+    keep = {_key(m) for m in wanted}
+    for manifest in reversed(previous):
+        if _key(manifest) not in keep:
+            meta = manifest["metadata"]
+            gateway.delete(api_version=manifest["apiVersion"], kind=manifest["kind"],
+                           name=meta["name"], namespace=meta.get("namespace"))
+
+
+def _apply(
+    workload: Workload, ctx: BuildContext, gateway: FleetGateway
+) -> dict[ObjectKey, Manifest]:
+    """Apply the desired objects; record the outcome. Returns the objects as stored."""
+    version = workload.desired_version
+    manifests = workload.kind_entry.module.manifests(workload.spec, ctx)
+    check_manifests(manifests)
+    try:
+        _create_generated_secrets(workload, ctx, gateway)
+        stored = gateway.apply(manifests=manifests)
+        _prune(workload.applied_manifests or [], manifests, gateway)
+    except FleetError as exc:
+        _record_apply_failure(workload.pk, exc)
+        raise
+    with transaction.atomic():
+        locked = Workload.objects.select_for_update().get(pk=workload.pk)
+        if reconcile_succeeded(locked, version=version, manifests=manifests):
+            _event(locked, WorkloadEvent.Kind.APPLIED, reason="Applied",
+                   message=f"{len(manifests)} objects applied (version {version}).")
+        if locked.status in (S.PENDING, S.FAILED):
+            _move(locked, S.PROVISIONING, reason="Applied",
+                  message="Objects applied; waiting for the cluster to bring them up.")
+    workload.refresh_from_db()
+    return {_key(obj): obj for obj in stored if obj.get("metadata", {}).get("name")}
+
+
+def _record_apply_failure(workload_id: int, error: FleetError) -> None:
+    with transaction.atomic():
+        workload = Workload.objects.select_for_update().filter(pk=workload_id).first()
+        if workload is None:
+            return
+        message, new = reconcile_failed(workload, error=error)
+        if new:
+            _event(workload, WorkloadEvent.Kind.ERROR, reason=type(error).__name__,
+                   message=message)
+        if isinstance(error, PermanentFleetError) and workload.status != S.FAILED:
+            # The API refused the objects: retrying will not help; the cluster's message says why.
+            _move(workload, S.FAILED, reason="Rejected", message=message)
+
+
+# --- observe ----------------------------------------------------------------------------------
+
+
+def _selector(workload_ids: Iterable[int]) -> str:
+    ids = ",".join(str(i) for i in sorted(set(workload_ids)))
+    return f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_WORKLOAD_ID} in ({ids})"
+
+
+def _owned_objects(gateway: FleetGateway, workloads: list[Workload]) -> dict[int, dict]:
+    """Every object carrying the owner labels of these workloads, by workload id: one list per
+    kind any of them owns (in their namespace when they share one, else cluster-wide)."""
+    found: dict[int, dict[ObjectKey, Manifest]] = defaultdict(dict)
+    if not workloads:
+        return found
+    kinds = {k for w in workloads for k in w.kind_entry.module.OWNED_KINDS}
+    namespaces = {w.tenant.namespace for w in workloads}
+    namespace = namespaces.pop() if len(namespaces) == 1 else None
+    selector = _selector(w.pk for w in workloads)
+    for api_version, kind in sorted(kinds):
+        for obj in gateway.list(api_version=api_version, kind=kind, namespace=namespace,
+                                label_selector=selector):
+            labels = (obj.get("metadata") or {}).get("labels") or {}
+            try:
+                found[int(labels.get(LABEL_WORKLOAD_ID, ""))][_key(obj)] = obj
+            except ValueError:
+                continue
+    return found
+
+
+def _unowned(workload: Workload, ctx: BuildContext, gateway: FleetGateway) -> dict:
+    """Objects a chart or operator makes without the owner labels that the kind reads by name."""
+    names = getattr(workload.kind_entry.module, "unowned_objects", None)
+    found = {}
+    for api_version, kind, name in (names(workload.spec, ctx) if names else ()):
+        obj = gateway.get(api_version=api_version, kind=kind, name=name, namespace=ctx.namespace)
+        if obj is not None:
+            found[(api_version, kind, name)] = obj
+    return found
+
+
+def _move(workload: Workload, target: str, *, reason: str, message: str) -> bool:
+    """Move the (locked) workload's lifecycle, with its event; False when the move is not one
+    the lifecycle allows from where it is (or another worker made it first)."""
+    source = workload.status
+    if target == source or target not in TRANSITIONS[source]:
+        return False
+    changes: dict[str, Any] = {"status_reason": reason[:200], "status_message": message}
+    first_ready = target == S.READY and workload.ready_at is None
+    if first_ready:
+        changes["ready_at"] = timezone.now()
+    if target == S.DELETED:
+        changes["deleted_at"] = timezone.now()
+    try:
+        workload.move_to(target, **changes)
+    except InvalidTransition:
+        return False
+    _event(workload, WorkloadEvent.Kind.TRANSITION, from_status=source, to_status=target,
+           reason=reason[:200], message=message)
+    if target in (S.READY, S.FAILED, S.DELETED):
+        audit(actor=None, action=f"workload.{target}", obj=workload, tenant=workload.tenant,
+              changes={"from": source, "reason": reason, "message": message[:500]})
+    if first_ready or target == S.FAILED:
+        notifications.workload_notify(workload=workload, event=target)
+    return True
+
+
+def _record_observation(workload: Workload, ctx: BuildContext, objects: dict,
+                        observation: Observation) -> None:
+    connection = None
+    if observation.state in ("ready", "degraded"):
+        connection = asdict(workload.kind_entry.module.connection(objects, workload.spec, ctx))
+    with transaction.atomic():
+        locked = Workload.objects.select_for_update().select_related("tenant").get(
+            pk=workload.pk
+        )
+        if locked.status in (S.DELETING, S.DELETED):
+            return  # a deletion started meanwhile: its teardown decides from here
+        locked.observed = {
+            "state": observation.state,
+            "reason": observation.reason,
+            "message": observation.message,
+            "conditions": list(observation.conditions)[:MAX_CONDITIONS],
+            "details": observation.details,
+            "connection": connection,
+        }
+        locked.observed_at = timezone.now()
+        fields = ["observed", "observed_at"]
+        target = STATE_TO_STATUS.get(observation.state)
+        if target is not None and target != locked.status:
+            locked.save(update_fields=fields)
+            _move(locked, target, reason=observation.reason or observation.state,
+                  message=observation.message)
+            return
+        if target is not None and (observation.reason, observation.message) != (
+            locked.status_reason, locked.status_message
+        ):
+            locked.status_reason = (observation.reason or observation.state)[:200]
+            locked.status_message = observation.message
+            fields += ["status_reason", "status_message"]
+        locked.save(update_fields=fields)
+        if observation.state == "absent" and locked.applied_version:
+            # Its objects vanished from the cluster (deleted by hand): apply them again.
+            reconcile_bump(Workload.objects.filter(pk=locked.pk))
+            _event(locked, WorkloadEvent.Kind.ERROR, reason="Missing",
+                   message="Its objects are gone from the cluster: applying them again.")
+            enqueue_on_commit(RECONCILE, locked.pk)
+
+
+def _observe(workload: Workload, ctx: BuildContext, gateway: FleetGateway,
+             owned: dict[ObjectKey, Manifest]) -> Observation:
+    objects = {**owned, **_unowned(workload, ctx, gateway)}
+    observation = workload.kind_entry.module.observe(objects, workload.spec, ctx)
+    if workload.kind == vm.KEY and vm.needs_restart(objects, workload.spec, ctx):
+        # KubeVirt keeps a running VMI on its old template: delete it, the VM boots a new one.
+        gateway.delete(api_version=vm.API_VERSION, kind="VirtualMachineInstance",
+                       name=ctx.name, namespace=ctx.namespace)
+        observation = Observation("progressing", "Restarting", "The VM is restarting.",
+                                  details=observation.details)
+    _record_observation(workload, ctx, objects, observation)
+    return observation
+
+
+def workload_observe(*, workload_id: int, gateway: FleetGateway | None = None) -> str | None:
+    """Read one workload's objects back and move its lifecycle as the cluster reports it."""
+    workload = Workload.objects.select_related("tenant").filter(pk=workload_id).first()
+    if workload is None or not workload.is_live:
+        return None
+    gateway = gateway or get_gateway()
+    ctx = build_context(workload=workload)
+    owned = _owned_objects(gateway, [workload]).get(workload.pk, {})
+    return _observe(workload, ctx, gateway, owned).state
+
+
+# --- delete -----------------------------------------------------------------------------------
+
+
+def _teardown(workload: Workload, gateway: FleetGateway) -> str:
+    """Remove the workload's objects; deleted only once none of them is left."""
+    ctx = build_context(workload=workload)
+    for manifest in reversed(workload.applied_manifests or []):
+        meta = manifest["metadata"]
+        gateway.delete(api_version=manifest["apiVersion"], kind=manifest["kind"],
+                       name=meta["name"], namespace=meta.get("namespace"))
+    left = {**_owned_objects(gateway, [workload]).get(workload.pk, {}),
+            **_unowned(workload, ctx, gateway)}
+    for (api_version, kind, name), obj in left.items():
+        if not _owned_by_another(obj):  # pruned by label; owned ones go with their owner
+            gateway.delete(api_version=api_version, kind=kind, name=name,
+                           namespace=ctx.namespace)
+    with transaction.atomic():
+        locked = Workload.objects.select_for_update().select_related("tenant").get(
+            pk=workload.pk
+        )
+        if left:
+            names = ", ".join(f"{kind} {name}" for (_, kind, name) in sorted(left)[:4])
+            more = f" and {len(left) - 4} more" if len(left) > 4 else ""
+            locked.status_message = f"Waiting for {names}{more} to be gone."
+            locked.save(update_fields=["status_message"])
+            return "deleting"
+        _move(locked, S.DELETED, reason="Deleted",
+              message="Every object is gone from the cluster; its quota is released.")
+    return "deleted"
+
+
+# --- the task's entry -------------------------------------------------------------------------
+
+
+def _refuse_to_build(workload: Workload, error: SpecError) -> str:
+    """The kind will not build a stored spec for the tenant as it is now (a partition for a
+    tenant made dedicated since the launch): nothing is applied, the workload fails and says
+    why. Its quota stays held until someone deletes it."""
+    message = " ".join(m for messages in error.fields.values() for m in messages)[:2000]
+    with transaction.atomic():
+        locked = Workload.objects.select_for_update().get(pk=workload.pk)
+        moved = _move(locked, S.FAILED, reason="Refused", message=message)
+        if not moved and locked.status_message != message:
+            Workload.objects.filter(pk=locked.pk).update(status_message=message)
+    return "failed"
+
+
+def workload_reconcile(*, workload_id: int, gateway: FleetGateway | None = None) -> str:
+    """Make the cluster hold what the database says for one workload, then look at it.
+
+    Raises the gateway's FleetError after recording it (TransientFleetError: worth a retry).
+    """
+    workload = Workload.objects.select_related("tenant").filter(pk=workload_id).first()
+    if workload is None or workload.status == S.DELETED:
+        return "gone"
+    gateway = gateway or get_gateway()
+    if workload.status == S.DELETING:
+        return _teardown(workload, gateway)
+    ctx = build_context(workload=workload)
+    if workload.applied_version < workload.desired_version or workload.reconcile_error:
+        try:
+            _apply(workload, ctx, gateway)
+        except SpecError as exc:
+            return _refuse_to_build(workload, exc)
+    owned = _owned_objects(gateway, [workload]).get(workload.pk, {})
+    return _observe(workload, ctx, gateway, owned).state
+
+
+def workloads_observe_sweep(*, gateway: FleetGateway | None = None) -> int:
+    """Observe every live workload: one list per owned kind across the cluster, then each
+    workload's objects from those lists. Returns how many were observed."""
+    gateway = gateway or get_gateway()
+    live = list(
+        Workload.objects.select_related("tenant")
+        .exclude(status__in=(S.DELETING, S.DELETED))
+        .filter(applied_version__gt=0)
+        .order_by("pk")
+    )
+    owned = _owned_objects(gateway, live)
+    for workload in live:
+        try:
+            _observe(workload, build_context(workload=workload), gateway,
+                     owned.get(workload.pk, {}))
+        except FleetError:
+            logger.warning("Could not observe %s", workload, exc_info=True)
+    # Deletions still waiting for their objects to go: their teardown looks again.
+    for workload_id in Workload.objects.filter(status=S.DELETING).values_list("pk", flat=True):
+        enqueue_on_commit(RECONCILE, workload_id)
+    return len(live)
+
+
+def workloads_reconcile_now(*, actor: Any | None, workload_ids: list[int]) -> int:
+    """A platform admin asks for these workloads to be applied and looked at now (audited)."""
+    workloads = list(Workload.objects.filter(pk__in=workload_ids).exclude(status=S.DELETED)
+                     .select_related("tenant"))
+    for workload in workloads:
+        audit(actor=actor, action="workload.reconcile_now", obj=workload, tenant=workload.tenant)
+        enqueue_on_commit(RECONCILE, workload.pk)
+    return len(workloads)
+
+
+def workloads_reconcile_sweep() -> list[int]:
+    """Queue a reconcile of every workload whose desired state is not applied yet, whose last
+    apply failed, or whose deletion is still in progress (lost tasks, retries given up)."""
+    due = Workload.objects.exclude(status=S.DELETED).filter(
+        Q(applied_version__lt=F("desired_version"))
+        | ~Q(reconcile_error="")
+        | Q(status__in=(S.DELETING, S.PENDING))
+    )
+    ids = list(due.order_by("pk").values_list("pk", flat=True))
+    for workload_id in ids:
+        enqueue_on_commit(RECONCILE, workload_id)
+    return ids

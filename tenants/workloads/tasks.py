@@ -1,0 +1,40 @@
+"""Celery tasks of workloads: thin interfaces over the services, ids in."""
+
+from celery import shared_task
+
+from portal.fleet import PermanentFleetError, TransientFleetError
+from portal.queueing import retry_policy
+
+from .services import (
+    workload_observe,
+    workload_reconcile,
+    workloads_observe_sweep,
+    workloads_reconcile_sweep,
+)
+
+
+@shared_task(**retry_policy(TransientFleetError))
+def workload_reconcile_task(workload_id: int) -> str:
+    """Apply (or tear down) one workload and look at it; transient cluster errors are retried
+    with backoff, a permanent one fails the workload with the API's message."""
+    try:
+        return workload_reconcile(workload_id=workload_id)
+    except PermanentFleetError as exc:
+        return f"refused: {exc}"
+
+
+@shared_task(**retry_policy(TransientFleetError, max_retries=2))
+def workload_observe_task(workload_id: int) -> str | None:
+    return workload_observe(workload_id=workload_id)
+
+
+@shared_task(acks_late=True)
+def workloads_observe_sweep_task() -> int:
+    """Periodic: observe every live workload (one list per owned kind)."""
+    return workloads_observe_sweep()
+
+
+@shared_task(acks_late=True)
+def workloads_reconcile_sweep_task() -> int:
+    """Periodic: re-queue every workload whose desired state is not applied yet."""
+    return len(workloads_reconcile_sweep())
