@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import kmock
+import requests
 from kubernetes import client
 
 from .kube_api import PortalKubeEmulator, merge_patch, status_body
@@ -159,6 +160,20 @@ class KubeEmulator:
         if current is None:
             raise LookupError(f"no {kind} {namespace or ''}/{name} in the emulator")
         return self.put_object(merge_patch(current, patch))
+
+    def delete_object(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> None:
+        """Delete an object over the API, as its controller would (e.g. KubeVirt removing a
+        stopped VM's instance)."""
+        resource = self._resource_of(api_version, kind)
+        prefix = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+        scope = f"/namespaces/{namespace}" if namespace else ""
+        response = requests.delete(
+            f"{self.url}{prefix}{scope}/{resource.plural}/{name}",
+            headers={"Authorization": "Bearer emulator"}, timeout=5,
+        )
+        response.raise_for_status()
 
     def register_kind(
         self,

@@ -12,7 +12,15 @@ from tenants.workloads import services
 from tenants.workloads.models import Workload, WorkloadEvent, WorkloadStatus
 from tests.support.fixtures_celery import CLOSED_PORT_BROKER, celery_broker, wait_until
 
-from .conftest import INFERENCE_SPEC, ready_inference_service
+from .conftest import (
+    INFERENCE_SPEC,
+    SLURM_SPEC,
+    VM_SPEC,
+    ready_inference_service,
+    run_slurm,
+    run_vm,
+    ssh_public_key,
+)
 
 ISVC = ("serving.kserve.io/v1beta1", "InferenceService")
 FAST_RECOVERY = {
@@ -105,3 +113,94 @@ def test_an_apply_whose_worker_was_killed_resumes_on_another_worker_once(
     wait_until(lambda: not unacked.hlen("unacked"), timeout=40)
     applied = WorkloadEvent.objects.filter(workload=workload, kind=WorkloadEvent.Kind.APPLIED)
     assert applied.count() == 1  # done once, however many times the message was delivered
+
+
+def _observed(condition, *, timeout: float = 40) -> None:
+    """Wait for what the next looks will see, asking for a look every two seconds as beat
+    does every WORKLOAD_OBSERVE_SECONDS (observations, and a deleting workload's teardown)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _sweep()
+        for _ in range(8):
+            if condition():
+                return
+            time.sleep(0.25)
+    raise AssertionError(f"not seen within {timeout} s: {condition}")
+
+
+VM = ("kubevirt.io/v1", "VirtualMachine")
+VMI = ("kubevirt.io/v1", "VirtualMachineInstance")
+SLINKY = "slinky.slurm.net/v1beta1"
+
+
+def _vm(kube_emulator, namespace: str) -> dict | None:
+    return kube_emulator.get_object(*VM, "box", namespace)
+
+
+@pytest.mark.worker
+def test_a_vm_from_launch_to_ready_stop_start_and_delete_through_a_worker(
+    celery_worker, fleet_env, kube_emulator, tenant, tenant_member, gpu_pool, workload_quota
+):
+    workload_quota()
+    celery_worker(**fleet_env)
+    ns = tenant.namespace
+    vm = services.workload_launch(tenant=tenant, actor=tenant_member, kind="vm", name="box",
+                                  spec={**VM_SPEC, "ssh_public_key": ssh_public_key()})
+    wait_until(lambda: _vm(kube_emulator, ns) is not None, timeout=30)
+    run_vm(kube_emulator, name="box", namespace=ns)  # KubeVirt boots it
+    _observed(lambda: _status(vm) == WorkloadStatus.READY)
+    assert "ssh ubuntu@10.244.3.17" in str(Workload.objects.get(pk=vm.pk).connection)
+
+    services.workload_power(workload_id=vm.pk, actor=tenant_member, action="stop")
+    wait_until(lambda: _vm(kube_emulator, ns)["spec"]["runStrategy"] == "Halted", timeout=30)
+    kube_emulator.delete_object(*VMI, "box", ns)  # KubeVirt stops the instance
+    run_vm(kube_emulator, name="box", namespace=ns, running=False)
+    _observed(lambda: Workload.objects.get(pk=vm.pk).details.get("power") == "stopped")
+
+    services.workload_power(workload_id=vm.pk, actor=tenant_member, action="start")
+    wait_until(lambda: _vm(kube_emulator, ns)["spec"]["runStrategy"] == "Always", timeout=30)
+    run_vm(kube_emulator, name="box", namespace=ns, ip="10.244.3.18")
+    _observed(lambda: "10.244.3.18" in str(Workload.objects.get(pk=vm.pk).connection))
+
+    services.workload_delete(workload_id=vm.pk, actor=tenant_member)
+    wait_until(lambda: _vm(kube_emulator, ns) is None, timeout=30)
+    # Kubernetes' garbage collector removes the instance its VirtualMachine owned; until
+    # then the workload waits for it.
+    assert _status(vm) == WorkloadStatus.DELETING
+    kube_emulator.delete_object(*VMI, "box", ns)
+    _observed(lambda: _status(vm) == WorkloadStatus.DELETED)
+    assert _vm(kube_emulator, ns) is None  # the teardown is confirmed: nothing left
+    kinds = [e.kind for e in WorkloadEvent.objects.filter(workload=vm).order_by("pk")]
+    assert kinds.count(WorkloadEvent.Kind.POWER) == 2
+
+
+@pytest.mark.worker
+def test_a_slurm_cluster_from_launch_to_ready_scale_and_delete_through_a_worker(
+    celery_worker, fleet_env, kube_emulator, tenant, tenant_member, gpu_pool, workload_quota
+):
+    workload_quota()
+    celery_worker(**fleet_env)
+    ns = tenant.namespace
+    slurm = services.workload_launch(tenant=tenant, actor=tenant_member, kind="slurm",
+                                     name="hpc", spec=SLURM_SPEC)
+    wait_until(lambda: kube_emulator.get_object(SLINKY, "NodeSet", "hpc-workers", ns)
+               is not None, timeout=30)
+    labels = {"portal.ai-factory.io/workload-id": str(slurm.pk),
+              "app.kubernetes.io/managed-by": "ai-factory-portal"}
+    run_slurm(kube_emulator, ctx_name="hpc", namespace=ns, workers=2, labels=labels)
+    _observed(lambda: _status(slurm) == WorkloadStatus.READY)
+
+    services.workload_scale(workload_id=slurm.pk, actor=tenant_member, changes={"workers": 3})
+    wait_until(lambda: kube_emulator.get_object(SLINKY, "NodeSet", "hpc-workers", ns)
+               ["spec"]["replicas"] == 3, timeout=30)
+    run_slurm(kube_emulator, ctx_name="hpc", namespace=ns, workers=3, labels=labels)
+    _observed(lambda: Workload.objects.get(pk=slurm.pk).in_sync
+              and _status(slurm) == WorkloadStatus.READY)
+
+    services.workload_delete(workload_id=slurm.pk, actor=tenant_member)
+    _observed(lambda: _status(slurm) == WorkloadStatus.DELETED)
+    for kind, name in (("Controller", "hpc"), ("NodeSet", "hpc-workers"),
+                       ("LoginSet", "hpc-login")):
+        assert kube_emulator.get_object(SLINKY, kind, name, ns) is None
+    # The key Secrets go with the cluster.
+    assert kube_emulator.get_object("v1", "Secret", "hpc-slurm-key", ns) is None
