@@ -11,6 +11,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from billing.services import accounts as billing_accounts
 from inventory.demo_fleet import demo_fleet_details
 from inventory.models import GPU, Node, NodeState, Rack, Site
 from inventory.resource_classes import GPU_MODELS
@@ -387,8 +388,8 @@ def load_demo() -> list[DemoAccount]:
             name=name,
             isolation=isolation,
             cost_center=cost_center,
-            monthly_budget=budget,
         )
+        billing_accounts.billing_account_update(actor=None, tenant=tenant, monthly_budget=budget)
         for username, role in MEMBERS[slug]:
             if not Membership.objects.filter(tenant=tenant, user=users[username]).exists():
                 tenant_services.membership_set(

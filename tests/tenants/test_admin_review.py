@@ -233,7 +233,6 @@ def test_admin_edit_of_a_tenant_goes_through_services_and_is_re_enforced(
     data = {
         "name": "Acme Labs",
         "cost_center": "CC-1",
-        "monthly_budget": "10.00",
         "status": "active",
         "isolation": "shared",
         "cohort": "pool",
@@ -264,7 +263,6 @@ def test_admin_refuses_a_cohort_for_a_dedicated_tenant_and_a_bad_slug(admin_clie
         {
             "slug": "Not_A_Label",
             "name": "X",
-            "monthly_budget": "0",
             "status": "active",
             "isolation": "dedicated",
             "cohort": "pool",
