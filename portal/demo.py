@@ -382,14 +382,14 @@ def load_demo() -> list[DemoAccount]:
     accounts = {a.username: _user(a.username, a.name, a.password) for a in ACCOUNTS}
     users = accounts | {u: _user(u, n, None) for u, n in EXTRA_USERS.items()}
     for slug, name, isolation, cost_center, budget in TENANTS:
-        tenant = Tenant.objects.filter(slug=slug).first() or tenant_services.tenant_create(
-            actor=None,
-            slug=slug,
-            name=name,
-            isolation=isolation,
-            cost_center=cost_center,
-        )
-        billing_accounts.billing_account_update(actor=None, tenant=tenant, monthly_budget=budget)
+        tenant = Tenant.objects.filter(slug=slug).first()
+        if tenant is None:
+            tenant = tenant_services.tenant_create(
+                actor=None, slug=slug, name=name, isolation=isolation, cost_center=cost_center
+            )
+            billing_accounts.billing_account_update(
+                actor=None, tenant=tenant, monthly_budget=budget
+            )
         for username, role in MEMBERS[slug]:
             if not Membership.objects.filter(tenant=tenant, user=users[username]).exists():
                 tenant_services.membership_set(

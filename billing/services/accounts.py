@@ -28,16 +28,25 @@ def billing_account_update(
     """Set the tenant's budget and/or discount (validated; audited with before and after)."""
     account = billing_account_for(tenant=tenant)
     account = BillingAccount.objects.select_for_update().get(pk=account.pk)
-    before = {"monthly_budget": str(account.monthly_budget),
-              "discount_percent": str(account.discount_percent)}
+    before = {
+        "monthly_budget": str(account.monthly_budget),
+        "discount_percent": str(account.discount_percent),
+    }
     if monthly_budget is not None:
         account.monthly_budget = Decimal(monthly_budget)
     if discount_percent is not None:
         account.discount_percent = Decimal(discount_percent)
     account.full_clean()
     account.save()
-    after = {"monthly_budget": str(account.monthly_budget),
-             "discount_percent": str(account.discount_percent)}
-    audit(actor=actor, action="billing_account.update", obj=account, tenant=tenant,
-          changes={"before": before, "after": after})
+    after = {
+        "monthly_budget": str(account.monthly_budget),
+        "discount_percent": str(account.discount_percent),
+    }
+    audit(
+        actor=actor,
+        action="billing_account.update",
+        obj=account,
+        tenant=tenant,
+        changes={"before": before, "after": after},
+    )
     return account

@@ -1,0 +1,1 @@
+"""Django admin for rate cards, billing accounts, invoices and credit notes."""

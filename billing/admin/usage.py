@@ -1,0 +1,1 @@
+"""Django admin for usage records, metering windows and OpenCost cross-checks (read-only)."""

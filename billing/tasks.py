@@ -1,0 +1,1 @@
+"""Billing's Celery tasks: thin interfaces that call one service each."""
