@@ -72,7 +72,10 @@ def _workloads_holding(start: datetime, end: datetime) -> list[dict]:
         .values("id")[:1]
     )
     return list(
-        Workload.objects.annotate(
+        # A cheap test of its column leaves out every workload deleted long ago (the column is
+        # set with the deleted event, a moment before it: an hour is margin enough).
+        Workload.objects.filter(Q(deleted_at__isnull=True) | Q(deleted_at__gte=start - HOUR))
+        .annotate(
             billed_from=Coalesce(_first_transition(WorkloadStatus.READY), F("ready_at")),
             billed_until=Coalesce(_first_transition(WorkloadStatus.DELETED), F("deleted_at")),
             event_before=last_before,

@@ -18,7 +18,8 @@ which would go on counting a GPU for minutes after its pod went away). So:
 - unit_seconds = steps present x step;
 - busy_seconds = Σ utilization/100 x step (the utilization-weighted seconds).
 
-No ORM and no clock here: the caller says which hour and which namespaces are tenants'.
+The `@` modifier needs Prometheus 2.33 or later. No ORM and no clock here: the caller says
+which hour, and which namespaces are tenants'.
 """
 
 from __future__ import annotations
