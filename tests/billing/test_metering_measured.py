@@ -4,12 +4,18 @@ labels) for two tenants' GPUs, a MIG instance and a system pod, with OpenCost's
 window, recorded as a gap and filled by a later sweep."""
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 
 from billing.models import CrossCheck, MeteringWindow, UsageRecord
 from billing.services import metering
-from billing.services.metering_measured import gpu_queries
+from billing.services.metering_measured import (
+    cross_checks,
+    difference_percent,
+    gpu_queries,
+    gpu_resource_class,
+)
 from portal.models import AuditEvent
 from tenants.workloads.models import Workload, WorkloadEvent
 from tests.inventory.dcgm_series import SCRAPE
@@ -257,3 +263,25 @@ def test_without_prometheus_measured_metering_is_off_and_says_so(settings, tenan
     metering.usage_meter_due(now=HOUR + timedelta(hours=2))
     assert list(MeteringWindow.objects.filter(source=MEASURED).values_list("hour", flat=True)
                 ) == [HOUR]  # the sweep creates none
+
+
+@pytest.mark.parametrize(("labels", "resource"), [
+    ({"modelName": "NVIDIA H100 80GB HBM3"}, "gpu:nvidia-h100-80gb"),
+    ({"modelName": "NVIDIA RTX 4000 Ada Generation"}, "gpu:nvidia-rtx-4000-ada"),
+    ({"modelName": "NVIDIA A100-SXM4-80GB", "GPU_I_PROFILE": "2g.20gb"},
+     "mig:nvidia-a100-80gb:2g.20gb"),
+    # a model the portal does not know keeps a class of its own: unpriced, never dropped
+    ({"modelName": "Tesla T4"}, "gpu:tesla-t4"),
+    ({}, "gpu:unknown"),
+])
+def test_dcgm_model_names_map_to_the_portals_classes(labels, resource):
+    assert gpu_resource_class(labels) == resource
+
+
+def test_the_difference_is_a_share_of_the_portals_seconds_either_way():
+    assert difference_percent(portal=3600, opencost=3960) == Decimal("10.00")
+    assert difference_percent(portal=3000, opencost=1000) == Decimal("-66.67")
+    assert difference_percent(portal=0, opencost=60) == Decimal("100.00")
+    checks = cross_checks(allocated={1: 3600, 2: 3600, 3: 0}, opencost={1: 3960, 2: 3961},
+                          threshold=Decimal("10"))
+    assert [(c.tenant_id, c.flagged) for c in checks] == [(1, False), (2, True)]
