@@ -7,9 +7,12 @@ SECRET_KEY and ALLOWED_HOSTS. Every variable is listed in `.env.example` and the
 
 import os
 from collections.abc import Iterator, Mapping
+from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 
 import environ
+from celery.schedules import crontab
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -511,3 +514,41 @@ API_TOKEN_MAX_LIFETIME_DAYS = env.int("API_TOKEN_MAX_LIFETIME_DAYS", default=90)
 # Ask Keycloak (token introspection) on every API request whether a bearer access token is
 # still active, so that one revoked in Keycloak is refused at once rather than at its expiry.
 OIDC_INTROSPECT_ACCESS_TOKENS = env.bool("OIDC_INTROSPECT_ACCESS_TOKENS", default=True)
+
+# Metering (issue 12): every closed UTC hour is metered from the workloads' histories
+# (allocated) and, with PROMETHEUS_URL, from DCGM series (measured), at METERING_MINUTE past
+# each hour. Hours not done within the look-back (never metered, or gaps while Prometheus was
+# down) are metered by the next run, at most METERING_MAX_WINDOWS_PER_RUN windows at a time.
+METERING_LOOKBACK_HOURS = env.int("METERING_LOOKBACK_HOURS", default=48)
+METERING_MAX_WINDOWS_PER_RUN = env.int("METERING_MAX_WINDOWS_PER_RUN", default=24)
+METERING_MINUTE = env.int("METERING_MINUTE", default=5)
+# Nothing before this instant is metered (ISO 8601, e.g. 2026-01-01T00:00:00Z); empty: no limit.
+METERING_START = env.str("METERING_START", default="")
+# The PromQL subquery step: at least the DCGM exporter's (and OpenCost's) scrape interval.
+METERING_STEP_SECONDS = env.int("METERING_STEP_SECONDS", default=30)
+# Flag an hour where OpenCost's GPU-seconds of a tenant differ more than this from the portal's.
+METERING_OPENCOST_THRESHOLD_PERCENT = Decimal(
+    env.str("METERING_OPENCOST_THRESHOLD_PERCENT", default="10")
+)
+try:
+    METERING_START = datetime.fromisoformat(METERING_START) if METERING_START else None
+except ValueError:
+    raise environ.ImproperlyConfigured(
+        "METERING_START must be an ISO 8601 date and time, e.g. 2026-01-01T00:00:00Z."
+    ) from None
+if METERING_START is not None and METERING_START.tzinfo is None:
+    raise environ.ImproperlyConfigured("METERING_START needs its time zone, e.g. a final Z.")
+if not 0 <= METERING_MINUTE <= 59:
+    raise environ.ImproperlyConfigured("METERING_MINUTE must be 0 to 59.")
+if METERING_STEP_SECONDS < 1 or 3600 % METERING_STEP_SECONDS:
+    raise environ.ImproperlyConfigured("METERING_STEP_SECONDS must divide an hour (15, 30, 60…).")
+if METERING_LOOKBACK_HOURS < 1 or METERING_MAX_WINDOWS_PER_RUN < 1:
+    raise environ.ImproperlyConfigured(
+        "METERING_LOOKBACK_HOURS and METERING_MAX_WINDOWS_PER_RUN must be at least 1."
+    )
+CELERY_BEAT_SCHEDULE |= {
+    "billing-meter-hourly": {
+        "task": "billing.tasks.usage_meter_sweep_task",
+        "schedule": crontab(minute=METERING_MINUTE),
+    },
+}
