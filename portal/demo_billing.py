@@ -18,6 +18,11 @@ from decimal import Decimal
 from django.conf import settings
 from django.utils import timezone
 
+from billing.models import Invoice, Rate, UsageRecord
+from billing.selectors.usage import month_spend
+from billing.services import accounts, budgets, invoicing, metering, rates
+from billing.services.metering_measured import MeasuredUsage, Measurement
+from inventory.models import HealthEvent, Node
 from tenants.models import Tenant, Workload, WorkloadEvent
 from tenants.workloads import services as workloads
 
@@ -200,5 +205,167 @@ def workload_histories(*, users: dict, now: datetime.datetime,
                 Workload.objects.filter(pk=workload.pk).update(deleted_at=gone)
 
 
-def now_hour() -> datetime.datetime:
-    return timezone.now().astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def rate_card(*, now: datetime.datetime) -> None:
+    """The demo's rates, in force since a year ago; the H100 gets cheaper mid last month."""
+    if Rate.objects.exists():
+        return
+    since = month_start(now - datetime.timedelta(days=365))
+    change = previous_month(now) + datetime.timedelta(days=H100_PRICE_CHANGE_DAY - 1)
+    for resource, price, unit in RATES:
+        ends = change if resource == "gpu:nvidia-h100-80gb" else None
+        rates.rate_save(actor=None, rate=Rate(
+            resource=resource, unit_price=price, unit=unit, valid_from=since, valid_to=ends,
+            note="Demo rate card",
+        ))
+    rates.rate_save(actor=None, rate=Rate(
+        resource="gpu:nvidia-h100-80gb", unit_price=H100_NEW_PRICE, valid_from=change,
+        note="H100 price cut after the H200 expansion",
+    ))
+
+
+# Which hosts each GPU class of a tenant runs on (8 GPUs a node, filled in workload order).
+GPUS_PER_NODE = 8
+GPU_PREFIXES = ("gpu:", "mig:")
+
+
+def _hosts_by_class() -> dict[str, list[str]]:
+    """The hostnames that carry each GPU class, in the demo fleet's order (reserved first)."""
+    hosts: dict[str, list[str]] = {}
+    for node in Node.objects.order_by("-reserved_for", "hostname").prefetch_related("gpus"):
+        models = {gpu.model for gpu in node.gpus.all()}
+        profiles = {p for gpu in node.gpus.all() for p in (gpu.mig_layout or [])}
+        for model in models:
+            key = f"gpu:{model}"
+            hosts.setdefault(key, []).append(node.hostname)
+            for profile in profiles:
+                hosts.setdefault(f"mig:{model}:{profile}", []).append(node.hostname)
+    return hosts
+
+
+def _utilization(tenant_id: int, workload_id: int, hour: datetime.datetime) -> int:
+    """A plausible GPU utilization in percent: busier by day, a base per workload, some idle."""
+    base = 35 + (workload_id * 37 + tenant_id * 11) % 50
+    daytime = 8 <= hour.hour < 20 and hour.weekday() < 5
+    wobble = (hour.day * 13 + hour.hour * 7 + workload_id) % 17 - 8
+    value = base + (12 if daytime else -18) + wobble
+    return max(3, min(97, value))
+
+
+def measured_series(*, hour: datetime.datetime, hosts: dict[str, list[str]]) -> Measurement:
+    """What the DCGM exporter would have shown for the hour: each workload's GPUs on the hosts
+    that carry its class, present most of the time it held them, busy as `_utilization` says;
+    and OpenCost's view of the same GPUs (one tenant-hour off, to show the cross-check)."""
+    records = (
+        UsageRecord.objects.filter(source=UsageRecord.Source.ALLOCATED, hour=hour)
+        .filter(resource__regex=r"^(gpu|mig):")
+        .order_by("tenant_id", "workload_id", "resource")
+        .values_list("tenant_id", "workload_id", "resource", "unit_seconds")
+    )
+    used: dict[tuple[int, str, str], list[int]] = {}
+    filled: dict[str, int] = {}
+    opencost: dict[int, int] = {}
+    for tenant_id, workload_id, resource, seconds in records:
+        candidates = hosts.get(resource) or ["gpu-unknown"]
+        slot = filled.get(resource, 0)
+        filled[resource] = slot + max(1, seconds // 3600)
+        host = candidates[(slot // GPUS_PER_NODE) % len(candidates)]
+        present = seconds * 97 // 100  # pods restarting now and then
+        busy = present * _utilization(tenant_id, workload_id, hour) // 100
+        total = used.setdefault((tenant_id, host, resource), [0, 0])
+        total[0] += present
+        total[1] += busy
+        if resource.startswith("gpu:"):
+            opencost[tenant_id] = opencost.get(tenant_id, 0) + seconds
+    odd = hour.day == 9 and hour.hour == 14
+    return Measurement(
+        usage=[
+            MeasuredUsage(tenant_id, host, resource, present, busy)
+            for (tenant_id, host, resource), (present, busy) in sorted(used.items())
+        ],
+        unattributed_seconds=0,
+        opencost={t: s * (3 if odd and i == 0 else 1) for i, (t, s) in
+                  enumerate(sorted(opencost.items()))},
+    )
+
+
+def meter(*, since: datetime.datetime, until: datetime.datetime) -> None:
+    """Meter every hour of [since, until) from both sources, as the hourly task would have."""
+    hosts = _hosts_by_class()
+    hour = since
+    while hour < until:
+        metering.usage_meter_window(source=UsageRecord.Source.ALLOCATED, hour=hour)
+        metering.usage_meter_measurement(
+            hour=hour, measurement=measured_series(hour=hour, hosts=hosts)
+        )
+        hour += datetime.timedelta(hours=1)
+
+
+def downtime(*, now: datetime.datetime) -> None:
+    """A GPU fell off the bus on one of Helix's reserved H200 nodes last month, while its
+    pre-training ran there: Helix's invoice credits those GPU-hours."""
+    node = Node.objects.filter(reserved_for="helix").order_by("hostname")[1:2].first()
+    if node is None or HealthEvent.objects.filter(node=node, severity="critical").exists():
+        return
+    opened = previous_month(now) + datetime.timedelta(days=11, hours=9, minutes=40)
+    HealthEvent.objects.create(
+        node=node, gpu=node.gpus.order_by("index").first(), kind=HealthEvent.Kind.XID,
+        subject="gpu:0", severity="critical", source=HealthEvent.Source.DCGM, value=79,
+        detail="XID 79: GPU has fallen off the bus", opened_at=opened,
+        last_seen_at=opened + datetime.timedelta(hours=5),
+        resolved_at=opened + datetime.timedelta(hours=6, minutes=20),
+        remediation=HealthEvent.Remediation.DRAIN,
+        resolution="GPU reseated, burn-in passed", notified_tenants=["helix"],
+    )
+
+
+def invoices(*, users: dict, now: datetime.datetime) -> None:
+    """Two months invoiced: the older paid, last month's mostly issued (one with a downtime
+    credit, one with a credit note), one left in draft for finance to look at."""
+    finance = users["fiona"]
+    older, last = previous_month(previous_month(now)), previous_month(now)
+    for invoice in invoicing.invoices_draft_month(month=older.date(), actor=None):
+        invoicing.invoice_issue(invoice_id=invoice.pk, actor=finance, issue_date=(
+            last + datetime.timedelta(days=2)).date())
+        invoicing.invoice_mark_paid(
+            invoice_id=invoice.pk, actor=finance,
+            paid_at=last + datetime.timedelta(days=18, hours=10),
+            reference=f"SEPA-{older:%Y%m}-{invoice.tenant.slug.upper()}",
+        )
+    drafts = {i.tenant.slug: i for i in invoicing.invoices_draft_month(month=last.date())}
+    for slug in ("helix", "nova", "orbit"):
+        if slug in drafts:
+            invoicing.invoice_issue(invoice_id=drafts[slug].pk, actor=finance,
+                                    issue_date=now.date())
+    if "nova" in drafts:
+        invoicing.credit_note_create(
+            invoice_id=drafts["nova"].pk, actor=finance, amount=D("150.00"),
+            reason="Goodwill: support-assistant ran degraded for a day during the upgrade.",
+        )
+
+
+def near_budget(*, now: datetime.datetime) -> None:
+    """Atlas spends close to its budget this month: its budget is set a little above what it
+    has spent so far, and the 80 % alert goes out."""
+    atlas = Tenant.objects.filter(slug="atlas").first()
+    if atlas is None:
+        return
+    spent = month_spend(tenant_ids=[atlas.pk], now=now)[atlas.pk].spent
+    budget = max(D("100"), (spent / D("0.86")).quantize(D("1")))
+    accounts.billing_account_update(actor=None, tenant=atlas, monthly_budget=budget)
+    budgets.budget_alerts_send(now=now)
+
+
+def load_billing_demo(*, users: dict, apply: Callable[[int], None]) -> None:
+    """The whole chargeback demo, once: later loads find the invoices and change nothing."""
+    if Invoice.objects.exists() or settings.FLEET_BACKEND != "simulated":
+        return
+    now = timezone.now().astimezone(UTC)
+    rate_card(now=now)
+    workload_histories(users=users, now=now, apply=apply)
+    downtime(now=now)
+    since = previous_month(previous_month(now))
+    meter(since=since, until=now.replace(minute=0, second=0, microsecond=0))
+    invoices(users=users, now=now)
+    near_budget(now=now)

@@ -204,6 +204,15 @@ def usage_meter_window(
     raise ValidationError({"source": [f"Pick one of: {', '.join(UsageRecord.Source.values)}."]})
 
 
+def usage_meter_measurement(
+    *, hour: datetime, measurement: Measurement, actor: Any | None = None
+) -> MeteringWindow:
+    """Store what was measured for a closed hour as its measured window (records replaced,
+    OpenCost cross-checked), exactly as a reading from Prometheus is: the demo feeds it the
+    series it generates."""
+    return _store_measured(_hour(hour, now=timezone.now()), measurement, actor=actor)
+
+
 def measured_metering_enabled() -> bool:
     return bool(settings.PROMETHEUS_URL)
 
