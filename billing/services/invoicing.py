@@ -467,10 +467,13 @@ def invoice_void(*, invoice_id: int, actor, reason: str) -> Invoice:
     return invoice
 
 
-@transaction.atomic
-def credit_note_create(*, invoice_id: int, actor, amount: Decimal, reason: str) -> CreditNote:
-    """Credit part or all of what is left of an issued (or paid) invoice, numbered
-    CN-<year>-<0001>; the invoice itself never changes."""
+def credit_note_check(*, invoice: Invoice, amount: Any, reason: str) -> tuple[Decimal, str]:
+    """Refuse a credit note for an invoice not issued, of a bad amount or more than is left,
+    or without a reason (field errors `amount` and `reason`); return the amount and reason."""
+    if invoice.status not in (InvoiceStatus.ISSUED, InvoiceStatus.PAID):
+        raise RuleViolation(
+            f"{invoice} is {invoice.status}: only an issued or paid invoice takes a credit note."
+        )
     errors: dict[str, list[str]] = {}
     reason = (reason or "").strip()
     if not reason:
@@ -478,25 +481,29 @@ def credit_note_create(*, invoice_id: int, actor, amount: Decimal, reason: str) 
     elif len(reason) > CreditNote._meta.get_field("reason").max_length:
         errors["reason"] = ["At most 500 characters."]
     try:
+        if isinstance(amount, float):
+            raise TypeError(amount)
         amount = Decimal(amount)
+        credited = invoice.credit_notes.aggregate(total=Sum("amount"))["total"] or Decimal("0")
+        calculations.check_credit_note(
+            invoice_total=invoice.total, already_credited=credited, amount=amount
+        )
+    except calculations.CreditNoteError as error:
+        errors["amount"] = [str(error)]
     except (ArithmeticError, TypeError, ValueError):
         errors["amount"] = [f"{amount!r} is not an amount of money."]
-    invoice = _locked(invoice_id)
-    if invoice.status not in (InvoiceStatus.ISSUED, InvoiceStatus.PAID):
-        raise RuleViolation(
-            f"{invoice} is {invoice.status}: only an issued or paid invoice takes a credit note."
-        )
-    if "amount" not in errors:
-        # The invoice's row lock serialises credit notes: two cannot both take what is left.
-        credited = invoice.credit_notes.aggregate(total=Sum("amount"))["total"] or Decimal("0")
-        try:
-            calculations.check_credit_note(
-                invoice_total=invoice.total, already_credited=credited, amount=amount
-            )
-        except calculations.CreditNoteError as error:
-            errors["amount"] = [str(error)]
     if errors:
         raise ValidationError(errors)
+    return amount, reason
+
+
+@transaction.atomic
+def credit_note_create(*, invoice_id: int, actor, amount: Decimal, reason: str) -> CreditNote:
+    """Credit part or all of what is left of an issued (or paid) invoice, numbered
+    CN-<year>-<0001>; the invoice itself never changes."""
+    # The invoice's row lock serialises credit notes: two cannot both take what is left.
+    invoice = _locked(invoice_id)
+    amount, reason = credit_note_check(invoice=invoice, amount=amount, reason=reason)
     issue_date = timezone.localdate()
     note = CreditNote.objects.create(
         invoice=invoice,
