@@ -101,10 +101,18 @@ def _event_json(event: HealthEvent) -> dict[str, Any]:
 
 
 def _downtime_credit(
-    *, tenant: Tenant, start: datetime, end: datetime, rates: list[calculations.Rate]
+    *,
+    tenant: Tenant,
+    start: datetime,
+    end: datetime,
+    rates: list[calculations.Rate],
+    usage: list[calculations.UsageAmount],
 ) -> tuple[tuple[calculations.InvoiceLine, ...], dict[tuple[str, datetime], list[dict]]]:
     """Credit lines for the tenant's measured GPU time on hosts under a critical event, and
-    the events behind each line (keyed by resource class and line start)."""
+    the events behind each line (keyed by resource class and line start).
+
+    An hour's credit never exceeds what was billed for it (its allocated unit-seconds): DCGM
+    may see a GPU busy a little longer than the reservation the invoice bills."""
     measured: dict[tuple[str, str, datetime], int] = defaultdict(int)
     rows = (
         UsageRecord.objects.filter(
@@ -126,7 +134,14 @@ def _downtime_credit(
         calculations.CriticalEvent(event.node.hostname, event.opened_at, event.resolved_at)
         for event in events
     ]
-    by_hour = calculations.downtime_credit_by_hour(measured, critical)
+    billed: dict[tuple[datetime, str], int] = defaultdict(int)
+    for resource, hour, seconds in usage:
+        billed[hour, resource] += seconds
+    by_hour = {
+        key: min(seconds, billed[key])
+        for key, seconds in calculations.downtime_credit_by_hour(measured, critical).items()
+        if billed[key]
+    }
     lines = calculations.credit_lines(by_hour, rates, period_start=start, period_end=end)
     # Which hosts earned credit in which (hour, class): a line lists the events of those hosts.
     credited_hosts: dict[tuple[datetime, str], set[str]] = defaultdict(set)
@@ -134,7 +149,8 @@ def _downtime_credit(
         host_measured = {key: s for key, s in measured.items() if key[0] == hostname}
         host_events = [event for event in critical if event.hostname == hostname]
         for key in calculations.downtime_credit_by_hour(host_measured, host_events):
-            credited_hosts[key].add(hostname)
+            if key in by_hour:
+                credited_hosts[key].add(hostname)
     events_by_line: dict[tuple[str, datetime], list[dict]] = {}
     for line in lines:
         hosts = {
@@ -203,7 +219,7 @@ def _compute_into(invoice: Invoice, *, tenant: Tenant) -> Invoice:
     usage = usage_amounts(tenant_ids=[tenant.pk], start=start, end=end).get(tenant.pk, [])
     try:
         credits, events_by_line = _downtime_credit(
-            tenant=tenant, start=start, end=end, rates=rates
+            tenant=tenant, start=start, end=end, rates=rates, usage=usage
         )
         computation = calculations.invoice_lines(
             usage,
@@ -309,11 +325,18 @@ def invoices_draft_month(*, month: date, actor=None) -> list[Invoice]:
     start, end = month_period(month)
     _check_period_ended(start, end, now=timezone.now())
     drafts = []
+    issued = set(
+        Invoice.objects.filter(period_start=start)
+        .exclude(status__in=[InvoiceStatus.DRAFT, InvoiceStatus.VOID])
+        .values_list("tenant_id", flat=True)
+    )
     for tenant in _tenants_to_bill(start, end):
+        if tenant.pk in issued:
+            continue  # issued already: it never changes
         try:
             drafts.append(invoice_compute(tenant=tenant, month=start.date(), actor=actor))
         except RuleViolation as error:
-            logger.info("No draft for %s %s: %s", tenant.slug, f"{start:%Y-%m}", error)
+            logger.warning("No draft for %s in %s: %s", tenant.slug, f"{start:%Y-%m}", error)
     return drafts
 
 

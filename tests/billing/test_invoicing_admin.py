@@ -285,3 +285,45 @@ def test_budget_alerts_are_read_only_in_admin(login, platform_admin, tenant):
     assert client.get("/admin/billing/budgetalert/add/").status_code == 403
     assert client.post(f"/admin/billing/budgetalert/{alert.pk}/delete/",
                        {"post": "yes"}).status_code == 403
+
+
+# --- no N+1 on the lists ----------------------------------------------------------------------
+
+
+def _grow_billing(finance, n: int) -> None:
+    for _ in range(n):
+        tenant = TenantFactory()
+        invoice = invoicing.invoice_issue(invoice_id=draft_for(tenant).pk, actor=finance)
+        invoicing.credit_note_create(invoice_id=invoice.pk, actor=finance,
+                                     amount=Decimal("1.00"), reason="goodwill")
+        BudgetAlert.objects.create(tenant=tenant, month=date(2026, 1, 1), threshold=80,
+                                   spent=Decimal("80"), budget=Decimal("100"))
+        year = 2000 + Rate.objects.filter(resource="cpu").count()
+        Rate.objects.create(resource="cpu", unit_price=Decimal("0.04"),
+                            valid_from=utc(year, 1, 1), valid_to=utc(year + 1, 1, 1))
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        CHANGELIST, f"{CHANGELIST}?status__exact=issued&period=2026-01",
+        "/admin/billing/rate/", "/admin/billing/creditnote/", "/admin/billing/budgetalert/",
+        "/admin/billing/billingaccount/",
+    ],
+)
+def test_billing_admin_lists_make_the_same_queries_at_two_sizes(
+    login, platform_admin, finance, rate, url
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = login(platform_admin)
+    _grow_billing(finance, 2)
+    client.get(url)
+    with CaptureQueriesContext(connection) as few:
+        assert client.get(url).status_code == 200
+    _grow_billing(finance, 6)
+    with CaptureQueriesContext(connection) as many:
+        assert client.get(url).status_code == 200
+
+    assert len(many) == len(few), "\n".join(q["sql"] for q in many.captured_queries)
