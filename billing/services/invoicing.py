@@ -450,9 +450,10 @@ def invoice_mark_paid(
     max_length = Invoice._meta.get_field("payment_reference").max_length
     if len(reference) > max_length:
         raise ValidationError({"reference": [f"At most {max_length} characters."]})
-    paid_at = paid_at or timezone.now()
-    if invoice.issued_at is not None and paid_at < invoice.issued_at - timedelta(days=1):
-        raise ValidationError({"paid_at": ["A payment comes after the invoice was issued."]})
+    now = timezone.now()
+    paid_at = paid_at or now
+    if paid_at > now + timedelta(minutes=5):
+        raise ValidationError({"paid_at": ["A payment is recorded once it has been made."]})
     invoice.move_to(
         InvoiceStatus.PAID, paid_at=paid_at, paid_by=actor, payment_reference=reference
     )

@@ -436,3 +436,33 @@ def test_the_month_end_drafts_leave_issued_invoices_alone(tenant, other_tenant, 
         ("Globex Corp", Decimal("7.50"))
     ]
     assert Invoice.objects.get(pk=issued.pk).total == Decimal("2.50")
+
+
+def test_documents_of_many_invoices_take_the_same_queries(tenant, other_tenant, rates,
+                                                          django_assert_num_queries):
+    from billing.selectors.invoices import invoice_documents
+
+    allocated(tenant, utc(2026, 1, 3), 3600)
+    allocated(other_tenant, utc(2026, 1, 20), 7200)
+    invoicing.invoices_draft_month(month=JAN)
+
+    with django_assert_num_queries(2):
+        documents = invoice_documents(invoices=Invoice.objects.order_by("tenant_name"))
+
+    assert [(d.tenant_slug, d.number, d.totals.total) for d in documents] == [
+        ("acme", "DRAFT", Decimal("2.50")), ("globex", "DRAFT", Decimal("6.00")),
+    ]
+
+
+def test_a_payment_in_the_future_is_refused(tenant, january, finance):
+    invoice = invoicing.invoice_issue(
+        invoice_id=invoicing.invoice_compute(tenant=tenant, month=JAN).pk, actor=finance
+    )
+
+    with pytest.raises(ValidationError) as refused:
+        invoicing.invoice_mark_paid(
+            invoice_id=invoice.pk, actor=finance,
+            paid_at=datetime.now(tz=UTC) + timedelta(days=3),
+        )
+    assert "paid_at" in refused.value.message_dict
+    assert Invoice.objects.get(pk=invoice.pk).status == "issued"
