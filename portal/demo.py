@@ -15,6 +15,7 @@ from billing.services import accounts as billing_accounts
 from inventory.demo_fleet import demo_fleet_details
 from inventory.models import GPU, Node, NodeState, Rack, Site
 from inventory.resource_classes import GPU_MODELS
+from portal import demo_billing
 from portal.models import SimulatedObject
 from tenants.access import services as tenant_services
 from tenants.models import Membership, QuotaRequest, RoleAssignment, Tenant, Workload
@@ -349,6 +350,14 @@ def _backdate(workload: Workload) -> None:
     SimulatedObject.objects.filter(pk__in=ids).update(created_at=long_ago, updated_at=long_ago)
 
 
+def _settle(workload_id: int) -> None:
+    """Apply a workload on the simulated fleet and look at it once its objects are old enough
+    to be ready (the demo's past workloads)."""
+    workloads.workload_reconcile(workload_id=workload_id)
+    _backdate(Workload.objects.get(pk=workload_id))
+    workloads.workload_observe(workload_id=workload_id)
+
+
 def _workloads(users: dict) -> None:
     """A few workloads in each state, launched, reconciled and observed through the services
     (the tasks would do the same after commit; here they run at once). Only on the simulated
@@ -405,4 +414,5 @@ def load_demo() -> list[DemoAccount]:
     _quota_requests(users)
     _vm_images()
     _workloads(users)
+    demo_billing.load_billing_demo(users=users, apply=_settle)
     return list(ACCOUNTS)

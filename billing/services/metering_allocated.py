@@ -125,7 +125,14 @@ def _changes(workload: dict, events: list[tuple], start: datetime, end: datetime
 
 def allocated_usage(*, hour: datetime) -> list[AllocatedUsage]:
     """Unit-seconds per workload and resource class held within [hour, hour + 1 h)."""
-    start, end = hour, hour + HOUR
+    return [usage for _, usage in allocated_usage_between(start=hour, end=hour + HOUR)]
+
+
+def allocated_usage_between(
+    *, start: datetime, end: datetime
+) -> list[tuple[datetime, AllocatedUsage]]:
+    """(hour, usage) per workload, resource class and UTC hour within [start, end), whole
+    hours: the same cut as hour by hour, read in the same two queries for the whole span."""
     workloads = _workloads_holding(start, end)
     events = _events(workloads, start, end) if workloads else {}
     usage = []
@@ -138,9 +145,10 @@ def allocated_usage(*, hour: datetime) -> list[AllocatedUsage]:
             ended_at=ended if ended is not None and ended < end else None,
         )
         buckets = calculations.allocated_seconds(history, window_start=start, window_end=end)
-        for (_, resource), seconds in sorted(buckets.items()):
+        for (hour, resource), seconds in sorted(buckets.items()):
             if seconds > 0:
-                usage.append(
-                    AllocatedUsage(workload["tenant_id"], workload["pk"], resource, seconds)
-                )
+                usage.append((hour, AllocatedUsage(
+                    tenant_id=workload["tenant_id"], workload_id=workload["pk"],
+                    resource=resource, unit_seconds=seconds,
+                )))
     return usage
