@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from billing.calculations import allocated_seconds, allocation_history
-from billing.models import UsageRecord
+from billing.models import MeteringWindow, UsageRecord
 from billing.services import metering
 from tenants.workloads.models import Workload, WorkloadEvent
 
@@ -82,3 +82,29 @@ def test_hourly_records_add_up_to_the_whole_life_exactly(tenant, events):
         transaction.set_rollback(True)
 
     assert records == expected(events)
+
+
+def _records() -> dict:
+    return {(r.hour, r.resource, r.workload_id): r.unit_seconds for r in UsageRecord.objects.all()}
+
+
+@pytest.mark.django_db
+@given(first=histories(), second=histories())
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+def test_a_span_metered_at_once_stores_what_hour_by_hour_stores(tenant, first, second):
+    with transaction.atomic():
+        store(tenant, first)
+        Workload.objects.filter(name="prop").update(name="prop-1")
+        store(tenant, second)
+        for hour in range(HOURS):
+            metering.usage_meter_window(source="allocated", hour=START + timedelta(hours=hour))
+        hourly = _records()
+        written = metering.usage_meter_span(start=START, end=START + timedelta(hours=HOURS))
+        at_once = _records()
+        windows = set(MeteringWindow.objects.values_list("hour", "status", "attempts"))
+        transaction.set_rollback(True)
+
+    assert at_once == hourly and written == len(hourly)
+    # Every hour's window is done, metered twice now (once alone, once in the span).
+    assert windows == {(START + timedelta(hours=h), "done", 2) for h in range(HOURS)}
