@@ -277,7 +277,12 @@ def _locked(invoice_id: int, *, for_tenant: bool = False) -> Invoice:
 @transaction.atomic
 def invoice_issue(*, invoice_id: int, actor, issue_date: date | None = None) -> Invoice:
     """Issue a draft: recomputed first (what is issued is current), then numbered
-    INV-<year>-<0001>, dated, due after the payment terms, and immutable from then on."""
+    INV-<year>-<0001>, dated, due after the payment terms, and immutable from then on.
+
+    Refused while some of its usage has no rate in force (add the rate, then issue: usage is
+    never billed at zero); usage of a class outside the vocabulary, which no rate can price,
+    is issued as shown-but-not-billed.
+    """
     invoice = _locked(invoice_id, for_tenant=True)
     if not invoice.is_draft:
         raise InvalidTransition(invoice, invoice.status, InvoiceStatus.ISSUED)
