@@ -306,6 +306,14 @@ class QuoteLine:
     def priced(self) -> bool:
         return self.status == "priced"
 
+    @property
+    def per_hour_shown(self) -> str:
+        """To the cent, or to 4 places where a cent would hide it (a GiB of memory)."""
+        if self.per_hour is None:
+            return ""
+        whole, _, places = f"{self.per_hour:,.4f}".partition(".")
+        return f"{whole}.{places.rstrip('0').ljust(2, '0')}"
+
 
 @dataclass(frozen=True)
 class Quote:
