@@ -24,9 +24,9 @@ from tenants.workloads.selectors import launch_context
 from tenants.workloads.services.lifecycle import workload_validate
 
 from .exports import invoice_pdf
+from .selectors.invoices import invoice_document
 from .selectors.spend import (
     quote_demand,
-    tenant_invoice_document,
     tenant_invoice_get,
     tenant_invoices,
     tenant_spend,
@@ -66,7 +66,7 @@ def spend_card(request, slug: str):
 def invoice_pdf_download(request, slug: str, pk: int):
     tenant = tenant_get_for_user(user=request.user, slug=slug)
     invoice = tenant_invoice_get(tenant=tenant, invoice_id=pk)
-    pdf = invoice_pdf(document=tenant_invoice_document(invoice=invoice))
+    pdf = invoice_pdf(document=invoice_document(invoice=invoice))
     response = HttpResponse(pdf, content_type="application/pdf")
     response["Content-Disposition"] = f'attachment; filename="{invoice.number}.pdf"'
     response["Cache-Control"] = "private, no-store"

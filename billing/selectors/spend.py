@@ -31,8 +31,7 @@ from ..calculations.money import (
     round_money,
     round_to,
 )
-from ..documents import DocumentLine, DocumentTotals, InvoiceDocument, last_day
-from ..models import BillingAccount, BudgetAlert, Invoice, InvoiceLine, InvoiceStatus
+from ..models import BillingAccount, BudgetAlert, Invoice, InvoiceStatus
 from .rates import rate_card
 from .usage import usage_amounts
 
@@ -235,7 +234,9 @@ TENANT_INVOICE_STATUSES = (InvoiceStatus.ISSUED, InvoiceStatus.PAID, InvoiceStat
 
 def tenant_invoices(*, tenant: Tenant) -> QuerySet[Invoice]:
     """The tenant's invoices as it may see them: issued, paid or void (never a draft)."""
-    return Invoice.objects.filter(tenant=tenant, status__in=TENANT_INVOICE_STATUSES).order_by(
+    return Invoice.objects.filter(
+        tenant=tenant, status__in=TENANT_INVOICE_STATUSES
+    ).select_related("tenant").order_by(
         "-period_start", "-id"
     )
 
@@ -243,49 +244,6 @@ def tenant_invoices(*, tenant: Tenant) -> QuerySet[Invoice]:
 def tenant_invoice_get(*, tenant: Tenant, invoice_id: int) -> Invoice:
     """One of the tenant's invoices; a draft, or another tenant's, is a 404."""
     return get_object_or_404(tenant_invoices(tenant=tenant), pk=invoice_id)
-
-
-def _document_line(line: InvoiceLine) -> DocumentLine:
-    return DocumentLine(
-        line_type=line.kind,
-        resource_class=line.resource,
-        description=line.description,
-        period_start=line.period_start.date(),
-        period_end=last_day(line.period_end),
-        quantity_hours=line.quantity_hours,
-        quantity=line.quantity,
-        unit=line.unit,
-        unit_price=line.unit_price,
-        amount=line.amount,
-    )
-
-
-def tenant_invoice_document(*, invoice: Invoice) -> InvoiceDocument:
-    """The issued invoice as its document, from its stored lines (what it said when issued)."""
-    lines = list(invoice.lines.all())
-    return InvoiceDocument(
-        number=invoice.number or "",
-        tenant_name=invoice.tenant_name,
-        tenant_slug=invoice.tenant.slug,
-        cost_center=invoice.cost_center,
-        period_start=invoice.period_start.date(),
-        period_end=last_day(invoice.period_end),
-        issue_date=invoice.issue_date,
-        due_date=invoice.due_date or invoice.issue_date,
-        currency=invoice.currency,
-        lines=tuple(_document_line(line) for line in lines if line.kind == "usage"),
-        credit_lines=tuple(_document_line(line) for line in lines if line.kind == "credit"),
-        unpriced=(),
-        totals=DocumentTotals(
-            subtotal=invoice.subtotal,
-            discount_percent=invoice.discount_percent,
-            discount=invoice.discount,
-            tax_percent=invoice.tax_percent,
-            tax=invoice.tax,
-            total=invoice.total,
-        ),
-        status=invoice.status,
-    )
 
 
 # --- quotes -------------------------------------------------------------------------------------
