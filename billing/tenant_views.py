@@ -19,7 +19,6 @@ from tenants.access import tenant_get_for_user
 from tenants.pages import redirect_to_current, tenant_page
 from tenants.quota.forms import lenient_lines
 from tenants.workloads.forms import FORMS
-from tenants.workloads.registry import KINDS
 from tenants.workloads.selectors import launch_context
 from tenants.workloads.services.lifecycle import workload_validate
 
@@ -110,12 +109,12 @@ def quote(request):
     kind = request.GET.get("kind", "")
     if request.GET.get("form") == "quota":
         demand = dict(lenient_lines(data))
-        context["what"] = "the quota asked for"
+        context["what"] = "the increase asked for"
         if not demand:
             context["fill_in"] = "a resource and an amount"
-    elif kind in KINDS:
+    elif kind in FORMS:
         demand, context["fill_in"] = launch_demand(tenant=tenant, kind=kind, data=data)
-        context["what"] = f"this {KINDS[kind].label}"
+        context["what"] = "this launch"
     else:
         demand = None
         context["fill_in"] = "the kind of workload"

@@ -51,6 +51,10 @@ class SpendLine:
     amount: Decimal
     unit_prices: tuple[tuple[Decimal, str], ...]  # (price, unit) of each rate period
 
+    @property
+    def prices_shown(self) -> str:
+        return ", ".join(f"{_shown(price)}/{unit}" for price, unit in self.unit_prices)
+
 
 @dataclass(frozen=True)
 class DayPoint:
@@ -266,11 +270,19 @@ class QuoteLine:
 
     @property
     def per_hour_shown(self) -> str:
-        """To the cent, or to 4 places where a cent would hide it (a GiB of memory)."""
-        if self.per_hour is None:
-            return ""
-        whole, _, places = f"{self.per_hour:,.4f}".partition(".")
-        return f"{whole}.{places.rstrip('0').ljust(2, '0')}"
+        return _shown(self.per_hour)
+
+    @property
+    def unit_price_shown(self) -> str:
+        return _shown(self.unit_price_per_hour)
+
+
+def _shown(value: Decimal | None) -> str:
+    """To the cent, or to 4 places where a cent would hide it (a GiB of memory)."""
+    if value is None:
+        return ""
+    whole, _, places = f"{value:,.4f}".partition(".")
+    return f"{whole}.{places.rstrip('0').ljust(2, '0')}"
 
 
 @dataclass(frozen=True)
