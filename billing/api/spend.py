@@ -83,6 +83,9 @@ class SpendSerializer(serializers.Serializer):
     unpriced = UnpricedSerializer(many=True)
     alerts = AlertSerializer(many=True, help_text="Budget alerts mailed this month.")
     days = DaySerializer(many=True)
+    problem = serializers.CharField(
+        help_text="Empty, or why the month cannot be priced now (the rate card needs fixing)."
+    )
 
     def to_representation(self, instance) -> dict[str, Any]:
         data = super().to_representation(instance)

@@ -82,6 +82,9 @@ class TenantSpend:
     days: tuple[DayPoint, ...]
     has_usage: bool
     has_rates: bool
+    # Set when the rate card cannot price the month (e.g. two prices for one hour): shown
+    # instead of a wrong amount, until the platform team fixes the card.
+    problem: str = ""
 
     @property
     def budget_percent(self) -> Decimal | None:
@@ -207,8 +210,15 @@ def tenant_spend(*, tenant: Tenant, now: datetime) -> TenantSpend:
     end = next_month(start)
     rates = rate_card(start=start, end=end)
     usage = usage_amounts(tenant_ids=[tenant.pk], start=start, end=end).get(tenant.pk, [])
-    computation = calculations.invoice_lines(usage, rates, period_start=start, period_end=end)
-    spent = computation.subtotal
+    try:
+        computation = calculations.invoice_lines(
+            usage, rates, period_start=start, period_end=end
+        )
+    except calculations.BillingError as exc:
+        computation, problem = None, str(exc)
+    else:
+        problem = ""
+    spent = computation.subtotal if computation else Decimal("0.00")
     forecast = calculations.month_forecast(spent, now=now, month_start=start, month_end=end)
     account = billing_account_of(tenant=tenant)
     alerts = BudgetAlert.objects.filter(tenant=tenant, month=start.date()).order_by("threshold")
@@ -218,16 +228,18 @@ def tenant_spend(*, tenant: Tenant, now: datetime) -> TenantSpend:
         month_start=start,
         month_end=end,
         currency=settings.BILLING_CURRENCY,
-        lines=_lines_by_class(computation.lines),
-        unpriced=computation.unpriced,
+        lines=_lines_by_class(computation.lines) if computation else (),
+        unpriced=computation.unpriced if computation else (),
         spent=spent,
         forecast=forecast,
         budget=account.monthly_budget if account else Decimal("0"),
         discount_percent=account.discount_percent if account else Decimal("0"),
         alerts=tuple(alerts),
-        days=_daily(usage, rates, now=now, start=start, end=end, spent=spent, forecast=forecast),
+        days=_daily(usage, rates, now=now, start=start, end=end, spent=spent, forecast=forecast)
+        if computation else (),
         has_usage=bool(usage),
         has_rates=bool(rates),
+        problem=problem,
     )
 
 

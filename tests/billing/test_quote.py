@@ -7,10 +7,12 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from billing.calculations.money import month_start
-from billing.models import BillingAccount
+from billing.models import BillingAccount, BudgetAlert
 from billing.selectors.spend import quote_demand
 from tests.factories import GPUFactory, NodeFactory, QuotaFactory
 
@@ -234,12 +236,32 @@ def test_the_spend_api_answers_the_month_with_forecast_budget_and_lines(api_clie
     assert body["days"][0]["spent"] is not None
 
 
+def test_the_spend_api_makes_the_same_queries_at_two_sizes(api_client, tenant_member, tenant,
+                                                           card):
+    api_client.force_login(tenant_member)
+    start = month_start(timezone.now())
+
+    def queries(hours: range) -> int:
+        for hour in hours:
+            for resource in (H100, "cpu", "memory-gib", MIG):
+                usage(tenant, resource, start + timedelta(hours=hour), 3600)
+        with CaptureQueriesContext(connection) as captured:
+            assert api_client.get("/api/v1/billing/spend/?tenant=acme").status_code == 200
+        return len(captured)
+
+    small = queries(range(2))
+    BudgetAlert.objects.create(tenant=tenant, month=start.date(), threshold=80,
+                               spent=Decimal("1"), budget=Decimal("1"))
+    assert queries(range(2, 30)) == small
+
+
 def test_the_spend_api_without_a_budget_says_null(api_client, tenant_member, tenant):
     api_client.force_login(tenant_member)
 
     body = api_client.get("/api/v1/billing/spend/?tenant=acme").json()
 
     assert body["budget"] is None and body["budget_state"] == "none" and body["lines"] == []
+    assert body["problem"] == ""
 
 
 def test_the_spend_api_needs_a_tenant_and_hides_others(api_client, other_tenant_member, tenant):

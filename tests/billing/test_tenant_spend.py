@@ -15,6 +15,8 @@ from pypdf import PdfReader
 from billing.calculations.money import month_start
 from billing.models import BillingAccount, BudgetAlert
 from billing.selectors.spend import tenant_spend
+from tenants.models import Membership
+from tests.factories import MembershipFactory
 
 from .spend_data import H100, issued_invoice, rate, usage
 
@@ -91,6 +93,22 @@ def test_usage_without_a_price_is_shown_never_billed_at_zero(march):
     assert unpriced.resource == MIG and unpriced.quantity_hours == Decimal("1")
 
 
+def test_a_rate_card_that_prices_an_hour_twice_is_said_so_never_a_500(login, tenant_member,
+                                                                      tenant):
+    start = month_start(timezone.now())
+    rate(H100, "2.50")
+    rate(H100, "3.00", start=start)  # overlaps the open-ended one: refused by rate_save
+    usage(tenant, H100, start, 3600)
+    client = login(tenant_member)
+
+    page = client.get("/billing/t/acme/")
+    card = client.get("/billing/t/acme/card/").content.decode()
+
+    assert page.status_code == 200
+    assert 'id="spend-problem"' in page.content.decode() and 'id="spend-problem"' in card
+    assert "spend-chart" not in page.content.decode()
+
+
 @pytest.mark.parametrize(
     ("budget", "state", "color"),
     [("0", "none", "secondary"), ("10.00", "ok", "success"), ("8.00", "warning", "warning"),
@@ -144,9 +162,6 @@ def test_an_empty_month_says_what_will_appear_and_who_sets_rates_and_budgets(log
 
 
 def test_the_tenant_switcher_stays_on_the_spend_page(login, tenant_member, other_tenant):
-    from tenants.models import Membership
-    from tests.factories import MembershipFactory
-
     MembershipFactory(tenant=other_tenant, user=tenant_member, role=Membership.Role.VIEWER)
 
     page = login(tenant_member).get("/billing/t/acme/").content.decode()
