@@ -69,6 +69,12 @@ def test_the_launch_price_follows_the_form_and_the_spend_page_draws_its_chart(ac
     assert page.evaluate("Chart.getChart(document.getElementById('spend-chart'))"
                          ".data.datasets.map(d => d.label)") == ["Spent", "Forecast", "Budget"]
     screenshot(page, "spend-page")
+    for width in (375, 320):  # a phone: nothing scrolls sideways (the table scrolls in its box)
+        page.set_viewport_size({"width": width, "height": 800})
+        page.wait_for_function("() => document.documentElement.scrollWidth"
+                               " <= document.documentElement.clientWidth")
+    screenshot(page, "spend-page-phone")
+    page.set_viewport_size({"width": 1280, "height": 800})
 
     page.goto("/t/acme/")
     page.locator("#card-spent", has_text="EUR 60.00").wait_for()
