@@ -143,6 +143,7 @@ def test_the_spend_page_shows_this_months_spend_budget_alerts_and_lines(login, t
     assert f'data-resource="{H100}"' in page
     assert 'id="spend-chart"' in page and "spend-data" in page
     assert 'id="tab-spend"' in page
+    assert "monthly_budget" not in page  # budgets are set by finance and admins, not here
 
 
 def test_billing_opens_the_current_tenants_spend_page(login, tenant_member):
