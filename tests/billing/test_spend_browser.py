@@ -55,6 +55,10 @@ def test_the_launch_price_follows_the_form_and_the_spend_page_draws_its_chart(ac
     page.locator("#quote-total", has_text="EUR 10.00").wait_for()
     screenshot(page, "spend-quota-price")
 
+    page.goto("/billing/t/acme/")
+    assert "No usage metered yet this month" in page.locator("#section-chart").inner_text()
+    screenshot(page, "spend-page-empty")
+
     start = month_start(timezone.now())
     for hour in range(6):
         usage(acme, H100, start + timedelta(hours=hour), 4 * 3600)  # 10.00 an hour
