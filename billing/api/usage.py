@@ -133,21 +133,18 @@ class UsageView(GenericAPIView):
         if source not in dict(SOURCES):
             raise exceptions.ValidationError({"source": ["Choose allocated or measured."]})
         page = self.paginate_queryset(gpu_usage_by_day(usage, source=source))
-        rows = [
-            {
+        rows = []
+        for row in page:
+            share = gpu_equivalent(row["resource"])
+            rows.append({
                 "day": row["day"].astimezone(UTC).date(),
                 "tenant": row["tenant__slug"],
                 "resource": row["resource"],
                 "unit": unit_label(row["resource"]),
                 "unit_seconds": int(row["unit_seconds"]),
                 "unit_hours": hours(row["unit_seconds"]),
-                "gpu_hours": (
-                    None if gpu_equivalent(row["resource"]) is None
-                    else hours(row["gpu_seconds"])
-                ),
-            }
-            for row in page
-        ]
+                "gpu_hours": None if share is None else hours(share * int(row["unit_seconds"])),
+            })
         return self.get_paginated_response(UsageDaySerializer(rows, many=True).data)
 
 

@@ -220,12 +220,12 @@ def usage_rows(rows) -> list[UsageRow]:
 
 
 def gpu_usage_by_day(usage: UsageFilter, *, source: str = ALLOCATED) -> QuerySet:
-    """Unit-seconds and GPU-seconds per (UTC day, tenant, GPU class): the API's rows."""
+    """Unit-seconds per (UTC day, tenant, GPU class): the API's rows."""
     return (
         gpu_usage_records(usage, source=source)
         .annotate(day=TruncDay("hour", tzinfo=UTC))
         .values("day", "tenant__slug", "resource")
-        .annotate(unit_seconds=Sum("unit_seconds"), gpu_seconds=Sum(_gpu_seconds("unit_seconds")))
+        .annotate(unit_seconds=Sum("unit_seconds"))
         .order_by("day", "tenant__slug", "resource")
     )
 
