@@ -16,6 +16,7 @@ import schemathesis
 from django.conf import settings as django_settings
 from django.core import signals
 from django.db import close_old_connections
+from django.utils import timezone
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import (
@@ -26,6 +27,7 @@ from schemathesis.checks import (
 )
 from schemathesis.core.transport import response_content_type
 
+from billing.models import UsageRecord
 from inventory.models import HealthEvent
 from portal import tokens
 from portal.wsgi import application
@@ -122,6 +124,13 @@ def world(db, settings, _connections_kept):
     workloads.workload_reconcile(workload_id=workload.pk)
     workload.refresh_from_db()
     assert workload.status == WorkloadStatus.READY, workload.status_message
+    # Billing (branch `usage`): an hour of usage this month, allocated and measured, so that
+    # the usage and utilization lists answer with rows.
+    hour = timezone.now().replace(minute=0, second=0, microsecond=0)
+    for source, busy in (("allocated", 0), ("measured", 1800)):
+        UsageRecord.objects.create(tenant=acme, workload=workload, source=source,
+                                   resource="gpu:nvidia-h100-80gb", hour=hour, unit_seconds=3600,
+                                   busy_seconds=busy, hostname="gpu-node-1" * (busy > 0))
     spare = {
         "member": tokens.api_token_create(user=member, name="spare").token.pk,
         "admin": tokens.api_token_create(user=admin, name="spare").token.pk,
