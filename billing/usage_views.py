@@ -118,6 +118,19 @@ def _price(value: Decimal) -> str:
     return f"{whole}.{places.ljust(2, '0')}"
 
 
+UNIT_NAMES = {"cpu": "vCPU", "memory-gib": "GiB", "storage-gib": "GiB", "gpu": "GPU",
+              "mig": "MIG instance", "count": "workload"}
+
+
+def _per(resource: str, unit: str) -> str:
+    """What the price is for, as a person says it: per GPU-hour, per GiB-month, …"""
+    kind = resource.partition(":")[0]
+    if kind == "hami":
+        name = "GiB of GPU memory" if resource.endswith(":memory-gib") else "% of a GPU"
+        return f"per {name} per {unit}"
+    return f"per {UNIT_NAMES.get(resource, UNIT_NAMES.get(kind, 'unit'))}-{unit}"
+
+
 @login_required
 def rates(request):
     """The rate card in force now, and the prices already scheduled to follow."""
@@ -129,6 +142,7 @@ def rates(request):
     def rows(rates_):
         return [
             {"rate": rate, "label": class_label(rate.resource), "price": _price(rate.unit_price),
+             "unit": _per(rate.resource, rate.unit),
              "kind": rate.resource.partition(":")[0] if ":" in rate.resource else "scalar"}
             for rate in rates_
         ]

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from billing.calculations import idle_gpu_seconds, utilization
 from billing.calculations.money import floor_hour
-from billing.models import CrossCheck, MeteringWindow, Rate
+from billing.models import CrossCheck, MeteringWindow, Rate, UsageRecord
 from billing.selectors.explorer import (
     UsageFilter,
     gpu_equivalent,
@@ -36,7 +36,9 @@ from tests.billing.usage_data import (
     measured,
     november_usage,
 )
-from tests.factories import TenantFactory
+from tests.factories import TEST_PASSWORD, TenantFactory
+from tests.inventory.fleets import build_fleet
+from tests.support.fixtures_browser import screenshot, sign_in, sign_out
 
 pytestmark = pytest.mark.django_db
 
@@ -402,9 +404,104 @@ def test_everyone_signed_in_sees_the_current_rate_card(login, tenant_viewer):
     assert [row["rate"].unit_price for row in response.context["scheduled"]] == [Decimal("2.25")]
     html = response.content.decode()
     assert "2.50 EUR" in html and "2.25 EUR" in html and "0.08 EUR" in html
-    assert "per GPU-hour" in html and "per unit-month (GiB-month)" in html
+    assert "per GPU-hour" in html and "per GiB-month" in html
     assert H200 not in html
 
 
 def test_the_rate_card_needs_a_sign_in(client):
     assert client.get("/billing/rates/").status_code == 302
+
+
+# --- in a real browser ----------------------------------------------------------------------------
+
+
+def _a_month_of_plausible_usage(now) -> None:
+    """Six teams over the last 30 days: allocated GPUs of several kinds, DCGM's busy share of
+    them (each team its own habits), a metering gap and an OpenCost disagreement."""
+    teams = [
+        ("helix", "Helix Research", "CC-1001", H100, 8, 0.82),
+        ("nova", "Nova Vision", "CC-1002", H200, 4, 0.55),
+        ("orbit", "Orbit Speech", "CC-1002", MIG_3G, 6, 0.7),
+        ("quanta", "Quanta Finance", "CC-2040", "gpu:nvidia-l40s", 6, 0.31),
+        ("atlas", "Atlas Robotics", "CC-3300", H100, 3, 0.66),
+        ("ember", "Ember Labs", "CC-1001", HAMI_CORES, 150, 0.45),
+    ]
+    end = floor_hour(now)
+    records = []
+    for index, (slug, name, cost_center, resource, units, busy) in enumerate(teams):
+        team = TenantFactory(slug=slug, name=name, cost_center=cost_center)
+        for hour_index in range(30 * 24):
+            hour = end - timedelta(hours=hour_index + 1)
+            # Working days busier than weekends; each team starts its jobs at its own hour.
+            weekend = hour.weekday() >= 5
+            held = units if not (weekend and index % 2) else units // 2
+            if (hour_index + index * 5) % 24 < 3 or not held:
+                continue
+            seconds = held * 3600
+            share = gpu_equivalent(resource) or 1
+            gpu_seconds = int(seconds * share)
+            wave = 0.85 + 0.3 * ((hour_index * 7 + index) % 10) / 10
+            records.append(UsageRecord(tenant=team, source="allocated", resource=resource,
+                                       hour=hour, unit_seconds=seconds))
+            records.append(UsageRecord(
+                tenant=team, source="measured", resource="gpu:nvidia-h100-80gb", hour=hour,
+                hostname=f"gpu-{index:02d}", unit_seconds=gpu_seconds,
+                busy_seconds=min(gpu_seconds, int(gpu_seconds * busy * wave)),
+            ))
+        if slug == "quanta":
+            CrossCheck.objects.create(
+                tenant=team, hour=end - timedelta(hours=30), portal_gpu_seconds=21600,
+                opencost_gpu_seconds=14400, difference_percent=Decimal("33.33"), flagged=True,
+            )
+    UsageRecord.objects.bulk_create(records)
+    MeteringWindow.objects.create(
+        source="measured", hour=end - timedelta(hours=5), status="gap", attempts=3,
+        last_error="Prometheus http://prometheus:9090 timed out after 10 s",
+    )
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_explorer_and_the_fleet_headline_in_a_browser(page, finance, platform_admin):
+    now = timezone.now()
+    _a_month_of_plausible_usage(now)
+    build_fleet(6)
+    since = floor_hour(now) - timedelta(days=90)
+    for resource, price, unit in [(H100, "2.45", "hour"), (H200, "3.90", "hour"),
+                                  ("gpu:nvidia-l40s", "0.95", "hour"), (MIG_3G, "0.70", "hour"),
+                                  (HAMI_CORES, "0.0110", "hour"), ("cpu", "0.025", "hour"),
+                                  ("memory-gib", "0.0035", "hour"),
+                                  ("storage-gib", "0.08", "month")]:
+        Rate.objects.create(resource=resource, unit_price=Decimal(price), unit=unit,
+                            valid_from=since)
+    Rate.objects.filter(resource=H100).update(valid_to=floor_hour(now) + timedelta(days=10))
+    Rate.objects.create(resource=H100, unit_price=Decimal("2.20"),
+                        valid_from=floor_hour(now) + timedelta(days=10), note="Volume discount")
+    start = (now - timedelta(days=30)).date().isoformat()
+
+    sign_in(page, "finance", TEST_PASSWORD, next_url=f"{URL}?start={start}")
+    page.locator("#daily-chart").wait_for()
+    assert page.locator("#fleet-utilization").inner_text().endswith("%")
+    assert page.locator("#usage-table tbody tr").count() == 6
+    assert page.locator("#metering-gaps tbody tr").count() == 1
+    assert page.locator("#cross-checks tbody tr").count() == 1
+    page.wait_for_function("document.getElementById('daily-chart').width > 0")
+    screenshot(page, "usage-explorer")
+    page.click("label[for=stack-tenant]")
+    screenshot(page, "usage-explorer-by-tenant", full_page=False)
+    page.select_option("#id_tenant", "quanta")
+    with page.expect_navigation():
+        page.click("#apply-filters")
+    assert page.locator("#usage-table tbody tr").count() == 1
+    with page.expect_download() as download:
+        page.click("#usage-csv")
+    assert download.value.suggested_filename.startswith("gpu-usage-")
+    sign_out(page)
+
+    sign_in(page, "platform-admin", TEST_PASSWORD, next_url="/fleet/")
+    card = page.locator("#fleet-utilization-card")
+    card.wait_for()
+    assert card.locator("[data-utilization]").first.inner_text().endswith("%")
+    screenshot(page, "fleet-overview-utilization")
+    page.goto("/billing/rates/")
+    screenshot(page, "rate-card")
