@@ -59,7 +59,8 @@ class UsageFilterForm(forms.Form):
         start = data.get("start") or (
             data["end"].replace(day=1) if data.get("end") else default_start
         )
-        end = data.get("end") or max(default_end, start)
+        # Without an end: up to today, or the longest range allowed from an earlier start.
+        end = data.get("end") or max(min(default_end, start + timedelta(days=MAX_DAYS - 1)), start)
         if end < start:
             self.add_error("end", "The end date is before the start date.")
         elif (end - start).days + 1 > MAX_DAYS:

@@ -406,6 +406,7 @@ def test_everyone_signed_in_sees_the_current_rate_card(login, tenant_viewer):
     assert "2.50 EUR" in html and "2.25 EUR" in html and "0.08 EUR" in html
     assert "per GPU-hour" in html and "per GiB-month" in html
     assert H200 not in html
+    assert 'id="rate-card-link"' in html  # every page's footer leads here
 
 
 def test_the_rate_card_needs_a_sign_in(client):
@@ -505,3 +506,13 @@ def test_the_explorer_and_the_fleet_headline_in_a_browser(page, finance, platfor
     screenshot(page, "fleet-overview-utilization")
     page.goto("/billing/rates/")
     screenshot(page, "rate-card")
+
+
+def test_a_start_alone_runs_to_today_or_as_far_as_allowed(login, finance):
+    client = login(finance)
+    today = timezone.now().date()
+
+    assert client.get(URL, {"start": today.isoformat()}).context["last_day"] == today
+    response = client.get(URL, {"start": "2020-01-01"})
+    assert response.status_code == 200
+    assert response.context["last_day"].isoformat() == "2020-12-31"  # 366 days
