@@ -102,6 +102,13 @@ def world(db, settings, _connections_kept):
         user=UserFactory(username="root"), role=RoleAssignment.Role.PLATFORM_ADMIN
     ).user
     MembershipFactory(tenant=acme, user=admin, role=Membership.Role.OWNER)
+    # Billing (branch `usage`): an hour of usage this month, allocated and measured, so that
+    # the usage and utilization lists answer with rows.
+    hour = timezone.now().replace(minute=0, second=0, microsecond=0)
+    for source, busy in (("allocated", 0), ("measured", 1800)):
+        UsageRecord.objects.create(tenant=acme, source=source, resource="gpu:nvidia-h100-80gb",
+                                   hour=hour, unit_seconds=3600, busy_seconds=busy,
+                                   hostname="gpu-node-1" * (busy > 0))
     gpu = GPUFactory(node=NodeFactory())
     event = HealthEvent.objects.create(
         node=gpu.node, kind="xid", subject="gpu:0", severity="warning"
@@ -124,13 +131,6 @@ def world(db, settings, _connections_kept):
     workloads.workload_reconcile(workload_id=workload.pk)
     workload.refresh_from_db()
     assert workload.status == WorkloadStatus.READY, workload.status_message
-    # Billing (branch `usage`): an hour of usage this month, allocated and measured, so that
-    # the usage and utilization lists answer with rows.
-    hour = timezone.now().replace(minute=0, second=0, microsecond=0)
-    for source, busy in (("allocated", 0), ("measured", 1800)):
-        UsageRecord.objects.create(tenant=acme, workload=workload, source=source,
-                                   resource="gpu:nvidia-h100-80gb", hour=hour, unit_seconds=3600,
-                                   busy_seconds=busy, hostname="gpu-node-1" * (busy > 0))
     spare = {
         "member": tokens.api_token_create(user=member, name="spare").token.pk,
         "admin": tokens.api_token_create(user=admin, name="spare").token.pk,
