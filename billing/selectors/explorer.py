@@ -440,6 +440,7 @@ class MeteringHealth:
     windows: list[MeteringWindow]
     windows_total: int
     gaps_total: int
+    unmeasured_hours: int  # hours left out of utilization: their measured window is not done
     cross_checks: list[CrossCheck]
     cross_checks_total: int
 
@@ -450,7 +451,11 @@ def metering_health(usage: UsageFilter, *, limit: int = 12) -> MeteringHealth:
     windows = MeteringWindow.objects.filter(
         hour__gte=usage.start, hour__lt=usage.end
     ).exclude(status=WindowStatus.DONE)
-    counts = windows.aggregate(total=Count("id"), gaps=Count("id", filter=Q(status="gap")))
+    counts = windows.aggregate(
+        total=Count("id"),
+        gaps=Count("id", filter=Q(status=WindowStatus.GAP)),
+        unmeasured=Count("id", filter=Q(source=MEASURED)),
+    )
     checks = CrossCheck.objects.filter(
         _tenant_q(usage), flagged=True, hour__gte=usage.start, hour__lt=usage.end
     )
@@ -458,6 +463,7 @@ def metering_health(usage: UsageFilter, *, limit: int = 12) -> MeteringHealth:
         windows=list(windows.order_by("-hour", "source")[:limit]),
         windows_total=counts["total"],
         gaps_total=counts["gaps"],
+        unmeasured_hours=counts["unmeasured"],
         cross_checks=list(
             checks.select_related("tenant").order_by("-hour", "tenant__name")[:limit]
         ),

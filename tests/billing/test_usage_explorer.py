@@ -233,11 +233,13 @@ def test_admins_see_metering_gaps_and_opencost_disagreements(login, platform_adm
 
     health = response.context["health"]
     assert (health.windows_total, health.gaps_total, health.cross_checks_total) == (1, 1, 1)
+    assert health.unmeasured_hours == 1
     html = response.content.decode()
     assert "Prometheus at http://prom:9090 refused the connection" in html
     assert 'data-window="measured-2026-11-03T10"' in html
     assert 'data-cross-check="acme"' in html and "50.00 %" in html
     assert "1.39 %" not in html  # within the threshold: not flagged
+    assert "1 hour not measured (a gap or pending) is left out." in html
 
 
 # --- CSV ------------------------------------------------------------------------------------------
