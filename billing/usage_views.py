@@ -106,7 +106,7 @@ def usage(request):
             for row in utilization[:15]
         ],
         "fleet": utilization_total(utilization),
-        "health": metering_health(usage_filter),
+        "health": metering_health(usage_filter, now=timezone.now()),
     }
     return render(request, "billing/usage/explorer.html", context)
 

@@ -150,8 +150,8 @@ class UsageView(GenericAPIView):
 
 class UtilizationView(GenericAPIView):
     """Allocated against measured GPU-hours per tenant, with idle GPU-hours (reserved but
-    unused, per tenant-hour) and the share in use; hours whose measured metering is a gap
-    are left out."""
+    unused, per tenant-hour) and the share in use, over the hours whose measured metering is
+    done (a gap, a pending or an unmetered hour is unknown, not idle)."""
 
     permission_classes = [HasAnyRole]
     serializer_class = UtilizationSerializer

@@ -9,8 +9,9 @@ axis: shown in its own unit, never added to GPU-hours (it would count the share 
 
 Idle GPU-hours are allocated minus measured busy GPU-seconds, clamped at zero per tenant-hour
 (as `billing.calculations.idle_gpu_seconds` clamps per key): an hour measured above its
-allocation never hides idle time in another. Hours whose measured window is a gap (Prometheus
-was down) or not metered yet are left out of utilization: unknown is not idle.
+allocation never hides idle time in another. Only hours whose measured window is done count
+towards utilization: an hour that is a gap (Prometheus was down), pending, or not metered at all
+(measured metering off) is left out, because unknown is not idle.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from tenants.models import Tenant
 
 from .. import calculations
 from ..calculations.invoicing import class_label
-from ..calculations.money import SECONDS_PER_HOUR, month_start, round_to
+from ..calculations.money import SECONDS_PER_HOUR, floor_hour, month_start, round_to
 from ..models import CrossCheck, MeteringWindow, UsageRecord, WindowStatus
 
 ALLOCATED = UsageRecord.Source.ALLOCATED
@@ -338,18 +339,18 @@ class Utilization:
         return hours(self.idle_seconds)
 
 
-def _unknown_hours() -> QuerySet:
-    """Hours whose measured source is not known to be complete: a gap, or still pending."""
-    return MeteringWindow.objects.filter(source=MEASURED).exclude(status=WindowStatus.DONE).values(
-        "hour"
-    )
+def _measured_hours(usage: UsageFilter) -> QuerySet:
+    """Hours of the range whose measured window is done: what DCGM saw is known."""
+    return MeteringWindow.objects.filter(
+        source=MEASURED, status=WindowStatus.DONE, hour__gte=usage.start, hour__lt=usage.end
+    ).values("hour")
 
 
 def _hourly_utilization_sql(usage: UsageFilter) -> tuple[str, tuple]:
     """Per (tenant, hour): allocated, measured and busy GPU-seconds, and the clamped idle."""
     records = UsageRecord.objects.filter(
         GPU_CLASSES, _tenant_q(usage), hour__gte=usage.start, hour__lt=usage.end
-    ).exclude(hour__in=_unknown_hours())
+    ).filter(hour__in=_measured_hours(usage))
     if usage.resource:
         records = records.filter(_resource_q(usage.resource))
     hourly = (
@@ -440,22 +441,24 @@ class MeteringHealth:
     windows: list[MeteringWindow]
     windows_total: int
     gaps_total: int
-    unmeasured_hours: int  # hours left out of utilization: their measured window is not done
+    unmeasured_hours: int  # closed hours left out of utilization: no measured window done
     cross_checks: list[CrossCheck]
     cross_checks_total: int
 
 
-def metering_health(usage: UsageFilter, *, limit: int = 12) -> MeteringHealth:
-    """Gaps (and pending windows) in the range, and flagged cross-checks of the filtered
-    tenants, newest first, at most `limit` of each: four queries whatever the data."""
-    windows = MeteringWindow.objects.filter(
-        hour__gte=usage.start, hour__lt=usage.end
-    ).exclude(status=WindowStatus.DONE)
-    counts = windows.aggregate(
-        total=Count("id"),
+def metering_health(usage: UsageFilter, *, now: datetime, limit: int = 12) -> MeteringHealth:
+    """Gaps (and pending windows) in the range, hours without a measurement, and flagged
+    cross-checks of the filtered tenants, newest first, at most `limit` of each: four queries
+    whatever the data."""
+    in_range = MeteringWindow.objects.filter(hour__gte=usage.start, hour__lt=usage.end)
+    counts = in_range.aggregate(
+        total=Count("id", filter=~Q(status=WindowStatus.DONE)),
         gaps=Count("id", filter=Q(status=WindowStatus.GAP)),
-        unmeasured=Count("id", filter=Q(source=MEASURED)),
+        measured=Count("id", filter=Q(source=MEASURED, status=WindowStatus.DONE)),
     )
+    windows = in_range.exclude(status=WindowStatus.DONE)
+    closed_until = min(usage.end, floor_hour(now))  # the hour under way is metered once closed
+    closed_hours = max(0, int((closed_until - usage.start).total_seconds()) // SECONDS_PER_HOUR)
     checks = CrossCheck.objects.filter(
         _tenant_q(usage), flagged=True, hour__gte=usage.start, hour__lt=usage.end
     )
@@ -463,7 +466,7 @@ def metering_health(usage: UsageFilter, *, limit: int = 12) -> MeteringHealth:
         windows=list(windows.order_by("-hour", "source")[:limit]),
         windows_total=counts["total"],
         gaps_total=counts["gaps"],
-        unmeasured_hours=counts["unmeasured"],
+        unmeasured_hours=max(0, closed_hours - counts["measured"]),
         cross_checks=list(
             checks.select_related("tenant").order_by("-hour", "tenant__name")[:limit]
         ),

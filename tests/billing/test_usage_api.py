@@ -18,6 +18,7 @@ from tests.billing.usage_data import (
     NOVEMBER,
     grow,
     measured,
+    measured_done,
     november_usage,
 )
 from tests.factories import TenantFactory
@@ -33,6 +34,8 @@ def usage(tenant, other_tenant):
     november_usage(tenant, other_tenant)
     measured(tenant, H100, utc(2026, 11, 3, 10), 7200, 3600)
     measured(tenant, H100, utc(2026, 11, 3, 11), 7200, 7200)
+    measured_done(utc(2026, 11, 3, 12))  # measured, and nothing seen busy: all idle
+    measured_done(utc(2026, 11, 4, 9))
     return tenant, other_tenant
 
 

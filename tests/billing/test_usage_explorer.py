@@ -34,6 +34,7 @@ from tests.billing.usage_data import (
     allocated,
     grow,
     measured,
+    measured_done,
     november_usage,
 )
 from tests.factories import TEST_PASSWORD, TenantFactory
@@ -197,6 +198,17 @@ def test_hours_whose_measured_window_is_a_gap_are_left_out(tenant):
     assert acme.utilization_percent == Decimal("75.0")
 
 
+def test_hours_never_measured_are_left_out_and_measured_nothing_is_idle(tenant):
+    allocated(tenant, H100, utc(2026, 11, 3, 10), 3600)  # measured metering never ran
+    allocated(tenant, H100, utc(2026, 11, 3, 11), 3600)
+    assert utilization_by_tenant(NOVEMBER_FILTER) == []  # no measured hour: no utilization
+
+    measured_done(utc(2026, 11, 3, 11))  # metered: DCGM saw none of acme's GPUs busy
+
+    (acme,) = utilization_by_tenant(NOVEMBER_FILTER)
+    assert (acme.allocated_seconds, acme.idle_seconds, acme.utilization) == (3600, 3600, 0)
+
+
 def test_the_page_shows_the_fleet_headline_and_each_tenants_utilization(login, finance, tenant):
     allocated(tenant, H100, utc(2026, 11, 3, 10), 4 * 3600)
     measured(tenant, H100, utc(2026, 11, 3, 10), 4 * 3600, 3600)
@@ -233,13 +245,13 @@ def test_admins_see_metering_gaps_and_opencost_disagreements(login, platform_adm
 
     health = response.context["health"]
     assert (health.windows_total, health.gaps_total, health.cross_checks_total) == (1, 1, 1)
-    assert health.unmeasured_hours == 1
+    assert health.unmeasured_hours == 30 * 24  # not one measured window of November is done
     html = response.content.decode()
     assert "Prometheus at http://prom:9090 refused the connection" in html
     assert 'data-window="measured-2026-11-03T10"' in html
     assert 'data-cross-check="acme"' in html and "50.00 %" in html
     assert "1.39 %" not in html  # within the threshold: not flagged
-    assert "1 hour not measured (a gap or pending) is left out." in html
+    assert "720 hours without a measurement (a gap, pending or never metered) are left out." in html
 
 
 # --- CSV ------------------------------------------------------------------------------------------
@@ -457,8 +469,13 @@ def _a_month_of_plausible_usage(now) -> None:
                 opencost_gpu_seconds=14400, difference_percent=Decimal("33.33"), flagged=True,
             )
     UsageRecord.objects.bulk_create(records)
+    gap = end - timedelta(hours=5)
+    MeteringWindow.objects.bulk_create(
+        MeteringWindow(source="measured", hour=end - timedelta(hours=n + 1), status="done")
+        for n in range(30 * 24) if end - timedelta(hours=n + 1) != gap
+    )
     MeteringWindow.objects.create(
-        source="measured", hour=end - timedelta(hours=5), status="gap", attempts=3,
+        source="measured", hour=gap, status="gap", attempts=3,
         last_error="Prometheus http://prometheus:9090 timed out after 10 s",
     )
 

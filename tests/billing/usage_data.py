@@ -3,7 +3,7 @@
 import itertools
 from datetime import timedelta
 
-from billing.models import UsageRecord
+from billing.models import MeteringWindow, UsageRecord
 from tests.billing.timeline import utc
 
 H100 = "gpu:nvidia-h100-80gb"
@@ -21,7 +21,14 @@ def allocated(tenant, resource, hour, seconds):
     )
 
 
+def measured_done(hour) -> None:
+    """The measured window of `hour` is metered: what DCGM saw then is known (maybe nothing)."""
+    MeteringWindow.objects.get_or_create(source="measured", hour=hour,
+                                         defaults={"status": "done"})
+
+
 def measured(tenant, resource, hour, seconds, busy, host=""):
+    measured_done(hour)
     return UsageRecord.objects.create(
         tenant=tenant, source="measured", resource=resource, hour=hour, unit_seconds=seconds,
         busy_seconds=busy, hostname=host or f"gpu-node-{next(_hosts)}",
