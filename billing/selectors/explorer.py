@@ -11,11 +11,14 @@ Idle GPU-hours are allocated minus measured busy GPU-seconds, clamped at zero pe
 (as `billing.calculations.idle_gpu_seconds` clamps per key): an hour measured above its
 allocation never hides idle time in another. Only hours whose measured window is done count
 towards utilization: an hour that is a gap (Prometheus was down), pending, or not metered at all
-(measured metering off) is left out, because unknown is not idle.
+(measured metering off) is left out, because unknown is not idle. DCGM sees a HAMi share as its
+whole GPU, so a tenant's busy seconds on a shared GPU may exceed its share: the clamp keeps its
+idle time at zero there rather than below.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -48,6 +51,7 @@ ALLOCATED = UsageRecord.Source.ALLOCATED
 MEASURED = UsageRecord.Source.MEASURED
 GPU_KINDS = ("gpu", "mig", "hami")
 MIG_SLICES = 7
+MIG_PROFILE = re.compile(r":(\d)g\.")
 HOURS = Decimal("0.01")
 GPU_CLASSES = (
     Q(resource__startswith="gpu:")
@@ -77,16 +81,19 @@ class UsageFilter:
 
 
 def gpu_equivalent(resource: str) -> Fraction | None:
-    """How many GPUs one unit of `resource` is (None: not counted in GPU-hours)."""
-    try:
-        parsed = resource_classes.parse(resource)
-    except resource_classes.UnknownResourceClass:
-        return None
-    if parsed.kind == "gpu":
+    """How many GPUs one unit of `resource` is (None: not counted in GPU-hours).
+
+    Read from the key alone, as `_gpu_seconds` reads it in SQL, so that a model the vocabulary
+    does not know (the measured source keeps `gpu:<its name>`) still counts as the GPU it is.
+    """
+    kind, _, rest = resource.partition(":")
+    if kind == "gpu" and rest:
         return Fraction(1)
-    if parsed.kind == "mig":
-        return Fraction(int(parsed.mig_profile.split("g.", 1)[0]), MIG_SLICES)
-    if parsed.kind == "hami" and parsed.hami_counter == "cores":
+    if kind == "mig":
+        slices = MIG_PROFILE.search(rest)
+        if slices and 1 <= int(slices.group(1)) <= MIG_SLICES:
+            return Fraction(int(slices.group(1)), MIG_SLICES)
+    if kind == "hami" and rest.endswith(":cores"):
         return Fraction(1, 100)
     return None
 
@@ -286,6 +293,7 @@ def gpu_hours_chart(usage: UsageFilter, *, top: int = 8) -> DailyChart:
         total += row["gpu_seconds"]
     days = usage.days
     models = {key: model.display_name for key, model in resource_classes.GPU_MODELS.items()}
+    models[""] = "Other GPU models"
     return DailyChart(
         days=[day.isoformat() for day in days],
         by_model=_series(by_model, days, models, top=top),

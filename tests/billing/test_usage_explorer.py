@@ -69,7 +69,8 @@ def test_a_gpu_class_counts_as_its_share_of_a_gpu():
     assert gpu_equivalent(HAMI_CORES) == Fraction(1, 100)
     assert gpu_equivalent(HAMI_MEMORY) is None  # the share's other axis: never added
     assert gpu_equivalent("cpu") is None
-    assert gpu_equivalent("gpu:no-such-model") is None
+    assert gpu_equivalent("gpu:tesla-t4") == 1  # a model the vocabulary does not know yet
+    assert gpu_equivalent("mig:nvidia-a100-80gb:no-profile") is None
 
 
 def test_the_table_sums_gpu_hours_by_tenant_and_class(login, finance, usage):
@@ -535,3 +536,11 @@ def test_a_start_alone_runs_to_today_or_as_far_as_allowed(login, finance):
     response = client.get(URL, {"start": "2020-01-01"})
     assert response.status_code == 200
     assert response.context["last_day"].isoformat() == "2020-12-31"  # 366 days
+
+
+def test_a_gpu_model_the_vocabulary_does_not_know_is_charted_as_another_model(tenant):
+    allocated(tenant, "gpu:tesla-t4", utc(2026, 11, 3, 10), 7200)
+
+    chart = gpu_hours_chart(NOVEMBER_FILTER)
+
+    assert [(s["label"], s["data"][2]) for s in chart.by_model] == [("Other GPU models", 2.0)]
