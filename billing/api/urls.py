@@ -2,12 +2,13 @@
 
 from django.urls import path
 
-from . import spend
+from . import spend, usage
 
-urlpatterns: list = []
-
-# A tenant's spend this month and the price of a launch or of resources (branch `spend`).
-urlpatterns += [
+urlpatterns: list = [
+    # A tenant's spend this month and the price of a launch or of resources.
     path("billing/spend/", spend.SpendView.as_view(), name="billing-spend"),
     path("billing/quote/", spend.QuoteView.as_view(), name="billing-quote"),
+    # Usage and utilization.
+    path("billing/usage/", usage.UsageView.as_view(), name="billing-usage"),
+    path("billing/utilization/", usage.UtilizationView.as_view(), name="billing-utilization"),
 ]

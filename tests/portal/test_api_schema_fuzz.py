@@ -16,6 +16,7 @@ import schemathesis
 from django.conf import settings as django_settings
 from django.core import signals
 from django.db import close_old_connections
+from django.utils import timezone
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import (
@@ -26,6 +27,7 @@ from schemathesis.checks import (
 )
 from schemathesis.core.transport import response_content_type
 
+from billing.models import UsageRecord
 from inventory.models import HealthEvent
 from portal import tokens
 from portal.wsgi import application
@@ -100,6 +102,13 @@ def world(db, settings, _connections_kept):
         user=UserFactory(username="root"), role=RoleAssignment.Role.PLATFORM_ADMIN
     ).user
     MembershipFactory(tenant=acme, user=admin, role=Membership.Role.OWNER)
+    # Billing (branch `usage`): an hour of usage this month, allocated and measured, so that
+    # the usage and utilization lists answer with rows.
+    hour = timezone.now().replace(minute=0, second=0, microsecond=0)
+    for source, busy in (("allocated", 0), ("measured", 1800)):
+        UsageRecord.objects.create(tenant=acme, source=source, resource="gpu:nvidia-h100-80gb",
+                                   hour=hour, unit_seconds=3600, busy_seconds=busy,
+                                   hostname="gpu-node-1" * (busy > 0))
     gpu = GPUFactory(node=NodeFactory())
     event = HealthEvent.objects.create(
         node=gpu.node, kind="xid", subject="gpu:0", severity="warning"

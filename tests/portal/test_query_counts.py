@@ -202,6 +202,30 @@ CASES = {
 }
 
 
+# Billing's usage explorer and usage API (branch `usage`): tenants with an hour of usage now.
+def grow_usage(people, n: int) -> None:
+    from django.utils import timezone
+
+    from billing.models import UsageRecord
+
+    hour = timezone.now().replace(minute=0, second=0, microsecond=0)
+    for tenant in [people["acme"]] + [TenantFactory(slug=f"qc-u{next(_serial)}") for _ in range(n)]:
+        UsageRecord.objects.create(tenant=tenant, source="measured", resource="gpu:nvidia-h200",
+                                   hour=hour, unit_seconds=3600, busy_seconds=1800,
+                                   hostname=f"h{next(_serial)}")
+        UsageRecord.objects.create(tenant=tenant, source="allocated", hour=hour,
+                                   resource="mig:nvidia-a100-80gb:1g.10gb", unit_seconds=3600,
+                                   workload=None)
+
+
+CASES |= {
+    "usage-explorer": Case("/billing/usage/", "admin", grow_usage),
+    "api-billing-usage-as-owner": Case("/api/v1/billing/usage/", "owner", grow_usage, api=True),
+    "api-billing-utilization": Case("/api/v1/billing/utilization/", "admin", grow_usage,
+                                    api=True),
+}
+
+
 def _queries(client, url: str) -> list[str]:
     with CaptureQueriesContext(connection) as captured:
         response = client.get(url)
