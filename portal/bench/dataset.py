@@ -55,7 +55,7 @@ from tenants.workloads.models import VmImage
 from tenants.workloads.registry import KINDS
 
 # Bump when the rows change: cached copies of an older generator are then rebuilt.
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 
 FULL_SCALE = {
     "nodes": 2000,
@@ -460,6 +460,7 @@ class Generator:
         self.tenant_slugs: dict[int, str] = {}
         self.tenant_isolation: dict[int, str] = {}
         self.tenant_model: dict[int, str] = {}
+        self.tenant_names: dict[int, str] = {}
         rows = []
         for t in range(self.sizes.tenants):
             tenant_id = t + 1
@@ -468,10 +469,10 @@ class Generator:
             self.tenant_slugs[tenant_id] = slug
             self.tenant_isolation[tenant_id] = isolation
             self.tenant_model[tenant_id] = NODE_PLAN[t % 4][0]
+            self.tenant_names[tenant_id] = (
+                f"{WORDS[t % len(WORDS)]} {FIELDS[t // len(WORDS) % len(FIELDS)]} {tenant_id}")
             rows.append({
-                "id": tenant_id, "slug": slug,
-                "name": f"{WORDS[t % len(WORDS)]} {FIELDS[t // len(WORDS) % len(FIELDS)]} "
-                        f"{tenant_id}",
+                "id": tenant_id, "slug": slug, "name": self.tenant_names[tenant_id],
                 "cost_center": f"CC-{1000 + tenant_id}", "isolation": isolation,
                 "status": "suspended" if t % 97 == 96 else "active",
                 "cohort": f"pool-{t % 20}" if isolation == "shared" and t % 3 == 0 else "",
@@ -643,6 +644,7 @@ class Generator:
         awaiting = self.sizes.awaiting_review
         total = self.sizes.quota_requests
         self.request_lines: list[tuple[int, int, str]] = []
+        self.request_status: dict[int, str] = {}
         rows = []
         for q in range(total):
             request_id = q + 1
@@ -679,7 +681,6 @@ class Generator:
             self.request_lines.append((request_id, 1 + q % 8, f"gpu:{model}"))
             if q % 3 == 0:
                 self.request_lines.append((request_id, 64, "cpu"))
-            self.request_status = getattr(self, "request_status", {})
             self.request_status[request_id] = status
         return self._copy(QuotaRequest, rows)
 
@@ -733,7 +734,7 @@ class Generator:
         for index, start in enumerate(months):
             end = _add_months(start, 1)
             last_month = index == len(months) - 1
-            for tenant_id, slug in self.tenant_slugs.items():
+            for tenant_id in self.tenant_slugs:
                 invoice_id = len(rows) + 1
                 roll = rng.random()
                 if last_month:
@@ -754,7 +755,8 @@ class Generator:
                 rows.append({
                     "id": invoice_id, "tenant_id": tenant_id, "period_start": start,
                     "period_end": end, "status": status,
-                    "tenant_name": f"{slug}", "cost_center": f"CC-{1000 + tenant_id}",
+                    "tenant_name": self.tenant_names[tenant_id],
+                    "cost_center": f"CC-{1000 + tenant_id}",
                     "currency": "EUR", "discount_percent": discount_percent,
                     "subtotal": subtotal, "discount": discount, "tax": Decimal("0"),
                     "total": subtotal - discount, "computed_at": end, "number": number,

@@ -62,6 +62,7 @@ class Options:
     workers: int
     out: Path
     secret_key: str
+    seconds_per_mode: float  # each page's sequential and concurrent runs stop after this long
 
     @property
     def database_name(self) -> str:
@@ -80,6 +81,7 @@ def options_from_environment() -> Options:
         workers=int(os.environ.get("BENCH_WORKERS") or 4),
         out=Path(os.environ.get("BENCH_OUT") or BASE_DIR / "artifacts" / "bench"),
         secret_key=os.environ["SECRET_KEY"],
+        seconds_per_mode=float(os.environ.get("BENCH_SECONDS_PER_MODE") or 120),
     )
 
 
@@ -326,6 +328,24 @@ def _summary(latencies: list[float]) -> dict[str, float]:
             "p95_ms": round(p95 * 1000, 1), "count": len(ordered)}
 
 
+def warm_up(port: int, rows: list[dict[str, Any]], cookies: dict[str, str],
+            options: Options) -> None:
+    """Every page twice per worker, from as many clients as workers, before any timing: each
+    worker has loaded its URLconf and compiled every template once (the first request a worker
+    serves of a page costs several times a warm one)."""
+
+    def client(row: dict[str, Any]) -> None:
+        for _ in range(2):
+            fetch(port, row["path"], cookies[row["user"]])
+
+    for row in rows:
+        threads = [threading.Thread(target=client, args=(row,)) for _ in range(options.workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+
 def time_page(port: int, path: str, cookie: str, options: Options) -> dict[str, Any]:
     errors: list[int] = []
 
@@ -339,14 +359,20 @@ def time_page(port: int, path: str, cookie: str, options: Options) -> dict[str, 
     for _ in range(min(3, options.requests)):  # warm the workers' caches and templates
         fetch(port, path, cookie)
     sequential: list[float] = []
+    deadline = time.monotonic() + options.seconds_per_mode
     for _ in range(options.requests):
         one(sequential)
+        if time.monotonic() > deadline:
+            break
     concurrent: list[float] = []
     per_client = max(1, options.requests // options.concurrency)
+    deadline = time.monotonic() + options.seconds_per_mode
 
     def client() -> None:
         for _ in range(per_client):
             one(concurrent)
+            if time.monotonic() > deadline:
+                break
 
     started = time.perf_counter()
     threads = [threading.Thread(target=client) for _ in range(options.concurrency)]
@@ -395,11 +421,11 @@ def run(options: Options, log=print) -> dict[str, Any]:
     server = start_server(options, port, options.out / "gunicorn.log")
     try:
         for row in rows:
-            if "skipped" in row:
-                continue
-            if row["status"] != 200:
+            if "skipped" not in row and row["status"] != 200:
                 row["skipped"] = f"answered {row['status']} in-process"
-                continue
+        measured = [row for row in rows if "skipped" not in row]
+        warm_up(port, measured, cookies, options)
+        for row in measured:
             log(f"  timing {row['name']} …")
             row |= time_page(port, row["path"], cookies[row["user"]], options)
         workers = {pid: peak_rss_mib(pid) for pid in worker_pids(server.pid)}
@@ -435,11 +461,30 @@ def run(options: Options, log=print) -> dict[str, Any]:
             "peak RSS of a Celery worker",
         ],
     }
+    results["query_counts_by_scale"] = query_counts_by_scale(options, rows)
     (options.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     markdown = render_markdown(results)
     (options.out / "results.md").write_text(markdown)
     log(markdown)
     return results
+
+
+def query_counts_by_scale(options: Options, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """This run's SQL query count per page, kept per scale next to the results, and set beside
+    the counts of every other scale run here: a page whose count grows with the data shows."""
+    counts = {row["name"]: row["queries"] for row in rows if "queries" in row}
+    (options.out / f"queries-s{options.scale:g}.json").write_text(
+        json.dumps(counts, indent=2) + "\n")
+    by_scale = {f"{options.scale:g}": counts}
+    for path in sorted(options.out.glob("queries-s*.json")):
+        scale = path.stem.removeprefix("queries-s")
+        if scale not in by_scale:
+            by_scale[scale] = json.loads(path.read_text())
+    differ = sorted(
+        name for name in counts
+        if len({scale_counts.get(name, counts[name]) for scale_counts in by_scale.values()}) > 1
+    )
+    return {"scales": by_scale, "differ": differ}
 
 
 def _placeholders(path: str) -> list[str]:
@@ -482,6 +527,12 @@ def render_markdown(results: dict[str, Any]) -> str:
             f"{seq['median_ms']} | {seq['p95_ms']} | {seq.get('p95_ratio', '')} | "
             f"{conc['median_ms']} | {conc['p95_ms']} | {conc.get('p95_ratio', '')} |"
         )
+    by_scale = results["query_counts_by_scale"]
+    if len(by_scale["scales"]) > 1:
+        lines += ["", "SQL queries per page at the scales run here ("
+                  + ", ".join(sorted(by_scale["scales"])) + "): "
+                  + ("the same on every page." if not by_scale["differ"] else
+                     "they differ on " + ", ".join(by_scale["differ"]) + ".")]
     lines += [
         "",
         f"Peak RSS of a web worker: {memory['web_worker_peak_rss_mib']} MiB "
