@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from billing.models import (
     BillingAccount,
+    CreditNote,
     DocumentSequence,
     Invoice,
     InvoiceLine,
@@ -53,9 +54,6 @@ from tenants.models import (
 from tenants.workloads.kinds.base import GpuOffer, LaunchContext
 from tenants.workloads.models import VmImage
 from tenants.workloads.registry import KINDS
-
-# Bump when the rows change: cached copies of an older generator are then rebuilt.
-GENERATOR_VERSION = 2
 
 FULL_SCALE = {
     "nodes": 2000,
@@ -298,13 +296,15 @@ class Generator:
         self._step("rates", self.rates)
         self._step("invoices", self.invoices)
         self._step("invoice lines", self.invoice_lines)
+        self._step("credit notes", self.credit_notes)
         self._step("document sequences", self.document_sequences)
         self._step("metering windows", self.metering_windows)
         self._step("usage records", self.usage_records)
         _reset_sequences([
             Site, Rack, Node, GPU, NIC, HealthEvent, get_user_model(), Tenant, Membership,
             RoleAssignment, Quota, BillingAccount, VmImage, Workload, WorkloadEvent,
-            QuotaRequest, QuotaRequestLine, Rate, Invoice, InvoiceLine, DocumentSequence,
+            QuotaRequest, QuotaRequestLine, Rate, Invoice, InvoiceLine, CreditNote,
+            DocumentSequence,
             MeteringWindow, UsageRecord,
         ])
         return {
@@ -804,10 +804,32 @@ class Generator:
                     }
         return self._copy(InvoiceLine, rows())
 
+    def credit_notes(self) -> int:
+        """A credit note on one issued invoice in a hundred (numbered CN-YYYY-NNNN)."""
+        self.credit_sequences: dict[int, int] = {}
+        rows = []
+        for invoice_id, _, _, end in self.invoice_plan:
+            if invoice_id % 100 != 7 or end >= self.anchor:
+                continue
+            issued = (end + datetime.timedelta(days=25)).date()
+            self.credit_sequences[issued.year] = self.credit_sequences.get(issued.year, 0) + 1
+            subtotal = sum(amount for *_, amount in self.__dict__["_lines"][invoice_id])
+            rows.append({
+                "id": len(rows) + 1, "invoice_id": invoice_id,
+                "number": f"CN-{issued.year}-{self.credit_sequences[issued.year]:04d}",
+                "amount": max(MONEY_CENT, (subtotal / 10).quantize(MONEY_CENT, ROUND_HALF_UP)),
+                "reason": "Downtime credit: node maintenance overran its window.",
+                "issue_date": issued, "created_by_id": 3,
+                "created_at": end + datetime.timedelta(days=25),
+            })
+        return self._copy(CreditNote, rows)
+
     def document_sequences(self) -> int:
+        sequences = [("INV", year, last) for year, last in sorted(self.sequences.items())]
+        sequences += [("CN", year, last) for year, last in sorted(self.credit_sequences.items())]
         return self._copy(DocumentSequence, (
-            {"id": i + 1, "prefix": "INV", "year": year, "last": last}
-            for i, (year, last) in enumerate(sorted(self.sequences.items()))
+            {"id": i + 1, "prefix": prefix, "year": year, "last": last}
+            for i, (prefix, year, last) in enumerate(sequences)
         ))
 
     def _usage_month(self) -> tuple[datetime.datetime, int]:

@@ -97,12 +97,13 @@ def _maintenance(database_url: str) -> psycopg.Connection:
 
 
 def _fingerprint(options: Options, anchor: datetime.datetime) -> str:
-    """What the cached data set depends on: generator, seed, month, and every migration."""
-    migrations = sorted(
-        str(path.relative_to(BASE_DIR)) for path in BASE_DIR.glob("*/migrations/0*.py")
-    )
-    text = json.dumps([dataset.GENERATOR_VERSION, options.seed, anchor.isoformat(), migrations])
-    return hashlib.sha256(text.encode()).hexdigest()[:8]
+    """What the cached data set depends on: the seed, the month, the generator's code and
+    every migration (names and contents)."""
+    digest = hashlib.sha256(json.dumps([options.seed, anchor.isoformat()]).encode())
+    sources = [Path(dataset.__file__), *sorted(BASE_DIR.glob("*/migrations/0*.py"))]
+    for path in sources:
+        digest.update(str(path.relative_to(BASE_DIR)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:8]
 
 
 def template_name(options: Options, anchor: datetime.datetime) -> str:

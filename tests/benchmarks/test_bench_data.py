@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
-from billing.models import Invoice, InvoiceLine, UsageRecord
+from billing.models import CreditNote, Invoice, InvoiceLine, UsageRecord
 from inventory.models import GPU, Node
 from portal.bench.dataset import FULL_SCALE, Sizes
 from tenants.models import QuotaRequest, Tenant, Workload, WorkloadEvent
@@ -30,7 +30,7 @@ def _digest() -> str:
     digest = hashlib.sha256()
     with connection.cursor() as cursor:
         for model in (Node, GPU, Tenant, Workload, WorkloadEvent, QuotaRequest, Invoice,
-                      InvoiceLine, UsageRecord):
+                      InvoiceLine, CreditNote, UsageRecord):
             table = model._meta.db_table
             columns = [f.column for f in model._meta.concrete_fields]
             cursor.execute(
@@ -59,6 +59,7 @@ def test_the_data_set_is_complete_deterministic_and_refuses_a_database_with_data
     assert Invoice.objects.values("period_start").distinct().count() == 12
     issued = Invoice.objects.exclude(status="draft")
     assert issued.filter(number__regex=r"^INV-\d{4}-\d{4,}$").count() == issued.count() > 0
+    assert CreditNote.objects.exclude(invoice__status="draft").count() >= 1
     hours = UsageRecord.objects.values("hour").distinct().count()
     assert hours == 31 * 24  # October 2026, the month before the anchor
     assert UsageRecord.objects.count() == sizes.metered_workloads * hours
