@@ -38,16 +38,22 @@ from .billing import BillingTables
 from .copying import reset_sequences
 from .fleet import FleetTables
 from .people import PeopleTables
-from .plan import (
-    Sizes,
-    default_anchor,
-)
+from .plan import Sizes, default_anchor
 from .workloads import WorkloadTables
 
 
+def written_models() -> list:
+    """Every model the generator writes rows of (with ids of its own choosing)."""
+    return [
+        Site, Rack, Node, GPU, NIC, HealthEvent, get_user_model(), Tenant, Membership,
+        RoleAssignment, Quota, BillingAccount, VmImage, Workload, WorkloadEvent, QuotaRequest,
+        QuotaRequestLine, Rate, Invoice, InvoiceLine, CreditNote, DocumentSequence,
+        MeteringWindow, UsageRecord,
+    ]
+
+
 def database_is_empty() -> bool:
-    watched = (Node, Tenant, Workload, UsageRecord, Invoice, get_user_model())
-    return not any(model.objects.exists() for model in watched)
+    return not any(model.objects.exists() for model in written_models())
 
 
 class Generator(FleetTables, PeopleTables, WorkloadTables, BillingTables):
@@ -94,13 +100,7 @@ class Generator(FleetTables, PeopleTables, WorkloadTables, BillingTables):
         self._step("document sequences", self.document_sequences)
         self._step("metering windows", self.metering_windows)
         self._step("usage records", self.usage_records)
-        reset_sequences([
-            Site, Rack, Node, GPU, NIC, HealthEvent, get_user_model(), Tenant, Membership,
-            RoleAssignment, Quota, BillingAccount, VmImage, Workload, WorkloadEvent,
-            QuotaRequest, QuotaRequestLine, Rate, Invoice, InvoiceLine, CreditNote,
-            DocumentSequence,
-            MeteringWindow, UsageRecord,
-        ])
+        reset_sequences(written_models())
         return {
             "scale": self.scale,
             "seed": self.seed,
