@@ -32,11 +32,7 @@ from tenants.models import Workload
 from . import dataset
 from .database import prepare_data_set
 from .measure import count_queries, session_cookies, time_page, warm_up
-from .options import (
-    BASE_DIR,
-    Options,
-    options_from_environment,
-)
+from .options import BASE_DIR, Options, options_from_environment
 from .pages import FLOOR, PAGES, TARGET_RATIO
 from .report import query_counts_by_scale, render_markdown
 from .server import collect_static, free_port, peak_rss_mib, start_server, stop_server, worker_pids
@@ -144,6 +140,7 @@ def run(options: Options, log=print) -> dict[str, Any]:
     (options.out / "results.md").write_text(markdown)
     log(markdown)
     return results
+
 
 def _placeholders(path: str) -> list[str]:
     return [part.split("}", 1)[0] for part in path.split("{")[1:]]
