@@ -1,0 +1,403 @@
+"""Finance's pages: the invoice list (filters, totals, bulk issue, exports), one invoice (its
+lines, credits, trail and the moves its state allows, its downloads) and the roll-up by cost
+center. Finance and platform admins only: anyone else gets 403.
+
+Refusals raised by the services (an illegal move, a month not yet ended) become messages on
+the page the person came from, in one place: portal.middleware.DomainErrorMiddleware.
+"""
+
+import io
+from collections.abc import Callable
+from datetime import UTC, date, datetime, time, timedelta
+from functools import wraps
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
+from django.db.models import QuerySet
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from portal import csv_export
+from portal.errors import RuleViolation
+from tenants.access import access_for
+
+from ..documents import last_day
+from ..downloads import CONTENT_TYPES, attachment, invoice_file, invoices_file
+from ..filters import InvoiceFilterSet, filter_errors
+from ..forms import BulkIssueForm, CreditNoteForm, DraftMonthForm, PaymentForm, VoidForm
+from ..models import Invoice, InvoiceLine, InvoiceStatus
+from ..selectors.finance import (
+    cost_center_rollup,
+    invoice_audit_trail,
+    invoice_filter_choices,
+    invoice_for_detail,
+    invoice_totals,
+    invoices_for_list,
+)
+from ..services import invoicing
+from ..services.exports import invoices_export_record
+
+PAGE_SIZE = 50
+# Which moves each state offers on the detail page (the services refuse the rest anyway).
+ACTIONS_BY_STATUS = {
+    InvoiceStatus.DRAFT: ("recompute", "issue"),
+    InvoiceStatus.ISSUED: ("pay", "void", "credit"),
+    InvoiceStatus.PAID: ("credit",),
+    InvoiceStatus.VOID: (),
+}
+
+
+# The list's sortable columns: (sort key of InvoiceFilterSet, heading, alignment).
+COLUMNS = (
+    ("number", "Invoice", ""),
+    ("tenant", "Tenant", ""),
+    ("cost_center", "Cost center", ""),
+    ("period", "Period", ""),
+    ("status", "Status", ""),
+    ("issue_date", "Issued", ""),
+    ("due_date", "Due", ""),
+    ("subtotal", "Subtotal", "end"),
+    ("total", "Total", "end"),
+)
+
+
+def finance_required(view: Callable) -> Callable:
+    """Signed-in finance staff and platform admins only; anyone else gets 403."""
+
+    @login_required
+    @wraps(view)
+    def wrapped(request, *args, **kwargs):
+        if not access_for(request.user).sees_all_tenants:
+            raise PermissionDenied
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def _filtered(request) -> tuple[InvoiceFilterSet, list[str], QuerySet[Invoice]]:
+    filters = InvoiceFilterSet(request.GET, queryset=invoices_for_list(user=request.user))
+    errors = filter_errors(filters, request.GET)
+    # A filter that cannot be applied shows (and exports) nothing rather than everything.
+    return filters, errors, filters.qs.none() if errors else filters.qs
+
+
+def _query_without(request, *names: str) -> str:
+    query = request.GET.copy()
+    for name in names:
+        query.pop(name, None)
+    return query.urlencode()
+
+
+def _columns(sort: str, sort_query: str) -> list[dict]:
+    """Each heading links to the list sorted by it, ascending first, then descending."""
+    prefix = f"?{sort_query}&" if sort_query else "?"
+    columns = []
+    for key, label, align in COLUMNS:
+        current = "asc" if sort == key else "desc" if sort == f"-{key}" else ""
+        target = f"-{key}" if current == "asc" else key
+        columns.append({"key": key, "label": label, "align": align, "current": current,
+                        "url": f"{prefix}sort={target}"})
+    return columns
+
+
+def _back_to_list(request) -> str:
+    back = request.POST.get("next", "")
+    if back.startswith("/") and url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}
+    ):
+        return back
+    return reverse("billing:invoices")
+
+
+@require_GET
+@finance_required
+def invoice_list(request):
+    filters, errors, invoices = _filtered(request)
+    page = Paginator(invoices, PAGE_SIZE).get_page(request.GET.get("page"))
+    sort = request.GET.get("sort", "")
+    context = {
+        "filters": filters,
+        "filter_errors": errors,
+        "page": page,
+        "totals": invoice_totals(invoices=invoices),
+        "choices": invoice_filter_choices(user=request.user),
+        "statuses": InvoiceStatus.choices,
+        "selected_statuses": request.GET.getlist("status"),
+        "query": _query_without(request, "page"),
+        "columns": _columns(sort, _query_without(request, "page", "sort")),
+        "export_query": _query_without(request, "page", "sort"),
+        "last_month": _last_month(),
+        "full_path": request.get_full_path(),
+        "currency": settings.BILLING_CURRENCY,
+    }
+    template = (
+        "billing/finance/invoices.html#invoice-table" if request.htmx
+        else "billing/finance/invoices.html"
+    )
+    return render(request, template, context, status=400 if errors else 200)
+
+
+def _last_month() -> date:
+    first = timezone.now().date().replace(day=1)
+    return (first - timedelta(days=1)).replace(day=1)
+
+
+@require_POST
+@finance_required
+def invoices_issue_bulk(request):
+    draft_ids = [int(pk) for pk in request.POST.getlist("invoice") if pk.isdigit()]
+    form = BulkIssueForm(request.POST, draft_ids=draft_ids)
+    if not form.is_valid():
+        messages.error(request, "Select the drafts to issue.")
+        return redirect(_back_to_list(request))
+    issued, errors = invoicing.invoices_issue(
+        invoice_ids=form.cleaned_data["invoice"], actor=request.user
+    )
+    if issued:
+        numbers = ", ".join(invoice.number for invoice in issued)
+        messages.success(request, f"Issued {len(issued)} invoice(s): {numbers}.")
+    labels = dict(
+        Invoice.objects.filter(pk__in=list(errors)).values_list("pk", "tenant_name")
+    )
+    for invoice_id, error in sorted(errors.items()):
+        name = labels.get(invoice_id, f"invoice {invoice_id}")
+        messages.error(request, f"Not issued, {name} (#{invoice_id}): {error}")
+    return redirect(_back_to_list(request))
+
+
+@require_POST
+@finance_required
+def invoices_draft_month(request):
+    form = DraftMonthForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(form.errors.get("month", [])))
+        return redirect(_back_to_list(request))
+    month = form.cleaned_data["month"] or _last_month()
+    drafts = invoicing.invoices_draft_month(month=month, actor=request.user)
+    messages.success(
+        request,
+        f"{len(drafts)} draft invoice(s) for {month:%B %Y} computed: review and issue them.",
+    )
+    return redirect(reverse("billing:invoices") + f"?period={month:%Y-%m}&status=draft")
+
+
+def _events_of(line: InvoiceLine) -> list[dict]:
+    return [event for event in (line.events or []) if isinstance(event, dict)]
+
+
+def _detail_context(request, invoice: Invoice, **forms) -> dict:
+    rows = [
+        {"line": line, "last_day": last_day(line.period_end), "events": _events_of(line)}
+        for line in invoice.lines.all()
+    ]
+    return {
+        "invoice": invoice,
+        "period_last_day": last_day(invoice.period_end),
+        "usage_lines": [row for row in rows if row["line"].kind == InvoiceLine.Kind.USAGE],
+        "credit_lines": [row for row in rows if row["line"].kind == InvoiceLine.Kind.CREDIT],
+        "unpriced": [item for item in (invoice.unpriced or []) if isinstance(item, dict)],
+        "credit_notes": list(invoice.credit_notes.all()),
+        "trail": list(invoice_audit_trail(invoice=invoice)),
+        "actions": ACTIONS_BY_STATUS.get(invoice.status, ()),
+        "payment_form": forms.get("payment_form") or PaymentForm(),
+        "void_form": forms.get("void_form") or VoidForm(),
+        "credit_form": forms.get("credit_form") or CreditNoteForm(),
+        "open_form": forms.get("open_form", ""),
+    }
+
+
+@require_GET
+@finance_required
+def invoice_detail(request, invoice_id: int):
+    invoice = invoice_for_detail(user=request.user, invoice_id=invoice_id)
+    return render(request, "billing/finance/invoice_detail.html", _detail_context(request, invoice))
+
+
+def _invoice(request, invoice_id: int) -> Invoice:
+    return invoice_for_detail(user=request.user, invoice_id=invoice_id)
+
+
+def _to_detail(invoice: Invoice):
+    return redirect("billing:invoice-detail", invoice_id=invoice.pk)
+
+
+def _form_refused(request, invoice: Invoice, name: str, form) -> HttpResponse:
+    invoice = invoice_for_detail(user=request.user, invoice_id=invoice.pk)
+    context = _detail_context(request, invoice, **{name: form, "open_form": name})
+    return render(request, "billing/finance/invoice_detail.html", context, status=400)
+
+
+@require_POST
+@finance_required
+def invoice_recompute(request, invoice_id: int):
+    invoice = _invoice(request, invoice_id)
+    month = invoice.period_start.astimezone(UTC).date()
+    invoicing.invoice_compute(tenant=invoice.tenant, month=month, actor=request.user)
+    messages.success(request, f"Draft for {invoice.tenant_name}, {invoice.month_label} recomputed.")
+    return _to_detail(invoice)
+
+
+@require_POST
+@finance_required
+def invoice_issue(request, invoice_id: int):
+    invoice = _invoice(request, invoice_id)
+    issued = invoicing.invoice_issue(invoice_id=invoice.pk, actor=request.user)
+    messages.success(request, f"Issued {issued.number}, due {issued.due_date:%Y-%m-%d}.")
+    return _to_detail(invoice)
+
+
+@require_POST
+@finance_required
+def invoice_pay(request, invoice_id: int):
+    invoice = _invoice(request, invoice_id)
+    form = PaymentForm(request.POST)
+    if not form.is_valid():
+        return _form_refused(request, invoice, "payment_form", form)
+    paid_on = form.cleaned_data["paid_on"]
+    if paid_on is not None and paid_on > timezone.now().date():
+        form.add_error("paid_on", "A payment cannot be recorded in the future.")
+        return _form_refused(request, invoice, "payment_form", form)
+    paid_at = None
+    if paid_on is not None and paid_on != timezone.now().date():
+        paid_at = datetime.combine(paid_on, time(12), tzinfo=UTC)
+    invoicing.invoice_mark_paid(invoice_id=invoice.pk, actor=request.user, paid_at=paid_at,
+                                reference=form.cleaned_data["reference"])
+    messages.success(request, f"{invoice} marked paid.")
+    return _to_detail(invoice)
+
+
+@require_POST
+@finance_required
+def invoice_void(request, invoice_id: int):
+    invoice = _invoice(request, invoice_id)
+    form = VoidForm(request.POST)
+    if not form.is_valid():
+        return _form_refused(request, invoice, "void_form", form)
+    invoicing.invoice_void(invoice_id=invoice.pk, actor=request.user,
+                           reason=form.cleaned_data["reason"])
+    messages.success(request, f"{invoice} is void.")
+    return _to_detail(invoice)
+
+
+@require_POST
+@finance_required
+def invoice_credit_note(request, invoice_id: int):
+    invoice = _invoice(request, invoice_id)
+    form = CreditNoteForm(request.POST)
+    if not form.is_valid():
+        return _form_refused(request, invoice, "credit_form", form)
+    try:
+        note = invoicing.credit_note_create(
+            invoice_id=invoice.pk, actor=request.user, amount=form.cleaned_data["amount"],
+            reason=form.cleaned_data["reason"],
+        )
+    except ValidationError as error:
+        # The service's field errors (an amount over what is left to credit) go on the form.
+        form.add_error(None, error)
+        return _form_refused(request, invoice, "credit_form", form)
+    except RuleViolation as error:
+        form.add_error("amount", str(error))
+        return _form_refused(request, invoice, "credit_form", form)
+    messages.success(request, f"Credit note {note.number} for {note.amount} issued.")
+    return _to_detail(invoice)
+
+
+@require_GET
+@finance_required
+def invoice_download(request, invoice_id: int, fmt: str):
+    if fmt not in CONTENT_TYPES:
+        raise Http404
+    invoice = _invoice(request, invoice_id)
+    response = invoice_file(invoice=invoice, fmt=fmt)
+    invoices_export_record(actor=request.user, fmt=fmt, invoice=invoice)
+    return response
+
+
+@require_GET
+@finance_required
+def invoices_export(request, fmt: str):
+    if fmt not in ("csv", "xlsx"):
+        raise Http404
+    _, errors, invoices = _filtered(request)
+    if errors:
+        messages.error(request, "This filter cannot be applied: " + "; ".join(errors))
+        return redirect(reverse("billing:invoices"))
+    invoices_export_record(
+        actor=request.user, fmt=fmt, invoice_count=invoices.count(),
+        filters={key: request.GET.getlist(key) for key in request.GET},
+    )
+    return invoices_file(invoices=invoices, fmt=fmt)
+
+
+# The roll-up by cost center
+
+ROLLUP_COLUMNS = ("cost_center", "month", "invoices", "subtotal", "total", "paid", "outstanding")
+
+
+@require_GET
+@finance_required
+def cost_center_list(request):
+    query = request.GET.copy()
+    if not request.GET.getlist("status"):
+        # By default what was billed: issued and paid (drafts may still change, void are not).
+        query.setlist("status", [InvoiceStatus.ISSUED, InvoiceStatus.PAID])
+    filters = InvoiceFilterSet(query, queryset=invoices_for_list(user=request.user))
+    errors = filter_errors(filters, query, ignore=("format",))
+    rows = [] if errors else cost_center_rollup(invoices=filters.qs)
+    if request.GET.get("format") == "csv" and not errors:
+        return _rollup_csv(request, rows)
+    months = sorted({row.month for row in rows})
+    centers = sorted({row.cost_center for row in rows})
+    by_key = {(row.cost_center, row.month): row.total for row in rows}
+    chart = {
+        "labels": [f"{month:%Y-%m}" for month in months],
+        "datasets": [
+            {
+                "label": center or "(no cost center)",
+                "data": [float(by_key.get((center, month), 0)) for month in months],
+            }
+            for center in centers
+        ],
+    }
+    totals = {
+        "invoices": sum(row.invoices for row in rows),
+        "subtotal": sum((row.subtotal for row in rows), start=0),
+        "total": sum((row.total for row in rows), start=0),
+        "paid": sum((row.paid for row in rows), start=0),
+        "outstanding": sum((row.outstanding for row in rows), start=0),
+    }
+    context = {
+        "rows": rows,
+        "totals": totals,
+        "chart": chart,
+        "filters": filters,
+        "filter_errors": errors,
+        "statuses": InvoiceStatus.choices,
+        "selected_statuses": query.getlist("status"),
+        "choices": invoice_filter_choices(user=request.user),
+        "export_query": _query_without(request, "format"),
+    }
+    return render(request, "billing/finance/cost_centers.html", context,
+                  status=400 if errors else 200)
+
+
+def _rollup_csv(request, rows) -> HttpResponse:
+    out = io.StringIO(newline="")
+    writer = csv_export.writer(out)
+    writer.writerow(ROLLUP_COLUMNS)
+    for row in rows:
+        writer.writerow([row.cost_center, f"{row.month:%Y-%m}", row.invoices,
+                         format(row.subtotal, "f"), format(row.total, "f"),
+                         format(row.paid, "f"), format(row.outstanding, "f")])
+    invoices_export_record(
+        actor=request.user, fmt="csv", invoice_count=sum(row.invoices for row in rows),
+        filters={"report": ["cost-centers"], **{k: request.GET.getlist(k) for k in request.GET}},
+    )
+    return attachment(out.getvalue(), fmt="csv", filename=f"cost-centers-{timezone.now():%Y-%m-%d}")
