@@ -7,6 +7,7 @@ SECRET_KEY and ALLOWED_HOSTS. Every variable is listed in `.env.example` and the
 
 import os
 from collections.abc import Iterator, Mapping
+from decimal import Decimal
 from pathlib import Path
 
 import environ
@@ -233,6 +234,16 @@ STORAGES = {
 
 # The ISO 4217 code every amount of money on the pages is shown in (budgets, invoices).
 BILLING_CURRENCY = env.str("BILLING_CURRENCY", default="EUR")
+# Tax charged on invoices, in percent of the discounted subtotal; empty: no tax (none shown).
+_billing_tax = env.str("BILLING_TAX_PERCENT", default="")
+try:
+    BILLING_TAX_PERCENT = Decimal(_billing_tax) if _billing_tax.strip() else None
+except ArithmeticError as _error:
+    raise environ.ImproperlyConfigured("BILLING_TAX_PERCENT must be a number, e.g. 19.") from _error
+if BILLING_TAX_PERCENT is not None and not (0 <= BILLING_TAX_PERCENT <= 100):
+    raise environ.ImproperlyConfigured("BILLING_TAX_PERCENT must be between 0 and 100.")
+# Days from an invoice's issue date to its due date.
+BILLING_PAYMENT_TERMS_DAYS = env.int("BILLING_PAYMENT_TERMS_DAYS", default=30)
 
 EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
 vars().update(EMAIL_CONFIG)
