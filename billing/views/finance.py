@@ -25,7 +25,6 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from portal import csv_export
-from portal.errors import RuleViolation
 from tenants.access import access_for
 
 from ..documents import last_day
@@ -228,6 +227,16 @@ def _to_detail(invoice: Invoice):
     return redirect("billing:invoice-detail", invoice_id=invoice.pk)
 
 
+def _put_on_form(form, error: ValidationError, *, renamed: dict[str, str] | None = None) -> None:
+    """A service's field errors on the page's form (its names may differ from the form's)."""
+    if not hasattr(error, "error_dict"):
+        form.add_error(None, error.messages)
+        return
+    for name, messages_ in error.message_dict.items():
+        name = (renamed or {}).get(name, name)
+        form.add_error(name if name in form.fields else None, messages_)
+
+
 def _form_refused(request, invoice: Invoice, name: str, form) -> HttpResponse:
     invoice = invoice_for_detail(user=request.user, invoice_id=invoice.pk)
     context = _detail_context(request, invoice, **{name: form, "open_form": name})
@@ -248,7 +257,11 @@ def invoice_recompute(request, invoice_id: int):
 @finance_required
 def invoice_issue(request, invoice_id: int):
     invoice = _invoice(request, invoice_id)
-    issued = invoicing.invoice_issue(invoice_id=invoice.pk, actor=request.user)
+    try:
+        issued = invoicing.invoice_issue(invoice_id=invoice.pk, actor=request.user)
+    except ValidationError as error:
+        messages.error(request, f"{invoice} was not issued: {' '.join(error.messages)}")
+        return _to_detail(invoice)
     messages.success(request, f"Issued {issued.number}, due {issued.due_date:%Y-%m-%d}.")
     return _to_detail(invoice)
 
@@ -267,8 +280,12 @@ def invoice_pay(request, invoice_id: int):
     paid_at = None
     if paid_on is not None and paid_on != timezone.now().date():
         paid_at = datetime.combine(paid_on, time(12), tzinfo=UTC)
-    invoicing.invoice_mark_paid(invoice_id=invoice.pk, actor=request.user, paid_at=paid_at,
-                                reference=form.cleaned_data["reference"])
+    try:
+        invoicing.invoice_mark_paid(invoice_id=invoice.pk, actor=request.user, paid_at=paid_at,
+                                    reference=form.cleaned_data["reference"])
+    except ValidationError as error:
+        _put_on_form(form, error, renamed={"paid_at": "paid_on"})
+        return _form_refused(request, invoice, "payment_form", form)
     messages.success(request, f"{invoice} marked paid.")
     return _to_detail(invoice)
 
@@ -280,8 +297,12 @@ def invoice_void(request, invoice_id: int):
     form = VoidForm(request.POST)
     if not form.is_valid():
         return _form_refused(request, invoice, "void_form", form)
-    invoicing.invoice_void(invoice_id=invoice.pk, actor=request.user,
-                           reason=form.cleaned_data["reason"])
+    try:
+        invoicing.invoice_void(invoice_id=invoice.pk, actor=request.user,
+                               reason=form.cleaned_data["reason"])
+    except ValidationError as error:
+        _put_on_form(form, error)
+        return _form_refused(request, invoice, "void_form", form)
     messages.success(request, f"{invoice} is void.")
     return _to_detail(invoice)
 
@@ -300,10 +321,7 @@ def invoice_credit_note(request, invoice_id: int):
         )
     except ValidationError as error:
         # The service's field errors (an amount over what is left to credit) go on the form.
-        form.add_error(None, error)
-        return _form_refused(request, invoice, "credit_form", form)
-    except RuleViolation as error:
-        form.add_error("amount", str(error))
+        _put_on_form(form, error)
         return _form_refused(request, invoice, "credit_form", form)
     messages.success(request, f"Credit note {note.number} for {note.amount} issued.")
     return _to_detail(invoice)
@@ -357,6 +375,7 @@ def cost_center_list(request):
     centers = sorted({row.cost_center for row in rows})
     by_key = {(row.cost_center, row.month): row.total for row in rows}
     chart = {
+        "currency": settings.BILLING_CURRENCY,
         "labels": [f"{month:%Y-%m}" for month in months],
         "datasets": [
             {
@@ -383,6 +402,7 @@ def cost_center_list(request):
         "selected_statuses": query.getlist("status"),
         "choices": invoice_filter_choices(user=request.user),
         "export_query": _query_without(request, "format"),
+        "currency": settings.BILLING_CURRENCY,
     }
     return render(request, "billing/finance/cost_centers.html", context,
                   status=400 if errors else 200)
