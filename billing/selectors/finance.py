@@ -15,6 +15,7 @@ from tenants.models import Tenant
 from ..models import CreditNote, Invoice, InvoiceLine, InvoiceStatus
 from .invoices import invoice_get_for_user, invoices_visible_to
 
+CENT = Decimal("0.01")
 ZERO = Value(Decimal("0"), output_field=DecimalField(max_digits=16, decimal_places=2))
 
 
@@ -25,6 +26,9 @@ def invoices_for_list(*, user) -> QuerySet[Invoice]:
         .select_related("tenant", "issued_by")
         .order_by("-period_start", "tenant_name", "-id")
     )
+
+
+COUNTS = ("count", "drafts")
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,8 @@ def invoice_totals(*, invoices: QuerySet[Invoice]) -> InvoiceTotals:
         tax=Coalesce(Sum("tax"), ZERO),
         total=Coalesce(Sum("total"), ZERO),
     )
-    return InvoiceTotals(**sums)
+    money = {key: value.quantize(CENT) for key, value in sums.items() if key not in COUNTS}
+    return InvoiceTotals(count=sums["count"], drafts=sums["drafts"], **money)
 
 
 def invoice_for_detail(*, user, invoice_id: int) -> Invoice:
@@ -122,10 +127,10 @@ def cost_center_rollup(*, invoices: QuerySet[Invoice]) -> list[CostCenterMonth]:
             cost_center=row["cost_center"],
             month=row["period_start"],
             invoices=row["count"],
-            subtotal=row["subtotal_sum"],
-            total=row["total_sum"],
-            paid=row["paid_sum"],
-            outstanding=row["outstanding_sum"],
+            subtotal=row["subtotal_sum"].quantize(CENT),
+            total=row["total_sum"].quantize(CENT),
+            paid=row["paid_sum"].quantize(CENT),
+            outstanding=row["outstanding_sum"].quantize(CENT),
         )
         for row in rows
     ]
