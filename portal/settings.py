@@ -524,3 +524,17 @@ API_TOKEN_MAX_LIFETIME_DAYS = env.int("API_TOKEN_MAX_LIFETIME_DAYS", default=90)
 # Ask Keycloak (token introspection) on every API request whether a bearer access token is
 # still active, so that one revoked in Keycloak is refused at once rather than at its expiry.
 OIDC_INTROSPECT_ACCESS_TOKENS = env.bool("OIDC_INTROSPECT_ACCESS_TOKENS", default=True)
+# Billing (invoices and budgets): drafts for the month just ended once its last hours are
+# metered, and budget alerts every hour.
+from celery.schedules import crontab  # noqa: E402
+
+CELERY_BEAT_SCHEDULE |= {
+    "billing-invoices-month-end": {
+        "task": "billing.tasks.invoices_month_end_task",
+        "schedule": crontab(minute=0, hour=3, day_of_month=1),
+    },
+    "billing-budget-alerts-hourly": {
+        "task": "billing.tasks.budget_alerts_task",
+        "schedule": crontab(minute=20),
+    },
+}
