@@ -36,6 +36,7 @@
         animation: false,
         responsive: true,
         maintainAspectRatio: false,
+        datasets: { bar: { maxBarThickness: 90 } },
         scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true, title: { display: true, text: data.currency } } },
         plugins: { legend: { position: "bottom" } },
       },
