@@ -8,7 +8,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
@@ -102,3 +102,11 @@ def invoice_document(*, invoice: Invoice) -> documents.InvoiceDocument:
         currency=invoice.currency or settings.BILLING_CURRENCY,
         status=invoice.status,
     )
+
+
+def invoice_documents(*, invoices: QuerySet[Invoice]) -> list[documents.InvoiceDocument]:
+    """The documents of many invoices (an export of a filtered list) in three queries."""
+    rows = invoices.select_related("tenant").prefetch_related(
+        Prefetch("lines", queryset=InvoiceLine.objects.order_by("position", "pk"))
+    )
+    return [invoice_document(invoice=invoice) for invoice in rows]

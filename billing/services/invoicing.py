@@ -101,10 +101,18 @@ def _event_json(event: HealthEvent) -> dict[str, Any]:
 
 
 def _downtime_credit(
-    *, tenant: Tenant, start: datetime, end: datetime, rates: list[calculations.Rate]
+    *,
+    tenant: Tenant,
+    start: datetime,
+    end: datetime,
+    rates: list[calculations.Rate],
+    usage: list[calculations.UsageAmount],
 ) -> tuple[tuple[calculations.InvoiceLine, ...], dict[tuple[str, datetime], list[dict]]]:
     """Credit lines for the tenant's measured GPU time on hosts under a critical event, and
-    the events behind each line (keyed by resource class and line start)."""
+    the events behind each line (keyed by resource class and line start).
+
+    An hour's credit never exceeds what was billed for it (its allocated unit-seconds): DCGM
+    may see a GPU busy a little longer than the reservation the invoice bills."""
     measured: dict[tuple[str, str, datetime], int] = defaultdict(int)
     rows = (
         UsageRecord.objects.filter(
@@ -126,7 +134,14 @@ def _downtime_credit(
         calculations.CriticalEvent(event.node.hostname, event.opened_at, event.resolved_at)
         for event in events
     ]
-    by_hour = calculations.downtime_credit_by_hour(measured, critical)
+    billed: dict[tuple[datetime, str], int] = defaultdict(int)
+    for resource, hour, seconds in usage:
+        billed[hour, resource] += seconds
+    by_hour = {
+        key: min(seconds, billed[key])
+        for key, seconds in calculations.downtime_credit_by_hour(measured, critical).items()
+        if billed[key]
+    }
     lines = calculations.credit_lines(by_hour, rates, period_start=start, period_end=end)
     # Which hosts earned credit in which (hour, class): a line lists the events of those hosts.
     credited_hosts: dict[tuple[datetime, str], set[str]] = defaultdict(set)
@@ -134,7 +149,8 @@ def _downtime_credit(
         host_measured = {key: s for key, s in measured.items() if key[0] == hostname}
         host_events = [event for event in critical if event.hostname == hostname]
         for key in calculations.downtime_credit_by_hour(host_measured, host_events):
-            credited_hosts[key].add(hostname)
+            if key in by_hour:
+                credited_hosts[key].add(hostname)
     events_by_line: dict[tuple[str, datetime], list[dict]] = {}
     for line in lines:
         hosts = {
@@ -203,7 +219,7 @@ def _compute_into(invoice: Invoice, *, tenant: Tenant) -> Invoice:
     usage = usage_amounts(tenant_ids=[tenant.pk], start=start, end=end).get(tenant.pk, [])
     try:
         credits, events_by_line = _downtime_credit(
-            tenant=tenant, start=start, end=end, rates=rates
+            tenant=tenant, start=start, end=end, rates=rates, usage=usage
         )
         computation = calculations.invoice_lines(
             usage,
@@ -309,11 +325,18 @@ def invoices_draft_month(*, month: date, actor=None) -> list[Invoice]:
     start, end = month_period(month)
     _check_period_ended(start, end, now=timezone.now())
     drafts = []
+    issued = set(
+        Invoice.objects.filter(period_start=start)
+        .exclude(status__in=[InvoiceStatus.DRAFT, InvoiceStatus.VOID])
+        .values_list("tenant_id", flat=True)
+    )
     for tenant in _tenants_to_bill(start, end):
+        if tenant.pk in issued:
+            continue  # issued already: it never changes
         try:
             drafts.append(invoice_compute(tenant=tenant, month=start.date(), actor=actor))
         except RuleViolation as error:
-            logger.info("No draft for %s %s: %s", tenant.slug, f"{start:%Y-%m}", error)
+            logger.warning("No draft for %s in %s: %s", tenant.slug, f"{start:%Y-%m}", error)
     return drafts
 
 
@@ -427,9 +450,10 @@ def invoice_mark_paid(
     max_length = Invoice._meta.get_field("payment_reference").max_length
     if len(reference) > max_length:
         raise ValidationError({"reference": [f"At most {max_length} characters."]})
-    paid_at = paid_at or timezone.now()
-    if invoice.issued_at is not None and paid_at < invoice.issued_at - timedelta(days=1):
-        raise ValidationError({"paid_at": ["A payment comes after the invoice was issued."]})
+    now = timezone.now()
+    paid_at = paid_at or now
+    if paid_at > now + timedelta(minutes=5):
+        raise ValidationError({"paid_at": ["A payment is recorded once it has been made."]})
     invoice.move_to(
         InvoiceStatus.PAID, paid_at=paid_at, paid_by=actor, payment_reference=reference
     )
@@ -467,10 +491,13 @@ def invoice_void(*, invoice_id: int, actor, reason: str) -> Invoice:
     return invoice
 
 
-@transaction.atomic
-def credit_note_create(*, invoice_id: int, actor, amount: Decimal, reason: str) -> CreditNote:
-    """Credit part or all of what is left of an issued (or paid) invoice, numbered
-    CN-<year>-<0001>; the invoice itself never changes."""
+def credit_note_check(*, invoice: Invoice, amount: Any, reason: str) -> tuple[Decimal, str]:
+    """Refuse a credit note for an invoice not issued, of a bad amount or more than is left,
+    or without a reason (field errors `amount` and `reason`); return the amount and reason."""
+    if invoice.status not in (InvoiceStatus.ISSUED, InvoiceStatus.PAID):
+        raise RuleViolation(
+            f"{invoice} is {invoice.status}: only an issued or paid invoice takes a credit note."
+        )
     errors: dict[str, list[str]] = {}
     reason = (reason or "").strip()
     if not reason:
@@ -478,25 +505,29 @@ def credit_note_create(*, invoice_id: int, actor, amount: Decimal, reason: str) 
     elif len(reason) > CreditNote._meta.get_field("reason").max_length:
         errors["reason"] = ["At most 500 characters."]
     try:
+        if isinstance(amount, float):
+            raise TypeError(amount)
         amount = Decimal(amount)
+        credited = invoice.credit_notes.aggregate(total=Sum("amount"))["total"] or Decimal("0")
+        calculations.check_credit_note(
+            invoice_total=invoice.total, already_credited=credited, amount=amount
+        )
+    except calculations.CreditNoteError as error:
+        errors["amount"] = [str(error)]
     except (ArithmeticError, TypeError, ValueError):
         errors["amount"] = [f"{amount!r} is not an amount of money."]
-    invoice = _locked(invoice_id)
-    if invoice.status not in (InvoiceStatus.ISSUED, InvoiceStatus.PAID):
-        raise RuleViolation(
-            f"{invoice} is {invoice.status}: only an issued or paid invoice takes a credit note."
-        )
-    if "amount" not in errors:
-        # The invoice's row lock serialises credit notes: two cannot both take what is left.
-        credited = invoice.credit_notes.aggregate(total=Sum("amount"))["total"] or Decimal("0")
-        try:
-            calculations.check_credit_note(
-                invoice_total=invoice.total, already_credited=credited, amount=amount
-            )
-        except calculations.CreditNoteError as error:
-            errors["amount"] = [str(error)]
     if errors:
         raise ValidationError(errors)
+    return amount, reason
+
+
+@transaction.atomic
+def credit_note_create(*, invoice_id: int, actor, amount: Decimal, reason: str) -> CreditNote:
+    """Credit part or all of what is left of an issued (or paid) invoice, numbered
+    CN-<year>-<0001>; the invoice itself never changes."""
+    # The invoice's row lock serialises credit notes: two cannot both take what is left.
+    invoice = _locked(invoice_id)
+    amount, reason = credit_note_check(invoice=invoice, amount=amount, reason=reason)
     issue_date = timezone.localdate()
     note = CreditNote.objects.create(
         invoice=invoice,

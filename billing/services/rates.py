@@ -147,6 +147,14 @@ def _snapshot(rate: Rate) -> dict[str, Any]:
     }
 
 
+def rate_check(*, rate: Rate) -> None:
+    """Everything `rate_save` checks, without saving (forms show the errors on their fields)."""
+    rate_validate(rate=rate)
+    stored = Rate.objects.filter(pk=rate.pk).first() if rate.pk is not None else None
+    if stored is not None:
+        _check_issued_prices_kept(stored, rate)
+
+
 @transaction.atomic
 def rate_save(*, actor, rate: Rate) -> Rate:
     """Create or change a rate (validated against the card and issued invoices; audited)."""

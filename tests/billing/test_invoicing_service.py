@@ -399,3 +399,70 @@ def test_the_document_of_an_issued_invoice_is_what_was_stored(tenant, january, f
     assert document.due_date == date(2026, 2, 2) + timedelta(days=30)
     assert [line.amount for line in document.lines] == [Decimal("6.25"), Decimal("16.50")]
     assert document.totals.total == Decimal("22.75")
+
+
+def test_a_downtime_credit_never_exceeds_what_the_hour_billed(tenant, rates):
+    node = NodeFactory(hostname="gpu-c")
+    HealthEvent.objects.create(
+        node=node, kind=HealthEvent.Kind.NOT_READY, severity=Severity.CRITICAL,
+        opened_at=utc(2026, 1, 8, 0), resolved_at=None,  # still open
+    )
+    # Reserved 1 GPU-hour, DCGM saw 2 (clock skew): the credit is the hour billed, -2.50.
+    allocated(tenant, utc(2026, 1, 8, 3), 3600)
+    measured(tenant, "gpu-c", utc(2026, 1, 8, 3), 7200)
+    # DCGM saw usage in an hour nothing was reserved: nothing billed, nothing credited.
+    measured(tenant, "gpu-c", utc(2026, 1, 8, 4), 3600)
+
+    invoice = invoicing.invoice_compute(tenant=tenant, month=JAN)
+
+    credit = invoice.lines.get(kind="credit")
+    assert (credit.unit_seconds, credit.amount) == (-3600, Decimal("-2.50"))
+    assert [event["resolved_at"] for event in credit.events] == [None]
+    assert invoice.total == Decimal("0.00")
+
+
+def test_the_month_end_drafts_leave_issued_invoices_alone(tenant, other_tenant, rates, finance):
+    allocated(tenant, utc(2026, 1, 3), 3600)
+    allocated(other_tenant, utc(2026, 1, 3), 7200)
+    first = invoicing.invoices_draft_month(month=JAN)
+    issued = invoicing.invoice_issue(invoice_id=first[0].pk, actor=finance)
+    allocated(tenant, utc(2026, 1, 4), 3600)
+    allocated(other_tenant, utc(2026, 1, 4), 3600)
+
+    again = invoicing.invoices_draft_month(month=JAN)
+
+    assert [invoice.tenant_name for invoice in first] == ["Acme Labs", "Globex Corp"]
+    assert [(invoice.tenant_name, invoice.total) for invoice in again] == [
+        ("Globex Corp", Decimal("7.50"))
+    ]
+    assert Invoice.objects.get(pk=issued.pk).total == Decimal("2.50")
+
+
+def test_documents_of_many_invoices_take_the_same_queries(tenant, other_tenant, rates,
+                                                          django_assert_num_queries):
+    from billing.selectors.invoices import invoice_documents
+
+    allocated(tenant, utc(2026, 1, 3), 3600)
+    allocated(other_tenant, utc(2026, 1, 20), 7200)
+    invoicing.invoices_draft_month(month=JAN)
+
+    with django_assert_num_queries(2):
+        documents = invoice_documents(invoices=Invoice.objects.order_by("tenant_name"))
+
+    assert [(d.tenant_slug, d.number, d.totals.total) for d in documents] == [
+        ("acme", "DRAFT", Decimal("2.50")), ("globex", "DRAFT", Decimal("6.00")),
+    ]
+
+
+def test_a_payment_in_the_future_is_refused(tenant, january, finance):
+    invoice = invoicing.invoice_issue(
+        invoice_id=invoicing.invoice_compute(tenant=tenant, month=JAN).pk, actor=finance
+    )
+
+    with pytest.raises(ValidationError) as refused:
+        invoicing.invoice_mark_paid(
+            invoice_id=invoice.pk, actor=finance,
+            paid_at=datetime.now(tz=UTC) + timedelta(days=3),
+        )
+    assert "paid_at" in refused.value.message_dict
+    assert Invoice.objects.get(pk=invoice.pk).status == "issued"
