@@ -13,7 +13,7 @@ from portal import csv_export
 
 from . import exports
 from .models import Invoice
-from .selectors.invoices import invoice_document
+from .selectors.invoices import invoice_document, invoice_documents
 
 CONTENT_TYPES = {
     "csv": "text/csv; charset=utf-8",
@@ -61,14 +61,14 @@ def _csv_chunks(invoices: Iterable[Invoice]) -> Iterator[str]:
 
 def invoices_file(*, invoices: QuerySet[Invoice], fmt: str) -> HttpResponse:
     """A filtered list of invoices: CSV streamed (one row per line), or an XLSX workbook."""
-    invoices = invoices.prefetch_related("lines")
     filename = f"invoices-{timezone.now():%Y-%m-%d}"
     if fmt == "csv":
         response = StreamingHttpResponse(
-            _csv_chunks(invoices.iterator(chunk_size=200)), content_type=CONTENT_TYPES["csv"]
+            _csv_chunks(invoices.prefetch_related("lines").iterator(chunk_size=200)),
+            content_type=CONTENT_TYPES["csv"],
         )
         response["Content-Disposition"] = f'attachment; filename="{filename}.csv"'
         response["Cache-Control"] = "no-store"
         return response
-    body = exports.invoices_xlsx(documents=[invoice_document(invoice=i) for i in invoices])
+    body = exports.invoices_xlsx(documents=invoice_documents(invoices=invoices))
     return attachment(body, fmt=fmt, filename=filename)
