@@ -132,3 +132,14 @@ def test_finance_filters_issues_in_bulk_and_downloads_an_invoice(page, finance):
     page.wait_for_function("() => window.Chart && Object.keys(Chart.instances).length > 0")
     screenshot(page, "finance-cost-centers")
     assert page.locator("#rollup-table tr[data-cost-center]").count() == 4
+
+    # On a phone, no finance page scrolls sideways (wide tables scroll in their own box).
+    page.set_viewport_size({"width": 320, "height": 700})
+    for path in ("/billing/invoices/", f"/billing/invoices/{books['orbit-feb'].pk}/",
+                 "/billing/cost-centers/"):
+        page.goto(path)
+        page.wait_for_function(
+            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth",
+            timeout=3_000,
+        )
+    screenshot(page, "finance-cost-centers-phone")
