@@ -8,11 +8,15 @@ paid, void with a reason). An invoice is never edited here, and an issued one ne
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet, Sum
+from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
@@ -179,6 +183,17 @@ class MarkPaidForm(forms.Form):
     )
 
 
+class DraftMonthForm(forms.Form):
+    month = forms.DateField(
+        label="Month", input_formats=["%Y-%m"], widget=forms.DateInput(attrs={"type": "month"}),
+        help_text="Drafts (or recomputes) the invoice of every tenant with usage in that month.",
+    )
+
+    @staticmethod
+    def last_month() -> str:
+        return f"{timezone.localdate().replace(day=1) - timedelta(days=1):%Y-%m}"
+
+
 class VoidForm(forms.Form):
     reason = forms.CharField(
         label="Reason", max_length=500, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
@@ -218,7 +233,46 @@ class InvoiceAdmin(admin.ModelAdmin):
     ]
 
     def has_add_permission(self, request) -> bool:
-        return False  # drafts come from the month-end task and the "recompute" action
+        return False  # drafts come from the month-end task and "Draft a month's invoices"
+
+    def get_urls(self):
+        draft_month = self.admin_site.admin_view(self.draft_month_view)
+        return [
+            path("draft-month/", draft_month, name="billing_invoice_draft_month"),
+            *super().get_urls(),
+        ]
+
+    def draft_month_view(self, request):
+        """Draft every tenant's invoice for a month that has ended (the month-end task's work,
+        on demand)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        form = DraftMonthForm(
+            request.POST if request.method == "POST" else None,
+            initial={"month": DraftMonthForm.last_month()},
+        )
+        if request.method == "POST" and form.is_valid():
+            month = form.cleaned_data["month"]
+            try:
+                drafts = invoicing.invoices_draft_month(month=month, actor=request.user)
+            except DomainError as error:
+                form.add_error("month", str(error))
+            else:
+                self.message_user(
+                    request, f"Drafted {len(drafts)} invoice(s) for {month:%B %Y}."
+                )
+                changelist = reverse("admin:billing_invoice_changelist")
+                return HttpResponseRedirect(f"{changelist}?period={month:%Y-%m}")
+        return TemplateResponse(
+            request,
+            "admin/billing/invoice/draft_month.html",
+            {
+                **self.admin_site.each_context(request),
+                "opts": self.opts,
+                "title": "Draft a month's invoices",
+                "form": form,
+            },
+        )
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False  # never edited: drafts are recomputed, issued ones never change

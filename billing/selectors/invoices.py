@@ -1,22 +1,25 @@
-"""Invoices as people may see them, and as the exports read them.
+"""Invoices as people may see them, as the exports read them, and the downtime credit's facts.
 
 Finance and platform admins see every invoice; a tenant's members see their tenants' invoices
 once issued (drafts are finance's working copies). Missing and forbidden are the same 404.
 """
 
+from collections import defaultdict
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
+from inventory.models import HealthEvent, Severity
 from tenants.access import access_for
 
 from .. import calculations, documents
 from ..calculations.invoicing import class_label
-from ..models import Invoice, InvoiceLine, InvoiceStatus
+from ..models import Invoice, InvoiceLine, InvoiceStatus, UsageRecord
 
 
 def invoices_visible_to(user) -> QuerySet[Invoice]:
@@ -110,3 +113,101 @@ def invoice_documents(*, invoices: QuerySet[Invoice]) -> list[documents.InvoiceD
         Prefetch("lines", queryset=InvoiceLine.objects.order_by("position", "pk"))
     )
     return [invoice_document(invoice=invoice) for invoice in rows]
+
+
+# --- the downtime credit ----------------------------------------------------------------------
+
+
+def _critical_events(hostnames: set[str], start: datetime, end: datetime) -> list[HealthEvent]:
+    if not hostnames:
+        return []
+    return list(
+        HealthEvent.objects.filter(
+            severity=Severity.CRITICAL,
+            node__hostname__in=hostnames,
+            opened_at__lt=end,
+        )
+        .filter(Q(resolved_at__isnull=True) | Q(resolved_at__gt=start))
+        .select_related("node")
+        .order_by("opened_at", "pk")
+    )
+
+
+def _event_json(event: HealthEvent) -> dict[str, Any]:
+    return {
+        "id": event.pk,
+        "hostname": event.node.hostname,
+        "kind": event.kind,
+        "detail": event.detail,
+        "opened_at": event.opened_at.isoformat(),
+        "resolved_at": event.resolved_at.isoformat() if event.resolved_at else None,
+    }
+
+
+def downtime_credit(
+    *,
+    tenant_id: int,
+    start: datetime,
+    end: datetime,
+    rates: list[calculations.Rate],
+    usage: list[calculations.UsageAmount],
+) -> tuple[tuple[calculations.InvoiceLine, ...], dict[tuple[str, datetime], list[dict]]]:
+    """Credit lines for the tenant's measured GPU time on hosts under a critical event, and
+    the events behind each line (keyed by resource class and line start).
+
+    An hour's credit never exceeds what was billed for it (its allocated unit-seconds): DCGM
+    may see a GPU busy a little longer than the reservation the invoice bills."""
+    measured: dict[tuple[str, str, datetime], int] = defaultdict(int)
+    rows = (
+        UsageRecord.objects.filter(
+            tenant_id=tenant_id,
+            source=UsageRecord.Source.MEASURED,
+            hour__gte=start,
+            hour__lt=end,
+            unit_seconds__gt=0,
+        )
+        .exclude(hostname="")
+        .values_list("hostname", "resource", "hour", "unit_seconds")
+    )
+    for hostname, resource, hour, seconds in rows:
+        measured[hostname, resource, hour] += seconds
+    events = _critical_events({key[0] for key in measured}, start, end)
+    if not events:
+        return (), {}
+    critical = [
+        calculations.CriticalEvent(event.node.hostname, event.opened_at, event.resolved_at)
+        for event in events
+    ]
+    billed: dict[tuple[datetime, str], int] = defaultdict(int)
+    for resource, hour, seconds in usage:
+        billed[hour, resource] += seconds
+    by_hour = {
+        key: min(seconds, billed[key])
+        for key, seconds in calculations.downtime_credit_by_hour(measured, critical).items()
+        if billed[key]
+    }
+    lines = calculations.credit_lines(by_hour, rates, period_start=start, period_end=end)
+    # Which hosts earned credit in which (hour, class): a line lists the events of those hosts.
+    credited_hosts: dict[tuple[datetime, str], set[str]] = defaultdict(set)
+    for hostname in {key[0] for key in measured}:
+        host_measured = {key: s for key, s in measured.items() if key[0] == hostname}
+        host_events = [event for event in critical if event.hostname == hostname]
+        for key in calculations.downtime_credit_by_hour(host_measured, host_events):
+            if key in by_hour:
+                credited_hosts[key].add(hostname)
+    events_by_line: dict[tuple[str, datetime], list[dict]] = {}
+    for line in lines:
+        hosts = {
+            hostname
+            for (hour, resource), names in credited_hosts.items()
+            if resource == line.resource and line.period_start <= hour < line.period_end
+            for hostname in names
+        }
+        events_by_line[line.resource, line.period_start] = [
+            _event_json(event)
+            for event in events
+            if event.node.hostname in hosts
+            and event.opened_at < line.period_end
+            and (event.resolved_at is None or event.resolved_at > line.period_start)
+        ]
+    return lines, events_by_line

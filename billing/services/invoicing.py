@@ -12,7 +12,6 @@ row lock, in the same transaction as the issue, so they run without gaps.
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -23,7 +22,6 @@ from django.db import transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
 
-from inventory.models import HealthEvent, Severity
 from portal.audit import audit
 from portal.errors import DomainError, InvalidTransition, RuleViolation
 from tenants.models import Tenant
@@ -40,6 +38,7 @@ from ..models import (
     InvoiceStatus,
     UsageRecord,
 )
+from ..selectors.invoices import downtime_credit
 from ..selectors.rates import rate_card
 from ..selectors.usage import usage_amounts
 from .accounts import billing_account_for
@@ -69,104 +68,6 @@ def _check_period_ended(start: datetime, end: datetime, *, now: datetime) -> Non
             f"{start:%B %Y} has not ended yet: its invoice can be computed from "
             f"{end:%Y-%m-%d %H:%M} UTC."
         )
-
-
-# --- the downtime credit ----------------------------------------------------------------------
-
-
-def _critical_events(hostnames: set[str], start: datetime, end: datetime) -> list[HealthEvent]:
-    if not hostnames:
-        return []
-    return list(
-        HealthEvent.objects.filter(
-            severity=Severity.CRITICAL,
-            node__hostname__in=hostnames,
-            opened_at__lt=end,
-        )
-        .filter(Q(resolved_at__isnull=True) | Q(resolved_at__gt=start))
-        .select_related("node")
-        .order_by("opened_at", "pk")
-    )
-
-
-def _event_json(event: HealthEvent) -> dict[str, Any]:
-    return {
-        "id": event.pk,
-        "hostname": event.node.hostname,
-        "kind": event.kind,
-        "detail": event.detail,
-        "opened_at": event.opened_at.isoformat(),
-        "resolved_at": event.resolved_at.isoformat() if event.resolved_at else None,
-    }
-
-
-def _downtime_credit(
-    *,
-    tenant: Tenant,
-    start: datetime,
-    end: datetime,
-    rates: list[calculations.Rate],
-    usage: list[calculations.UsageAmount],
-) -> tuple[tuple[calculations.InvoiceLine, ...], dict[tuple[str, datetime], list[dict]]]:
-    """Credit lines for the tenant's measured GPU time on hosts under a critical event, and
-    the events behind each line (keyed by resource class and line start).
-
-    An hour's credit never exceeds what was billed for it (its allocated unit-seconds): DCGM
-    may see a GPU busy a little longer than the reservation the invoice bills."""
-    measured: dict[tuple[str, str, datetime], int] = defaultdict(int)
-    rows = (
-        UsageRecord.objects.filter(
-            tenant=tenant,
-            source=UsageRecord.Source.MEASURED,
-            hour__gte=start,
-            hour__lt=end,
-            unit_seconds__gt=0,
-        )
-        .exclude(hostname="")
-        .values_list("hostname", "resource", "hour", "unit_seconds")
-    )
-    for hostname, resource, hour, seconds in rows:
-        measured[hostname, resource, hour] += seconds
-    events = _critical_events({key[0] for key in measured}, start, end)
-    if not events:
-        return (), {}
-    critical = [
-        calculations.CriticalEvent(event.node.hostname, event.opened_at, event.resolved_at)
-        for event in events
-    ]
-    billed: dict[tuple[datetime, str], int] = defaultdict(int)
-    for resource, hour, seconds in usage:
-        billed[hour, resource] += seconds
-    by_hour = {
-        key: min(seconds, billed[key])
-        for key, seconds in calculations.downtime_credit_by_hour(measured, critical).items()
-        if billed[key]
-    }
-    lines = calculations.credit_lines(by_hour, rates, period_start=start, period_end=end)
-    # Which hosts earned credit in which (hour, class): a line lists the events of those hosts.
-    credited_hosts: dict[tuple[datetime, str], set[str]] = defaultdict(set)
-    for hostname in {key[0] for key in measured}:
-        host_measured = {key: s for key, s in measured.items() if key[0] == hostname}
-        host_events = [event for event in critical if event.hostname == hostname]
-        for key in calculations.downtime_credit_by_hour(host_measured, host_events):
-            if key in by_hour:
-                credited_hosts[key].add(hostname)
-    events_by_line: dict[tuple[str, datetime], list[dict]] = {}
-    for line in lines:
-        hosts = {
-            hostname
-            for (hour, resource), names in credited_hosts.items()
-            if resource == line.resource and line.period_start <= hour < line.period_end
-            for hostname in names
-        }
-        events_by_line[line.resource, line.period_start] = [
-            _event_json(event)
-            for event in events
-            if event.node.hostname in hosts
-            and event.opened_at < line.period_end
-            and (event.resolved_at is None or event.resolved_at > line.period_start)
-        ]
-    return lines, events_by_line
 
 
 # --- computing a draft ------------------------------------------------------------------------
@@ -218,8 +119,8 @@ def _compute_into(invoice: Invoice, *, tenant: Tenant) -> Invoice:
     rates = rate_card(start=start, end=end)
     usage = usage_amounts(tenant_ids=[tenant.pk], start=start, end=end).get(tenant.pk, [])
     try:
-        credits, events_by_line = _downtime_credit(
-            tenant=tenant, start=start, end=end, rates=rates, usage=usage
+        credits, events_by_line = downtime_credit(
+            tenant_id=tenant.pk, start=start, end=end, rates=rates, usage=usage
         )
         computation = calculations.invoice_lines(
             usage,
@@ -376,7 +277,12 @@ def _locked(invoice_id: int, *, for_tenant: bool = False) -> Invoice:
 @transaction.atomic
 def invoice_issue(*, invoice_id: int, actor, issue_date: date | None = None) -> Invoice:
     """Issue a draft: recomputed first (what is issued is current), then numbered
-    INV-<year>-<0001>, dated, due after the payment terms, and immutable from then on."""
+    INV-<year>-<0001>, dated, due after the payment terms, and immutable from then on.
+
+    Refused while some of its usage has no rate in force (add the rate, then issue: usage is
+    never billed at zero); usage of a class outside the vocabulary, which no rate can price,
+    is issued as shown-but-not-billed.
+    """
     invoice = _locked(invoice_id, for_tenant=True)
     if not invoice.is_draft:
         raise InvalidTransition(invoice, invoice.status, InvoiceStatus.ISSUED)

@@ -156,3 +156,14 @@ def test_the_month_end_task_drafts_last_months_invoices(tenant, other_tenant):
     assert [(i.tenant_name, i.total, i.status) for i in drafts] == [
         ("Acme Labs", Decimal("7.50"), "draft"), ("Globex Corp", Decimal("2.50"), "draft"),
     ]
+
+
+def test_beat_runs_the_month_end_drafts_on_the_1st_and_the_alerts_hourly(settings):
+    from portal.celery import app
+
+    month_end = settings.CELERY_BEAT_SCHEDULE["billing-invoices-month-end"]
+    hourly = settings.CELERY_BEAT_SCHEDULE["billing-budget-alerts-hourly"]
+
+    assert month_end["task"] in app.tasks and hourly["task"] in app.tasks
+    assert month_end["schedule"].day_of_month == {1}
+    assert month_end["schedule"].hour == {3} and len(hourly["schedule"].hour) == 24

@@ -237,6 +237,39 @@ def test_void_needs_a_reason(login, platform_admin, finance, tenant, rate):
     assert (invoice.status, invoice.void_reason) == ("void", "Billed the wrong tenant")
 
 
+def test_a_month_is_drafted_from_the_invoice_list(login, platform_admin, tenant, other_tenant,
+                                                 rate):
+    for who in (tenant, other_tenant):
+        UsageRecord.objects.create(tenant=who, source="allocated", resource=H100,
+                                   hour=utc(2026, 1, 9), unit_seconds=3600)
+    client = login(platform_admin)
+
+    assert 'id="draft-month"' in client.get(CHANGELIST).content.decode()
+    page = client.get(f"{CHANGELIST}draft-month/")
+    assert page.status_code == 200 and 'type="month"' in page.content.decode()
+    this_month = f"{date.today():%Y-%m}"
+    refused = client.post(f"{CHANGELIST}draft-month/", {"month": this_month})
+    assert "has not ended yet" in refused.content.decode()
+    assert Invoice.objects.count() == 0
+    response = client.post(f"{CHANGELIST}draft-month/", {"month": "2026-01"})
+
+    assert response.status_code == 302
+    assert response["Location"] == f"{CHANGELIST}?period=2026-01"
+    assert sorted(Invoice.objects.values_list("tenant_name", "status")) == [
+        ("Acme Labs", "draft"), ("Globex Corp", "draft"),
+    ]
+    assert AuditEvent.objects.filter(action="invoice.compute", actor=platform_admin).count() == 2
+
+
+def test_only_platform_admins_reach_the_billing_admin(login, finance, tenant_owner):
+    for user in (finance, tenant_owner):
+        client = login(user)
+        assert client.get(f"{CHANGELIST}draft-month/").status_code == 302  # to the admin login
+        client.post(f"{CHANGELIST}draft-month/", {"month": "2026-01"})
+        client.logout()
+    assert Invoice.objects.count() == 0
+
+
 # --- credit notes and budget alerts -----------------------------------------------------------
 
 

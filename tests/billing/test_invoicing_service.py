@@ -466,3 +466,46 @@ def test_a_payment_in_the_future_is_refused(tenant, january, finance):
         )
     assert "paid_at" in refused.value.message_dict
     assert Invoice.objects.get(pk=invoice.pk).status == "issued"
+
+
+def _meter(workload, history, *, ended_at) -> None:
+    """Allocated records of `workload` as the meter writes them (one per class and hour)."""
+    from billing import calculations
+
+    allocations = calculations.allocation_history(history, ended_at=ended_at)
+    buckets = calculations.allocated_seconds(
+        allocations, window_start=utc(2025, 12, 1), window_end=utc(2026, 2, 1)
+    )
+    for (hour, resource), seconds in buckets.items():
+        allocated(workload.tenant, hour, seconds, resource=resource, workload=workload)
+
+
+def test_workloads_metered_across_the_month_end_and_a_mid_hour_scale(tenant, rates):
+    from tenants.models import Workload
+
+    spanning = Workload.objects.create(tenant=tenant, kind="vm", name="spanning")
+    scaled = Workload.objects.create(tenant=tenant, kind="inference", name="scaled")
+    # 1 GPU from Dec 31 22:30 to Jan 1 01:15: 5 400 s in December, 4 500 s in January.
+    _meter(spanning, [(utc(2025, 12, 31, 22, 30), {H100: 1})], ended_at=utc(2026, 1, 1, 1, 15))
+    # 2 GPUs from Jan 20 05:00, scaled to 4 at 06:15, deleted at 07:00:
+    # 2 * 3 600 + 2 * 900 + 4 * 2 700 = 19 800 s.
+    _meter(scaled, [(utc(2026, 1, 20, 5), {H100: 2}), (utc(2026, 1, 20, 6, 15), {H100: 4})],
+           ended_at=utc(2026, 1, 20, 7))
+
+    december = invoicing.invoice_compute(tenant=tenant, month=date(2025, 12, 1))
+    january_invoice = invoicing.invoice_compute(tenant=tenant, month=JAN)
+
+    # December: 1.5 GPU-hours at 2.50 = 3.75.
+    assert [(line.unit_seconds, line.amount) for line in december.lines.all()] == [
+        (5400, Decimal("3.75"))
+    ]
+    # January: 1.25 GPU-hours at 2.50 = 3.125 -> 3.13 (rounded once, half up);
+    # 5.5 GPU-hours at 3.00 = 16.50. Total 19.63.
+    assert [(line.unit_seconds, line.quantity_hours, line.amount)
+            for line in january_invoice.lines.order_by("position")] == [
+        (4500, Decimal("1.250000"), Decimal("3.13")),
+        (19800, Decimal("5.500000"), Decimal("16.50")),
+    ]
+    assert january_invoice.total == Decimal("19.63")
+    stored = UsageRecord.objects.filter(source="allocated").values_list("unit_seconds", flat=True)
+    assert sum(stored) == 5400 + 4500 + 19800  # every second on exactly one invoice
