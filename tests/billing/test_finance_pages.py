@@ -597,3 +597,17 @@ def test_the_period_filter_reads_the_month_in_utc(login, finance, tenant):
     response = login(finance).get(f"{LIST}?period=2025-12")
 
     assert _rows(response) == []
+
+
+def test_the_detail_shows_discount_and_tax_when_there_are_some(login, finance, tenant, settings):
+    from billing.services.accounts import billing_account_update
+
+    settings.BILLING_TAX_PERCENT = Decimal("19")
+    billing_account_update(actor=finance, tenant=tenant, discount_percent=Decimal("10"))
+    invoice = bill(tenant, JAN, 10)  # 25.00, less 10 % = 22.50, plus 19 % tax 4.28 = 26.78
+
+    body = login(finance).get(f"{LIST}{invoice.pk}/").content.decode()
+
+    assert "Discount 10 %" in body and "Tax 19 %" in body
+    assert 'id="total-tax">4.28' in body
+    assert 'id="total-total">EUR 26.78' in body
