@@ -416,10 +416,11 @@ class CreditNoteForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["invoice"].queryset = Invoice.objects.filter(
-            status__in=[Invoice.Status.ISSUED, Invoice.Status.PAID]
-        ).order_by("-issue_date", "-number")
-        self.fields["invoice"].help_text = "Only issued and paid invoices take a credit note."
+        if "invoice" in self.fields:  # the add form (a stored note is only viewed)
+            self.fields["invoice"].queryset = Invoice.objects.filter(
+                status__in=[Invoice.Status.ISSUED, Invoice.Status.PAID]
+            ).order_by("-issue_date", "-number")
+            self.fields["invoice"].help_text = "Only issued and paid invoices take a credit note."
 
     def clean(self):
         cleaned = super().clean()

@@ -286,12 +286,15 @@ def invoice_issue(*, invoice_id: int, actor, issue_date: date | None = None) -> 
     invoice = _locked(invoice_id, for_tenant=True)
     if not invoice.is_draft:
         raise InvalidTransition(invoice, invoice.status, InvoiceStatus.ISSUED)
-    issue_date = issue_date or timezone.localdate()
+    today = timezone.localdate()
+    issue_date = issue_date or today
     if issue_date < invoice.period_end.date():
         first_day = f"{invoice.period_end:%Y-%m-%d}"
         raise ValidationError(
             {"issue_date": [f"An invoice is issued after its month, from {first_day}."]}
         )
+    if issue_date > today:
+        raise ValidationError({"issue_date": ["An invoice is issued today or earlier."]})
     _compute_into(invoice, tenant=invoice.tenant)
     missing = [item for item in invoice.unpriced if item["reason"] == NO_RATE]
     if missing:

@@ -360,3 +360,22 @@ def test_billing_admin_lists_make_the_same_queries_at_two_sizes(
         assert client.get(url).status_code == 200
 
     assert len(many) == len(few), "\n".join(q["sql"] for q in many.captured_queries)
+
+
+def test_every_billing_admin_page_renders(login, platform_admin, finance, tenant, rate):
+    invoice = invoicing.invoice_issue(invoice_id=draft_for(tenant).pk, actor=finance)
+    note = invoicing.credit_note_create(invoice_id=invoice.pk, actor=finance,
+                                        amount=Decimal("1.00"), reason="goodwill")
+    account = BillingAccount.objects.get(tenant=tenant)
+    client = login(platform_admin)
+
+    for url in [
+        "/admin/billing/", "/admin/billing/rate/add/", f"/admin/billing/rate/{rate.pk}/change/",
+        f"/admin/billing/billingaccount/{account.pk}/change/",
+        f"/admin/billing/invoice/{invoice.pk}/change/", "/admin/billing/creditnote/add/",
+        f"/admin/billing/creditnote/{note.pk}/change/",
+    ]:
+        response = client.get(url)
+        assert response.status_code == 200, url
+    page = client.get(f"/admin/billing/invoice/{invoice.pk}/change/").content.decode()
+    assert note.number in page and "goodwill" in page

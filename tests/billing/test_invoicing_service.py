@@ -509,3 +509,17 @@ def test_workloads_metered_across_the_month_end_and_a_mid_hour_scale(tenant, rat
     assert january_invoice.total == Decimal("19.63")
     stored = UsageRecord.objects.filter(source="allocated").values_list("unit_seconds", flat=True)
     assert sum(stored) == 5400 + 4500 + 19800  # every second on exactly one invoice
+
+
+@pytest.mark.parametrize("issue_date", [date(2026, 1, 31), date.today() + timedelta(days=1)])
+def test_an_issue_date_inside_the_month_or_in_the_future_is_refused(
+    tenant, january, finance, issue_date
+):
+    draft = invoicing.invoice_compute(tenant=tenant, month=JAN)
+
+    with pytest.raises(ValidationError) as refused:
+        invoicing.invoice_issue(invoice_id=draft.pk, actor=finance, issue_date=issue_date)
+
+    assert "issue_date" in refused.value.message_dict
+    assert Invoice.objects.get(pk=draft.pk).status == "draft"
+    assert not DocumentSequence.objects.exclude(last=0).exists()
