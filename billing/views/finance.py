@@ -136,11 +136,11 @@ def invoice_list(request):
         "full_path": request.get_full_path(),
         "currency": settings.BILLING_CURRENCY,
     }
-    template = (
-        "billing/finance/invoices.html#invoice-table" if request.htmx
-        else "billing/finance/invoices.html"
-    )
-    return render(request, template, context, status=400 if errors else 200)
+    if request.htmx:
+        # htmx swaps only a 2xx answer: the table with the filter's errors is that answer.
+        return render(request, "billing/finance/invoices.html#invoice-table", context)
+    return render(request, "billing/finance/invoices.html", context,
+                  status=400 if errors else 200)
 
 
 def _last_month() -> date:

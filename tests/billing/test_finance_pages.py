@@ -191,6 +191,16 @@ def test_htmx_filtering_swaps_only_the_table(login, finance, books):
     assert "<html" not in body
 
 
+def test_htmx_filtering_with_a_filter_that_cannot_be_read_swaps_in_the_errors(
+    login, finance, books
+):
+    response = login(finance).get(f"{LIST}?amount_min=lots", headers={"HX-Request": "true"})
+
+    assert response.status_code == 200  # htmx swaps only a 2xx answer
+    assert 'id="filter-errors"' in response.content.decode()
+    assert _rows(response) == []
+
+
 # --- bulk issue, drafting a month --------------------------------------------------------------
 
 
