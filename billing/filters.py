@@ -9,6 +9,7 @@ from django.db.models import Q, QuerySet
 from .models import Invoice, InvoiceStatus
 
 MONTH_FORMAT = "%Y-%m"
+FIRST_YEAR, LAST_YEAR = 2000, 2999
 
 
 def month_start(month: date) -> datetime:
@@ -30,6 +31,14 @@ class MonthField(forms.DateField):
     def __init__(self, **kwargs):
         kwargs.setdefault("input_formats", [MONTH_FORMAT])
         super().__init__(**kwargs)
+
+    def validate(self, value: date | None) -> None:
+        super().validate(value)
+        # A year the calendar arithmetic (next month, due dates) can still count from.
+        if value is not None and not FIRST_YEAR <= value.year <= LAST_YEAR:
+            raise forms.ValidationError(
+                f"Enter a month between {FIRST_YEAR}-01 and {LAST_YEAR}-12.", code="out_of_range"
+            )
 
 
 class MonthFilter(django_filters.Filter):

@@ -273,11 +273,22 @@ def test_drafting_a_month_not_yet_ended_is_refused_with_the_reason(login, financ
     assert not Invoice.objects.exists()
 
 
-def test_drafting_a_month_that_cannot_be_read_is_refused(login, finance, tenant):
-    response = login(finance).post(f"{LIST}draft-month/", {"month": "March"})
+@pytest.mark.parametrize(("month", "says"), [("March", "YYYY-MM"), ("9999-12", "2999-12"),
+                                             ("0001-01", "between 2000-01")])
+def test_drafting_a_month_that_cannot_be_read_is_refused(login, finance, tenant, month, says):
+    response = login(finance).post(f"{LIST}draft-month/", {"month": month})
 
-    assert "YYYY-MM" in " ".join(_messages(response))
+    assert response.status_code == 302
+    assert says in " ".join(_messages(response))
     assert not Invoice.objects.exists()
+
+
+@pytest.mark.parametrize("query", ["period=9999-12", "period_to=9999-12", "period_from=0001-01"])
+def test_a_month_out_of_range_is_a_filter_error_not_a_crash(login, finance, books, query):
+    response = login(finance).get(f"{LIST}?{query}")
+
+    assert response.status_code == 400
+    assert "between 2000-01 and 2999-12" in " ".join(response.context["filter_errors"])
 
 
 # --- one invoice -------------------------------------------------------------------------------
