@@ -1,5 +1,7 @@
 """The rate card, read-only: every signed-in user may see what the fleet costs."""
 
+from datetime import UTC, datetime
+
 import django_filters
 from django.db.models import Q, QuerySet
 from rest_framework import viewsets
@@ -19,7 +21,9 @@ class RateFilterSet(django_filters.FilterSet):
         model = Rate
         fields = ["resource", "unit"]
 
-    def filter_at(self, queryset: QuerySet[Rate], name: str, value) -> QuerySet[Rate]:
+    def filter_at(self, queryset: QuerySet[Rate], name: str, value: datetime) -> QuerySet[Rate]:
+        # In UTC: PostgreSQL refuses offsets past ±16 h, which ISO 8601 (and Python) allow.
+        value = value.astimezone(UTC)
         return queryset.filter(valid_from__lte=value).filter(
             Q(valid_to__isnull=True) | Q(valid_to__gt=value)
         )

@@ -418,3 +418,13 @@ def test_the_detail_makes_the_same_queries_whatever_its_lines(as_user, finance, 
 
     assert Invoice.objects.get(pk=large.pk).lines.count() > 1
     assert counts[0] == counts[1]
+
+
+def test_a_rate_card_instant_with_an_offset_postgresql_refuses_is_read_in_utc(as_user,
+                                                                            tenant_member):
+    Rate.objects.create(resource="cpu", unit_price=Decimal("0.04"), valid_from=utc(2025, 1, 1))
+
+    response = as_user(tenant_member).get("/api/v1/billing/rates/",
+                                          {"at": "2039-03-28T11:42:50+21:58"})
+
+    assert response.status_code == 200 and response.json()["count"] == 1
