@@ -20,7 +20,7 @@ from inventory.models import HealthEvent, Severity
 from portal.models import AuditEvent
 from tests.factories import NodeFactory
 
-from .finance_data import FEB, H100, JAN, bill, tenant_with_cost_center, utc
+from .finance_data import FEB, H100, JAN, L40S, bill, tenant_with_cost_center, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -633,3 +633,27 @@ def test_the_detail_shows_discount_and_tax_when_there_are_some(login, finance, t
     assert "Discount 10 %" in body and "Tax 19 %" in body
     assert 'id="total-tax">4.28' in body
     assert 'id="total-total">EUR 26.78' in body
+
+
+def test_the_detail_makes_the_same_queries_whatever_its_lines_and_trail(login, finance, tenant):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    small = bill(tenant, JAN, 1)
+    for hour in range(6):
+        UsageRecord.objects.create(tenant=tenant, source=UsageRecord.Source.ALLOCATED,
+                                   resource=L40S, hour=utc(2026, 2, 2, hour), unit_seconds=3600)
+    large = invoicing.invoice_issue(invoice_id=bill(tenant, FEB, 30).pk, actor=finance)
+    for amount in ("1.00", "2.00", "3.00"):
+        invoicing.credit_note_create(invoice_id=large.pk, actor=finance, amount=Decimal(amount),
+                                     reason="Goodwill")
+    client = login(finance)
+    client.get(f"{LIST}{small.pk}/")
+    counts = []
+    for invoice in (small, large):
+        with CaptureQueriesContext(connection) as queries:
+            assert client.get(f"{LIST}{invoice.pk}/").status_code == 200
+        counts.append(len(queries))
+
+    assert large.lines.count() == 2 and small.lines.count() == 1
+    assert counts[0] == counts[1], counts
