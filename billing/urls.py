@@ -1,14 +1,20 @@
 from django.urls import path
 
 from . import views
-from .views import finance
 
 app_name = "billing"
 
 urlpatterns = [
     path("", views.tenant_billing, name="tenant"),
+    path("invoices/", views.invoices, name="invoices"),
     path("usage/", views.usage, name="usage"),
-    # Finance's pages
+]
+
+# Finance's invoice pages and the roll-up by cost center (branch `fin`), replacing the
+# placeholder `invoices` page.
+from .views import finance  # noqa: E402
+
+urlpatterns = [pattern for pattern in urlpatterns if pattern.name != "invoices"] + [
     path("invoices/", finance.invoice_list, name="invoices"),
     path("invoices/issue/", finance.invoices_issue_bulk, name="invoices-issue"),
     path("invoices/draft-month/", finance.invoices_draft_month, name="invoices-draft-month"),

@@ -1,16 +1,18 @@
 """Billing endpoints under /api/v1/."""
 
-from django.urls import path
+urlpatterns: list = []
 
-from portal.api.routers import PortalRouter
+# Invoices (finance's moves, exports) and the rate card (branch `fin`).
+from django.urls import path  # noqa: E402
 
-from . import invoices, rates
+from portal.api.routers import PortalRouter  # noqa: E402
+
+from . import invoices, rates  # noqa: E402
 
 router = PortalRouter()
 router.register("billing/invoices", invoices.InvoiceViewSet, basename="invoice")
 router.register("billing/rates", rates.RateViewSet, basename="rate")
-
-urlpatterns = [
+urlpatterns += [
     path("billing/invoices/export.csv", invoices.InvoiceListCsvView.as_view(),
          name="invoices-export-csv"),
     path("billing/invoices/export.xlsx", invoices.InvoiceListXlsxView.as_view(),

@@ -1,5 +1,4 @@
-"""Billing pages: the tenant's page and the usage explorer (placeholders until built here);
-finance's invoice pages are in `billing.views.finance`."""
+"""Billing pages. Metering, rate cards and invoices are not built yet: the pages say so."""
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -13,6 +12,13 @@ def tenant_billing(request):
     if not access_for(request.user).tenant_roles:
         raise PermissionDenied
     return render(request, "billing/tenant.html")
+
+
+@login_required
+def invoices(request):
+    if not access_for(request.user).finance:
+        raise PermissionDenied
+    return render(request, "billing/invoices.html")
 
 
 @login_required
