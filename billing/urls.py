@@ -12,7 +12,7 @@ urlpatterns = [
 
 # Finance's invoice pages and the roll-up by cost center (branch `fin`), replacing the
 # placeholder `invoices` page.
-from .views import finance  # noqa: E402
+from .views import cost_centers, finance  # noqa: E402
 
 urlpatterns = [pattern for pattern in urlpatterns if pattern.name != "invoices"] + [
     path("invoices/", finance.invoice_list, name="invoices"),
@@ -29,5 +29,5 @@ urlpatterns = [pattern for pattern in urlpatterns if pattern.name != "invoices"]
          name="invoice-credit-note"),
     path("invoices/<int:invoice_id>/invoice.<str:fmt>", finance.invoice_download,
          name="invoice-download"),
-    path("cost-centers/", finance.cost_center_list, name="cost-centers"),
+    path("cost-centers/", cost_centers.cost_center_list, name="cost-centers"),
 ]

@@ -1,20 +1,16 @@
-"""Finance's pages: the invoice list (filters, totals, bulk issue, exports), one invoice (its
-lines, credits, trail and the moves its state allows, its downloads) and the roll-up by cost
-center. Finance and platform admins only: anyone else gets 403.
+"""Finance's invoice pages: the list (filters, totals, sorting, bulk issue, drafting a month,
+exports) and one invoice (its lines, credits, trail, the moves its state allows, downloads).
+Finance and platform admins only: anyone else gets 403.
 
 Refusals raised by the services (an illegal move, a month not yet ended) become messages on
 the page the person came from, in one place: portal.middleware.DomainErrorMiddleware.
 """
 
-import io
-from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta
-from functools import wraps
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
@@ -24,16 +20,12 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from portal import csv_export
-from tenants.access import access_for
-
 from ..documents import last_day
-from ..downloads import CONTENT_TYPES, attachment, invoice_file, invoices_file
+from ..downloads import CONTENT_TYPES, invoice_file, invoices_file
 from ..filters import InvoiceFilterSet, filter_errors
 from ..forms import BulkIssueForm, CreditNoteForm, DraftMonthForm, PaymentForm, VoidForm
 from ..models import Invoice, InvoiceLine, InvoiceStatus
 from ..selectors.finance import (
-    cost_center_rollup,
     invoice_audit_trail,
     invoice_filter_choices,
     invoice_for_detail,
@@ -42,6 +34,7 @@ from ..selectors.finance import (
 )
 from ..services import invoicing
 from ..services.exports import invoices_export_record
+from .access import finance_required
 
 PAGE_SIZE = 50
 # Which moves each state offers on the detail page (the services refuse the rest anyway).
@@ -67,19 +60,6 @@ COLUMNS = (
 )
 
 
-def finance_required(view: Callable) -> Callable:
-    """Signed-in finance staff and platform admins only; anyone else gets 403."""
-
-    @login_required
-    @wraps(view)
-    def wrapped(request, *args, **kwargs):
-        if not access_for(request.user).sees_all_tenants:
-            raise PermissionDenied
-        return view(request, *args, **kwargs)
-
-    return wrapped
-
-
 def _filtered(request) -> tuple[InvoiceFilterSet, list[str], QuerySet[Invoice]]:
     filters = InvoiceFilterSet(request.GET, queryset=invoices_for_list(user=request.user))
     errors = filter_errors(filters, request.GET)
@@ -87,7 +67,7 @@ def _filtered(request) -> tuple[InvoiceFilterSet, list[str], QuerySet[Invoice]]:
     return filters, errors, filters.qs.none() if errors else filters.qs
 
 
-def _query_without(request, *names: str) -> str:
+def query_without(request, *names: str) -> str:
     query = request.GET.copy()
     for name in names:
         query.pop(name, None)
@@ -129,9 +109,9 @@ def invoice_list(request):
         "choices": invoice_filter_choices(user=request.user),
         "statuses": InvoiceStatus.choices,
         "selected_statuses": request.GET.getlist("status"),
-        "query": _query_without(request, "page"),
-        "columns": _columns(sort, _query_without(request, "page", "sort")),
-        "export_query": _query_without(request, "page", "sort"),
+        "query": query_without(request, "page"),
+        "columns": _columns(sort, query_without(request, "page", "sort")),
+        "export_query": query_without(request, "page", "sort"),
         "last_month": _last_month(),
         "full_path": request.get_full_path(),
         "currency": settings.BILLING_CURRENCY,
@@ -352,72 +332,3 @@ def invoices_export(request, fmt: str):
         filters={key: request.GET.getlist(key) for key in request.GET},
     )
     return invoices_file(invoices=invoices, fmt=fmt)
-
-
-# The roll-up by cost center
-
-ROLLUP_COLUMNS = ("cost_center", "month", "invoices", "subtotal", "total", "paid", "outstanding")
-
-
-@require_GET
-@finance_required
-def cost_center_list(request):
-    query = request.GET.copy()
-    if not request.GET.getlist("status"):
-        # By default what was billed: issued and paid (drafts may still change, void are not).
-        query.setlist("status", [InvoiceStatus.ISSUED, InvoiceStatus.PAID])
-    filters = InvoiceFilterSet(query, queryset=invoices_for_list(user=request.user))
-    errors = filter_errors(filters, query, ignore=("format",))
-    rows = [] if errors else cost_center_rollup(invoices=filters.qs)
-    if request.GET.get("format") == "csv" and not errors:
-        return _rollup_csv(request, rows)
-    months = sorted({row.month for row in rows})
-    centers = sorted({row.cost_center for row in rows})
-    by_key = {(row.cost_center, row.month): row.total for row in rows}
-    chart = {
-        "currency": settings.BILLING_CURRENCY,
-        "labels": [f"{month:%Y-%m}" for month in months],
-        "datasets": [
-            {
-                "label": center or "(no cost center)",
-                "data": [float(by_key.get((center, month), 0)) for month in months],
-            }
-            for center in centers
-        ],
-    }
-    totals = {
-        "invoices": sum(row.invoices for row in rows),
-        "subtotal": sum((row.subtotal for row in rows), start=0),
-        "total": sum((row.total for row in rows), start=0),
-        "paid": sum((row.paid for row in rows), start=0),
-        "outstanding": sum((row.outstanding for row in rows), start=0),
-    }
-    context = {
-        "rows": rows,
-        "totals": totals,
-        "chart": chart,
-        "filters": filters,
-        "filter_errors": errors,
-        "statuses": InvoiceStatus.choices,
-        "selected_statuses": query.getlist("status"),
-        "choices": invoice_filter_choices(user=request.user),
-        "export_query": _query_without(request, "format"),
-        "currency": settings.BILLING_CURRENCY,
-    }
-    return render(request, "billing/finance/cost_centers.html", context,
-                  status=400 if errors else 200)
-
-
-def _rollup_csv(request, rows) -> HttpResponse:
-    out = io.StringIO(newline="")
-    writer = csv_export.writer(out)
-    writer.writerow(ROLLUP_COLUMNS)
-    for row in rows:
-        writer.writerow([row.cost_center, f"{row.month:%Y-%m}", row.invoices,
-                         format(row.subtotal, "f"), format(row.total, "f"),
-                         format(row.paid, "f"), format(row.outstanding, "f")])
-    invoices_export_record(
-        actor=request.user, fmt="csv", invoice_count=sum(row.invoices for row in rows),
-        filters={"report": ["cost-centers"], **{k: request.GET.getlist(k) for k in request.GET}},
-    )
-    return attachment(out.getvalue(), fmt="csv", filename=f"cost-centers-{timezone.now():%Y-%m-%d}")
