@@ -131,7 +131,8 @@ def _last_month() -> date:
 @require_POST
 @finance_required
 def invoices_issue_bulk(request):
-    draft_ids = [int(pk) for pk in request.POST.getlist("invoice") if pk.isdigit()]
+    posted = request.POST.getlist("invoice")
+    draft_ids = [int(pk) for pk in posted if pk.isascii() and pk.isdigit()]
     form = BulkIssueForm(request.POST, draft_ids=draft_ids)
     if not form.is_valid():
         messages.error(request, "Select the drafts to issue.")

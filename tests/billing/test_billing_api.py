@@ -428,3 +428,13 @@ def test_a_rate_card_instant_with_an_offset_postgresql_refuses_is_read_in_utc(as
                                           {"at": "2039-03-28T11:42:50+21:58"})
 
     assert response.status_code == 200 and response.json()["count"] == 1
+
+
+def test_an_id_past_the_database_integer_is_a_404(as_user, finance, login):
+    huge = "9" * 30
+    client = as_user(finance)
+
+    for path in (f"{API}{huge}/", f"{API}{huge}/export.pdf"):
+        assert client.get(path).status_code == 404, path
+    assert client.post(f"{API}{huge}/void/", {"reason": "x"}, format="json").status_code == 404
+    assert login(finance).get(f"/billing/invoices/{huge}/").status_code == 404

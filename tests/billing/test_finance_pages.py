@@ -657,3 +657,16 @@ def test_the_detail_makes_the_same_queries_whatever_its_lines_and_trail(login, f
 
     assert large.lines.count() == 2 and small.lines.count() == 1
     assert counts[0] == counts[1], counts
+
+
+def test_bulk_issue_of_ids_that_are_not_invoices_says_so_and_issues_nothing(login, finance,
+                                                                            books):
+    client = login(finance)
+
+    garbled = client.post(f"{LIST}issue/", {"invoice": ["²", "abc", books["acme_feb"].pk]})
+    missing = client.post(f"{LIST}issue/", {"invoice": ["9" * 30]})
+
+    assert garbled.status_code == missing.status_code == 302
+    assert _messages(garbled) == ["Select the drafts to issue."]
+    assert any(m.startswith("Not issued") and "999" in m for m in _messages(missing))
+    assert Invoice.objects.filter(status=InvoiceStatus.DRAFT).count() == 2
