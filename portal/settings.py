@@ -464,6 +464,8 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "WorkloadEventKindEnum": "tenants.workloads.models.WorkloadEvent.Kind",
     "WorkloadPowerActionEnum": "tenants.workloads.kinds.vm.spec.POWER_ACTIONS",
 }
+# Billing's invoice API (finance): the invoice's status.
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]["InvoiceStatusEnum"] = "billing.models.InvoiceStatus"
 
 SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=8 * 3600)
 SESSION_COOKIE_HTTPONLY = True

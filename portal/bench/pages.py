@@ -60,13 +60,12 @@ PAGES: tuple[Page, ...] = (
     # Billing (issue 12): measured once these URLs resolve. Plug new finance pages in here —
     # the invoice list (250 rows), an invoice, the usage explorer, and each export (the export
     # paths are guesses until issue 12 lands: correct them here when it does).
-    Page("finance invoice list", "/billing/invoices/", "finance", note="250 per page",
-         planned=True),
-    Page("finance invoice detail", "/billing/invoices/{invoice}/", "finance", planned=True),
-    Page("usage explorer", "/billing/usage/", "finance", planned=True),
-    Page("export: invoices CSV", "/billing/invoices/export.csv", "finance", planned=True),
-    Page("export: invoices XLSX", "/billing/invoices/export.xlsx", "finance", planned=True),
-    Page("export: invoice PDF", "/billing/invoices/{invoice}/pdf/", "finance", planned=True),
+    Page("finance invoice list", "/billing/invoices/", "finance", note="250 per page"),
+    Page("finance invoice detail", "/billing/invoices/{invoice}/", "finance"),
+    Page("usage explorer", "/billing/usage/", "finance"),
+    Page("export: invoices CSV", "/billing/invoices/export.csv", "finance"),
+    Page("export: invoices XLSX", "/billing/invoices/export.xlsx", "finance"),
+    Page("export: invoice PDF", "/billing/invoices/{invoice}/invoice.pdf", "finance"),
 )
 
 # Issue 13's target: every page's p95 within this many times the floor's (4 clients).

@@ -131,6 +131,8 @@ def world(db, settings, _connections_kept):
     workloads.workload_reconcile(workload_id=workload.pk)
     workload.refresh_from_db()
     assert workload.status == WorkloadStatus.READY, workload.status_message
+    # Billing: an issued invoice of acme's January (finance's actions, the tenant's downloads).
+    invoice = _issued_invoice(acme, admin)
     spare = {
         "member": tokens.api_token_create(user=member, name="spare").token.pk,
         "admin": tokens.api_token_create(user=admin, name="spare").token.pk,
@@ -138,7 +140,7 @@ def world(db, settings, _connections_kept):
     ids = {
         "nodes": gpu.node_id, "gpus": gpu.pk, "racks": gpu.node.rack_id,
         "sites": gpu.node.rack.site_id, "health-events": event.pk, "quota-requests": request.pk,
-        "workloads": workload.pk,
+        "workloads": workload.pk, "billing": invoice.pk,
     }
     return {
         role: {
@@ -148,6 +150,22 @@ def world(db, settings, _connections_kept):
         }
         for role, user in (("member", member), ("admin", admin))
     }
+
+
+def _issued_invoice(tenant, actor):
+    from datetime import UTC, date, datetime
+    from decimal import Decimal
+
+    from billing.models import Rate, UsageRecord
+    from billing.services import invoicing
+
+    Rate.objects.create(resource="gpu:nvidia-h100-80gb", unit_price=Decimal("2.50"),
+                        valid_from=datetime(2025, 1, 1, tzinfo=UTC))
+    UsageRecord.objects.create(tenant=tenant, source=UsageRecord.Source.ALLOCATED,
+                               resource="gpu:nvidia-h100-80gb", unit_seconds=7200,
+                               hour=datetime(2026, 1, 5, 10, tzinfo=UTC))
+    draft = invoicing.invoice_compute(tenant=tenant, month=date(2026, 1, 1))
+    return invoicing.invoice_issue(invoice_id=draft.pk, actor=actor)
 
 
 def _real_path_parameters(case, world: dict) -> dict:

@@ -62,7 +62,7 @@ def test_dashboard_query_count_does_not_grow_with_members(
 
 NAV = {
     "tenant_member": ["Dashboard", "Workloads", "Quota", "Usage & invoices"],
-    "finance": ["Invoices", "Usage", "Tenants"],
+    "finance": ["Invoices", "Cost centers", "Usage", "Tenants"],
     "platform_admin": ["Fleet", "Requests", "Tenants", "Django admin"],
 }
 

@@ -22,9 +22,9 @@ from tenants.workloads.forms import FORMS
 from tenants.workloads.selectors import launch_context
 from tenants.workloads.services.lifecycle import workload_validate
 
-from .exports import invoice_pdf
-from .selectors.invoices import invoice_document
-from .selectors.spend import (
+from ..exports import invoice_pdf
+from ..selectors.invoices import invoice_document
+from ..selectors.spend import (
     quote_demand,
     tenant_invoice_get,
     tenant_invoices,

@@ -16,8 +16,8 @@ from portal import csv_export
 from tenants.access import access_for
 from tenants.models import Tenant
 
-from .calculations.invoicing import class_label
-from .selectors.explorer import (
+from ..calculations.invoicing import class_label
+from ..selectors.explorer import (
     UsageFilter,
     gpu_hours_chart,
     gpu_usage_by_tenant_and_class,
@@ -26,8 +26,8 @@ from .selectors.explorer import (
     utilization_by_tenant,
     utilization_total,
 )
-from .selectors.rates import rate_card
-from .usage_filters import UsageFilterForm
+from ..selectors.rates import rate_card
+from ..usage_filters import UsageFilterForm
 
 PAGE_SIZE = 25
 CSV_COLUMNS = [
