@@ -57,9 +57,7 @@ PAGES: tuple[Page, ...] = (
          "/api/v1/quota-requests/?status=submitted&page_size=400", "admin", api=True),
     Page("api: nodes", "/api/v1/nodes/", "admin", api=True, note="50 per page"),
     Page("api: workloads", "/api/v1/workloads/", "admin", api=True, note="50 per page"),
-    # Billing (issue 12): measured once these URLs resolve. Plug new finance pages in here —
-    # the invoice list (250 rows), an invoice, the usage explorer, and each export (the export
-    # paths are guesses until issue 12 lands: correct them here when it does).
+    # Billing (issue 12): the invoice list, an invoice, the usage explorer, and each export.
     Page("finance invoice list", "/billing/invoices/", "finance", note="250 per page"),
     Page("finance invoice detail", "/billing/invoices/{invoice}/", "finance"),
     Page("usage explorer", "/billing/usage/", "finance"),
