@@ -1,6 +1,6 @@
 """The usage explorer's filters, shared by its page and its API (as NetBox shares filtersets).
 
-A date range (whole UTC days, both ends included; this month so far by default), a tenant (by
+A date range (whole UTC days, both ends included; the last 30 days by default), a tenant (by
 slug), a GPU model or resource class, and a cost center. Bad input is a field error — a date
 that is no date, an end before the start, a range longer than 366 days — never a 500.
 """
@@ -32,9 +32,13 @@ def gpu_resource_choices() -> list[tuple[str, str]]:
     return [("", "All GPU classes"), *models, *classes]
 
 
-def this_month(today: date | None = None) -> tuple[date, date]:
+DEFAULT_DAYS = 30
+
+
+def last_days(today: date | None = None) -> tuple[date, date]:
+    """The default range: the last 30 days up to today (a month of usage on any day of it)."""
     today = today or timezone.now().astimezone(UTC).date()
-    return today.replace(day=1), today
+    return today - timedelta(days=DEFAULT_DAYS - 1), today
 
 
 DATE = forms.DateInput(attrs={"type": "date"})
@@ -55,7 +59,7 @@ class UsageFilterForm(forms.Form):
         data = super().clean()
         if self.errors:
             return data
-        default_start, default_end = this_month()
+        default_start, default_end = last_days()
         start = data.get("start") or (
             data["end"].replace(day=1) if data.get("end") else default_start
         )

@@ -58,7 +58,7 @@ PAGES: tuple[Page, ...] = (
     Page("api: nodes", "/api/v1/nodes/", "admin", api=True, note="50 per page"),
     Page("api: workloads", "/api/v1/workloads/", "admin", api=True, note="50 per page"),
     # Billing (issue 12): the invoice list, an invoice, the usage explorer, and each export.
-    Page("finance invoice list", "/billing/invoices/", "finance", note="250 per page"),
+    Page("finance invoice list", "/billing/invoices/", "finance", note="50 per page"),
     Page("finance invoice detail", "/billing/invoices/{invoice}/", "finance"),
     Page("usage explorer", "/billing/usage/", "finance"),
     Page("export: invoices CSV", "/billing/invoices/export.csv", "finance"),

@@ -124,7 +124,7 @@ def test_filters_narrow_to_a_tenant_a_model_or_a_cost_center(login, finance, usa
     }
 
 
-def test_the_range_defaults_to_this_month(login, finance, tenant):
+def test_the_range_defaults_to_the_last_30_days(login, finance, tenant):
     now = timezone.now()
     allocated(tenant, H100, floor_hour(now), 3600)
     allocated(tenant, H100, floor_hour(now) - timedelta(days=40), 3600)
@@ -132,7 +132,7 @@ def test_the_range_defaults_to_this_month(login, finance, tenant):
     response = login(finance).get(URL)
 
     assert response.status_code == 200
-    assert response.context["usage"].start.date() == now.date().replace(day=1)
+    assert response.context["usage"].start.date() == now.date() - timedelta(days=29)
     assert _rows(response)["acme", H100].unit_seconds == 3600
 
 
