@@ -127,8 +127,9 @@ class AgeFilter(admin.SimpleListFilter):
 
 
 class ReviewQueueChangeList(ChangeList):
-    """The queue's rows load only what their cells show: no password hash of the requester, no
-    decision fields of the tenant (the review page and the bulk decisions load whole rows)."""
+    """The queue's rows load only what their cells show: not the requester's password hash, not
+    the request's justification and decision, not the tenant's cluster bookkeeping (the review
+    page and the bulk decisions load whole rows)."""
 
     ROW_FIELDS = (
         "id", "status", "created_at", "ends_on", "tenant", "requested_by",
