@@ -134,7 +134,14 @@ DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / '
 # memory counts per process; production points it at Redis so that every worker counts together.
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
-DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=0))
+# Production keeps each worker's connection for a minute (opening one costs about 5 ms, a third
+# of the lightest page), checked before a request reuses it so a dropped connection is replaced
+# instead of failing the request. Development closes it after every request: runserver starts a
+# thread per request, which a persistent connection would only leak.
+DATABASES["default"].setdefault(
+    "CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60 if PRODUCTION else 0)
+)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [

@@ -119,6 +119,7 @@ class UsageView(GenericAPIView):
 
     permission_classes = [HasAnyRole]
     serializer_class = UsageDaySerializer
+    filter_backends: list = []  # the filters are UsageFilterForm's (FILTERS), not a filterset
 
     @extend_schema(
         parameters=[*FILTERS, OpenApiParameter(
@@ -155,6 +156,7 @@ class UtilizationView(GenericAPIView):
 
     permission_classes = [HasAnyRole]
     serializer_class = UtilizationSerializer
+    filter_backends: list = []  # the filters are UsageFilterForm's (FILTERS), not a filterset
 
     @extend_schema(parameters=FILTERS, responses=UtilizationSerializer(many=True),
                    examples=[UTILIZATION_EXAMPLE])

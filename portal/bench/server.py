@@ -70,15 +70,22 @@ def collect_static(options: Options) -> bool:
     return True
 
 
-def start_server(options: Options, port: int, log_path: Path) -> subprocess.Popen:
-    env = server_environment(options)
-    command = [
-        sys.executable, "-m", "gunicorn", "portal.wsgi:application",
+def server_command(options: Options, port: int) -> list[str]:
+    """gunicorn as production starts it: the portal's config (preloaded, start-up heap frozen
+    in each worker), then this run's address, workers and timeout."""
+    return [
+        sys.executable, "-m", "gunicorn", "--config", "python:portal.gunicorn_conf",
+        "portal.wsgi:application",
         "--bind", f"127.0.0.1:{port}", "--workers", str(options.workers),
         "--timeout", str(REQUEST_TIMEOUT), "--log-level", "warning",
     ]
+
+
+def start_server(options: Options, port: int, log_path: Path) -> subprocess.Popen:
+    env = server_environment(options)
     log = log_path.open("wb")
-    server = subprocess.Popen(command, cwd=BASE_DIR, env=env, stdout=log,  # noqa: S603
+    server = subprocess.Popen(server_command(options, port), cwd=BASE_DIR,  # noqa: S603
+                              env=env, stdout=log,
                               stderr=subprocess.STDOUT)
     deadline = time.monotonic() + SERVER_START_TIMEOUT
     while time.monotonic() < deadline:

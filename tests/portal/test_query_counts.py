@@ -171,6 +171,12 @@ CASES = {
     "admin-tenants": Case("/admin/tenants/tenant/", "admin", grow_tenants),
     "admin-memberships": Case("/admin/tenants/membership/", "admin", grow_tenants),
     "admin-quota-requests": Case("/admin/tenants/quotarequest/", "admin", grow_requests),
+    "admin-quota-requests-all": Case(
+        "/admin/tenants/quotarequest/?status__exact=submitted&all=", "admin", grow_requests
+    ),
+    "admin-quota-requests-by-tenant": Case(
+        "/admin/tenants/quotarequest/?tenant=acme", "admin", grow_requests
+    ),
     "admin-api-tokens": Case("/admin/portal/apitoken/", "admin", grow_owner_tokens),
     "admin-nodes": Case("/admin/inventory/node/", "admin", grow_fleet),
     "admin-gpus": Case("/admin/inventory/gpu/", "admin", grow_fleet),
