@@ -65,8 +65,13 @@ test: install-test
 	DATABASE_URL=$(TEST_DATABASE_URL) TEST_REDIS_URL=$(TEST_REDIS_URL) DJANGO_ALLOW_ASYNC_UNSAFE=true \
 	  $(VENV)/bin/pytest $(PYTEST_ARGS)
 
-bench: install-test
-	DATABASE_URL=$(TEST_DATABASE_URL) $(VENV)/bin/pytest -m bench --benchmark-enable --benchmark-sort=mean tests/benchmarks $(PYTEST_ARGS)
+# The fleet-scale benchmark (issue 13): builds the data set once per scale (cached as a template
+# database), serves it with gunicorn in the production posture, and writes artifacts/bench/
+# results.json and results.md. BENCH_SCALE=0.1 make bench for a quicker, smaller run.
+BENCH_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/portal_bench
+BENCH_SCALE ?= 1
+bench: install
+	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_SCALE=$(BENCH_SCALE) $(PY) -m portal.bench
 
 clean:
 	rm -rf $(VENV) staticfiles artifacts

@@ -1,1 +1,480 @@
-"""What the fleet costs: rate cards, usage and invoices (models arrive with metering)."""
+"""What the fleet costs: billing accounts, rate cards, usage, metering windows, invoices.
+
+Money is Decimal and rounded once, at the invoice line (see `billing.calculations`). Usage
+ingestion is idempotent: every usage record has a unique key (tenant, workload or host,
+resource class, hour, source), so metering a window twice never counts twice. An issued
+invoice never changes: its row refuses every change but the lifecycle's own fields, and its
+lines refuse every change at all, through the model and its querysets alike.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils import timezone
+
+from portal.choices import ColoredChoices, colored
+from portal.errors import RuleViolation
+from portal.state_machine import transition
+from tenants.models import Tenant, Workload
+
+MONEY = {"max_digits": 14, "decimal_places": 2}
+PRICE = {"max_digits": 14, "decimal_places": 6}
+QUANTITY = {"max_digits": 20, "decimal_places": 6}
+PERCENT = {
+    "max_digits": 5,
+    "decimal_places": 2,
+    "validators": [MinValueValidator(Decimal("0")), MaxValueValidator(Decimal("100"))],
+}
+
+
+class ImmutableInvoiceError(RuleViolation):
+    """An issued (paid, void) invoice or one of its lines was about to change."""
+
+
+class BillingAccount(models.Model):
+    """How one tenant is billed: its monthly budget and an optional discount."""
+
+    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="billing_account")
+    monthly_budget = models.DecimalField(
+        **MONEY,
+        default=Decimal("0"),
+        validators=[MinValueValidator(Decimal("0"))],
+        help_text="0 means no budget set: no budget alerts.",
+    )
+    discount_percent = models.DecimalField(
+        **PERCENT, default=Decimal("0"), help_text="Taken off every invoice's subtotal."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["tenant__name"]
+
+    def __str__(self) -> str:
+        return f"Billing of {self.tenant}"
+
+
+class BudgetAlert(models.Model):
+    """A budget threshold (80 or 100 %) a tenant was told about, once per month."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="budget_alerts")
+    month = models.DateField(help_text="The first day of the month alerted.")
+    threshold = models.PositiveSmallIntegerField()
+    spent = models.DecimalField(**MONEY)
+    budget = models.DecimalField(**MONEY)
+    sent_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-month", "tenant__name", "threshold"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "month", "threshold"], name="one_budget_alert_per_month"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant} reached {self.threshold} % in {self.month:%Y-%m}"
+
+
+class Rate(models.Model):
+    """The price of one unit-hour (or unit-month) of a resource class over a period."""
+
+    class Unit(models.TextChoices):
+        HOUR = "hour", "per unit-hour"
+        MONTH = "month", "per unit-month"
+
+    resource = models.CharField("resource class", max_length=100, db_index=True)
+    unit_price = models.DecimalField(**PRICE, validators=[MinValueValidator(Decimal("0"))])
+    unit = models.CharField(max_length=10, choices=Unit.choices, default=Unit.HOUR)
+    valid_from = models.DateTimeField(help_text="On a whole UTC hour.")
+    valid_to = models.DateTimeField(
+        null=True, blank=True, help_text="Exclusive, on a whole UTC hour; empty: open-ended."
+    )
+    note = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["resource", "valid_from"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(unit_price__gte=0), name="rate_price_not_negative"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(valid_to__isnull=True)
+                | models.Q(valid_to__gt=models.F("valid_from")),
+                name="rate_period_ends_after_start",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.resource} at {self.unit_price} {self.get_unit_display()}"
+
+
+class UsageRecord(models.Model):
+    """Unit-seconds of one resource class that one tenant held or used within one UTC hour.
+
+    `allocated` rows come from workload histories (one per workload); `measured` rows from
+    DCGM series in Prometheus (one per host the tenant's GPUs were seen on, with
+    `busy_seconds` weighted by utilization). Keys are unique, so writing a window again
+    replaces its rows instead of adding to them.
+    """
+
+    class Source(models.TextChoices):
+        ALLOCATED = "allocated", "Allocated (reserved)"
+        MEASURED = "measured", "Measured (DCGM)"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="usage_records")
+    workload = models.ForeignKey(
+        Workload, null=True, blank=True, on_delete=models.PROTECT, related_name="usage_records"
+    )
+    hostname = models.CharField(max_length=253, blank=True)
+    source = models.CharField(max_length=10, choices=Source.choices)
+    resource = models.CharField("resource class", max_length=100)
+    hour = models.DateTimeField(help_text="The UTC hour the seconds fall in (its start).")
+    unit_seconds = models.BigIntegerField(validators=[MinValueValidator(0)])
+    busy_seconds = models.BigIntegerField(
+        default=0, help_text="Measured only: GPU-seconds weighted by utilization."
+    )
+    metered_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["hour", "tenant_id", "resource"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "workload", "resource", "hour", "source"],
+                condition=models.Q(source="allocated"),
+                name="unique_allocated_usage",
+            ),
+            models.UniqueConstraint(
+                fields=["tenant", "hostname", "resource", "hour", "source"],
+                condition=models.Q(source="measured"),
+                name="unique_measured_usage",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(unit_seconds__gte=0) & models.Q(busy_seconds__gte=0),
+                name="usage_seconds_not_negative",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["tenant", "source", "hour"]),
+            models.Index(fields=["source", "hour"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id} {self.resource} {self.hour:%Y-%m-%d %H}:00 {self.source}"
+
+
+@colored({"pending": "secondary", "done": "success", "gap": "danger"})
+class WindowStatus(ColoredChoices):
+    PENDING = "pending", "Pending"
+    DONE = "done", "Metered"
+    GAP = "gap", "Gap: source unavailable, retrying"
+
+
+class MeteringWindow(models.Model):
+    """One hour of one source's metering: done, or a gap that the sweep runs again."""
+
+    Status = WindowStatus
+
+    source = models.CharField(max_length=10, choices=UsageRecord.Source.choices)
+    hour = models.DateTimeField()
+    status = models.CharField(max_length=10, choices=WindowStatus.choices, default="pending")
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    records = models.PositiveIntegerField(default=0)
+    unit_seconds = models.BigIntegerField(default=0)
+    metered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-hour", "source"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "hour"], name="one_window_per_source_hour")
+        ]
+        indexes = [models.Index(fields=["status", "hour"])]
+
+    def __str__(self) -> str:
+        return f"{self.source} {self.hour:%Y-%m-%d %H}:00 {self.status}"
+
+    @property
+    def status_color(self) -> str:
+        return WindowStatus.color(self.status)
+
+
+class CrossCheck(models.Model):
+    """Allocated GPU-seconds against OpenCost's `container_gpu_allocation`, per tenant-hour;
+    `flagged` when they differ by more than the threshold (admins look into it)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="cross_checks")
+    hour = models.DateTimeField()
+    portal_gpu_seconds = models.BigIntegerField()
+    opencost_gpu_seconds = models.BigIntegerField()
+    difference_percent = models.DecimalField(max_digits=9, decimal_places=2)
+    flagged = models.BooleanField(default=False)
+    checked_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-hour", "tenant__name"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "hour"], name="one_cross_check_per_hour")
+        ]
+        indexes = [models.Index(fields=["flagged", "hour"])]
+
+    def __str__(self) -> str:
+        return f"{self.tenant_id} {self.hour:%Y-%m-%d %H}:00 {self.difference_percent} %"
+
+
+@colored({"draft": "secondary", "issued": "primary", "paid": "success", "void": "dark"})
+class InvoiceStatus(ColoredChoices):
+    DRAFT = "draft", "Draft"
+    ISSUED = "issued", "Issued"
+    PAID = "paid", "Paid"
+    VOID = "void", "Void"
+
+
+INVOICE_TRANSITIONS: dict[str, frozenset[str]] = {
+    InvoiceStatus.DRAFT: frozenset({InvoiceStatus.ISSUED}),
+    InvoiceStatus.ISSUED: frozenset({InvoiceStatus.PAID, InvoiceStatus.VOID}),
+    InvoiceStatus.PAID: frozenset(),
+    InvoiceStatus.VOID: frozenset(),
+}
+# What may still change on an invoice once issued: its lifecycle, nothing it says.
+LIFECYCLE_FIELDS = frozenset(
+    {"status", "paid_at", "paid_by", "payment_reference", "voided_at", "voided_by", "void_reason"}
+)
+
+
+class InvoiceQuerySet(models.QuerySet):
+    def update(self, **kwargs):
+        frozen = set(kwargs) - LIFECYCLE_FIELDS
+        if frozen and self.exclude(status=InvoiceStatus.DRAFT).exists():
+            raise ImmutableInvoiceError(
+                f"An issued invoice never changes ({', '.join(sorted(frozen))})."
+            )
+        return super().update(**kwargs)
+
+    def delete(self):
+        if self.exclude(status=InvoiceStatus.DRAFT).exists():
+            raise ImmutableInvoiceError("Only a draft invoice may be deleted.")
+        return super().delete()
+
+    def open_for_period(self):
+        return self.exclude(status=InvoiceStatus.VOID)
+
+
+class Invoice(models.Model):
+    """One tenant's bill for one calendar month: a draft recomputed freely until issued."""
+
+    Status = InvoiceStatus
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="invoices")
+    period_start = models.DateTimeField()
+    period_end = models.DateTimeField()
+    status = models.CharField(max_length=10, choices=InvoiceStatus.choices, default="draft")
+    # Who is billed, as it stood when the invoice was last computed (frozen once issued).
+    tenant_name = models.CharField(max_length=100)
+    cost_center = models.CharField(max_length=50, blank=True)
+    currency = models.CharField(max_length=3)
+    discount_percent = models.DecimalField(**PERCENT, default=Decimal("0"))
+    tax_percent = models.DecimalField(
+        max_digits=5, decimal_places=2, null=True, blank=True,
+        validators=[MinValueValidator(Decimal("0"))],
+    )
+    subtotal = models.DecimalField(**MONEY, default=Decimal("0"))
+    discount = models.DecimalField(**MONEY, default=Decimal("0"))
+    tax = models.DecimalField(**MONEY, default=Decimal("0"))
+    total = models.DecimalField(**MONEY, default=Decimal("0"))
+    # Usage that no rate prices: shown on the invoice and to finance, never billed at zero.
+    unpriced = models.JSONField(default=list, blank=True)
+    computed_at = models.DateTimeField(null=True, blank=True)
+    number = models.CharField(max_length=20, null=True, blank=True, unique=True)
+    issue_date = models.DateField(null=True, blank=True)
+    due_date = models.DateField(null=True, blank=True)
+    issued_at = models.DateTimeField(null=True, blank=True)
+    issued_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    paid_at = models.DateTimeField(null=True, blank=True)
+    paid_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    payment_reference = models.CharField(max_length=100, blank=True)
+    voided_at = models.DateTimeField(null=True, blank=True)
+    voided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    void_reason = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = InvoiceQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-period_start", "tenant_name", "-id"]
+        constraints = [
+            # One live invoice per tenant and month; a void one may be replaced.
+            models.UniqueConstraint(
+                fields=["tenant", "period_start"],
+                condition=~models.Q(status="void"),
+                name="one_live_invoice_per_tenant_month",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status__in=InvoiceStatus.values), name="invoice_status_known"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(status="draft") | models.Q(number__isnull=False),
+                name="issued_invoice_has_number",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["status", "period_start"]),
+            models.Index(fields=["period_start", "tenant"]),
+        ]
+
+    def __str__(self) -> str:
+        return self.number or f"Draft {self.tenant_name} {self.period_start:%Y-%m}"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            stored = Invoice.objects.filter(pk=self.pk).values_list("status", flat=True).first()
+            if stored not in (None, InvoiceStatus.DRAFT):
+                raise ImmutableInvoiceError(
+                    f"Invoice {self} is {stored}: it never changes. Issue a credit note."
+                )
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        if self.status != InvoiceStatus.DRAFT:
+            raise ImmutableInvoiceError("Only a draft invoice may be deleted.")
+        return super().delete(*args, **kwargs)
+
+    def move_to(self, target: str, **changes) -> None:
+        transition(self, target=target, transitions=INVOICE_TRANSITIONS, **changes)
+
+    @property
+    def status_color(self) -> str:
+        return InvoiceStatus.color(self.status)
+
+    @property
+    def is_draft(self) -> bool:
+        return self.status == InvoiceStatus.DRAFT
+
+    @property
+    def month_label(self) -> str:
+        return f"{self.period_start:%B %Y}"
+
+
+class InvoiceLineQuerySet(models.QuerySet):
+    def _refuse_unless_draft(self) -> None:
+        if self.exclude(invoice__status=InvoiceStatus.DRAFT).exists():
+            raise ImmutableInvoiceError("The lines of an issued invoice never change.")
+
+    def update(self, **kwargs):
+        self._refuse_unless_draft()
+        return super().update(**kwargs)
+
+    def delete(self):
+        self._refuse_unless_draft()
+        return super().delete()
+
+
+class InvoiceLine(models.Model):
+    """One resource class over one rate period (usage), or a downtime credit (negative)."""
+
+    class Kind(models.TextChoices):
+        USAGE = "usage", "Usage"
+        CREDIT = "credit", "Downtime credit"
+
+    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="lines")
+    position = models.PositiveIntegerField(default=0)
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.USAGE)
+    resource = models.CharField("resource class", max_length=100)
+    description = models.CharField(max_length=200)
+    period_start = models.DateTimeField()
+    period_end = models.DateTimeField()
+    unit_seconds = models.BigIntegerField()
+    quantity_hours = models.DecimalField(**QUANTITY)
+    quantity = models.DecimalField(**QUANTITY)
+    unit = models.CharField(max_length=10, choices=Rate.Unit.choices)
+    unit_price = models.DecimalField(**PRICE)
+    amount = models.DecimalField(**MONEY)
+    # A downtime credit lists the critical health events it is for (as they were then).
+    events = models.JSONField(default=list, blank=True)
+
+    objects = InvoiceLineQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["invoice_id", "position", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.description}: {self.amount}"
+
+    def save(self, *args, **kwargs):
+        self._refuse_unless_draft()
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        self._refuse_unless_draft()
+        return super().delete(*args, **kwargs)
+
+    def _refuse_unless_draft(self) -> None:
+        status = Invoice.objects.filter(pk=self.invoice_id).values_list("status", flat=True).first()
+        if status not in (None, InvoiceStatus.DRAFT):
+            raise ImmutableInvoiceError("The lines of an issued invoice never change.")
+
+
+class CreditNote(models.Model):
+    """A correction of an issued invoice: a credit that references it, never an edit of it."""
+
+    invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="credit_notes")
+    number = models.CharField(max_length=20, unique=True)
+    amount = models.DecimalField(**MONEY, validators=[MinValueValidator(Decimal("0.01"))])
+    reason = models.CharField(max_length=500)
+    issue_date = models.DateField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(amount__gt=0), name="credit_note_positive")
+        ]
+
+    def __str__(self) -> str:
+        return self.number
+
+
+class DocumentSequence(models.Model):
+    """The last number given to invoices (or credit notes) in one year: numbers run 1, 2, 3…
+    without gaps, taken under a row lock."""
+
+    prefix = models.CharField(max_length=5)
+    year = models.PositiveIntegerField()
+    last = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["prefix", "year"], name="one_sequence_per_year")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}-{self.year}: {self.last}"
+
+
+__all__ = [
+    "BillingAccount",
+    "BudgetAlert",
+    "CreditNote",
+    "CrossCheck",
+    "DocumentSequence",
+    "ImmutableInvoiceError",
+    "Invoice",
+    "InvoiceLine",
+    "InvoiceStatus",
+    "MeteringWindow",
+    "Rate",
+    "UsageRecord",
+]

@@ -54,7 +54,9 @@ def _nav_for(user) -> list[dict]:
         ]
     if access.finance:
         items += [
-            {"label": "Invoices", "url": reverse("billing:invoices"), "icon": "file-earmark-text"},
+            {"label": "Invoices", "url": reverse("billing:invoices"), "icon": "file-earmark-text",
+             "views": ("billing:invoices", "billing:invoice-detail")},
+            {"label": "Cost centers", "url": reverse("billing:cost-centers"), "icon": "diagram-3"},
             {"label": "Usage", "url": reverse("billing:usage"), "icon": "graph-up"},
         ]
     if access.platform_admin:

@@ -11,9 +11,11 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
+from billing.services import accounts as billing_accounts
 from inventory.demo_fleet import demo_fleet_details
 from inventory.models import GPU, Node, NodeState, Rack, Site
 from inventory.resource_classes import GPU_MODELS
+from portal import demo_billing
 from portal.models import SimulatedObject
 from tenants.access import services as tenant_services
 from tenants.models import Membership, QuotaRequest, RoleAssignment, Tenant, Workload
@@ -348,6 +350,14 @@ def _backdate(workload: Workload) -> None:
     SimulatedObject.objects.filter(pk__in=ids).update(created_at=long_ago, updated_at=long_ago)
 
 
+def _settle(workload_id: int) -> None:
+    """Apply a workload on the simulated fleet and look at it once its objects are old enough
+    to be ready (the demo's past workloads)."""
+    workloads.workload_reconcile(workload_id=workload_id)
+    _backdate(Workload.objects.get(pk=workload_id))
+    workloads.workload_observe(workload_id=workload_id)
+
+
 def _workloads(users: dict) -> None:
     """A few workloads in each state, launched, reconciled and observed through the services
     (the tasks would do the same after commit; here they run at once). Only on the simulated
@@ -381,14 +391,14 @@ def load_demo() -> list[DemoAccount]:
     accounts = {a.username: _user(a.username, a.name, a.password) for a in ACCOUNTS}
     users = accounts | {u: _user(u, n, None) for u, n in EXTRA_USERS.items()}
     for slug, name, isolation, cost_center, budget in TENANTS:
-        tenant = Tenant.objects.filter(slug=slug).first() or tenant_services.tenant_create(
-            actor=None,
-            slug=slug,
-            name=name,
-            isolation=isolation,
-            cost_center=cost_center,
-            monthly_budget=budget,
-        )
+        tenant = Tenant.objects.filter(slug=slug).first()
+        if tenant is None:
+            tenant = tenant_services.tenant_create(
+                actor=None, slug=slug, name=name, isolation=isolation, cost_center=cost_center
+            )
+            billing_accounts.billing_account_update(
+                actor=None, tenant=tenant, monthly_budget=budget
+            )
         for username, role in MEMBERS[slug]:
             if not Membership.objects.filter(tenant=tenant, user=users[username]).exists():
                 tenant_services.membership_set(
@@ -404,4 +414,5 @@ def load_demo() -> list[DemoAccount]:
     _quota_requests(users)
     _vm_images()
     _workloads(users)
+    demo_billing.load_billing_demo(users=users, apply=_settle)
     return list(ACCOUNTS)

@@ -3,14 +3,17 @@
 The fleet overview and the capacity summary show the inventory's counts beside what tenants
 were granted (tenants' quota): the inventory itself knows nothing of grants. The overview's GPU
 sharing section puts how each model's GPUs are handed out (whole, MIG, HAMi) beside what each
-tenant's workloads hold of every GPU class.
+tenant's workloads hold of every GPU class. Its utilization headline is billing's metering:
+allocated against measured GPU-hours, the last 7 days and this month.
 """
 
 from dataclasses import asdict
 
 from django.conf import settings
 from django.shortcuts import render
+from django.utils import timezone
 
+from billing.selectors.explorer import fleet_utilization_headline
 from inventory.selectors.fleet import (
     fleet_capacity_by_model,
     fleet_gpu_sharing_by_model,
@@ -46,6 +49,8 @@ def fleet_overview(request):
             "resource_capacity": capacity_by_resource_class(),
             "sharing": fleet_gpu_sharing_by_model(),
             "holdings": gpu_holdings_by_tenant(),
+            # Billing's metering: the fleet's GPU utilization and idle GPU-hours (2 queries).
+            "utilization_headline": fleet_utilization_headline(now=timezone.now()),
         },
     )
 

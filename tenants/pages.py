@@ -14,7 +14,10 @@ CURRENT_TENANT_KEY = "current_tenant"
 
 def tenant_page(request, slug, page: str):
     tenant = tenant_get_for_user(user=request.user, slug=slug)
-    request.session[CURRENT_TENANT_KEY] = tenant.slug
+    # Written only when it changes: assigning it, even unchanged, saves the session again
+    # (three statements on every tenant page).
+    if request.session.get(CURRENT_TENANT_KEY) != tenant.slug:
+        request.session[CURRENT_TENANT_KEY] = tenant.slug
     role = access_for(request.user).tenant_roles.get(tenant.pk)
     platform_admin = access_for(request.user).platform_admin
     return tenant, {

@@ -1,3 +1,32 @@
 """Billing endpoints under /api/v1/."""
 
-urlpatterns: list = []
+from django.urls import path
+
+from portal.api.routers import PortalRouter
+
+from . import invoices, rates, spend, usage
+
+router = PortalRouter()
+router.register("billing/invoices", invoices.InvoiceViewSet, basename="invoice")
+router.register("billing/rates", rates.RateViewSet, basename="rate")
+
+urlpatterns: list = [
+    # A tenant's spend this month and the price of a launch or of resources.
+    path("billing/spend/", spend.SpendView.as_view(), name="billing-spend"),
+    path("billing/quote/", spend.QuoteView.as_view(), name="billing-quote"),
+    # Usage and utilization.
+    path("billing/usage/", usage.UsageView.as_view(), name="billing-usage"),
+    path("billing/utilization/", usage.UtilizationView.as_view(), name="billing-utilization"),
+    # Invoices (finance's moves, exports) and the rate card.
+    path("billing/invoices/export.csv", invoices.InvoiceListCsvView.as_view(),
+         name="invoices-export-csv"),
+    path("billing/invoices/export.xlsx", invoices.InvoiceListXlsxView.as_view(),
+         name="invoices-export-xlsx"),
+    path("billing/invoices/<int:pk>/export.csv", invoices.InvoiceCsvView.as_view(),
+         name="invoice-export-csv"),
+    path("billing/invoices/<int:pk>/export.xlsx", invoices.InvoiceXlsxView.as_view(),
+         name="invoice-export-xlsx"),
+    path("billing/invoices/<int:pk>/export.pdf", invoices.InvoicePdfView.as_view(),
+         name="invoice-export-pdf"),
+    *router.urls,
+]

@@ -18,7 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Q, Sum
+from django.db.models import Case, Count, F, OuterRef, Q, Subquery, Sum, When
 
 from .. import resource_classes
 from ..models import GPU, GpuSharing, Node, NodeState
@@ -69,47 +69,72 @@ def hami_share_of(
 def gpu_capacity_by_pool() -> PoolCapacity:
     """Per pool and GPU resource class key: installed, healthy (GPU healthy and its node
     available; under HAMi also registered healthy), reserved (on nodes reserved for a dedicated
-    tenant) and in use (what pods the last cluster sync saw ask for). Two queries; the
-    arithmetic is over one row per node and one per GPU."""
+    tenant) and in use (what pods the last cluster sync saw ask for). Two queries: one row per
+    node (with its GPUs' model), and the GPUs counted in SQL per pool, model and MIG layout;
+    only GPUs HAMi shares come one row each, as what each offers depends on what HAMi
+    registered for it. Python's work grows with the nodes, not with the GPUs."""
     pools = _pools()
-    nodes = Node.objects.exclude(state=NodeState.RETIRED).values_list(
-        "pk", "reserved_for", "gpus_in_use", "mig_in_use", "gpu_sharing", "hami_devices",
-        "hami_in_use",
+    # The model a node's in-use counts are charged to: its first GPU's.
+    first_model = GPU.objects.filter(node=OuterRef("pk")).order_by("index").values("model")[:1]
+    nodes = (
+        Node.objects.exclude(state=NodeState.RETIRED)
+        .annotate(gpu_model=Subquery(first_model))
+        .values_list(
+            "pk", "reserved_for", "gpus_in_use", "mig_in_use", "gpu_sharing", "hami_devices",
+            "hami_in_use", "gpu_model",
+        )
     )
     in_use: dict[int, tuple[str, int, dict, dict]] = {}
     hami_nodes: dict[int, dict[int, dict[str, Any]]] = {}
-    for node_id, reserved_for, gpus, mig, sharing, devices, hami in nodes.iterator(
+    node_model: dict[int, str] = {}
+    for node_id, reserved_for, gpus, mig, sharing, devices, hami, model in nodes.iterator(
         chunk_size=5000
     ):
         in_use[node_id] = (reserved_for, gpus, mig or {}, hami or {})
+        if model is not None:
+            node_model[node_id] = model
         if sharing == GpuSharing.HAMI:
             hami_nodes[node_id] = _registered(devices)
-    node_model: dict[int, str] = {}
-    gpus = GPU.objects.exclude(node__state=NodeState.RETIRED).values_list(
-        "node_id", "index", "model", "memory_gib", "mig_layout", "health", "node__state",
-        "node__reserved_for",
+    hami = Q(node__gpu_sharing=GpuSharing.HAMI)
+    groups = (
+        GPU.objects.exclude(node__state=NodeState.RETIRED)
+        .annotate(
+            hami_node=Case(When(hami, then=F("node_id"))),
+            hami_index=Case(When(hami, then=F("index"))),
+            hami_memory=Case(When(hami, then=F("memory_gib"))),
+        )
+        .values("node__reserved_for", "model", "mig_layout", "hami_node", "hami_index",
+                "hami_memory")
+        .annotate(
+            gpus=Count("id"),
+            healthy=Count(
+                "id", filter=Q(health=GPU.Health.HEALTHY, node__state=NodeState.AVAILABLE)
+            ),
+        )
+        .order_by()
     )
-    for node_id, index, model, memory_gib, layout, health, state, reserved_for in gpus.iterator(
-        chunk_size=5000
-    ):
-        node_model.setdefault(node_id, model)
-        healthy = health == GPU.Health.HEALTHY and state == NodeState.AVAILABLE
-        if node_id in hami_nodes:
-            memory, cores, registered = hami_share_of(index, memory_gib, hami_nodes[node_id])
+    for group in groups:
+        reserved_for, model, gpus = group["node__reserved_for"], group["model"], group["gpus"]
+        healthy = group["healthy"]
+        if group["hami_node"] is not None:  # one GPU
+            memory, cores, registered = hami_share_of(
+                group["hami_index"], group["hami_memory"],
+                hami_nodes.get(group["hami_node"], {}),
+            )
             units = [
                 (resource_classes.hami_key(model, "memory-gib"), memory),
                 (resource_classes.hami_key(model, "cores"), cores),
             ]
-            healthy = healthy and registered
-        elif layout:
-            units = [(resource_classes.mig_model_key(model, p), 1) for p in layout]
+            healthy = healthy if registered else 0
+        elif group["mig_layout"]:
+            units = [(resource_classes.mig_model_key(model, p), 1) for p in group["mig_layout"]]
         else:
             units = [(resource_classes.gpu_class(model), 1)]
         for key, amount in units:
             row = pools[reserved_for][key]
-            row.installed += amount
-            row.healthy += amount if healthy else 0
-            row.reserved += amount if reserved_for else 0
+            row.installed += amount * gpus
+            row.healthy += amount * healthy
+            row.reserved += amount * gpus if reserved_for else 0
     hami_mib: dict[tuple[str, str], int] = defaultdict(int)
     for node_id, (reserved_for, gpus_in_use, mig_in_use, hami_in_use) in in_use.items():
         model = node_model.get(node_id)

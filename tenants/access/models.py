@@ -1,10 +1,7 @@
 """Tenants, who belongs to them, and who holds a platform-wide role."""
 
-from decimal import Decimal
-
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
@@ -33,13 +30,6 @@ class Tenant(Reconciled):
     cost_center = models.CharField(max_length=50, blank=True, validators=[validate_readable_name])
     isolation = models.CharField(max_length=20, choices=Isolation.choices, default=Isolation.SHARED)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACTIVE)
-    monthly_budget = models.DecimalField(
-        max_digits=14,
-        decimal_places=2,
-        default=Decimal("0"),
-        validators=[MinValueValidator(Decimal("0"))],
-        help_text="0 means no budget set.",
-    )
     cohort = models.CharField(
         "Kueue cohort",
         max_length=63,

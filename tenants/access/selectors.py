@@ -36,7 +36,8 @@ def tenant_for_dashboard(*, user, slug: str | None) -> Tenant | None:
 
 def tenants_for_list(*, user) -> QuerySet[Tenant]:
     """Every tenant `user` may open (all of them for finance and platform admins), by name."""
-    return tenants_visible_to(user).order_by("name")
+    # The budget is billing's (a reverse one-to-one, named by its accessor: no import).
+    return tenants_visible_to(user).select_related("billing_account").order_by("name")
 
 
 def tenants_of_member(*, user) -> QuerySet[Tenant]:

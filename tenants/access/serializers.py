@@ -55,7 +55,6 @@ class TenantSerializer(serializers.ModelSerializer):
             "cost_center",
             "isolation",
             "status",
-            "monthly_budget",
             "cohort",
             "namespace",
             "created_at",
@@ -70,9 +69,6 @@ class TenantCreateSerializer(serializers.Serializer):
     isolation = serializers.ChoiceField(choices=Tenant.Isolation.choices)
     cost_center = serializers.CharField(
         max_length=50, required=False, default="", validators=[validate_readable_name]
-    )
-    monthly_budget = serializers.DecimalField(
-        max_digits=14, decimal_places=2, min_value=0, required=False
     )
 
     def validate_slug(self, value: str) -> str:

@@ -24,11 +24,8 @@ def tenant_create(
     name: str,
     isolation: str = Tenant.Isolation.SHARED,
     cost_center: str = "",
-    monthly_budget=None,
 ) -> Tenant:
     tenant = Tenant(slug=slug, name=name, isolation=isolation, cost_center=cost_center)
-    if monthly_budget is not None:
-        tenant.monthly_budget = monthly_budget
     return tenant_add(actor=actor, tenant=tenant)
 
 

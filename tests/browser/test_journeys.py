@@ -15,7 +15,7 @@ from tests.support.fixtures_browser import fresh_page, screenshot, sign_in, sign
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 TENANT_NAV = {"Dashboard", "Workloads", "Quota", "Usage & invoices"}
-FINANCE_NAV = {"Invoices", "Usage", "Tenants"}
+FINANCE_NAV = {"Invoices", "Cost centers", "Usage", "Tenants"}
 ADMIN_NAV = {"Fleet", "Requests", "Tenants", "Django admin"}
 
 JOURNEYS = [

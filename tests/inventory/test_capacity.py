@@ -1,5 +1,6 @@
 """Capacity per resource class: installed, healthy, reserved, granted, in use."""
 
+import re
 from decimal import Decimal
 
 import pytest
@@ -138,3 +139,30 @@ def test_hami_capacity_is_per_pool_and_the_largest_share_is_one_gpus(tenant, oth
     dedicated = tenant_capacity_by_resource_class(tenant=other_tenant)
     shared = tenant_capacity_by_resource_class(tenant=tenant)
     assert dedicated[L40S_CORES].installed == 400 and shared[L40S_CORES].installed == 1000
+
+
+@pytest.mark.django_db
+def test_gpus_are_counted_in_sql_so_the_rows_read_do_not_grow_with_the_fleet():
+    """Two queries at any size, and the GPU query answers one row per pool, model and layout
+    (HAMi-shared GPUs aside), not one per GPU: 16,000 GPUs stay a handful of rows."""
+    from django.db import connection
+
+    def rows_read() -> list[int]:
+        read: list[int] = []
+
+        def record(execute, sql, params, many, context):
+            result = execute(sql, params, many, context)
+            if re.search(r'FROM "inventory_gpu" (?!U\d)', sql):  # the GPUs', not a subquery
+                read.append(context["cursor"].rowcount)
+            return result
+
+        with connection.execute_wrapper(record):
+            gpu_capacity_by_pool()
+        return read
+
+    build_fleet(30, prefix="small")  # every model in the shared pool and in a reserved one
+    few = rows_read()
+    build_fleet(90, prefix="large")
+    many = rows_read()
+    assert len(few) == len(many) == 1
+    assert many[0] == few[0] == 6  # 3 models in 2 pools (shared and reserved)

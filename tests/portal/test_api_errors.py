@@ -86,8 +86,26 @@ def world():
         "health-events": event.pk,
         "quota-requests": request.pk,
         "workloads": workload.pk,
+        "billing": _issued_invoice(acme, admin).pk,
     }
     return {"admin": admin, "ids": ids, "member_id": membership.pk}
+
+
+def _issued_invoice(tenant, actor):
+    """Acme's January, issued: the billing API's invoice paths name it."""
+    from datetime import UTC, date, datetime
+    from decimal import Decimal
+
+    from billing.models import Rate, UsageRecord
+    from billing.services import invoicing
+
+    Rate.objects.create(resource="cpu", unit_price=Decimal("0.04"),
+                        valid_from=datetime(2025, 1, 1, tzinfo=UTC))
+    UsageRecord.objects.create(tenant=tenant, source=UsageRecord.Source.ALLOCATED,
+                               resource="cpu", unit_seconds=3600,
+                               hour=datetime(2026, 1, 5, 10, tzinfo=UTC))
+    draft = invoicing.invoice_compute(tenant=tenant, month=date(2026, 1, 1))
+    return invoicing.invoice_issue(invoice_id=draft.pk, actor=actor)
 
 
 def _url(path: str, world: dict | None) -> str:
@@ -163,7 +181,8 @@ def test_an_outsider_is_refused_in_json_and_never_sees_acme(api_client, world, p
     if response.status_code >= 400:
         _assert_json_error(response, response.status_code)
     if "{slug}" in path or path.startswith(("/api/v1/quota-requests/{id}",
-                                            "/api/v1/workloads/{id}")):
+                                            "/api/v1/workloads/{id}",
+                                            "/api/v1/billing/invoices/{id}")):
         assert response.status_code == 404
     if path.startswith("/api/v1/tokens/{id}"):  # the admin's token
         assert response.status_code == 404

@@ -16,6 +16,7 @@ import schemathesis
 from django.conf import settings as django_settings
 from django.core import signals
 from django.db import close_old_connections
+from django.utils import timezone
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import (
@@ -26,6 +27,7 @@ from schemathesis.checks import (
 )
 from schemathesis.core.transport import response_content_type
 
+from billing.models import UsageRecord
 from inventory.models import HealthEvent
 from portal import tokens
 from portal.wsgi import application
@@ -100,6 +102,13 @@ def world(db, settings, _connections_kept):
         user=UserFactory(username="root"), role=RoleAssignment.Role.PLATFORM_ADMIN
     ).user
     MembershipFactory(tenant=acme, user=admin, role=Membership.Role.OWNER)
+    # Billing (branch `usage`): an hour of usage this month, allocated and measured, so that
+    # the usage and utilization lists answer with rows.
+    hour = timezone.now().replace(minute=0, second=0, microsecond=0)
+    for source, busy in (("allocated", 0), ("measured", 1800)):
+        UsageRecord.objects.create(tenant=acme, source=source, resource="gpu:nvidia-h100-80gb",
+                                   hour=hour, unit_seconds=3600, busy_seconds=busy,
+                                   hostname="gpu-node-1" * (busy > 0))
     gpu = GPUFactory(node=NodeFactory())
     event = HealthEvent.objects.create(
         node=gpu.node, kind="xid", subject="gpu:0", severity="warning"
@@ -122,6 +131,8 @@ def world(db, settings, _connections_kept):
     workloads.workload_reconcile(workload_id=workload.pk)
     workload.refresh_from_db()
     assert workload.status == WorkloadStatus.READY, workload.status_message
+    # Billing: an issued invoice of acme's January (finance's actions, the tenant's downloads).
+    invoice = _issued_invoice(acme, admin)
     spare = {
         "member": tokens.api_token_create(user=member, name="spare").token.pk,
         "admin": tokens.api_token_create(user=admin, name="spare").token.pk,
@@ -129,7 +140,7 @@ def world(db, settings, _connections_kept):
     ids = {
         "nodes": gpu.node_id, "gpus": gpu.pk, "racks": gpu.node.rack_id,
         "sites": gpu.node.rack.site_id, "health-events": event.pk, "quota-requests": request.pk,
-        "workloads": workload.pk,
+        "workloads": workload.pk, "billing": invoice.pk,
     }
     return {
         role: {
@@ -139,6 +150,22 @@ def world(db, settings, _connections_kept):
         }
         for role, user in (("member", member), ("admin", admin))
     }
+
+
+def _issued_invoice(tenant, actor):
+    from datetime import UTC, date, datetime
+    from decimal import Decimal
+
+    from billing.models import Rate, UsageRecord
+    from billing.services import invoicing
+
+    Rate.objects.create(resource="gpu:nvidia-h100-80gb", unit_price=Decimal("2.50"),
+                        valid_from=datetime(2025, 1, 1, tzinfo=UTC))
+    UsageRecord.objects.create(tenant=tenant, source=UsageRecord.Source.ALLOCATED,
+                               resource="gpu:nvidia-h100-80gb", unit_seconds=7200,
+                               hour=datetime(2026, 1, 5, 10, tzinfo=UTC))
+    draft = invoicing.invoice_compute(tenant=tenant, month=date(2026, 1, 1))
+    return invoicing.invoice_issue(invoice_id=draft.pk, actor=actor)
 
 
 def _real_path_parameters(case, world: dict) -> dict:

@@ -171,6 +171,12 @@ CASES = {
     "admin-tenants": Case("/admin/tenants/tenant/", "admin", grow_tenants),
     "admin-memberships": Case("/admin/tenants/membership/", "admin", grow_tenants),
     "admin-quota-requests": Case("/admin/tenants/quotarequest/", "admin", grow_requests),
+    "admin-quota-requests-all": Case(
+        "/admin/tenants/quotarequest/?status__exact=submitted&all=", "admin", grow_requests
+    ),
+    "admin-quota-requests-by-tenant": Case(
+        "/admin/tenants/quotarequest/?tenant=acme", "admin", grow_requests
+    ),
     "admin-api-tokens": Case("/admin/portal/apitoken/", "admin", grow_owner_tokens),
     "admin-nodes": Case("/admin/inventory/node/", "admin", grow_fleet),
     "admin-gpus": Case("/admin/inventory/gpu/", "admin", grow_fleet),
@@ -199,6 +205,30 @@ CASES = {
     "api-quota-requests-as-owner": Case(
         "/api/v1/quota-requests/", "owner", grow_acme_requests, api=True
     ),
+}
+
+
+# Billing's usage explorer and usage API (branch `usage`): tenants with an hour of usage now.
+def grow_usage(people, n: int) -> None:
+    from django.utils import timezone
+
+    from billing.models import UsageRecord
+
+    hour = timezone.now().replace(minute=0, second=0, microsecond=0)
+    for tenant in [people["acme"]] + [TenantFactory(slug=f"qc-u{next(_serial)}") for _ in range(n)]:
+        UsageRecord.objects.create(tenant=tenant, source="measured", resource="gpu:nvidia-h200",
+                                   hour=hour, unit_seconds=3600, busy_seconds=1800,
+                                   hostname=f"h{next(_serial)}")
+        UsageRecord.objects.create(tenant=tenant, source="allocated", hour=hour,
+                                   resource="mig:nvidia-a100-80gb:1g.10gb", unit_seconds=3600,
+                                   workload=None)
+
+
+CASES |= {
+    "usage-explorer": Case("/billing/usage/", "admin", grow_usage),
+    "api-billing-usage-as-owner": Case("/api/v1/billing/usage/", "owner", grow_usage, api=True),
+    "api-billing-utilization": Case("/api/v1/billing/utilization/", "admin", grow_usage,
+                                    api=True),
 }
 
 

@@ -82,3 +82,29 @@ def test_env_example_lists_every_variable_the_settings_read():
     read = set(re.findall(r'env(?:\.\w+)?\(\s*"([A-Z_]+)"', settings_source))
     documented = set(re.findall(r"^#?\s*([A-Z_]+)=", example, re.MULTILINE))
     assert read - documented == set()
+
+
+_DATABASE_CONNECTION = (
+    "from django.conf import settings as s; d = s.DATABASES['default'];"
+    "print(d['CONN_MAX_AGE'], d['CONN_HEALTH_CHECKS'])"
+)
+
+
+def test_production_keeps_database_connections_open_and_checks_them_before_reuse():
+    result = _manage("shell", "--no-imports", "-c", _DATABASE_CONNECTION, env=PRODUCTION_ENV)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["60", "True"]
+
+
+def test_development_opens_a_database_connection_per_request():
+    env = {"SECRET_KEY": PRODUCTION_ENV["SECRET_KEY"]}
+    result = _manage("shell", "--no-imports", "-c", _DATABASE_CONNECTION, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "True"]
+
+
+def test_database_conn_max_age_sets_how_long_connections_stay_open():
+    env = PRODUCTION_ENV | {"DATABASE_CONN_MAX_AGE": "0"}
+    result = _manage("shell", "--no-imports", "-c", _DATABASE_CONNECTION, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0", "True"]

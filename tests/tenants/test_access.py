@@ -51,7 +51,8 @@ def test_dashboard_query_count_does_not_grow_with_members(
     client = login(tenant_owner)
     url = reverse("tenants:dashboard", args=[tenant.slug])
     client.get(url)
-    with django_assert_max_num_queries(15) as few:
+    # Session, user, roles, then the page's own; an unchanged session is not written back.
+    with django_assert_max_num_queries(12) as few:
         client.get(url)
     MembershipFactory.create_batch(30, tenant=tenant)
     for resource in ["cpu", "memory-gib", "storage-gib", "gpu:nvidia-l40s"]:
@@ -60,9 +61,34 @@ def test_dashboard_query_count_does_not_grow_with_members(
         client.get(url)
 
 
+def test_dashboard_writes_the_session_only_when_the_current_tenant_changes(
+    login, tenant_owner, tenant, django_assert_max_num_queries
+):
+    from tests.factories import MembershipFactory, TenantFactory
+
+    other = TenantFactory(slug="other-lab", name="Other Lab")
+    MembershipFactory(tenant=other, user=tenant_owner, role="member")
+    client = login(tenant_owner)
+    dashboard = reverse("tenants:dashboard", args=[tenant.slug])
+    client.get(dashboard)
+
+    with django_assert_max_num_queries(12) as again:
+        assert client.get(dashboard).status_code == 200
+    writes = [q["sql"] for q in again.captured_queries
+              if "django_session" in q["sql"] and not q["sql"].startswith("SELECT")]
+    assert writes == []
+    assert client.session["current_tenant"] == tenant.slug
+
+    # Another tenant's page moves the current tenant: the top-level links follow it.
+    client.get(reverse("tenants:dashboard", args=[other.slug]))
+    assert client.session["current_tenant"] == other.slug
+    response = client.get(reverse("tenants:workloads"))
+    assert response.url == reverse("tenants:workload-list", args=[other.slug])
+
+
 NAV = {
     "tenant_member": ["Dashboard", "Workloads", "Quota", "Usage & invoices"],
-    "finance": ["Invoices", "Usage", "Tenants"],
+    "finance": ["Invoices", "Cost centers", "Usage", "Tenants"],
     "platform_admin": ["Fleet", "Requests", "Tenants", "Django admin"],
 }
 

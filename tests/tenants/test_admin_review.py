@@ -213,6 +213,61 @@ def test_queue_filters_by_state_tenant_resource_and_age(
     assert shown("?age=day") == {gpu.pk, cpu.pk, theirs.pk}
 
 
+def test_queue_filters_by_a_typed_tenant_slug_and_lists_no_tenant_it_was_not_asked_for(
+    admin_client, submit, tenant
+):
+    mine = submit({"cpu": 2})
+    other = TenantFactory(slug="other", name="Other Lab")
+    outsider = MembershipFactory(tenant=other, role="owner").user
+    theirs = submit({"cpu": 1}, by=outsider, target=other)
+    TenantFactory(slug="idle-lab", name="Idle Lab")  # no request: nothing to show of it
+
+    page = admin_client.get(CHANGELIST + "?status__exact=submitted").content.decode()
+    assert "idle-lab" not in page and "Idle Lab" not in page
+    # The one-input filter keeps the page's other parameters when it is submitted.
+    assert re.search(r'<input type="hidden" name="status__exact" value="submitted">', page)
+    assert re.search(r'<input type="search" aria-label="Tenant slug" name="tenant"', page)
+
+    def shown(query):
+        html = admin_client.get(CHANGELIST + query).content.decode()
+        return {
+            int(n) for n in re.findall(r'<a href="/admin/tenants/quotarequest/(\d+)/change/', html)
+        }
+
+    assert shown("?tenant=other") == {theirs.pk}
+    assert shown(f"?tenant={tenant.slug}&status__exact=submitted") == {mine.pk}
+    assert shown("?tenant=nobody") == set()
+    assert shown("?q=Other+Lab") == {theirs.pk}
+
+
+def test_queue_rows_load_no_password_hash_and_no_decision_fields(
+    admin_client, submit, django_assert_max_num_queries
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    submit({"cpu": 1})
+    with CaptureQueriesContext(connection) as captured:
+        assert admin_client.get(CHANGELIST).status_code == 200
+    rows = [q["sql"] for q in captured.captured_queries
+            if 'FROM "tenants_quotarequest"' in q["sql"] and "COUNT(" not in q["sql"]]
+    assert rows
+    for sql in rows:
+        assert '"password"' not in sql
+        assert '"decision_note"' not in sql and '"justification"' not in sql
+
+
+def test_show_all_serves_the_400_requests_a_fleet_has_awaiting_review(
+    admin_client, tenant, tenant_member
+):
+    QuotaRequest.objects.bulk_create(
+        QuotaRequest(tenant=tenant, requested_by=tenant_member, justification=f"Run {n}.")
+        for n in range(250)
+    )
+    html = admin_client.get(CHANGELIST + "?status__exact=submitted&all=").content.decode()
+    assert len(re.findall(r'<a href="/admin/tenants/quotarequest/\d+/change/', html)) == 250
+
+
 def test_queue_query_count_does_not_grow_with_requests(
     admin_client, submit, django_assert_max_num_queries
 ):
@@ -233,7 +288,6 @@ def test_admin_edit_of_a_tenant_goes_through_services_and_is_re_enforced(
     data = {
         "name": "Acme Labs",
         "cost_center": "CC-1",
-        "monthly_budget": "10.00",
         "status": "active",
         "isolation": "shared",
         "cohort": "pool",
@@ -264,7 +318,6 @@ def test_admin_refuses_a_cohort_for_a_dedicated_tenant_and_a_bad_slug(admin_clie
         {
             "slug": "Not_A_Label",
             "name": "X",
-            "monthly_budget": "0",
             "status": "active",
             "isolation": "dedicated",
             "cohort": "pool",

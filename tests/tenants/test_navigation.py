@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from billing.models import BillingAccount
 from tenants.quota import services as quota_requests
 from tests.factories import TenantFactory
 
@@ -25,7 +26,8 @@ def _nav(html: str) -> dict[str, str]:
 def test_finance_and_admins_reach_every_tenants_pages_from_the_navigation(
     request, login, tenant, other_tenant, role
 ):
-    TenantFactory(slug="helix", name="Helix Research", monthly_budget="250000.00")
+    helix = TenantFactory(slug="helix", name="Helix Research")
+    BillingAccount.objects.create(tenant=helix, monthly_budget="250000.00")
     client = login(request.getfixturevalue(role))
 
     nav = _nav(client.get("/", follow=True).content.decode())  # the role's landing page

@@ -1,0 +1,482 @@
+"""The usage explorer's reads: GPU-hours by tenant, class and day; allocated against measured
+utilization; idle GPU-hours; the health of metering. Everything is summed in SQL.
+
+GPU-hours count GPU-equivalents, so that whole GPUs, MIG instances and HAMi shares add up: a
+whole GPU is 1, a MIG instance `<n>g.<mem>` is n/7 of its GPU (every MIG-capable model has
+seven compute slices), a HAMi compute share counts its percent of a GPU (`hami:<m>:cores`
+holds percent-seconds). A HAMi memory share (`hami:<m>:memory-gib`) is the same share's other
+axis: shown in its own unit, never added to GPU-hours (it would count the share twice).
+
+Idle GPU-hours are allocated minus measured busy GPU-seconds, clamped at zero per tenant-hour
+(as `billing.calculations.idle_gpu_seconds` clamps per key): an hour measured above its
+allocation never hides idle time in another. Only hours whose measured window is done count
+towards utilization: an hour that is a gap (Prometheus was down), pending, or not metered at all
+(measured metering off) is left out, because unknown is not idle. DCGM sees a HAMi share as its
+whole GPU, so a tenant's busy seconds on a shared GPU may exceed its share: the clamp keeps its
+idle time at zero there rather than below.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from fractions import Fraction
+
+from django.db import connection
+from django.db.models import (
+    Case,
+    Count,
+    F,
+    FloatField,
+    Q,
+    QuerySet,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.functions import Cast, Greatest, TruncDay
+
+from inventory import resource_classes
+from tenants.models import Tenant
+
+from .. import calculations
+from ..calculations.invoicing import class_label
+from ..calculations.money import SECONDS_PER_HOUR, floor_hour, month_start, round_to
+from ..models import CrossCheck, MeteringWindow, UsageRecord, WindowStatus
+
+ALLOCATED = UsageRecord.Source.ALLOCATED
+MEASURED = UsageRecord.Source.MEASURED
+GPU_KINDS = ("gpu", "mig", "hami")
+MIG_SLICES = 7
+MIG_PROFILE = re.compile(r":(\d)g\.")
+HOURS = Decimal("0.01")
+GPU_CLASSES = (
+    Q(resource__startswith="gpu:")
+    | Q(resource__startswith="mig:")
+    | Q(resource__startswith="hami:")
+)
+
+
+@dataclass(frozen=True)
+class UsageFilter:
+    """What the explorer shows: [start, end) in whole UTC days, and whose usage."""
+
+    start: datetime
+    end: datetime
+    tenant_ids: list[int] | None = None  # None: every tenant (finance, admins)
+    tenant_slug: str = ""
+    resource: str = ""  # a GPU resource class, or a GPU model key (all its classes)
+    cost_center: str = ""
+
+    @property
+    def days(self) -> list[date]:
+        first, last = self.start.date(), (self.end - timedelta(seconds=1)).date()
+        return [first + timedelta(days=n) for n in range((last - first).days + 1)]
+
+
+# --- GPU-equivalents ---------------------------------------------------------------------------
+
+
+def gpu_equivalent(resource: str) -> Fraction | None:
+    """How many GPUs one unit of `resource` is (None: not counted in GPU-hours).
+
+    Read from the key alone, as `_gpu_seconds` reads it in SQL, so that a model the vocabulary
+    does not know (the measured source keeps `gpu:<its name>`) still counts as the GPU it is.
+    """
+    kind, _, rest = resource.partition(":")
+    if kind == "gpu" and rest:
+        return Fraction(1)
+    if kind == "mig":
+        slices = MIG_PROFILE.search(rest)
+        if slices and 1 <= int(slices.group(1)) <= MIG_SLICES:
+            return Fraction(int(slices.group(1)), MIG_SLICES)
+    if kind == "hami" and rest.endswith(":cores"):
+        return Fraction(1, 100)
+    return None
+
+
+def _gpu_seconds(field: str) -> Case:
+    """`gpu_equivalent` in SQL: the GPU-seconds a row's `field` comes to."""
+    seconds = Cast(field, FloatField())
+    whens = [When(resource__startswith="gpu:", then=seconds)]
+    whens += [
+        When(
+            Q(resource__startswith="mig:", resource__contains=f":{slices}g."),
+            then=seconds * Value(slices / MIG_SLICES),
+        )
+        for slices in range(1, MIG_SLICES + 1)
+    ]
+    whens.append(
+        When(Q(resource__startswith="hami:", resource__endswith=":cores"),
+             then=seconds / Value(100.0))
+    )
+    return Case(*whens, default=Value(0.0), output_field=FloatField())
+
+
+def hours(seconds: Fraction | float | int | None) -> Decimal:
+    """Seconds as hours, to the hundredth (half up)."""
+    return round_to(Fraction(seconds or 0) / SECONDS_PER_HOUR, HOURS)
+
+
+def unit_label(resource: str) -> str:
+    """What one hour of `resource` is called in the explorer's table."""
+    kind, _, rest = resource.partition(":")
+    if kind == "mig":
+        return "instance-hours"
+    if kind == "hami":
+        return "GiB-hours" if rest.endswith(":memory-gib") else "%-GPU-hours"
+    return "GPU-hours"
+
+
+# --- filtering -----------------------------------------------------------------------------------
+
+
+def _resource_q(resource: str) -> Q:
+    if ":" in resource:
+        return Q(resource=resource)
+    return (
+        Q(resource=f"gpu:{resource}")
+        | Q(resource__startswith=f"mig:{resource}:")
+        | Q(resource__startswith=f"hami:{resource}:")
+    )
+
+
+def _tenant_q(usage: UsageFilter, prefix: str = "") -> Q:
+    q = Q()
+    if usage.tenant_ids is not None:
+        q &= Q(**{f"{prefix}tenant_id__in": usage.tenant_ids})
+    if usage.tenant_slug:
+        q &= Q(**{f"{prefix}tenant__slug": usage.tenant_slug})
+    if usage.cost_center:
+        q &= Q(**{f"{prefix}tenant__cost_center": usage.cost_center})
+    return q
+
+
+def gpu_usage_records(usage: UsageFilter, *, source: str = ALLOCATED) -> QuerySet[UsageRecord]:
+    """The GPU-class usage records the filter selects (of one source)."""
+    records = UsageRecord.objects.filter(
+        GPU_CLASSES, _tenant_q(usage), source=source, hour__gte=usage.start, hour__lt=usage.end
+    )
+    if usage.resource:
+        records = records.filter(_resource_q(usage.resource))
+    return records
+
+
+# --- GPU-hours by tenant, class and day -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    """One tenant's use of one GPU class over the filter's range."""
+
+    tenant_slug: str
+    tenant_name: str
+    cost_center: str
+    resource: str
+    unit_seconds: int
+
+    @property
+    def label(self) -> str:
+        return class_label(self.resource)
+
+    @property
+    def kind(self) -> str:
+        return self.resource.partition(":")[0]
+
+    @property
+    def unit(self) -> str:
+        return unit_label(self.resource)
+
+    @property
+    def unit_hours(self) -> Decimal:
+        return hours(self.unit_seconds)
+
+    @property
+    def gpu_hours(self) -> Decimal | None:
+        share = gpu_equivalent(self.resource)
+        if share is None:
+            return None
+        return hours(Fraction(self.unit_seconds) * share)
+
+
+def gpu_usage_by_tenant_and_class(usage: UsageFilter) -> QuerySet:
+    """Unit-seconds per (tenant, GPU class), one row each, ordered by tenant then class; a
+    queryset, so that a page of it is one query (and its count another)."""
+    return (
+        gpu_usage_records(usage)
+        .values("tenant__slug", "tenant__name", "tenant__cost_center", "resource")
+        .annotate(unit_seconds=Sum("unit_seconds"))
+        .order_by("tenant__name", "tenant__slug", "resource")
+    )
+
+
+def usage_rows(rows) -> list[UsageRow]:
+    """Rows of `gpu_usage_by_tenant_and_class` (or a page of them) as `UsageRow`s."""
+    return [
+        UsageRow(
+            tenant_slug=row["tenant__slug"],
+            tenant_name=row["tenant__name"],
+            cost_center=row["tenant__cost_center"],
+            resource=row["resource"],
+            unit_seconds=int(row["unit_seconds"] or 0),
+        )
+        for row in rows
+    ]
+
+
+def gpu_usage_by_day(usage: UsageFilter, *, source: str = ALLOCATED) -> QuerySet:
+    """Unit-seconds per (UTC day, tenant, GPU class): the API's rows."""
+    return (
+        gpu_usage_records(usage, source=source)
+        .annotate(day=TruncDay("hour", tzinfo=UTC))
+        .values("day", "tenant__slug", "resource")
+        .annotate(unit_seconds=Sum("unit_seconds"))
+        .order_by("day", "tenant__slug", "resource")
+    )
+
+
+@dataclass(frozen=True)
+class DailyChart:
+    """GPU-hours per day, one stacked series per GPU model and one per tenant."""
+
+    days: list[str]
+    by_model: list[dict]
+    by_tenant: list[dict]
+    total_gpu_hours: Decimal
+
+
+def _series(totals: dict[str, dict[date, float]], days: list[date], labels: dict[str, str],
+            *, top: int) -> list[dict]:
+    ranked = sorted(totals, key=lambda key: (-sum(totals[key].values()), key))
+    series = [
+        {"key": key, "label": labels.get(key, key),
+         "data": [float(hours(totals[key].get(day, 0))) for day in days]}
+        for key in ranked[:top]
+    ]
+    if len(ranked) > top:
+        rest = [sum(totals[key].get(day, 0) for key in ranked[top:]) for day in days]
+        series.append({"key": "other", "label": f"{len(ranked) - top} others",
+                       "data": [float(hours(seconds)) for seconds in rest]})
+    return series
+
+
+def gpu_hours_chart(usage: UsageFilter, *, top: int = 8) -> DailyChart:
+    """GPU-hours by day, stacked by GPU model and by tenant (the top `top`, then the rest).
+
+    One query: rows are (day, tenant, model), bounded by days x tenants x models.
+    """
+    model_of = Case(
+        *[When(_resource_q(key), then=Value(key)) for key in resource_classes.GPU_MODELS],
+        default=Value(""),
+    )
+    rows = (
+        gpu_usage_records(usage)
+        .annotate(day=TruncDay("hour", tzinfo=UTC), model=model_of)
+        .values("day", "tenant__slug", "tenant__name", "model")
+        .annotate(gpu_seconds=Sum(_gpu_seconds("unit_seconds")))
+        .order_by()
+    )
+    by_model: dict[str, dict[date, float]] = defaultdict(lambda: defaultdict(float))
+    by_tenant: dict[str, dict[date, float]] = defaultdict(lambda: defaultdict(float))
+    names: dict[str, str] = {}
+    total = 0.0
+    for row in rows:
+        if not row["gpu_seconds"]:
+            continue
+        day = row["day"].astimezone(UTC).date()
+        by_model[row["model"]][day] += row["gpu_seconds"]
+        by_tenant[row["tenant__slug"]][day] += row["gpu_seconds"]
+        names[row["tenant__slug"]] = row["tenant__name"]
+        total += row["gpu_seconds"]
+    days = usage.days
+    models = {key: model.display_name for key, model in resource_classes.GPU_MODELS.items()}
+    models[""] = "Other GPU models"
+    return DailyChart(
+        days=[day.isoformat() for day in days],
+        by_model=_series(by_model, days, models, top=top),
+        by_tenant=_series(by_tenant, days, names, top=top),
+        total_gpu_hours=hours(total),
+    )
+
+
+# --- utilization and idle GPU-hours -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Utilization:
+    """Allocated against measured GPU-seconds of one tenant (or the fleet) over a range."""
+
+    allocated_seconds: int
+    measured_seconds: int  # GPU-seconds DCGM saw the tenant's GPUs present
+    busy_seconds: int  # ... weighted by their utilization
+    idle_seconds: int  # allocated - busy, clamped at zero per tenant-hour
+    tenant_slug: str = ""
+    tenant_name: str = ""
+    cost_center: str = ""
+
+    @property
+    def utilization(self) -> Decimal | None:
+        """The share of allocated GPU-seconds in use (0 to 1), as the calculations count it."""
+        return calculations.utilization(
+            allocated={"all": self.allocated_seconds},
+            measured={"all": self.allocated_seconds - self.idle_seconds},
+        )
+
+    @property
+    def utilization_percent(self) -> Decimal | None:
+        share = self.utilization
+        return None if share is None else (share * 100).quantize(Decimal("0.1"))
+
+    @property
+    def allocated_hours(self) -> Decimal:
+        return hours(self.allocated_seconds)
+
+    @property
+    def measured_hours(self) -> Decimal:
+        return hours(self.measured_seconds)
+
+    @property
+    def busy_hours(self) -> Decimal:
+        return hours(self.busy_seconds)
+
+    @property
+    def idle_hours(self) -> Decimal:
+        return hours(self.idle_seconds)
+
+
+def _measured_hours(usage: UsageFilter) -> QuerySet:
+    """Hours of the range whose measured window is done: what DCGM saw is known."""
+    return MeteringWindow.objects.filter(
+        source=MEASURED, status=WindowStatus.DONE, hour__gte=usage.start, hour__lt=usage.end
+    ).values("hour")
+
+
+def _hourly_utilization_sql(usage: UsageFilter) -> tuple[str, tuple]:
+    """Per (tenant, hour): allocated, measured and busy GPU-seconds, and the clamped idle."""
+    records = UsageRecord.objects.filter(
+        GPU_CLASSES, _tenant_q(usage), hour__gte=usage.start, hour__lt=usage.end
+    ).filter(hour__in=_measured_hours(usage))
+    if usage.resource:
+        records = records.filter(_resource_q(usage.resource))
+    hourly = (
+        records.values("tenant_id", "hour")
+        .annotate(
+            allocated=Sum(_gpu_seconds("unit_seconds"), filter=Q(source=ALLOCATED), default=0.0),
+            measured=Sum(_gpu_seconds("unit_seconds"), filter=Q(source=MEASURED), default=0.0),
+            busy=Sum(_gpu_seconds("busy_seconds"), filter=Q(source=MEASURED), default=0.0),
+        )
+        .annotate(idle=Greatest(F("allocated") - F("busy"), Value(0.0)))
+        .order_by()
+    )
+    sql, params = hourly.query.sql_with_params()
+    return sql, params
+
+
+PER_TENANT_SQL = (
+    "SELECT t.slug, t.name, t.cost_center, SUM(h.allocated), SUM(h.measured), SUM(h.busy),"
+    " SUM(h.idle) FROM ({hourly}) h JOIN {tenants} t ON t.id = h.tenant_id"
+    " GROUP BY t.slug, t.name, t.cost_center"
+    " ORDER BY SUM(h.allocated) DESC, t.name"
+)
+
+
+def utilization_by_tenant(usage: UsageFilter) -> list[Utilization]:
+    """Allocated, measured, busy and idle GPU-seconds per tenant, most allocated first.
+
+    One query: the hourly sums (clamped per tenant-hour) summed again per tenant, in SQL.
+    """
+    hourly, params = _hourly_utilization_sql(usage)
+    tenants = connection.ops.quote_name(Tenant._meta.db_table)
+    # Only Django's own SQL (its values passed as parameters) and a quoted table name go in.
+    sql = PER_TENANT_SQL.format(hourly=hourly, tenants=tenants)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return [
+        Utilization(
+            tenant_slug=slug, tenant_name=name, cost_center=cost_center,
+            allocated_seconds=round(allocated or 0), measured_seconds=round(measured or 0),
+            busy_seconds=round(busy or 0), idle_seconds=round(idle or 0),
+        )
+        for slug, name, cost_center, allocated, measured, busy, idle in rows
+    ]
+
+
+def utilization_total(rows: list[Utilization]) -> Utilization:
+    """The sum of tenants' utilization: the fleet's (idle clamped per tenant-hour all the same)."""
+    return Utilization(
+        allocated_seconds=sum(row.allocated_seconds for row in rows),
+        measured_seconds=sum(row.measured_seconds for row in rows),
+        busy_seconds=sum(row.busy_seconds for row in rows),
+        idle_seconds=sum(row.idle_seconds for row in rows),
+    )
+
+
+@dataclass(frozen=True)
+class FleetHeadline:
+    """The fleet's GPU utilization and idle GPU-hours over one period."""
+
+    label: str
+    start: datetime
+    end: datetime
+    total: Utilization
+
+
+def fleet_utilization_headline(*, now: datetime) -> list[FleetHeadline]:
+    """The last 7 days and this month so far, for the fleet overview: two queries."""
+    today = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    end = today + timedelta(days=1)
+    periods = [("Last 7 days", end - timedelta(days=7)), ("This month", month_start(today))]
+    return [
+        FleetHeadline(
+            label=label, start=start, end=end,
+            total=utilization_total(utilization_by_tenant(UsageFilter(start=start, end=end))),
+        )
+        for label, start in periods
+    ]
+
+
+# --- metering health ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MeteringHealth:
+    """What admins must look into: metering windows not done, and flagged OpenCost checks."""
+
+    windows: list[MeteringWindow]
+    windows_total: int
+    gaps_total: int
+    unmeasured_hours: int  # closed hours left out of utilization: no measured window done
+    cross_checks: list[CrossCheck]
+    cross_checks_total: int
+
+
+def metering_health(usage: UsageFilter, *, now: datetime, limit: int = 12) -> MeteringHealth:
+    """Gaps (and pending windows) in the range, hours without a measurement, and flagged
+    cross-checks of the filtered tenants, newest first, at most `limit` of each: four queries
+    whatever the data."""
+    in_range = MeteringWindow.objects.filter(hour__gte=usage.start, hour__lt=usage.end)
+    counts = in_range.aggregate(
+        total=Count("id", filter=~Q(status=WindowStatus.DONE)),
+        gaps=Count("id", filter=Q(status=WindowStatus.GAP)),
+        measured=Count("id", filter=Q(source=MEASURED, status=WindowStatus.DONE)),
+    )
+    windows = in_range.exclude(status=WindowStatus.DONE)
+    closed_until = min(usage.end, floor_hour(now))  # the hour under way is metered once closed
+    closed_hours = max(0, int((closed_until - usage.start).total_seconds()) // SECONDS_PER_HOUR)
+    checks = CrossCheck.objects.filter(
+        _tenant_q(usage), flagged=True, hour__gte=usage.start, hour__lt=usage.end
+    )
+    return MeteringHealth(
+        windows=list(windows.order_by("-hour", "source")[:limit]),
+        windows_total=counts["total"],
+        gaps_total=counts["gaps"],
+        unmeasured_hours=max(0, closed_hours - counts["measured"]),
+        cross_checks=list(
+            checks.select_related("tenant").order_by("-hour", "tenant__name")[:limit]
+        ),
+        cross_checks_total=checks.count(),
+    )

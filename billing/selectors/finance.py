@@ -1,0 +1,136 @@
+"""Finance's reads: the invoice list with its totals, one invoice with its trail, the roll-up by
+cost center. Every query starts from `invoices_visible_to`, and each is a fixed number of SQL
+queries whatever the number of invoices."""
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from django.db.models import Count, DecimalField, Prefetch, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
+
+from portal.models import AuditEvent
+from tenants.models import Tenant
+
+from ..models import CreditNote, Invoice, InvoiceLine, InvoiceStatus
+from .invoices import invoice_get_for_user, invoices_visible_to
+
+CENT = Decimal("0.01")
+ZERO = Value(Decimal("0"), output_field=DecimalField(max_digits=16, decimal_places=2))
+
+
+def invoices_for_list(*, user) -> QuerySet[Invoice]:
+    """The invoices `user` may see, with what a list row shows, newest period first."""
+    return (
+        invoices_visible_to(user)
+        .select_related("tenant", "issued_by")
+        .order_by("-period_start", "tenant_name", "-id")
+    )
+
+
+COUNTS = ("count", "drafts")
+
+
+@dataclass(frozen=True)
+class InvoiceTotals:
+    """The sums over a whole filtered set of invoices (not only the page shown)."""
+
+    count: int
+    drafts: int
+    subtotal: Decimal
+    discount: Decimal
+    tax: Decimal
+    total: Decimal
+
+
+def invoice_totals(*, invoices: QuerySet[Invoice]) -> InvoiceTotals:
+    """Count and sums of `invoices`, computed in SQL in one query."""
+    sums = invoices.order_by().aggregate(
+        count=Count("id"),
+        drafts=Count("id", filter=Q(status=InvoiceStatus.DRAFT)),
+        subtotal=Coalesce(Sum("subtotal"), ZERO),
+        discount=Coalesce(Sum("discount"), ZERO),
+        tax=Coalesce(Sum("tax"), ZERO),
+        total=Coalesce(Sum("total"), ZERO),
+    )
+    money = {key: value.quantize(CENT) for key, value in sums.items() if key not in COUNTS}
+    return InvoiceTotals(count=sums["count"], drafts=sums["drafts"], **money)
+
+
+def invoice_for_detail(*, user, invoice_id: int) -> Invoice:
+    """One invoice `user` may see (404 otherwise), with its lines and credit notes."""
+    invoice = invoice_get_for_user(user=user, invoice_id=invoice_id)
+    return (
+        Invoice.objects.filter(pk=invoice.pk)
+        .select_related("tenant", "issued_by", "paid_by", "voided_by")
+        .prefetch_related(
+            Prefetch("lines", queryset=InvoiceLine.objects.order_by("position", "id")),
+            Prefetch("credit_notes", queryset=CreditNote.objects.select_related("created_by")),
+        )
+        .get()
+    )
+
+
+def invoice_audit_trail(*, invoice: Invoice) -> QuerySet[AuditEvent]:
+    """What was done to the invoice and its credit notes, oldest first."""
+    notes = [str(pk) for pk in invoice.credit_notes.values_list("pk", flat=True)]
+    return AuditEvent.objects.filter(
+        Q(object_type=Invoice._meta.label_lower, object_id=str(invoice.pk))
+        | Q(object_type=CreditNote._meta.label_lower, object_id__in=notes)
+    ).order_by("created_at", "id")
+
+
+def invoice_filter_choices(*, user) -> dict[str, list]:
+    """What the list's filter selects offer: tenants with invoices, cost centers, months."""
+    visible = invoices_visible_to(user).order_by()
+    tenant_ids = visible.values("tenant_id")
+    return {
+        "tenants": list(
+            Tenant.objects.filter(pk__in=tenant_ids).order_by("name").values_list("slug", "name")
+        ),
+        "cost_centers": list(
+            visible.exclude(cost_center="").values_list("cost_center", flat=True)
+            .distinct().order_by("cost_center")
+        ),
+    }
+
+
+@dataclass(frozen=True)
+class CostCenterMonth:
+    """One cost center's invoices of one month."""
+
+    cost_center: str
+    month: datetime
+    invoices: int
+    subtotal: Decimal
+    total: Decimal
+    paid: Decimal
+    outstanding: Decimal
+
+
+def cost_center_rollup(*, invoices: QuerySet[Invoice]) -> list[CostCenterMonth]:
+    """`invoices` summed per cost center and month (newest month first), in one query."""
+    rows = (
+        invoices.order_by()
+        .values("cost_center", "period_start")
+        .annotate(
+            count=Count("id"),
+            subtotal_sum=Coalesce(Sum("subtotal"), ZERO),
+            total_sum=Coalesce(Sum("total"), ZERO),
+            paid_sum=Coalesce(Sum("total", filter=Q(status=InvoiceStatus.PAID)), ZERO),
+            outstanding_sum=Coalesce(Sum("total", filter=Q(status=InvoiceStatus.ISSUED)), ZERO),
+        )
+        .order_by("-period_start", "cost_center")
+    )
+    return [
+        CostCenterMonth(
+            cost_center=row["cost_center"],
+            month=row["period_start"],
+            invoices=row["count"],
+            subtotal=row["subtotal_sum"].quantize(CENT),
+            total=row["total_sum"].quantize(CENT),
+            paid=row["paid_sum"].quantize(CENT),
+            outstanding=row["outstanding_sum"].quantize(CENT),
+        )
+        for row in rows
+    ]

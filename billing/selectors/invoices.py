@@ -1,0 +1,213 @@
+"""Invoices as people may see them, as the exports read them, and the downtime credit's facts.
+
+Finance and platform admins see every invoice; a tenant's members see their tenants' invoices
+once issued (drafts are finance's working copies). Missing and forbidden are the same 404.
+"""
+
+from collections import defaultdict
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Prefetch, Q, QuerySet
+from django.shortcuts import get_object_or_404
+from django.utils import timezone
+
+from inventory.models import HealthEvent, Severity
+from tenants.access import access_for
+
+from .. import calculations, documents
+from ..calculations.invoicing import class_label
+from ..models import Invoice, InvoiceLine, InvoiceStatus, UsageRecord
+
+
+def invoices_visible_to(user) -> QuerySet[Invoice]:
+    """The invoices `user` may read, with their tenant joined."""
+    access = access_for(user)
+    invoices = Invoice.objects.select_related("tenant")
+    if access.sees_all_tenants:
+        return invoices
+    return invoices.filter(tenant_id__in=list(access.tenant_roles)).exclude(
+        status=InvoiceStatus.DRAFT
+    )
+
+
+def invoice_get_for_user(*, user, invoice_id: int) -> Invoice:
+    """The invoice `invoice_id` if `user` may see it, else 404."""
+    return get_object_or_404(invoices_visible_to(user), pk=invoice_id)
+
+
+def _line(line: InvoiceLine) -> calculations.InvoiceLine:
+    return calculations.InvoiceLine(
+        kind=line.kind,
+        resource=line.resource,
+        label=class_label(line.resource),
+        period_start=line.period_start,
+        period_end=line.period_end,
+        unit_seconds=line.unit_seconds,
+        quantity_hours=line.quantity_hours,
+        quantity=line.quantity,
+        unit=line.unit,
+        unit_price=line.unit_price,
+        amount=line.amount,
+    )
+
+
+def _unpriced(item: dict) -> calculations.UnpricedUsage:
+    return calculations.UnpricedUsage(
+        resource=item["resource"],
+        label=item.get("label") or class_label(item["resource"]),
+        reason=item["reason"],
+        period_start=datetime.fromisoformat(item["period_start"]),
+        period_end=datetime.fromisoformat(item["period_end"]),
+        unit_seconds=int(item["unit_seconds"]),
+        quantity_hours=Decimal(item["quantity_hours"]),
+    )
+
+
+def invoice_computation(*, invoice: Invoice) -> calculations.InvoiceComputation:
+    """The stored invoice as the calculations describe one (lines as stored, never recomputed).
+
+    Uses `invoice.lines.all()`, so a caller listing many invoices prefetches `lines`.
+    """
+    lines = sorted(invoice.lines.all(), key=lambda line: (line.position, line.pk))
+    return calculations.InvoiceComputation(
+        period_start=invoice.period_start,
+        period_end=invoice.period_end,
+        lines=tuple(_line(line) for line in lines if line.kind == InvoiceLine.Kind.USAGE),
+        credit_lines=tuple(_line(line) for line in lines if line.kind == InvoiceLine.Kind.CREDIT),
+        unpriced=tuple(_unpriced(item) for item in invoice.unpriced or []),
+        subtotal=invoice.subtotal,
+        discount_percent=invoice.discount_percent,
+        discount=invoice.discount,
+        tax_percent=invoice.tax_percent,
+        tax=invoice.tax,
+        total=invoice.total,
+    )
+
+
+def invoice_document(*, invoice: Invoice) -> documents.InvoiceDocument:
+    """What the exports render for `invoice`: as issued, or a draft as it stands (numbered
+    "DRAFT", dated today)."""
+    issue_date: date = invoice.issue_date or timezone.localdate()
+    due_date: date = invoice.due_date or issue_date + timedelta(
+        days=settings.BILLING_PAYMENT_TERMS_DAYS
+    )
+    return documents.invoice_document(
+        computation=invoice_computation(invoice=invoice),
+        number=invoice.number or "DRAFT",
+        tenant_name=invoice.tenant_name,
+        tenant_slug=invoice.tenant.slug,
+        cost_center=invoice.cost_center,
+        issue_date=issue_date,
+        due_date=due_date,
+        currency=invoice.currency or settings.BILLING_CURRENCY,
+        status=invoice.status,
+    )
+
+
+def invoice_documents(*, invoices: QuerySet[Invoice]) -> list[documents.InvoiceDocument]:
+    """The documents of many invoices (an export of a filtered list) in three queries."""
+    rows = invoices.select_related("tenant").prefetch_related(
+        Prefetch("lines", queryset=InvoiceLine.objects.order_by("position", "pk"))
+    )
+    return [invoice_document(invoice=invoice) for invoice in rows]
+
+
+# --- the downtime credit ----------------------------------------------------------------------
+
+
+def _critical_events(hostnames: set[str], start: datetime, end: datetime) -> list[HealthEvent]:
+    if not hostnames:
+        return []
+    return list(
+        HealthEvent.objects.filter(
+            severity=Severity.CRITICAL,
+            node__hostname__in=hostnames,
+            opened_at__lt=end,
+        )
+        .filter(Q(resolved_at__isnull=True) | Q(resolved_at__gt=start))
+        .select_related("node")
+        .order_by("opened_at", "pk")
+    )
+
+
+def _event_json(event: HealthEvent) -> dict[str, Any]:
+    return {
+        "id": event.pk,
+        "hostname": event.node.hostname,
+        "kind": event.kind,
+        "detail": event.detail,
+        "opened_at": event.opened_at.isoformat(),
+        "resolved_at": event.resolved_at.isoformat() if event.resolved_at else None,
+    }
+
+
+def downtime_credit(
+    *,
+    tenant_id: int,
+    start: datetime,
+    end: datetime,
+    rates: list[calculations.Rate],
+    usage: list[calculations.UsageAmount],
+) -> tuple[tuple[calculations.InvoiceLine, ...], dict[tuple[str, datetime], list[dict]]]:
+    """Credit lines for the tenant's measured GPU time on hosts under a critical event, and
+    the events behind each line (keyed by resource class and line start).
+
+    An hour's credit never exceeds what was billed for it (its allocated unit-seconds): DCGM
+    may see a GPU busy a little longer than the reservation the invoice bills."""
+    measured: dict[tuple[str, str, datetime], int] = defaultdict(int)
+    rows = (
+        UsageRecord.objects.filter(
+            tenant_id=tenant_id,
+            source=UsageRecord.Source.MEASURED,
+            hour__gte=start,
+            hour__lt=end,
+            unit_seconds__gt=0,
+        )
+        .exclude(hostname="")
+        .values_list("hostname", "resource", "hour", "unit_seconds")
+    )
+    for hostname, resource, hour, seconds in rows:
+        measured[hostname, resource, hour] += seconds
+    events = _critical_events({key[0] for key in measured}, start, end)
+    if not events:
+        return (), {}
+    critical = [
+        calculations.CriticalEvent(event.node.hostname, event.opened_at, event.resolved_at)
+        for event in events
+    ]
+    billed: dict[tuple[datetime, str], int] = defaultdict(int)
+    for resource, hour, seconds in usage:
+        billed[hour, resource] += seconds
+    by_hour = {
+        key: min(seconds, billed[key])
+        for key, seconds in calculations.downtime_credit_by_hour(measured, critical).items()
+        if billed[key]
+    }
+    lines = calculations.credit_lines(by_hour, rates, period_start=start, period_end=end)
+    # Which hosts earned credit in which (hour, class): a line lists the events of those hosts.
+    credited_hosts: dict[tuple[datetime, str], set[str]] = defaultdict(set)
+    for hostname in {key[0] for key in measured}:
+        host_measured = {key: s for key, s in measured.items() if key[0] == hostname}
+        host_events = [event for event in critical if event.hostname == hostname]
+        for key in calculations.downtime_credit_by_hour(host_measured, host_events):
+            if key in by_hour:
+                credited_hosts[key].add(hostname)
+    events_by_line: dict[tuple[str, datetime], list[dict]] = {}
+    for line in lines:
+        hosts = {
+            hostname
+            for (hour, resource), names in credited_hosts.items()
+            if resource == line.resource and line.period_start <= hour < line.period_end
+            for hostname in names
+        }
+        events_by_line[line.resource, line.period_start] = [
+            _event_json(event)
+            for event in events
+            if event.node.hostname in hosts
+            and event.opened_at < line.period_end
+            and (event.resolved_at is None or event.resolved_at > line.period_start)
+        ]
+    return lines, events_by_line

@@ -1,0 +1,456 @@
+"""Invoices: a tenant's month computed as a draft, issued (numbered, immutable), paid or void;
+corrected only by credit notes.
+
+The amounts come from `billing.calculations` (exact, rounded once per line): allocated usage
+records priced hour by hour at the rate card in force, the tenant's discount, the configured
+tax, and a downtime credit for GPU time measured on hosts while they had an open critical
+health event. Every move is a conditional UPDATE through `Invoice.move_to`, so two people
+issuing the same draft at once cannot both win; numbers come from `DocumentSequence` under a
+row lock, in the same transaction as the issue, so they run without gaps.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Q, Sum
+from django.utils import timezone
+
+from portal.audit import audit
+from portal.errors import DomainError, InvalidTransition, RuleViolation
+from tenants.models import Tenant
+
+from .. import calculations
+from ..calculations.invoicing import NO_RATE
+from ..calculations.money import next_month
+from ..models import (
+    BillingAccount,
+    CreditNote,
+    DocumentSequence,
+    Invoice,
+    InvoiceLine,
+    InvoiceStatus,
+    UsageRecord,
+)
+from ..selectors.invoices import downtime_credit
+from ..selectors.rates import rate_card
+from ..selectors.usage import usage_amounts
+from .accounts import billing_account_for
+
+logger = logging.getLogger(__name__)
+
+INVOICE_PREFIX = "INV"
+CREDIT_NOTE_PREFIX = "CN"
+
+
+# --- the period -------------------------------------------------------------------------------
+
+
+def month_period(month: date) -> tuple[datetime, datetime]:
+    """[first instant, first instant of the next month) of the UTC calendar month of `month`."""
+    start = datetime(month.year, month.month, 1, tzinfo=UTC)
+    return start, next_month(start)
+
+
+def _check_period_ended(start: datetime, end: datetime, *, now: datetime) -> None:
+    if start > now:
+        raise RuleViolation(
+            f"{start:%B %Y} is in the future: an invoice is computed once its month has ended."
+        )
+    if end > now:
+        raise RuleViolation(
+            f"{start:%B %Y} has not ended yet: its invoice can be computed from "
+            f"{end:%Y-%m-%d %H:%M} UTC."
+        )
+
+
+# --- computing a draft ------------------------------------------------------------------------
+
+
+def _unpriced_json(usage: calculations.UnpricedUsage) -> dict[str, Any]:
+    return {
+        "resource": usage.resource,
+        "label": usage.label,
+        "reason": usage.reason,
+        "period_start": usage.period_start.isoformat(),
+        "period_end": usage.period_end.isoformat(),
+        "unit_seconds": usage.unit_seconds,
+        "quantity_hours": str(usage.quantity_hours),
+    }
+
+
+def _line_row(
+    invoice: Invoice, position: int, line: calculations.InvoiceLine, events: list[dict]
+) -> InvoiceLine:
+    description = line.label if line.kind == "usage" else f"Downtime credit: {line.label}"
+    return InvoiceLine(
+        invoice=invoice,
+        position=position,
+        kind=line.kind,
+        resource=line.resource,
+        description=description[:200],
+        period_start=line.period_start,
+        period_end=line.period_end,
+        unit_seconds=line.unit_seconds,
+        quantity_hours=line.quantity_hours,
+        quantity=line.quantity,
+        unit=line.unit,
+        unit_price=line.unit_price,
+        amount=line.amount,
+        events=events,
+    )
+
+
+def _tax_percent() -> Decimal | None:
+    tax = getattr(settings, "BILLING_TAX_PERCENT", None)
+    return None if tax in (None, "") else Decimal(tax)
+
+
+def _compute_into(invoice: Invoice, *, tenant: Tenant) -> Invoice:
+    """Compute the tenant's month into the (locked) draft `invoice`: fields, lines, totals."""
+    start, end = invoice.period_start, invoice.period_end
+    account = billing_account_for(tenant=tenant)
+    rates = rate_card(start=start, end=end)
+    usage = usage_amounts(tenant_ids=[tenant.pk], start=start, end=end).get(tenant.pk, [])
+    try:
+        credits, events_by_line = downtime_credit(
+            tenant_id=tenant.pk, start=start, end=end, rates=rates, usage=usage
+        )
+        computation = calculations.invoice_lines(
+            usage,
+            rates,
+            period_start=start,
+            period_end=end,
+            discount_percent=account.discount_percent,
+            tax_percent=_tax_percent(),
+            credits=credits,
+        )
+    except calculations.BillingError as error:
+        raise RuleViolation(f"The invoice of {tenant.name} for {start:%B %Y}: {error}") from error
+    invoice.tenant_name = tenant.name
+    invoice.cost_center = tenant.cost_center
+    invoice.currency = settings.BILLING_CURRENCY
+    invoice.discount_percent = computation.discount_percent
+    invoice.tax_percent = computation.tax_percent
+    invoice.subtotal = computation.subtotal
+    invoice.discount = computation.discount
+    invoice.tax = computation.tax
+    invoice.total = computation.total
+    invoice.unpriced = [_unpriced_json(usage) for usage in computation.unpriced]
+    invoice.computed_at = timezone.now()
+    invoice.save()
+    InvoiceLine.objects.filter(invoice=invoice).delete()
+    rows = [
+        _line_row(invoice, position, line, [])
+        for position, line in enumerate(computation.lines, start=1)
+    ]
+    rows += [
+        _line_row(
+            invoice, position, line, events_by_line.get((line.resource, line.period_start), [])
+        )
+        for position, line in enumerate(computation.credit_lines, start=len(rows) + 1)
+    ]
+    InvoiceLine.objects.bulk_create(rows)
+    return invoice
+
+
+def _totals(invoice: Invoice) -> dict[str, str]:
+    return {
+        "subtotal": str(invoice.subtotal),
+        "discount": str(invoice.discount),
+        "tax": str(invoice.tax),
+        "total": str(invoice.total),
+        "unpriced": [item["resource"] for item in invoice.unpriced],
+    }
+
+
+@transaction.atomic
+def invoice_compute(*, tenant: Tenant, month: date, actor=None) -> Invoice:
+    """Create or recompute `tenant`'s draft invoice for the calendar month holding `month`.
+
+    Refused for a month not yet ended, and for a month whose invoice is already issued (it
+    never changes: correct it with a credit note).
+    """
+    start, end = month_period(month)
+    _check_period_ended(start, end, now=timezone.now())
+    _lock_tenant_billing(tenant)
+    invoice = (
+        Invoice.objects.select_for_update()
+        .filter(tenant=tenant, period_start=start)
+        .exclude(status=InvoiceStatus.VOID)
+        .first()
+    )
+    if invoice is not None and not invoice.is_draft:
+        raise RuleViolation(
+            f"The invoice of {tenant.name} for {start:%B %Y} is {invoice.status} as "
+            f"{invoice.number}: it never changes. Correct it with a credit note."
+        )
+    created = invoice is None
+    if created:
+        invoice = Invoice(tenant=tenant, period_start=start, period_end=end)
+    _compute_into(invoice, tenant=tenant)
+    audit(
+        actor=actor,
+        action="invoice.compute",
+        obj=invoice,
+        tenant=tenant,
+        changes={"period": f"{start:%Y-%m}", "created": created, **_totals(invoice)},
+    )
+    return invoice
+
+
+def _tenants_to_bill(start: datetime, end: datetime) -> list[Tenant]:
+    with_usage = UsageRecord.objects.filter(
+        source=UsageRecord.Source.ALLOCATED, hour__gte=start, hour__lt=end
+    ).values("tenant_id")
+    with_draft = Invoice.objects.filter(
+        period_start=start, status=InvoiceStatus.DRAFT
+    ).values("tenant_id")
+    return list(
+        Tenant.objects.filter(Q(pk__in=with_usage) | Q(pk__in=with_draft)).order_by("name", "pk")
+    )
+
+
+def invoices_draft_month(*, month: date, actor=None) -> list[Invoice]:
+    """Draft (or recompute) the invoice of every tenant with usage in the month.
+
+    Each tenant in its own transaction: one that cannot be computed (its invoice is already
+    issued, or its data is inconsistent) is logged and skipped, the others go on.
+    """
+    start, end = month_period(month)
+    _check_period_ended(start, end, now=timezone.now())
+    drafts = []
+    issued = set(
+        Invoice.objects.filter(period_start=start)
+        .exclude(status__in=[InvoiceStatus.DRAFT, InvoiceStatus.VOID])
+        .values_list("tenant_id", flat=True)
+    )
+    for tenant in _tenants_to_bill(start, end):
+        if tenant.pk in issued:
+            continue  # issued already: it never changes
+        try:
+            drafts.append(invoice_compute(tenant=tenant, month=start.date(), actor=actor))
+        except RuleViolation as error:
+            logger.warning("No draft for %s in %s: %s", tenant.slug, f"{start:%Y-%m}", error)
+    return drafts
+
+
+# --- numbers ----------------------------------------------------------------------------------
+
+
+def _next_number(prefix: str, year: int) -> str:
+    """The next number of the year, under the sequence's row lock (held to the commit, so a
+    rolled-back issue gives its number back: no gaps)."""
+    DocumentSequence.objects.get_or_create(prefix=prefix, year=year)
+    sequence = DocumentSequence.objects.select_for_update().get(prefix=prefix, year=year)
+    sequence.last += 1
+    sequence.save(update_fields=["last"])
+    return f"{prefix}-{year}-{sequence.last:04d}"
+
+
+# --- the lifecycle ----------------------------------------------------------------------------
+
+
+def _lock_tenant_billing(tenant: Tenant) -> None:
+    """Take the tenant's billing account row lock: one computation or issue per tenant at a
+    time (the month-end task and finance may overlap). Always taken before an invoice's lock."""
+    account = billing_account_for(tenant=tenant)
+    BillingAccount.objects.select_for_update().filter(pk=account.pk).first()
+
+
+def _locked(invoice_id: int, *, for_tenant: bool = False) -> Invoice:
+    try:
+        if for_tenant:
+            tenant = Tenant.objects.get(invoices__pk=invoice_id)
+            _lock_tenant_billing(tenant)
+        return Invoice.objects.select_for_update().select_related("tenant").get(pk=invoice_id)
+    except (Invoice.DoesNotExist, Tenant.DoesNotExist):
+        raise RuleViolation(f"There is no invoice {invoice_id}.") from None
+
+
+@transaction.atomic
+def invoice_issue(*, invoice_id: int, actor, issue_date: date | None = None) -> Invoice:
+    """Issue a draft: recomputed first (what is issued is current), then numbered
+    INV-<year>-<0001>, dated, due after the payment terms, and immutable from then on.
+
+    Refused while some of its usage has no rate in force (add the rate, then issue: usage is
+    never billed at zero); usage of a class outside the vocabulary, which no rate can price,
+    is issued as shown-but-not-billed.
+    """
+    invoice = _locked(invoice_id, for_tenant=True)
+    if not invoice.is_draft:
+        raise InvalidTransition(invoice, invoice.status, InvoiceStatus.ISSUED)
+    today = timezone.localdate()
+    issue_date = issue_date or today
+    if issue_date < invoice.period_end.date():
+        first_day = f"{invoice.period_end:%Y-%m-%d}"
+        raise ValidationError(
+            {"issue_date": [f"An invoice is issued after its month, from {first_day}."]}
+        )
+    if issue_date > today:
+        raise ValidationError({"issue_date": ["An invoice is issued today or earlier."]})
+    _compute_into(invoice, tenant=invoice.tenant)
+    missing = [item for item in invoice.unpriced if item["reason"] == NO_RATE]
+    if missing:
+        classes = ", ".join(sorted({item["resource"] for item in missing}))
+        raise RuleViolation(
+            f"{invoice} has usage that no rate prices ({classes}): add rates for that period, "
+            "then issue it. Usage is never billed at zero."
+        )
+    number = _next_number(INVOICE_PREFIX, issue_date.year)
+    due_date = issue_date + timedelta(days=settings.BILLING_PAYMENT_TERMS_DAYS)
+    invoice.move_to(
+        InvoiceStatus.ISSUED,
+        number=number,
+        issue_date=issue_date,
+        due_date=due_date,
+        issued_by=actor,
+        issued_at=timezone.now(),
+    )
+    audit(
+        actor=actor,
+        action="invoice.issue",
+        obj=invoice,
+        tenant=invoice.tenant,
+        changes={
+            "number": number,
+            "issue_date": issue_date.isoformat(),
+            "due_date": due_date.isoformat(),
+            **_totals(invoice),
+        },
+    )
+    return invoice
+
+
+def _error_text(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        return " ".join(error.messages)
+    return str(error)
+
+
+def invoices_issue(
+    *, invoice_ids: list[int], actor
+) -> tuple[list[Invoice], dict[int, str]]:
+    """Issue several drafts, each in its own transaction; returns those issued and, by id,
+    why each of the others was not."""
+    issued: list[Invoice] = []
+    errors: dict[int, str] = {}
+    for invoice_id in sorted(set(invoice_ids)):
+        try:
+            issued.append(invoice_issue(invoice_id=invoice_id, actor=actor))
+        except (DomainError, ValidationError) as error:
+            errors[invoice_id] = _error_text(error)
+    return issued, errors
+
+
+@transaction.atomic
+def invoice_mark_paid(
+    *, invoice_id: int, actor, paid_at: datetime | None = None, reference: str = ""
+) -> Invoice:
+    """Record the payment of an issued invoice."""
+    invoice = _locked(invoice_id)
+    reference = (reference or "").strip()
+    max_length = Invoice._meta.get_field("payment_reference").max_length
+    if len(reference) > max_length:
+        raise ValidationError({"reference": [f"At most {max_length} characters."]})
+    now = timezone.now()
+    paid_at = paid_at or now
+    if paid_at > now + timedelta(minutes=5):
+        raise ValidationError({"paid_at": ["A payment is recorded once it has been made."]})
+    invoice.move_to(
+        InvoiceStatus.PAID, paid_at=paid_at, paid_by=actor, payment_reference=reference
+    )
+    audit(
+        actor=actor,
+        action="invoice.pay",
+        obj=invoice,
+        tenant=invoice.tenant,
+        changes={"paid_at": paid_at.isoformat(), "reference": reference,
+                 "total": str(invoice.total)},
+    )
+    return invoice
+
+
+@transaction.atomic
+def invoice_void(*, invoice_id: int, actor, reason: str) -> Invoice:
+    """Void an issued invoice (it stays on record, numbered); the month may be drafted again."""
+    reason = (reason or "").strip()
+    max_length = Invoice._meta.get_field("void_reason").max_length
+    if not reason:
+        raise ValidationError({"reason": ["Say why the invoice is void: it stays on record."]})
+    if len(reason) > max_length:
+        raise ValidationError({"reason": [f"At most {max_length} characters."]})
+    invoice = _locked(invoice_id)
+    invoice.move_to(
+        InvoiceStatus.VOID, voided_at=timezone.now(), voided_by=actor, void_reason=reason
+    )
+    audit(
+        actor=actor,
+        action="invoice.void",
+        obj=invoice,
+        tenant=invoice.tenant,
+        changes={"reason": reason, "total": str(invoice.total)},
+    )
+    return invoice
+
+
+def credit_note_check(*, invoice: Invoice, amount: Any, reason: str) -> tuple[Decimal, str]:
+    """Refuse a credit note for an invoice not issued, of a bad amount or more than is left,
+    or without a reason (field errors `amount` and `reason`); return the amount and reason."""
+    if invoice.status not in (InvoiceStatus.ISSUED, InvoiceStatus.PAID):
+        raise RuleViolation(
+            f"{invoice} is {invoice.status}: only an issued or paid invoice takes a credit note."
+        )
+    errors: dict[str, list[str]] = {}
+    reason = (reason or "").strip()
+    if not reason:
+        errors["reason"] = ["Say what the credit is for."]
+    elif len(reason) > CreditNote._meta.get_field("reason").max_length:
+        errors["reason"] = ["At most 500 characters."]
+    try:
+        if isinstance(amount, float):
+            raise TypeError(amount)
+        amount = Decimal(amount)
+        credited = invoice.credit_notes.aggregate(total=Sum("amount"))["total"] or Decimal("0")
+        calculations.check_credit_note(
+            invoice_total=invoice.total, already_credited=credited, amount=amount
+        )
+    except calculations.CreditNoteError as error:
+        errors["amount"] = [str(error)]
+    except (ArithmeticError, TypeError, ValueError):
+        errors["amount"] = [f"{amount!r} is not an amount of money."]
+    if errors:
+        raise ValidationError(errors)
+    return amount, reason
+
+
+@transaction.atomic
+def credit_note_create(*, invoice_id: int, actor, amount: Decimal, reason: str) -> CreditNote:
+    """Credit part or all of what is left of an issued (or paid) invoice, numbered
+    CN-<year>-<0001>; the invoice itself never changes."""
+    # The invoice's row lock serialises credit notes: two cannot both take what is left.
+    invoice = _locked(invoice_id)
+    amount, reason = credit_note_check(invoice=invoice, amount=amount, reason=reason)
+    issue_date = timezone.localdate()
+    note = CreditNote.objects.create(
+        invoice=invoice,
+        number=_next_number(CREDIT_NOTE_PREFIX, issue_date.year),
+        amount=amount,
+        reason=reason,
+        issue_date=issue_date,
+        created_by=actor if getattr(actor, "is_authenticated", False) else None,
+    )
+    audit(
+        actor=actor,
+        action="credit_note.create",
+        obj=note,
+        tenant=invoice.tenant,
+        changes={"invoice": invoice.number, "amount": str(amount), "reason": reason},
+    )
+    return note

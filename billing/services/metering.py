@@ -1,0 +1,385 @@
+"""Hourly metering from two sources into usage records, each window re-runnable.
+
+A window is one source's UTC hour. Metering it reads the source, then in one transaction
+replaces the hour's records of that source (delete, then insert) and marks the window done, so
+metering it again never counts twice and absorbs whatever arrived late. Two runs of the same
+window queue on its row lock.
+
+- `allocated` (`metering_allocated`): what every workload held, from its lifecycle events.
+- `measured` (`metering_measured`): what the GPUs were seen doing, from DCGM series in
+  Prometheus; with the OpenCost cross-check, compared with the hour's allocated GPU-seconds as
+  they are stored when the measured window is metered (`usage_meter_hour` meters allocated
+  first).
+
+When Prometheus cannot answer, the measured window becomes a GAP with the error: its records
+stay as they were (none, or those of an earlier run), never silently zero, and the sweep
+(`usage_meter_due`) meters it again. Without PROMETHEUS_URL, measured metering is off: the
+sweep and `usage_meter_hour` skip it (no window rows: nothing is pending), and only a direct
+`usage_meter_window(source="measured")` records a gap that says why.
+
+Every window metered is one audit event (system actor, or the admin who asked); a gap is
+audited when a window becomes one, not at every retry.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
+
+from portal.audit import audit
+from portal.errors import RuleViolation
+from portal.prometheus import PrometheusClient, PrometheusError, PrometheusUnavailable
+from tenants.models import Tenant
+
+from ..calculations.money import HOUR, floor_hour
+from ..models import CrossCheck, MeteringWindow, UsageRecord, WindowStatus
+from .metering_allocated import allocated_usage, allocated_usage_between
+from .metering_measured import Measurement, cross_checks, measure_hour
+
+logger = logging.getLogger(__name__)
+
+ALLOCATED = UsageRecord.Source.ALLOCATED
+MEASURED = UsageRecord.Source.MEASURED
+NOT_CONFIGURED = "PROMETHEUS_URL is not set: measured metering is off."
+GPU_PREFIX = "gpu:"
+
+
+def _hour(value: datetime, *, now: datetime) -> datetime:
+    """`value` as a closed UTC hour, or a clear error."""
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise ValidationError({"hour": ["Give the hour as a timezone-aware datetime (UTC)."]})
+    value = value.astimezone(UTC)
+    if value != floor_hour(value):
+        raise ValidationError({"hour": [f"{value.isoformat()} is not the start of an hour."]})
+    if value + HOUR > now:
+        raise RuleViolation(f"The hour from {value:%Y-%m-%d %H}:00 UTC has not ended yet.")
+    return value
+
+
+def _locked_window(source: str, hour: datetime) -> MeteringWindow:
+    window, _ = MeteringWindow.objects.get_or_create(source=source, hour=hour)
+    return MeteringWindow.objects.select_for_update().get(pk=window.pk)
+
+
+def _replace(
+    source: str, hour: datetime, records: list[UsageRecord], *, actor: Any | None,
+    details: dict[str, Any],
+) -> MeteringWindow:
+    """Store the hour's records of `source` in place of the ones it had; the window is done."""
+    window = _locked_window(source, hour)
+    before = {"status": window.status, "records": window.records,
+              "unit_seconds": window.unit_seconds}
+    UsageRecord.objects.filter(source=source, hour=hour).delete()
+    UsageRecord.objects.bulk_create(records)
+    window.status = WindowStatus.DONE
+    window.attempts += 1
+    window.last_error = ""
+    window.records = len(records)
+    window.unit_seconds = sum(record.unit_seconds for record in records)
+    window.metered_at = timezone.now()
+    window.save()
+    audit(actor=actor, action="usage.meter", obj=window, changes={
+        "source": source, "hour": hour.isoformat(), "before": before,
+        "records": window.records, "unit_seconds": window.unit_seconds, **details,
+    })
+    return window
+
+
+@transaction.atomic
+def _record_gap(source: str, hour: datetime, error: str, *, actor: Any | None) -> MeteringWindow:
+    window = _locked_window(source, hour)
+    became_gap = window.status != WindowStatus.GAP
+    window.status = WindowStatus.GAP
+    window.attempts += 1
+    window.last_error = error[:2000]
+    window.save(update_fields=["status", "attempts", "last_error"])
+    logger.warning("Metering %s %s is a gap: %s", source, hour.isoformat(), error)
+    if became_gap or actor is not None:
+        audit(actor=actor, action="usage.meter_gap", obj=window,
+              changes={"source": source, "hour": hour.isoformat(), "error": window.last_error})
+    return window
+
+
+@transaction.atomic
+def _meter_allocated(hour: datetime, *, actor: Any | None) -> MeteringWindow:
+    now = timezone.now()
+    records = [
+        UsageRecord(tenant_id=u.tenant_id, workload_id=u.workload_id, source=ALLOCATED,
+                    resource=u.resource, hour=hour, unit_seconds=u.unit_seconds, metered_at=now)
+        for u in allocated_usage(hour=hour)
+    ]
+    return _replace(ALLOCATED, hour, records, actor=actor,
+                    details={"workloads": len({r.workload_id for r in records})})
+
+
+def _tenant_namespaces() -> dict[str, int]:
+    return {t.namespace: t.pk for t in Tenant.objects.only("pk", "slug")}
+
+
+def _allocated_gpu_seconds(hour: datetime) -> dict[int, int]:
+    rows = (
+        UsageRecord.objects.filter(source=ALLOCATED, hour=hour, resource__startswith=GPU_PREFIX)
+        .values("tenant_id").annotate(seconds=Sum("unit_seconds")).order_by()
+    )
+    return {row["tenant_id"]: int(row["seconds"]) for row in rows}
+
+
+@transaction.atomic
+def _store_measured(hour: datetime, measurement: Measurement, *,
+                    actor: Any | None) -> MeteringWindow:
+    now = timezone.now()
+    records = [
+        UsageRecord(tenant_id=u.tenant_id, hostname=u.hostname, source=MEASURED,
+                    resource=u.resource, hour=hour, unit_seconds=u.unit_seconds,
+                    busy_seconds=u.busy_seconds, metered_at=now)
+        for u in measurement.usage
+    ]
+    details: dict[str, Any] = {
+        "busy_seconds": sum(r.busy_seconds for r in records),
+        "unattributed_seconds": measurement.unattributed_seconds,
+    }
+    CrossCheck.objects.filter(hour=hour).delete()
+    if measurement.opencost is not None:
+        checks = cross_checks(
+            allocated=_allocated_gpu_seconds(hour), opencost=measurement.opencost,
+            threshold=settings.METERING_OPENCOST_THRESHOLD_PERCENT,
+        )
+        CrossCheck.objects.bulk_create(
+            CrossCheck(tenant_id=c.tenant_id, hour=hour, portal_gpu_seconds=c.portal_gpu_seconds,
+                       opencost_gpu_seconds=c.opencost_gpu_seconds,
+                       difference_percent=c.difference_percent, flagged=c.flagged,
+                       checked_at=now)
+            for c in checks
+        )
+        flagged = [c.tenant_id for c in checks if c.flagged]
+        details |= {"cross_checks": len(checks), "cross_checks_flagged": len(flagged)}
+        if flagged:
+            logger.warning("OpenCost disagrees with the allocated GPU-seconds of %s at %s "
+                           "by more than %s %%", flagged, hour.isoformat(),
+                           settings.METERING_OPENCOST_THRESHOLD_PERCENT)
+    return _replace(MEASURED, hour, records, actor=actor, details=details)
+
+
+def _prometheus() -> PrometheusClient | None:
+    if not settings.PROMETHEUS_URL:
+        return None
+    return PrometheusClient(base_url=settings.PROMETHEUS_URL,
+                            timeout=settings.PROMETHEUS_TIMEOUT)
+
+
+def _meter_measured(hour: datetime, *, actor: Any | None) -> MeteringWindow:
+    client = _prometheus()
+    if client is None:
+        return _record_gap(MEASURED, hour, NOT_CONFIGURED, actor=actor)
+    # Prometheus is read before any transaction opens: no lock is held across the network.
+    try:
+        measurement = measure_hour(client=client, hour=hour,
+                                   step=settings.METERING_STEP_SECONDS,
+                                   namespaces=_tenant_namespaces())
+    except PrometheusError as exc:
+        return _record_gap(MEASURED, hour, f"{type(exc).__name__}: {exc}", actor=actor)
+    finally:
+        client.close()
+    return _store_measured(hour, measurement, actor=actor)
+
+
+def usage_meter_window(
+    *, source: str, hour: datetime, actor: Any | None = None
+) -> MeteringWindow:
+    """Meter one source's closed UTC hour (again): its records replaced, the window done — or,
+    for `measured` with Prometheus unable to answer, a gap with the error and no record
+    touched."""
+    hour = _hour(hour, now=timezone.now())
+    if source == ALLOCATED:
+        return _meter_allocated(hour, actor=actor)
+    if source == MEASURED:
+        return _meter_measured(hour, actor=actor)
+    raise ValidationError({"source": [f"Pick one of: {', '.join(UsageRecord.Source.values)}."]})
+
+
+def usage_meter_measurement(
+    *, hour: datetime, measurement: Measurement, actor: Any | None = None
+) -> MeteringWindow:
+    """Store what was measured for a closed hour as its measured window (records replaced,
+    OpenCost cross-checked), exactly as a reading from Prometheus is: the demo feeds it the
+    series it generates."""
+    return _store_measured(_hour(hour, now=timezone.now()), measurement, actor=actor)
+
+
+def _span(start: datetime, end: datetime) -> list[datetime]:
+    now = timezone.now()
+    first, last = _hour(start, now=now), _hour(end - HOUR, now=now) if end > start else None
+    if last is None:
+        raise ValidationError({"end": ["The span ends after it starts."]})
+    return [first + HOUR * n for n in range(int((last - first) / HOUR) + 1)]
+
+
+def _replace_span(
+    source: str, hours: list[datetime], records: list[UsageRecord], *, actor: Any | None,
+    details: dict[str, Any],
+) -> int:
+    """Store the records of `source` for whole hours in place of the ones they had; every
+    hour's window done. The windows' rows are locked in hour order, as single windows lock
+    theirs, so a span and an hourly run queue rather than deadlock."""
+    start, end = hours[0], hours[-1] + HOUR
+    MeteringWindow.objects.bulk_create(
+        [MeteringWindow(source=source, hour=hour) for hour in hours], ignore_conflicts=True
+    )
+    windows = list(
+        MeteringWindow.objects.select_for_update()
+        .filter(source=source, hour__gte=start, hour__lt=end).order_by("hour")
+    )
+    UsageRecord.objects.filter(source=source, hour__gte=start, hour__lt=end).delete()
+    UsageRecord.objects.bulk_create(records, batch_size=2000)
+    per_hour: dict[datetime, list[int]] = {}
+    for record in records:
+        per_hour.setdefault(record.hour, []).append(record.unit_seconds)
+    # The locked windows are written anew (one delete, one insert: far cheaper than an update
+    # per row), each keeping its count of attempts.
+    now = timezone.now()
+    MeteringWindow.objects.filter(pk__in=[window.pk for window in windows]).delete()
+    MeteringWindow.objects.bulk_create(
+        [
+            MeteringWindow(
+                source=source, hour=window.hour, status=WindowStatus.DONE, last_error="",
+                metered_at=now, attempts=window.attempts + 1,
+                records=len(per_hour.get(window.hour, [])),
+                unit_seconds=sum(per_hour.get(window.hour, [])),
+            )
+            for window in windows
+        ],
+        batch_size=1000,
+    )
+    audit(actor=actor, action="usage.meter_span", changes={
+        "source": source, "start": start.isoformat(), "end": end.isoformat(),
+        "hours": len(hours), "records": len(records),
+        "unit_seconds": sum(r.unit_seconds for r in records), **details,
+    })
+    return len(records)
+
+
+@transaction.atomic
+def usage_meter_span(*, start: datetime, end: datetime, actor: Any | None = None) -> int:
+    """Meter the allocated source over whole closed hours [start, end) at once (a catch-up
+    after a long outage, the demo's past): the same records as hour by hour, read in two
+    queries and written in bulk. Returns how many records were written."""
+    hours = _span(start, end)
+    now = timezone.now()
+    records = [
+        UsageRecord(tenant_id=u.tenant_id, workload_id=u.workload_id, source=ALLOCATED,
+                    resource=u.resource, hour=hour, unit_seconds=u.unit_seconds, metered_at=now)
+        for hour, u in allocated_usage_between(start=hours[0], end=hours[-1] + HOUR)
+    ]
+    return _replace_span(ALLOCATED, hours, records, actor=actor, details={})
+
+
+@transaction.atomic
+def usage_meter_measurements(
+    *, measurements: Mapping[datetime, Measurement], actor: Any | None = None
+) -> int:
+    """Store measurements of whole closed hours at once, as `usage_meter_measurement` stores
+    one (records replaced, OpenCost cross-checked against the stored allocated seconds)."""
+    if not measurements:
+        return 0
+    hours = sorted(_hour(hour, now=timezone.now()) for hour in measurements)
+    if hours[-1] - hours[0] != HOUR * (len(hours) - 1):
+        raise ValidationError({"measurements": ["Give every hour of one span, without gaps."]})
+    now = timezone.now()
+    records = [
+        UsageRecord(tenant_id=u.tenant_id, hostname=u.hostname, source=MEASURED,
+                    resource=u.resource, hour=hour, unit_seconds=u.unit_seconds,
+                    busy_seconds=u.busy_seconds, metered_at=now)
+        for hour in hours for u in measurements[hour].usage
+    ]
+    start, end = hours[0], hours[-1] + HOUR
+    allocated: dict[datetime, dict[int, int]] = {}
+    for row in (
+        UsageRecord.objects.filter(source=ALLOCATED, hour__gte=start, hour__lt=end,
+                                   resource__startswith=GPU_PREFIX)
+        .values("hour", "tenant_id").annotate(seconds=Sum("unit_seconds")).order_by()
+    ):
+        allocated.setdefault(row["hour"], {})[row["tenant_id"]] = int(row["seconds"])
+    CrossCheck.objects.filter(hour__in=hours).delete()
+    checks = []
+    for hour in hours:
+        if measurements[hour].opencost is None:
+            continue
+        checks += [
+            CrossCheck(tenant_id=c.tenant_id, hour=hour, portal_gpu_seconds=c.portal_gpu_seconds,
+                       opencost_gpu_seconds=c.opencost_gpu_seconds,
+                       difference_percent=c.difference_percent, flagged=c.flagged,
+                       checked_at=now)
+            for c in cross_checks(
+                allocated=allocated.get(hour, {}), opencost=measurements[hour].opencost,
+                threshold=settings.METERING_OPENCOST_THRESHOLD_PERCENT,
+            )
+        ]
+    CrossCheck.objects.bulk_create(checks, batch_size=2000)
+    return _replace_span(MEASURED, hours, records, actor=actor,
+                         details={"cross_checks_flagged": sum(c.flagged for c in checks)})
+
+
+def measured_metering_enabled() -> bool:
+    return bool(settings.PROMETHEUS_URL)
+
+
+def usage_meter_hour(*, hour: datetime, actor: Any | None = None) -> list[MeteringWindow]:
+    """Meter a closed hour from both sources (allocated first: the OpenCost cross-check of the
+    measured window compares with it). Measured is skipped without PROMETHEUS_URL."""
+    windows = [usage_meter_window(source=ALLOCATED, hour=hour, actor=actor)]
+    if measured_metering_enabled():
+        windows.append(usage_meter_window(source=MEASURED, hour=hour, actor=actor))
+    return windows
+
+
+def due_windows(*, now: datetime) -> list[tuple[datetime, str]]:
+    """Every (hour, source) within the look-back (and after METERING_START) whose window is not
+    done — never metered, or a gap — oldest first, allocated before measured."""
+    last = floor_hour(now.astimezone(UTC)) - HOUR
+    first = floor_hour(now.astimezone(UTC) - timedelta(hours=settings.METERING_LOOKBACK_HOURS))
+    if settings.METERING_START is not None:
+        start = settings.METERING_START.astimezone(UTC)
+        first = max(first, start if start == floor_hour(start) else floor_hour(start) + HOUR)
+    if first > last:
+        return []
+    sources = [ALLOCATED] + ([MEASURED] if measured_metering_enabled() else [])
+    done = set(
+        MeteringWindow.objects.filter(hour__gte=first, hour__lte=last, status=WindowStatus.DONE,
+                                      source__in=sources).values_list("hour", "source")
+    )
+    due = []
+    hour = first
+    while hour <= last:
+        due += [(hour, source) for source in sources if (hour, source) not in done]
+        hour += HOUR
+    return due
+
+
+def usage_meter_due(*, now: datetime | None = None) -> int:
+    """Meter every closed hour not yet done within the look-back, gaps included, at most
+    METERING_MAX_WINDOWS_PER_RUN windows (the oldest first). Returns how many became done.
+
+    Once Prometheus is found unavailable, the run's other measured windows are recorded as gaps
+    without asking it again (each would wait for its timeout)."""
+    now = now or timezone.now()
+    done = 0
+    unavailable: str | None = None
+    for hour, source in due_windows(now=now)[: settings.METERING_MAX_WINDOWS_PER_RUN]:
+        if source == MEASURED and unavailable:
+            _record_gap(MEASURED, hour, unavailable, actor=None)
+            continue
+        window = usage_meter_window(source=source, hour=hour)
+        if window.status == WindowStatus.DONE:
+            done += 1
+        elif source == MEASURED and window.last_error.startswith(PrometheusUnavailable.__name__):
+            unavailable = window.last_error
+    return done
+

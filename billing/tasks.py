@@ -1,0 +1,48 @@
+"""Billing's Celery tasks: thin interfaces that call one service each."""
+
+from datetime import datetime, timedelta
+
+from celery import shared_task
+from django.db import OperationalError
+from django.utils import timezone
+
+from portal.prometheus import PrometheusUnavailable
+from portal.queueing import retry_policy
+
+from .models import UsageRecord, WindowStatus
+from .services import budgets, invoicing, metering
+
+
+@shared_task(**retry_policy(PrometheusUnavailable, OperationalError, max_retries=3))
+def usage_meter_task(hour_iso: str) -> list[str]:
+    """Meter one closed UTC hour (ISO 8601, e.g. 2026-03-01T10:00:00+00:00) from both sources,
+    again if it was metered. A measured gap is recorded by the service, then retried here a few
+    times; the hourly sweep takes it over after that."""
+    windows = metering.usage_meter_hour(hour=datetime.fromisoformat(hour_iso))
+    gaps = [w for w in windows if w.source == UsageRecord.Source.MEASURED
+            and w.status == WindowStatus.GAP]
+    if gaps:
+        raise PrometheusUnavailable(gaps[0].last_error)
+    return [f"{w.source} {w.status}" for w in windows]
+
+
+# Periodic and retried only a few times: the next hourly run comes soon and looks back anyway.
+@shared_task(**retry_policy(OperationalError, max_retries=3))
+def usage_meter_sweep_task() -> int:
+    """Hourly (beat "billing-meter-hourly"): meter every closed hour not done yet, gaps
+    included. Returns how many windows became done."""
+    return metering.usage_meter_due()
+
+
+# Beat, on the 1st. Idempotent: drafts are recomputed, issued invoices left alone.
+@shared_task(**retry_policy(OperationalError, max_retries=3))
+def invoices_month_end_task() -> int:
+    """Draft every tenant's invoice for the month just ended; returns how many."""
+    last_month = (timezone.now().replace(day=1) - timedelta(days=1)).date()
+    return len(invoicing.invoices_draft_month(month=last_month))
+
+
+@shared_task(**retry_policy(OperationalError, max_retries=3))
+def budget_alerts_task() -> int:
+    """Beat, hourly: tell tenants' owners their spend passed 80 or 100 % of the budget."""
+    return budgets.budget_alerts_send(now=timezone.now())

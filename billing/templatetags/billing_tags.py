@@ -1,0 +1,38 @@
+"""How billing's pages print quantities, prices and units."""
+
+from decimal import Decimal, InvalidOperation
+
+from django import template
+
+from inventory import resource_classes
+
+register = template.Library()
+
+_KIND_WORDS = {"gpu": "GPU", "mig": "GPU"}
+_SCALAR_WORDS = {"cpu": "vCPU", "memory-gib": "GiB", "storage-gib": "GiB"}
+
+
+@register.filter
+def decimal_shown(value, min_places: int = 2) -> str:
+    """Grouped, with up to the 6 places quantities and prices carry and at least `min_places`:
+    2.500000 is 2.50, 1234.125 is 1,234.125, 47 (with 0) is 47."""
+    if value in (None, ""):
+        return ""
+    try:
+        number = Decimal(value)
+    except (InvalidOperation, TypeError, ValueError):
+        return str(value)
+    whole, _, places = f"{number:,.6f}".partition(".")
+    places = places.rstrip("0").ljust(int(min_places), "0")
+    return f"{whole}.{places}" if places else whole
+
+
+@register.filter
+def unit_hours(resource: str, unit: str = "hour") -> str:
+    """What a line's quantity counts: GPU-hours, vCPU-hours, GiB-months…"""
+    try:
+        kind = resource_classes.parse(resource).kind
+    except resource_classes.UnknownResourceClass:
+        kind = ""
+    word = _SCALAR_WORDS.get(resource) or _KIND_WORDS.get(kind, "unit")
+    return f"{word}-{unit}s"

@@ -1,0 +1,34 @@
+"""`python -m portal.bench` (what `make bench` runs): see portal.bench.harness.
+
+Environment: BENCH_SCALE (default 1), BENCH_SEED (42), BENCH_REQUESTS (per page and mode; 200
+at scale 0.5 and above, else 40), BENCH_CONCURRENCY (4), BENCH_WORKERS (gunicorn workers, 4),
+BENCH_OUT (artifacts/bench), BENCH_DATABASE_URL (the bench's own database, replaced on every
+run; its name must contain "bench"; default postgres://postgres@127.0.0.1:5432/portal_bench).
+"""
+
+import os
+import secrets
+import sys
+
+
+def main() -> int:
+    os.environ["DATABASE_URL"] = os.environ.get("BENCH_DATABASE_URL") or (
+        "postgres://postgres@127.0.0.1:5432/portal_bench"
+    )
+    # One key for this process (which makes the sessions) and the server (which reads them).
+    os.environ["SECRET_KEY"] = secrets.token_urlsafe(50)
+    os.environ.pop("PORTAL_ENV", None)
+    # The floor page is routed here too: its queries are counted in-process like any page's.
+    os.environ["BENCH_FLOOR_ENABLED"] = "true"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "portal.settings"
+    import django
+
+    django.setup()
+    from portal.bench import harness
+
+    harness.run(harness.options_from_environment())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""`make bench`: the fleet-scale data set served by gunicorn in the production posture, every
+page measured against a floor page of the same server in the same run (issue 13).
+
+Steps: build the data set in the bench database, or clone it from the cached template database
+of the same scale, seed, month, generator and migrations; migrate; collect static files; count
+each page's SQL queries in-process (Django's test client); start gunicorn on 127.0.0.1 with
+PORTAL_ENV=production; sign the bench accounts in through the session engine; time each page
+sequentially and from concurrent clients; read the workers' peak RSS; write results.json and
+results.md. Request counts and time are bounded; nothing leaves the machine.
+
+Run after `django.setup()` with DATABASE_URL set to the bench database (`portal.bench.__main__`
+does both).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import subprocess
+import time
+from typing import Any
+
+from django.core.management import call_command
+from django.db import connections
+from django.urls import Resolver404, resolve
+
+from billing.models import Invoice
+from inventory.models import Node
+from tenants.models import Workload
+
+from . import dataset
+from .database import prepare_data_set
+from .measure import count_queries, session_cookies, time_page, warm_up
+from .options import BASE_DIR, Options, options_from_environment
+from .pages import FLOOR, PAGES, TARGET_RATIO
+from .report import query_counts_by_scale, render_markdown
+from .server import collect_static, free_port, peak_rss_mib, start_server, stop_server, worker_pids
+
+__all__ = ["options_from_environment", "run"]
+
+
+def objects_for_paths() -> dict[str, Any]:
+    tenant = dataset.BENCH_TENANT
+    workload = (Workload.objects.filter(tenant__slug=tenant, status="ready")
+                .order_by("id").values_list("id", flat=True).first())
+    invoice = (Invoice.objects.exclude(status="draft").order_by("-period_start", "id")
+               .values_list("id", flat=True).first())
+    return {"tenant": tenant, "workload": workload,
+            "node": Node.objects.order_by("id").values_list("id", flat=True).first(),
+            "invoice": invoice}
+
+
+def resolves(path: str) -> bool:
+    try:
+        resolve(path.split("?", 1)[0])
+    except Resolver404:
+        return False
+    return True
+
+
+def run(options: Options, log=print) -> dict[str, Any]:
+    options.out.mkdir(parents=True, exist_ok=True)
+    data_set = prepare_data_set(options, log)
+    call_command("migrate", verbosity=0)
+    started = time.perf_counter()
+    if collect_static(options):
+        log(f"Static files collected in {time.perf_counter() - started:.1f} s.")
+    else:
+        log("Static files: collected already, unchanged.")
+    objects = objects_for_paths()
+    cookies = session_cookies()
+
+    rows: list[dict[str, Any]] = []
+    for page in PAGES:
+        path = page.path.format(**objects)
+        row: dict[str, Any] = {"name": page.name, "path": path, "user": page.user,
+                               "api": page.api, "note": page.note}
+        missing = [key for key in _placeholders(page.path) if objects.get(key) is None]
+        if not resolves(path):
+            if not page.planned:
+                raise SystemExit(f"{page.name}: {path} does not resolve (portal/bench/pages.py)")
+            row["skipped"] = "not built yet"
+        elif missing:
+            row["skipped"] = f"no {', '.join(missing)} in the data set"
+        else:
+            row |= count_queries(page, path, cookies[page.user])
+        rows.append(row)
+    connections.close_all()
+
+    port = free_port()
+    server = start_server(options, port, options.out / "gunicorn.log")
+    try:
+        for row in rows:
+            if "skipped" not in row and row["status"] != 200:
+                row["skipped"] = f"answered {row['status']} in-process"
+        measured = [row for row in rows if "skipped" not in row]
+        warm_up(port, measured, cookies, options)
+        for row in measured:
+            log(f"  timing {row['name']} …")
+            row |= time_page(port, row["path"], cookies[row["user"]], options)
+        workers = {pid: peak_rss_mib(pid) for pid in worker_pids(server.pid)}
+        master_rss = peak_rss_mib(server.pid)
+    finally:
+        stop_server(server)
+
+    floor = next(row for row in rows if row["name"] == FLOOR)
+    for row in rows:
+        if "sequential" in row and "sequential" in floor:
+            for mode in ("sequential", "concurrent"):
+                row[mode]["p95_ratio"] = round(row[mode]["p95_ms"] / floor[mode]["p95_ms"], 2)
+                row[mode]["median_ratio"] = round(
+                    row[mode]["median_ms"] / floor[mode]["median_ms"], 2)
+            row["meets_target"] = row["concurrent"]["p95_ratio"] <= TARGET_RATIO
+    known = [rss for rss in workers.values() if rss is not None]
+    results = {
+        "meta": {
+            "when": datetime.datetime.now(tz=datetime.UTC).isoformat(timespec="seconds"),
+            "commit": _commit(),
+            "scale": options.scale, "seed": options.seed,
+            "requests_per_page": options.requests, "concurrency": options.concurrency,
+            "gunicorn_workers": options.workers, "cpus": os.cpu_count(),
+            "floor": FLOOR,
+            "target_p95_ratio": TARGET_RATIO,
+        },
+        "data_set": data_set,
+        "pages": rows,
+        "memory": {"web_worker_peak_rss_mib": max(known) if known else None,
+                   "web_workers_mib": {str(pid): rss for pid, rss in workers.items()},
+                   "gunicorn_master_peak_rss_mib": master_rss},
+        "not_measured_yet": [
+            "usage ingestion rows/s against COPY", "month-end invoicing against SQL",
+            "provisioning throughput through Celery and the Kubernetes emulator",
+            "peak RSS of a Celery worker",
+        ],
+    }
+    results["query_counts_by_scale"] = query_counts_by_scale(options, rows)
+    (options.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    markdown = render_markdown(results)
+    (options.out / "results.md").write_text(markdown)
+    log(markdown)
+    return results
+
+
+def _placeholders(path: str) -> list[str]:
+    return [part.split("}", 1)[0] for part in path.split("{")[1:]]
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=BASE_DIR,  # noqa: S607
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+    except OSError:
+        return ""
+
+

@@ -1,0 +1,125 @@
+"""Each page measured: its SQL queries in-process, then its latencies against the server."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import threading
+import time
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from .options import USERS, Options
+from .pages import Page
+from .server import fetch
+
+
+def session_cookies() -> dict[str, str]:
+    """A session per bench account, made by Django's session engine (as a sign-in makes it)."""
+    from django.contrib.auth import get_user_model
+
+    cookies = {}
+    for role, username in USERS.items():
+        client = Client()
+        client.force_login(get_user_model().objects.get(username=username),
+                           backend="django.contrib.auth.backends.ModelBackend")
+        cookies[role] = client.cookies[settings.SESSION_COOKIE_NAME].value
+    return cookies
+
+
+def count_queries(page: Page, path: str, cookie: str) -> dict[str, Any]:
+    """Status, SQL queries and size of one request in-process (after one to warm up)."""
+    client = Client(HTTP_HOST="127.0.0.1")
+    client.cookies[settings.SESSION_COOKIE_NAME] = cookie
+    client.get(path)
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(path)
+    body = b"".join(response) if response.streaming else response.content
+    return {"status": response.status_code, "queries": len(queries), "bytes": len(body),
+            "rows": _rows(page, body)}
+
+
+def _rows(page: Page, body: bytes) -> int | None:
+    if page.api:
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return None
+        return len(data["results"]) if isinstance(data, dict) and "results" in data else None
+    if page.path.startswith("/admin/"):
+        return body.count(b'name="_selected_action"')
+    return None
+
+
+def _summary(latencies: list[float]) -> dict[str, float]:
+    ordered = sorted(latencies)
+    p95 = ordered[min(len(ordered) - 1, max(0, round(0.95 * len(ordered)) - 1))]
+    return {"median_ms": round(statistics.median(ordered) * 1000, 1),
+            "p95_ms": round(p95 * 1000, 1), "count": len(ordered)}
+
+
+def warm_up(port: int, rows: list[dict[str, Any]], cookies: dict[str, str],
+            options: Options) -> None:
+    """Every page twice per worker, from as many clients as workers, before any timing: each
+    worker has loaded its URLconf and compiled every template once (the first request a worker
+    serves of a page costs several times a warm one)."""
+
+    def client(row: dict[str, Any]) -> None:
+        for _ in range(2):
+            fetch(port, row["path"], cookies[row["user"]])
+
+    for row in rows:
+        threads = [threading.Thread(target=client, args=(row,)) for _ in range(options.workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+
+def time_page(port: int, path: str, cookie: str, options: Options) -> dict[str, Any]:
+    errors: list[int] = []
+
+    def one(latencies: list[float]) -> None:
+        started = time.perf_counter()
+        status, _ = fetch(port, path, cookie)
+        latencies.append(time.perf_counter() - started)
+        if status != 200:
+            errors.append(status)
+
+    sequential: list[float] = []
+    deadline = time.monotonic() + options.seconds_per_mode
+    for _ in range(options.requests):
+        one(sequential)
+        if time.monotonic() > deadline:
+            break
+    concurrent: list[float] = []
+    per_client = max(1, options.requests // options.concurrency)
+    deadline = time.monotonic() + options.seconds_per_mode
+
+    def client() -> None:
+        for _ in range(per_client):
+            one(concurrent)
+            if time.monotonic() > deadline:
+                break
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(options.concurrency)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - started
+    return {
+        "sequential": _summary(sequential),
+        "concurrent": _summary(concurrent) | {
+            "clients": options.concurrency,
+            "requests_per_second": round(len(concurrent) / elapsed, 1),
+        },
+        "errors": len(errors),
+        "error_statuses": sorted(set(errors)),
+    }
+

@@ -1,0 +1,53 @@
+"""How a bench run is set: from the environment (see portal.bench.__main__)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import environ
+from django.conf import settings
+
+from . import dataset
+
+BASE_DIR = Path(settings.BASE_DIR)
+USERS = {"owner": dataset.BENCH_OWNER, "admin": dataset.BENCH_ADMIN,
+         "finance": dataset.BENCH_FINANCE}
+SERVER_START_TIMEOUT = 60
+REQUEST_TIMEOUT = 120
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    database_url: str
+    scale: float
+    seed: int
+    requests: int  # per page, sequentially; as many again from the concurrent clients
+    concurrency: int
+    workers: int
+    out: Path
+    secret_key: str
+    seconds_per_mode: float  # each page's sequential and concurrent runs stop after this long
+
+    @property
+    def database_name(self) -> str:
+        return environ.Env.db_url_config(self.database_url)["NAME"]
+
+
+def options_from_environment() -> Options:
+    scale = float(os.environ.get("BENCH_SCALE") or 1)
+    default_requests = 200 if scale >= 0.5 else 40
+    return Options(
+        database_url=os.environ["DATABASE_URL"],
+        scale=scale,
+        seed=int(os.environ.get("BENCH_SEED") or 42),
+        requests=int(os.environ.get("BENCH_REQUESTS") or default_requests),
+        concurrency=int(os.environ.get("BENCH_CONCURRENCY") or 4),
+        workers=int(os.environ.get("BENCH_WORKERS") or 4),
+        out=Path(os.environ.get("BENCH_OUT") or BASE_DIR / "artifacts" / "bench"),
+        secret_key=os.environ["SECRET_KEY"],
+        seconds_per_mode=float(os.environ.get("BENCH_SECONDS_PER_MODE") or 120),
+    )
+
+

@@ -1,0 +1,70 @@
+"""What the benchmark measures: every page and list API of issue 13, and who opens it.
+
+Paths name the objects they need in braces ({tenant}, {workload}, {node}, {invoice}); the
+harness fills them from the data set. A page whose path does not resolve yet (billing's pages
+that issue 12 is building) is listed in the results as "not built yet" and measured as soon as
+its URL exists: add a page here, never a special case in the harness.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FLOOR = "floor"
+
+
+@dataclass(frozen=True)
+class Page:
+    name: str
+    path: str
+    user: str  # owner | admin | finance (the bench accounts of portal.bench.dataset)
+    api: bool = False
+    note: str = ""
+    # Still being built (billing's pages, issue 12): reported as "not built yet" until its URL
+    # resolves. Any other page that does not resolve is an error of this list.
+    planned: bool = False
+
+
+PAGES: tuple[Page, ...] = (
+    # The floor: an authenticated page of the same server that runs one query of its own
+    # (besides the session and user every signed-in request reads). Served only with
+    # BENCH_FLOOR_ENABLED (portal.views.bench_floor).
+    Page(FLOOR, "/bench/floor/", "owner", note="session + user + SELECT 1"),
+    Page("api: me (earlier floor)", "/api/v1/me/", "owner", api=True,
+         note="the floor of PERFORMANCE.md"),
+    # A tenant's pages (its owner).
+    Page("tenant dashboard", "/t/{tenant}/", "owner"),
+    Page("workload list", "/t/{tenant}/workloads/", "owner", note="25 per page"),
+    Page("workload detail", "/t/{tenant}/workloads/{workload}/", "owner"),
+    # Quota review (a platform admin).
+    Page("portal review queue (all open)", "/requests/", "admin",
+         note="not paginated: every open request (400 awaiting review at scale 1)"),
+    Page("admin review queue", "/admin/tenants/quotarequest/?status__exact=submitted", "admin",
+         note="50 per page"),
+    Page("admin review queue ?all", "/admin/tenants/quotarequest/?status__exact=submitted&all=",
+         "admin", note="show all: Django admin caps it at list_max_show_all (200)"),
+    Page("admin tenant list", "/admin/tenants/tenant/", "admin", note="100 per page"),
+    Page("portal tenant list", "/tenants/", "admin", note="not paginated"),
+    # The fleet (a platform admin).
+    Page("fleet overview", "/fleet/", "admin"),
+    Page("node list", "/fleet/nodes/", "admin", note="50 per page"),
+    Page("node detail", "/fleet/nodes/{node}/", "admin"),
+    # The main list APIs (a platform admin sees every row).
+    Page("api: tenants", "/api/v1/tenants/", "admin", api=True, note="50 per page"),
+    Page("api: quota requests awaiting review", "/api/v1/quota-requests/?status=submitted",
+         "admin", api=True, note="50 per page"),
+    Page("api: quota requests awaiting review, 400",
+         "/api/v1/quota-requests/?status=submitted&page_size=400", "admin", api=True),
+    Page("api: nodes", "/api/v1/nodes/", "admin", api=True, note="50 per page"),
+    Page("api: workloads", "/api/v1/workloads/", "admin", api=True, note="50 per page"),
+    # Billing (issue 12): the invoice list, an invoice, the usage explorer, and each export.
+    Page("finance invoice list", "/billing/invoices/", "finance", note="50 per page"),
+    Page("finance invoice detail", "/billing/invoices/{invoice}/", "finance"),
+    Page("usage explorer", "/billing/usage/", "finance"),
+    Page("export: invoices CSV", "/billing/invoices/export.csv", "finance"),
+    Page("export: invoices XLSX", "/billing/invoices/export.xlsx", "finance"),
+    Page("export: invoice PDF", "/billing/invoices/{invoice}/invoice.pdf", "finance"),
+)
+
+# Issue 13's target: every page's p95 within this many times the floor's (4 clients).
+TARGET_RATIO = 4.0

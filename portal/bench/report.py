@@ -1,0 +1,80 @@
+"""The results as a table: results.md, and query counts compared across scales."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .options import Options
+from .pages import FLOOR
+
+
+def query_counts_by_scale(options: Options, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """This run's SQL query count per page, kept per scale next to the results, and set beside
+    the counts of every other scale run here: a page whose count grows with the data shows."""
+    counts = {row["name"]: row["queries"] for row in rows if "queries" in row}
+    (options.out / f"queries-s{options.scale:g}.json").write_text(
+        json.dumps(counts, indent=2) + "\n")
+    by_scale = {f"{options.scale:g}": counts}
+    for path in sorted(options.out.glob("queries-s*.json")):
+        scale = path.stem.removeprefix("queries-s")
+        if scale not in by_scale:
+            by_scale[scale] = json.loads(path.read_text())
+    differ = sorted(
+        name for name in counts
+        if len({scale_counts.get(name, counts[name]) for scale_counts in by_scale.values()}) > 1
+    )
+    return {"scales": by_scale, "differ": differ}
+
+
+def _verdict(row: dict[str, Any]) -> str:
+    if row["name"] == FLOOR or "meets_target" not in row:
+        return ""
+    return "met" if row["meets_target"] else "missed"
+
+
+def render_markdown(results: dict[str, Any]) -> str:
+    meta, memory = results["meta"], results["memory"]
+    lines = [
+        f"# Fleet-scale benchmark: scale {meta['scale']:g}",
+        "",
+        f"{meta['when']}, commit {meta['commit'] or '?'}; gunicorn with "
+        f"{meta['gunicorn_workers']} sync workers (PORTAL_ENV=production) on {meta['cpus']} "
+        f"CPUs; {meta['requests_per_page']} sequential requests per page, then as many from "
+        f"{meta['concurrency']} concurrent clients. Ratios are p95 ÷ the floor's p95 "
+        "(`/bench/floor/`: session, user and one query) in the same mode; the target is "
+        f"{meta['target_p95_ratio']:g} times with {meta['concurrency']} clients.",
+        "",
+        "| page | status | queries | KiB | rows | median ms | p95 ms | p95 ÷ floor | "
+        f"median ms ({meta['concurrency']}) | p95 ms ({meta['concurrency']}) | "
+        f"p95 ÷ floor ({meta['concurrency']}) | target |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in results["pages"]:
+        if "sequential" not in row:
+            lines.append(f"| {row['name']} | {row.get('skipped', '')} | "
+                         f"{row.get('queries', '')} | | | | | | | | | |")
+            continue
+        seq, conc = row["sequential"], row["concurrent"]
+        lines.append(
+            f"| {row['name']} | {row['status']}{' ⚠' + str(row['errors']) if row['errors'] else ''}"
+            f" | {row['queries']} | {row['bytes'] / 1024:.1f} | {row['rows'] or ''} | "
+            f"{seq['median_ms']} | {seq['p95_ms']} | {seq.get('p95_ratio', '')} | "
+            f"{conc['median_ms']} | {conc['p95_ms']} | {conc.get('p95_ratio', '')} | "
+            f"{_verdict(row)} |"
+        )
+    by_scale = results["query_counts_by_scale"]
+    if len(by_scale["scales"]) > 1:
+        lines += ["", "SQL queries per page at the scales run here ("
+                  + ", ".join(sorted(by_scale["scales"])) + "): "
+                  + ("the same on every page." if not by_scale["differ"] else
+                     "they differ on " + ", ".join(by_scale["differ"]) + ".")]
+    lines += [
+        "",
+        f"Peak RSS of a web worker: {memory['web_worker_peak_rss_mib']} MiB "
+        f"(master {memory['gunicorn_master_peak_rss_mib']} MiB).",
+        "",
+        "Not measured yet: " + "; ".join(results["not_measured_yet"]) + ".",
+        "",
+    ]
+    return "\n".join(lines)

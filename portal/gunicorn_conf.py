@@ -1,0 +1,32 @@
+"""gunicorn's settings for the web process:
+`gunicorn -c python:portal.gunicorn_conf portal.wsgi --bind 0.0.0.0:8000 --workers 4`.
+
+The master loads Django once (`preload_app`) and each worker freezes what it inherited: the
+start-up heap (about 190k objects: modules, URL patterns, templates, models) moves to the
+garbage collector's permanent generation, so a full collection walks only what requests
+made. Without it about one request in five paid ~100 ms for a full collection at fleet scale.
+Command-line options (bind, workers, timeout) still apply on top of these.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+preload_app = True
+
+
+def when_ready(server: Any) -> None:
+    # Collected once in the master, so the heap the workers freeze holds no start-up garbage.
+    gc.collect()
+
+
+def pre_fork(server: Any, worker: Any) -> None:
+    # A connection the master opened while loading would be one socket shared by every worker.
+    from django.db import connections
+
+    connections.close_all()
+
+
+def post_fork(server: Any, worker: Any) -> None:
+    gc.freeze()

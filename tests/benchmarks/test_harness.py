@@ -1,0 +1,64 @@
+"""`make bench` cannot rot: its harness runs end to end at a tiny scale inside `make test`.
+
+Only that it ran is asserted (a data set built or reused, gunicorn served every page, both
+result files list every page), never a timing: those are `make bench`'s to report.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import environ
+import pytest
+
+from portal.bench.pages import FLOOR, PAGES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench_database_url() -> str:
+    url = os.environ.get("DATABASE_URL", "")
+    if not url.startswith(("postgres://", "postgresql://")):
+        pytest.skip("the benchmark runs on PostgreSQL (DATABASE_URL)")
+    name = environ.Env.db_url_config(url)["NAME"]
+    return url.rsplit("/", 1)[0] + f"/{name}_bench_smoke"
+
+
+def test_the_benchmark_harness_runs_at_a_small_scale_and_reports_every_page(tmp_path):
+    env = {key: value for key, value in os.environ.items() if not key.startswith("BENCH_")}
+    env |= {
+        "BENCH_DATABASE_URL": _bench_database_url(),
+        "BENCH_SCALE": "0.005",
+        "BENCH_REQUESTS": "2",
+        "BENCH_CONCURRENCY": "2",
+        "BENCH_WORKERS": "1",
+        "BENCH_OUT": str(tmp_path),
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "portal.bench"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+    results = json.loads((tmp_path / "results.json").read_text())
+    markdown = (tmp_path / "results.md").read_text()
+    rows = {row["name"]: row for row in results["pages"]}
+    assert list(rows) == [page.name for page in PAGES]
+    for page in PAGES:
+        assert f"| {page.name} |" in markdown
+        row = rows[page.name]
+        if "skipped" in row:
+            # Only pages still being built (billing's, issue 12) may be missing.
+            assert page.planned and row["skipped"] == "not built yet", row
+            continue
+        assert row["status"] == 200, row
+        assert row["errors"] == 0, row
+        assert row["queries"] >= 1
+        assert row["sequential"]["count"] == 2
+        assert row["concurrent"]["count"] == 2
+    assert rows[FLOOR]["sequential"]["p95_ratio"] == 1.0
+    assert results["memory"]["web_worker_peak_rss_mib"] > 0
+    assert results["data_set"]["template"].startswith(
+        f"{environ.Env.db_url_config(env['BENCH_DATABASE_URL'])['NAME']}_s0_005_")

@@ -1,0 +1,68 @@
+"""gunicorn's config: the application is loaded once in the master, and each worker freezes the
+start-up heap so full garbage collections stop walking it."""
+
+import http.client
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from portal.bench.options import Options
+from portal.bench.server import server_command
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _get(port: int) -> str:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", "/")
+        return conn.getresponse().read().decode()
+    finally:
+        conn.close()
+
+
+def test_a_worker_starts_with_the_preloaded_start_up_heap_frozen():
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO_"))}
+    env |= {"DJANGO_SETTINGS_MODULE": "portal.settings", "SECRET_KEY": "a-key-for-this-test"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--config", "python:portal.gunicorn_conf",
+         "tests.support.gc_probe_app:application", "--bind", f"127.0.0.1:{port}",
+         "--workers", "1", "--log-level", "warning"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline, frozen = time.monotonic() + 60, None
+        while frozen is None and time.monotonic() < deadline:
+            assert server.poll() is None, server.stdout.read().decode()
+            try:
+                frozen = int(_get(port))
+            except OSError:
+                time.sleep(0.2)
+        assert frozen is not None, "gunicorn did not answer"
+        # Django, the apps and their URL patterns: tens of thousands of objects, none of which a
+        # full collection in the worker has to walk again.
+        assert frozen > 20_000
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_the_bench_serves_the_portal_with_the_production_gunicorn_config():
+    options = Options(
+        database_url="postgres://postgres@127.0.0.1:5432/portal_bench", scale=0.01, seed=42,
+        requests=2, concurrency=2, workers=2, out=ROOT / "artifacts" / "bench",
+        secret_key="a-key-for-this-test", seconds_per_mode=1,
+    )
+    command = server_command(options, 8123)
+    assert command[command.index("--config") + 1] == "python:portal.gunicorn_conf"
+    assert "portal.wsgi:application" in command
