@@ -87,6 +87,9 @@ def _batch_lines(batch: list[dict[str, Any]]) -> list[str]:
         return []
     lines = [
         "",
+        "Billing's batch work and a Celery worker, each against its floor in the same run "
+        "(`portal/bench/billing_runs.py`, `portal/bench/worker.py`; ratios are value ÷ floor):",
+        "",
         "| measurement | portal | value | floor | floor value | ratio | target | verdict |",
         "|---|---|---:|---|---:|---:|---|---|",
     ]
