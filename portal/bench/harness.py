@@ -144,6 +144,7 @@ def run(options: Options, log=print) -> dict[str, Any]:
                    "celery_worker_peak_rss_mib": batch[-1].get("portal_value")},
         "not_measured_yet": [
             "provisioning throughput through Celery and the Kubernetes emulator",
+            *(f"{row['name']} ({row['skipped']})" for row in batch if "skipped" in row),
         ],
     }
     results["query_counts_by_scale"] = query_counts_by_scale(options, rows)
