@@ -3,7 +3,9 @@
 Environment: BENCH_SCALE (default 1), BENCH_SEED (42), BENCH_REQUESTS (per page and mode; 200
 at scale 0.5 and above, else 40), BENCH_CONCURRENCY (4), BENCH_WORKERS (gunicorn workers, 4),
 BENCH_OUT (artifacts/bench), BENCH_DATABASE_URL (the bench's own database, replaced on every
-run; its name must contain "bench"; default postgres://postgres@127.0.0.1:5432/portal_bench).
+run; its name must contain "bench"; default postgres://postgres@127.0.0.1:5432/portal_bench),
+BENCH_METER_HOURS (hours of usage ingested against COPY, 6), BENCH_CELERY_HOURS (metering
+windows the Celery worker runs, 6), BENCH_REDIS_URL (its broker, redis://127.0.0.1:6379/0).
 """
 
 import os

@@ -29,6 +29,9 @@ class Options:
     out: Path
     secret_key: str
     seconds_per_mode: float  # each page's sequential and concurrent runs stop after this long
+    meter_hours: int  # hours of usage metered by usage_meter_span against COPY
+    celery_hours: int  # metering windows the Celery worker runs
+    redis_url: str  # the Celery worker's broker and result backend
 
     @property
     def database_name(self) -> str:
@@ -48,6 +51,9 @@ def options_from_environment() -> Options:
         out=Path(os.environ.get("BENCH_OUT") or BASE_DIR / "artifacts" / "bench"),
         secret_key=os.environ["SECRET_KEY"],
         seconds_per_mode=float(os.environ.get("BENCH_SECONDS_PER_MODE") or 120),
+        meter_hours=int(os.environ.get("BENCH_METER_HOURS") or 6),
+        celery_hours=int(os.environ.get("BENCH_CELERY_HOURS") or 6),
+        redis_url=os.environ.get("BENCH_REDIS_URL") or "redis://127.0.0.1:6379/0",
     )
 
 

@@ -69,6 +69,7 @@ def render_markdown(results: dict[str, Any]) -> str:
                   + ", ".join(sorted(by_scale["scales"])) + "): "
                   + ("the same on every page." if not by_scale["differ"] else
                      "they differ on " + ", ".join(by_scale["differ"]) + ".")]
+    lines += _batch_lines(results.get("batch", []))
     lines += [
         "",
         f"Peak RSS of a web worker: {memory['web_worker_peak_rss_mib']} MiB "
@@ -78,3 +79,28 @@ def render_markdown(results: dict[str, Any]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _batch_lines(batch: list[dict[str, Any]]) -> list[str]:
+    """Billing's batch work and the Celery worker, each beside its floor of the same run."""
+    if not batch:
+        return []
+    lines = [
+        "",
+        "Billing's batch work and a Celery worker, each against its floor in the same run "
+        "(`portal/bench/billing_runs.py`, `portal/bench/worker.py`; ratios are value ÷ floor):",
+        "",
+        "| measurement | portal | value | floor | floor value | ratio | target | verdict |",
+        "|---|---|---:|---|---:|---:|---|---|",
+    ]
+    for row in batch:
+        if "skipped" in row:
+            lines.append(f"| {row['name']} | {row['skipped']} | | | | | | |")
+            continue
+        unit = row["unit"]
+        lines.append(
+            f"| {row['name']} | {row['portal']} | {row['portal_value']} {unit} | "
+            f"{row['floor']} | {row['floor_value']} {unit} | {row['ratio']} | "
+            f"{row['target']} | {'met' if row['meets_target'] else 'missed'} |"
+        )
+    return lines

@@ -1,7 +1,8 @@
 """`make bench` cannot rot: its harness runs end to end at a tiny scale inside `make test`.
 
-Only that it ran is asserted (a data set built or reused, gunicorn served every page, both
-result files list every page), never a timing: those are `make bench`'s to report.
+Only that it ran is asserted (a data set built or reused, gunicorn served every page, usage
+ingestion, month-end invoicing and a Celery worker were measured, both result files list every
+page and measurement), never a timing: those are `make bench`'s to report.
 """
 
 import json
@@ -26,7 +27,9 @@ def _bench_database_url() -> str:
     return url.rsplit("/", 1)[0] + f"/{name}_bench_smoke"
 
 
-def test_the_benchmark_harness_runs_at_a_small_scale_and_reports_every_page(tmp_path):
+def test_the_benchmark_harness_runs_at_a_small_scale_and_reports_every_measurement(
+    tmp_path, redis_url
+):
     env = {key: value for key, value in os.environ.items() if not key.startswith("BENCH_")}
     env |= {
         "BENCH_DATABASE_URL": _bench_database_url(),
@@ -35,6 +38,9 @@ def test_the_benchmark_harness_runs_at_a_small_scale_and_reports_every_page(tmp_
         "BENCH_CONCURRENCY": "2",
         "BENCH_WORKERS": "1",
         "BENCH_OUT": str(tmp_path),
+        "BENCH_METER_HOURS": "2",
+        "BENCH_CELERY_HOURS": "2",
+        "BENCH_REDIS_URL": redis_url,
     }
     result = subprocess.run(
         [sys.executable, "-m", "portal.bench"],
@@ -60,5 +66,20 @@ def test_the_benchmark_harness_runs_at_a_small_scale_and_reports_every_page(tmp_
         assert row["concurrent"]["count"] == 2
     assert rows[FLOOR]["sequential"]["p95_ratio"] == 1.0
     assert results["memory"]["web_worker_peak_rss_mib"] > 0
+
+    batch = {row["name"]: row for row in results["batch"]}
+    assert list(batch) == ["usage ingestion", "month-end invoicing", "Celery worker peak RSS"]
+    for name, row in batch.items():
+        assert "skipped" not in row, row
+        assert row["portal_value"] > 0 and row["floor_value"] > 0, row
+        assert isinstance(row["meets_target"], bool)
+        assert f"| {name} | {row['portal']} |" in markdown
+    assert batch["usage ingestion"]["details"]["rows"] > 0
+    assert batch["usage ingestion"]["details"]["rows_copied"] == (
+        batch["usage ingestion"]["details"]["rows"])
+    assert batch["month-end invoicing"]["details"]["drafts"] > 0
+    assert batch["Celery worker peak RSS"]["details"]["failures"] == []
+    assert results["memory"]["celery_worker_peak_rss_mib"] > 0
+    assert "usage ingestion" not in " ".join(results["not_measured_yet"])
     assert results["data_set"]["template"].startswith(
         f"{environ.Env.db_url_config(env['BENCH_DATABASE_URL'])['NAME']}_s0_005_")
