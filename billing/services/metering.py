@@ -30,7 +30,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
@@ -64,6 +64,25 @@ def _hour(value: datetime, *, now: datetime) -> datetime:
     return value
 
 
+COPIED_FIELDS = ("tenant_id", "workload_id", "hostname", "source", "resource", "hour",
+                 "unit_seconds", "busy_seconds", "metered_at")
+
+
+def _insert(records: list[UsageRecord]) -> None:
+    """Write new usage records: with PostgreSQL's COPY (the same constraints are checked, at a
+    fraction of an INSERT's cost per row), elsewhere (the demo's SQLite) with bulk_create."""
+    if connection.vendor != "postgresql" or not records:
+        UsageRecord.objects.bulk_create(records, batch_size=2000)
+        return
+    columns = ", ".join(UsageRecord._meta.get_field(name).column for name in COPIED_FIELDS)
+    table = connection.ops.quote_name(UsageRecord._meta.db_table)
+    with connection.cursor() as cursor, cursor.cursor.copy(
+        f"COPY {table} ({columns}) FROM STDIN"
+    ) as copy:
+        for record in records:
+            copy.write_row(tuple(getattr(record, name) for name in COPIED_FIELDS))
+
+
 def _locked_window(source: str, hour: datetime) -> MeteringWindow:
     window, _ = MeteringWindow.objects.get_or_create(source=source, hour=hour)
     return MeteringWindow.objects.select_for_update().get(pk=window.pk)
@@ -78,7 +97,7 @@ def _replace(
     before = {"status": window.status, "records": window.records,
               "unit_seconds": window.unit_seconds}
     UsageRecord.objects.filter(source=source, hour=hour).delete()
-    UsageRecord.objects.bulk_create(records)
+    _insert(records)
     window.status = WindowStatus.DONE
     window.attempts += 1
     window.last_error = ""
@@ -238,7 +257,7 @@ def _replace_span(
         .filter(source=source, hour__gte=start, hour__lt=end).order_by("hour")
     )
     UsageRecord.objects.filter(source=source, hour__gte=start, hour__lt=end).delete()
-    UsageRecord.objects.bulk_create(records, batch_size=2000)
+    _insert(records)
     per_hour: dict[datetime, list[int]] = {}
     for record in records:
         per_hour.setdefault(record.hour, []).append(record.unit_seconds)
