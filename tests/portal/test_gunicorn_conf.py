@@ -61,7 +61,8 @@ def test_the_bench_serves_the_portal_with_the_production_gunicorn_config():
     options = Options(
         database_url="postgres://postgres@127.0.0.1:5432/portal_bench", scale=0.01, seed=42,
         requests=2, concurrency=2, workers=2, out=ROOT / "artifacts" / "bench",
-        secret_key="a-key-for-this-test", seconds_per_mode=1,
+        secret_key="a-key-for-this-test", seconds_per_mode=1, meter_hours=1, celery_hours=1,
+        redis_url="redis://127.0.0.1:6379/0",
     )
     command = server_command(options, 8123)
     assert command[command.index("--config") + 1] == "python:portal.gunicorn_conf"
