@@ -37,8 +37,9 @@ PAGES: tuple[Page, ...] = (
     Page("workload list", "/t/{tenant}/workloads/", "owner", note="25 per page"),
     Page("workload detail", "/t/{tenant}/workloads/{workload}/", "owner"),
     # Quota review (a platform admin).
-    Page("portal review queue (all open)", "/requests/", "admin",
-         note="not paginated: every open request (400 awaiting review at scale 1)"),
+    Page("portal review queue", "/requests/", "admin", note="default page size"),
+    Page("portal review queue, 400", "/requests/?page_size=400", "admin",
+         note="400 awaiting review at scale 1"),
     Page("admin review queue", "/admin/tenants/quotarequest/?status__exact=submitted", "admin",
          note="50 per page"),
     Page("admin review queue ?all", "/admin/tenants/quotarequest/?status__exact=submitted&all=",
@@ -59,6 +60,8 @@ PAGES: tuple[Page, ...] = (
     Page("api: workloads", "/api/v1/workloads/", "admin", api=True, note="50 per page"),
     # Billing (issue 12): the invoice list, an invoice, the usage explorer, and each export.
     Page("finance invoice list", "/billing/invoices/", "finance", note="50 per page"),
+    Page("finance invoice list, 250", "/billing/invoices/?page_size=250", "finance",
+         note="250 rows, as issue 13 asks"),
     Page("finance invoice detail", "/billing/invoices/{invoice}/", "finance"),
     Page("usage explorer", "/billing/usage/", "finance"),
     Page("export: invoices CSV", "/billing/invoices/export.csv", "finance"),
