@@ -24,7 +24,7 @@ audited when a window becomes one, not at every retry.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -42,6 +42,7 @@ from tenants.models import Tenant
 from ..calculations.money import HOUR, floor_hour
 from ..models import CrossCheck, MeteringWindow, UsageRecord, WindowStatus
 from .metering_allocated import allocated_rows, allocated_usage
+from .metering_allocated_sql import allocated_insert
 from .metering_measured import Measurement, cross_checks, measure_hour
 
 logger = logging.getLogger(__name__)
@@ -253,13 +254,24 @@ def _span(start: datetime, end: datetime) -> list[datetime]:
     return [first + HOUR * n for n in range(int((last - first) / HOUR) + 1)]
 
 
+def _copy_counted(rows: list[Row]) -> dict[datetime, tuple[int, int]]:
+    """Write `rows`; their (records, unit-seconds) per hour."""
+    _write_rows(rows)
+    per_hour: dict[datetime, tuple[int, int]] = {}
+    for row in rows:
+        records, seconds = per_hour.get(row[HOUR_FIELD], (0, 0))
+        per_hour[row[HOUR_FIELD]] = (records + 1, seconds + row[UNIT_SECONDS])
+    return per_hour
+
+
 def _replace_span(
-    source: str, hours: list[datetime], rows: list[Row], *, actor: Any | None,
-    details: dict[str, Any],
+    source: str, hours: list[datetime], write: Callable[[], dict[datetime, tuple[int, int]]],
+    *, actor: Any | None, details: dict[str, Any],
 ) -> int:
-    """Store the records of `source` for whole hours in place of the ones they had; every
-    hour's window done. The windows' rows are locked in hour order, as single windows lock
-    theirs, so a span and an hourly run queue rather than deadlock."""
+    """Store the records of `source` for whole hours in place of the ones they had (`write`
+    writes them once the old ones are gone, and says how many per hour); every hour's window
+    done. The windows' rows are locked in hour order, as single windows lock theirs, so a span
+    and an hourly run queue rather than deadlock."""
     start, end = hours[0], hours[-1] + HOUR
     MeteringWindow.objects.bulk_create(
         [MeteringWindow(source=source, hour=hour) for hour in hours], ignore_conflicts=True
@@ -269,10 +281,7 @@ def _replace_span(
         .filter(source=source, hour__gte=start, hour__lt=end).order_by("hour")
     )
     UsageRecord.objects.filter(source=source, hour__gte=start, hour__lt=end).delete()
-    _write_rows(rows)
-    per_hour: dict[datetime, list[int]] = {}
-    for row in rows:
-        per_hour.setdefault(row[HOUR_FIELD], []).append(row[UNIT_SECONDS])
+    per_hour = write()
     # The locked windows are written anew (one delete, one insert: far cheaper than an update
     # per row), each keeping its count of attempts.
     now = timezone.now()
@@ -282,36 +291,44 @@ def _replace_span(
             MeteringWindow(
                 source=source, hour=window.hour, status=WindowStatus.DONE, last_error="",
                 metered_at=now, attempts=window.attempts + 1,
-                records=len(per_hour.get(window.hour, [])),
-                unit_seconds=sum(per_hour.get(window.hour, [])),
+                records=per_hour.get(window.hour, (0, 0))[0],
+                unit_seconds=per_hour.get(window.hour, (0, 0))[1],
             )
             for window in windows
         ],
         batch_size=1000,
     )
+    records = sum(count for count, _ in per_hour.values())
     audit(actor=actor, action="usage.meter_span", changes={
         "source": source, "start": start.isoformat(), "end": end.isoformat(),
-        "hours": len(hours), "records": len(rows),
-        "unit_seconds": sum(row[UNIT_SECONDS] for row in rows), **details,
+        "hours": len(hours), "records": records,
+        "unit_seconds": sum(seconds for _, seconds in per_hour.values()), **details,
     })
-    return len(rows)
+    return records
 
 
 @transaction.atomic
 def usage_meter_span(*, start: datetime, end: datetime, actor: Any | None = None) -> int:
     """Meter the allocated source over whole closed hours [start, end) at once (a catch-up
-    after a long outage, the demo's past, the bench): the same records as hour by hour, read in
-    two queries and copied in as plain rows (no model instance per record). Returns how many
-    records were written."""
+    after a long outage, the demo's past, the bench): the same records as hour by hour. On
+    PostgreSQL one INSERT ... SELECT computes and writes them (`metering_allocated_sql`);
+    elsewhere the histories are read in two queries and the records written in bulk. Returns
+    how many records were written."""
     hours = _span(start, end)
+    first, last = hours[0], hours[-1] + HOUR
     now = timezone.now()
-    rows = [
-        (tenant_id, workload_id, "", ALLOCATED, resource, hour, seconds, 0, now)
-        for hour, tenant_id, workload_id, resource, seconds in allocated_rows(
-            start=hours[0], end=hours[-1] + HOUR
-        )
-    ]
-    return _replace_span(ALLOCATED, hours, rows, actor=actor, details={})
+
+    def write() -> dict[datetime, tuple[int, int]]:
+        if connection.vendor == "postgresql":
+            return allocated_insert(start=first, end=last, now=now)[0]
+        return _copy_counted([
+            (tenant_id, workload_id, "", ALLOCATED, resource, hour, seconds, 0, now)
+            for hour, tenant_id, workload_id, resource, seconds in allocated_rows(
+                start=first, end=last
+            )
+        ])
+
+    return _replace_span(ALLOCATED, hours, write, actor=actor, details={})
 
 
 @transaction.atomic
@@ -355,7 +372,7 @@ def usage_meter_measurements(
             )
         ]
     CrossCheck.objects.bulk_create(checks, batch_size=2000)
-    return _replace_span(MEASURED, hours, rows, actor=actor,
+    return _replace_span(MEASURED, hours, lambda: _copy_counted(rows), actor=actor,
                          details={"cross_checks_flagged": sum(c.flagged for c in checks)})
 
 
