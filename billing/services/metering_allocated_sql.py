@@ -33,7 +33,7 @@ def _sql() -> str:
     workload, event = Workload._meta.db_table, WorkloadEvent._meta.db_table
     usage = UsageRecord._meta.db_table
     return f"""
-    WITH billed AS (
+    WITH billed AS MATERIALIZED (
         SELECT w.id, w.tenant_id, w.demand,
                COALESCE((SELECT e.created_at FROM {event} e
                          WHERE e.workload_id = w.id AND e.kind = %(transition)s
@@ -119,8 +119,13 @@ def allocated_insert(
         "now": now,
     }
     with connection.cursor() as cursor:
+        # No JIT for this one statement: the correlated subqueries make the planner's estimate
+        # large enough to compile it, which took longer (~0.2 s) than running it.
+        cursor.execute("SELECT current_setting('jit'), set_config('jit', 'off', true)")
+        jit = cursor.fetchone()[0]
         cursor.execute(_sql(), params)
         rows = cursor.fetchall()
+        cursor.execute("SELECT set_config('jit', %s, true)", [jit])
     per_hour = {hour: (count, int(seconds)) for hour, count, seconds, _ in rows if hour}
     workloads = next((count for hour, _, _, count in rows if hour is None), 0)
     return per_hour, workloads
