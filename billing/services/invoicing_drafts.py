@@ -41,7 +41,7 @@ from portal.request_context import current_request_id
 from tenants.models import Tenant
 
 from .. import calculations
-from ..models import BillingAccount, Invoice, InvoiceLine, Rate, UsageRecord
+from ..models import BillingAccount, Invoice, InvoiceLine, InvoiceStatus, Rate, UsageRecord
 from ..selectors.invoices import downtime_credit
 from ..selectors.rates import rate_card
 from ..selectors.usage import usage_amounts
@@ -363,6 +363,29 @@ def _audit_event(
     )
 
 
+def _update_drafts(invoices: list[Invoice]) -> None:
+    """Store the computed fields of locked drafts: one UPDATE per invoice, sent together
+    (`bulk_update`'s CASE per field and row took over a second for a hundred invoices). Only a
+    draft row is ever changed, as `InvoiceQuerySet.update` insists."""
+    fields = [Invoice._meta.get_field(name) for name in COMPUTED_FIELDS]
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
+    table = quote(Invoice._meta.db_table)
+    sql = f"UPDATE {table} SET {assignments} WHERE id = %s AND status = %s"  # noqa: S608
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            sql,
+            [
+                [
+                    field.get_db_prep_save(getattr(invoice, field.attname), connection)
+                    for field in fields
+                ]
+                + [invoice.pk, InvoiceStatus.DRAFT]
+                for invoice in invoices
+            ],
+        )
+
+
 def write_drafts(
     pairs: list[tuple[Invoice, Draft]], *, actor: Any | None, audited: bool = True
 ) -> None:
@@ -374,8 +397,7 @@ def write_drafts(
         _fill(invoice, draft, now=now)
     stored = [invoice for invoice, _ in pairs if invoice.pk is not None]
     if stored:
-        # Only drafts are recomputed (their rows are locked): the queryset's guard agrees.
-        Invoice.objects.bulk_update(stored, COMPUTED_FIELDS, batch_size=500)
+        _update_drafts(stored)
         InvoiceLine.objects.filter(invoice__in=[invoice.pk for invoice in stored]).delete()
     Invoice.objects.bulk_create(
         [invoice for invoice, _ in pairs if id(invoice) in created], batch_size=1000
