@@ -19,7 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q, Sum
+from django.db.models import Sum
 from django.utils import timezone
 
 from portal.audit import audit
@@ -34,14 +34,17 @@ from ..models import (
     CreditNote,
     DocumentSequence,
     Invoice,
-    InvoiceLine,
     InvoiceStatus,
-    UsageRecord,
 )
-from ..selectors.invoices import downtime_credit
-from ..selectors.rates import rate_card
-from ..selectors.usage import usage_amounts
 from .accounts import billing_account_for
+from .invoicing_drafts import (
+    MonthUsage,
+    compute_drafts,
+    lock_billing_accounts,
+    month_usage,
+    totals,
+    write_drafts,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -70,104 +73,26 @@ def _check_period_ended(start: datetime, end: datetime, *, now: datetime) -> Non
         )
 
 
-# --- computing a draft ------------------------------------------------------------------------
+# --- computing drafts -------------------------------------------------------------------------
 
 
-def _unpriced_json(usage: calculations.UnpricedUsage) -> dict[str, Any]:
-    return {
-        "resource": usage.resource,
-        "label": usage.label,
-        "reason": usage.reason,
-        "period_start": usage.period_start.isoformat(),
-        "period_end": usage.period_end.isoformat(),
-        "unit_seconds": usage.unit_seconds,
-        "quantity_hours": str(usage.quantity_hours),
-    }
-
-
-def _line_row(
-    invoice: Invoice, position: int, line: calculations.InvoiceLine, events: list[dict]
-) -> InvoiceLine:
-    description = line.label if line.kind == "usage" else f"Downtime credit: {line.label}"
-    return InvoiceLine(
-        invoice=invoice,
-        position=position,
-        kind=line.kind,
-        resource=line.resource,
-        description=description[:200],
-        period_start=line.period_start,
-        period_end=line.period_end,
-        unit_seconds=line.unit_seconds,
-        quantity_hours=line.quantity_hours,
-        quantity=line.quantity,
-        unit=line.unit,
-        unit_price=line.unit_price,
-        amount=line.amount,
-        events=events,
-    )
-
-
-def _tax_percent() -> Decimal | None:
-    tax = getattr(settings, "BILLING_TAX_PERCENT", None)
-    return None if tax in (None, "") else Decimal(tax)
-
-
-def _compute_into(invoice: Invoice, *, tenant: Tenant) -> Invoice:
+def _compute_into(invoice: Invoice, *, tenant: Tenant, account: BillingAccount,
+                  audited_by: Any | None = None, audited: bool = False) -> Invoice:
     """Compute the tenant's month into the (locked) draft `invoice`: fields, lines, totals."""
-    start, end = invoice.period_start, invoice.period_end
-    account = billing_account_for(tenant=tenant)
-    rates = rate_card(start=start, end=end)
-    usage = usage_amounts(tenant_ids=[tenant.pk], start=start, end=end).get(tenant.pk, [])
-    try:
-        credits, events_by_line = downtime_credit(
-            tenant_id=tenant.pk, start=start, end=end, rates=rates, usage=usage
-        )
-        computation = calculations.invoice_lines(
-            usage,
-            rates,
-            period_start=start,
-            period_end=end,
-            discount_percent=account.discount_percent,
-            tax_percent=_tax_percent(),
-            credits=credits,
-        )
-    except calculations.BillingError as error:
-        raise RuleViolation(f"The invoice of {tenant.name} for {start:%B %Y}: {error}") from error
-    invoice.tenant_name = tenant.name
-    invoice.cost_center = tenant.cost_center
-    invoice.currency = settings.BILLING_CURRENCY
-    invoice.discount_percent = computation.discount_percent
-    invoice.tax_percent = computation.tax_percent
-    invoice.subtotal = computation.subtotal
-    invoice.discount = computation.discount
-    invoice.tax = computation.tax
-    invoice.total = computation.total
-    invoice.unpriced = [_unpriced_json(usage) for usage in computation.unpriced]
-    invoice.computed_at = timezone.now()
-    invoice.save()
-    InvoiceLine.objects.filter(invoice=invoice).delete()
-    rows = [
-        _line_row(invoice, position, line, [])
-        for position, line in enumerate(computation.lines, start=1)
-    ]
-    rows += [
-        _line_row(
-            invoice, position, line, events_by_line.get((line.resource, line.period_start), [])
-        )
-        for position, line in enumerate(computation.credit_lines, start=len(rows) + 1)
-    ]
-    InvoiceLine.objects.bulk_create(rows)
+    usage = month_usage(start=invoice.period_start, end=invoice.period_end,
+                        tenant_ids=[tenant.pk])
+    drafts, errors = compute_drafts(tenants=[tenant], accounts={tenant.pk: account}, usage=usage)
+    if tenant.pk in errors:
+        raise errors[tenant.pk]
+    write_drafts([(invoice, drafts[0])], actor=audited_by, audited=audited)
     return invoice
 
 
-def _totals(invoice: Invoice) -> dict[str, str]:
-    return {
-        "subtotal": str(invoice.subtotal),
-        "discount": str(invoice.discount),
-        "tax": str(invoice.tax),
-        "total": str(invoice.total),
-        "unpriced": [item["resource"] for item in invoice.unpriced],
-    }
+def _issued_refusal(invoice: Invoice, tenant: Tenant) -> RuleViolation:
+    return RuleViolation(
+        f"The invoice of {tenant.name} for {invoice.period_start:%B %Y} is {invoice.status} "
+        f"as {invoice.number}: it never changes. Correct it with a credit note."
+    )
 
 
 @transaction.atomic
@@ -179,7 +104,7 @@ def invoice_compute(*, tenant: Tenant, month: date, actor=None) -> Invoice:
     """
     start, end = month_period(month)
     _check_period_ended(start, end, now=timezone.now())
-    _lock_tenant_billing(tenant)
+    account = _lock_tenant_billing(tenant)
     invoice = (
         Invoice.objects.select_for_update()
         .filter(tenant=tenant, period_start=start)
@@ -187,58 +112,56 @@ def invoice_compute(*, tenant: Tenant, month: date, actor=None) -> Invoice:
         .first()
     )
     if invoice is not None and not invoice.is_draft:
-        raise RuleViolation(
-            f"The invoice of {tenant.name} for {start:%B %Y} is {invoice.status} as "
-            f"{invoice.number}: it never changes. Correct it with a credit note."
-        )
-    created = invoice is None
-    if created:
+        raise _issued_refusal(invoice, tenant)
+    if invoice is None:
         invoice = Invoice(tenant=tenant, period_start=start, period_end=end)
-    _compute_into(invoice, tenant=tenant)
-    audit(
-        actor=actor,
-        action="invoice.compute",
-        obj=invoice,
-        tenant=tenant,
-        changes={"period": f"{start:%Y-%m}", "created": created, **_totals(invoice)},
-    )
-    return invoice
+    return _compute_into(invoice, tenant=tenant, account=account, audited_by=actor, audited=True)
 
 
-def _tenants_to_bill(start: datetime, end: datetime) -> list[Tenant]:
-    with_usage = UsageRecord.objects.filter(
-        source=UsageRecord.Source.ALLOCATED, hour__gte=start, hour__lt=end
-    ).values("tenant_id")
+def _tenants_to_bill(start: datetime, usage: MonthUsage) -> list[Tenant]:
+    """Every tenant with allocated usage in the month or a draft of it (which may have lost
+    its usage since), by name."""
     with_draft = Invoice.objects.filter(
         period_start=start, status=InvoiceStatus.DRAFT
-    ).values("tenant_id")
-    return list(
-        Tenant.objects.filter(Q(pk__in=with_usage) | Q(pk__in=with_draft)).order_by("name", "pk")
-    )
+    ).values_list("tenant_id", flat=True)
+    ids = set(usage.amounts) | set(with_draft)
+    return list(Tenant.objects.filter(pk__in=ids).order_by("name", "pk"))
 
 
+@transaction.atomic
 def invoices_draft_month(*, month: date, actor=None) -> list[Invoice]:
-    """Draft (or recompute) the invoice of every tenant with usage in the month.
+    """Draft (or recompute) the invoice of every tenant with usage in the month, by name.
 
-    Each tenant in its own transaction: one that cannot be computed (its invoice is already
-    issued, or its data is inconsistent) is logged and skipped, the others go on.
+    One transaction for the month, written in bulk: a tenant whose invoice is already issued is
+    left alone, one whose data cannot be priced (a bad rate card, credits above the usage) is
+    logged and skipped, the others go on. Running it again recomputes the same drafts.
     """
     start, end = month_period(month)
     _check_period_ended(start, end, now=timezone.now())
-    drafts = []
-    issued = set(
-        Invoice.objects.filter(period_start=start)
-        .exclude(status__in=[InvoiceStatus.DRAFT, InvoiceStatus.VOID])
-        .values_list("tenant_id", flat=True)
-    )
-    for tenant in _tenants_to_bill(start, end):
-        if tenant.pk in issued:
-            continue  # issued already: it never changes
-        try:
-            drafts.append(invoice_compute(tenant=tenant, month=start.date(), actor=actor))
-        except RuleViolation as error:
-            logger.warning("No draft for %s in %s: %s", tenant.slug, f"{start:%Y-%m}", error)
-    return drafts
+    usage = month_usage(start=start, end=end)
+    tenants = _tenants_to_bill(start, usage)
+    accounts = lock_billing_accounts([tenant.pk for tenant in tenants])
+    invoices = {
+        invoice.tenant_id: invoice
+        for invoice in Invoice.objects.select_for_update()
+        .filter(period_start=start, tenant_id__in=list(accounts))
+        .exclude(status=InvoiceStatus.VOID)
+        .order_by("pk")
+    }
+    # Issued already: it never changes.
+    tenants = [t for t in tenants if t.pk not in invoices or invoices[t.pk].is_draft]
+    drafts, errors = compute_drafts(tenants=tenants, accounts=accounts, usage=usage)
+    for tenant in tenants:
+        if tenant.pk in errors:
+            logger.warning("No draft for %s in %s: %s", tenant.slug, f"{start:%Y-%m}",
+                           errors[tenant.pk])
+    pairs = [
+        (invoices.get(draft.tenant.pk)
+         or Invoice(tenant=draft.tenant, period_start=start, period_end=end), draft)
+        for draft in drafts
+    ]
+    write_drafts(pairs, actor=actor)
+    return [invoice for invoice, _ in pairs]
 
 
 # --- numbers ----------------------------------------------------------------------------------
@@ -257,21 +180,29 @@ def _next_number(prefix: str, year: int) -> str:
 # --- the lifecycle ----------------------------------------------------------------------------
 
 
-def _lock_tenant_billing(tenant: Tenant) -> None:
+def _lock_tenant_billing(tenant: Tenant) -> BillingAccount:
     """Take the tenant's billing account row lock: one computation or issue per tenant at a
     time (the month-end task and finance may overlap). Always taken before an invoice's lock."""
     account = billing_account_for(tenant=tenant)
-    BillingAccount.objects.select_for_update().filter(pk=account.pk).first()
+    return BillingAccount.objects.select_for_update().get(pk=account.pk)
 
 
-def _locked(invoice_id: int, *, for_tenant: bool = False) -> Invoice:
+def _locked(invoice_id: int) -> Invoice:
     try:
-        if for_tenant:
-            tenant = Tenant.objects.get(invoices__pk=invoice_id)
-            _lock_tenant_billing(tenant)
         return Invoice.objects.select_for_update().select_related("tenant").get(pk=invoice_id)
-    except (Invoice.DoesNotExist, Tenant.DoesNotExist):
+    except Invoice.DoesNotExist:
         raise RuleViolation(f"There is no invoice {invoice_id}.") from None
+
+
+def _locked_with_account(invoice_id: int) -> tuple[Invoice, BillingAccount]:
+    """The invoice and its tenant's billing account, both locked: the account first, as every
+    computation takes them."""
+    try:
+        tenant = Tenant.objects.get(invoices__pk=invoice_id)
+    except Tenant.DoesNotExist:
+        raise RuleViolation(f"There is no invoice {invoice_id}.") from None
+    account = _lock_tenant_billing(tenant)
+    return _locked(invoice_id), account
 
 
 @transaction.atomic
@@ -283,7 +214,7 @@ def invoice_issue(*, invoice_id: int, actor, issue_date: date | None = None) -> 
     never billed at zero); usage of a class outside the vocabulary, which no rate can price,
     is issued as shown-but-not-billed.
     """
-    invoice = _locked(invoice_id, for_tenant=True)
+    invoice, account = _locked_with_account(invoice_id)
     if not invoice.is_draft:
         raise InvalidTransition(invoice, invoice.status, InvoiceStatus.ISSUED)
     today = timezone.localdate()
@@ -295,7 +226,7 @@ def invoice_issue(*, invoice_id: int, actor, issue_date: date | None = None) -> 
         )
     if issue_date > today:
         raise ValidationError({"issue_date": ["An invoice is issued today or earlier."]})
-    _compute_into(invoice, tenant=invoice.tenant)
+    _compute_into(invoice, tenant=invoice.tenant, account=account)
     missing = [item for item in invoice.unpriced if item["reason"] == NO_RATE]
     if missing:
         classes = ", ".join(sorted({item["resource"] for item in missing}))
@@ -322,7 +253,7 @@ def invoice_issue(*, invoice_id: int, actor, issue_date: date | None = None) -> 
             "number": number,
             "issue_date": issue_date.isoformat(),
             "due_date": due_date.isoformat(),
-            **_totals(invoice),
+            **totals(invoice),
         },
     )
     return invoice

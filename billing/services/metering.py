@@ -24,7 +24,7 @@ audited when a window becomes one, not at every retry.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -41,7 +41,8 @@ from tenants.models import Tenant
 
 from ..calculations.money import HOUR, floor_hour
 from ..models import CrossCheck, MeteringWindow, UsageRecord, WindowStatus
-from .metering_allocated import allocated_usage, allocated_usage_between
+from .metering_allocated import allocated_rows, allocated_usage
+from .metering_allocated_sql import allocated_insert
 from .metering_measured import Measurement, cross_checks, measure_hour
 
 logger = logging.getLogger(__name__)
@@ -66,21 +67,33 @@ def _hour(value: datetime, *, now: datetime) -> datetime:
 
 COPIED_FIELDS = ("tenant_id", "workload_id", "hostname", "source", "resource", "hour",
                  "unit_seconds", "busy_seconds", "metered_at")
+Row = tuple  # a usage record's values, in COPIED_FIELDS order
+UNIT_SECONDS = COPIED_FIELDS.index("unit_seconds")
+HOUR_FIELD = COPIED_FIELDS.index("hour")
 
 
 def _insert(records: list[UsageRecord]) -> None:
+    _write_rows([tuple(getattr(record, name) for name in COPIED_FIELDS) for record in records])
+
+
+def _write_rows(rows: list[Row]) -> None:
     """Write new usage records: with PostgreSQL's COPY (the same constraints are checked, at a
     fraction of an INSERT's cost per row), elsewhere (the demo's SQLite) with bulk_create."""
-    if connection.vendor != "postgresql" or not records:
-        UsageRecord.objects.bulk_create(records, batch_size=2000)
+    if not rows:
+        return
+    if connection.vendor != "postgresql":
+        UsageRecord.objects.bulk_create(
+            [UsageRecord(**dict(zip(COPIED_FIELDS, row, strict=True))) for row in rows],
+            batch_size=2000,
+        )
         return
     columns = ", ".join(UsageRecord._meta.get_field(name).column for name in COPIED_FIELDS)
     table = connection.ops.quote_name(UsageRecord._meta.db_table)
     with connection.cursor() as cursor, cursor.cursor.copy(
         f"COPY {table} ({columns}) FROM STDIN"
     ) as copy:
-        for record in records:
-            copy.write_row(tuple(getattr(record, name) for name in COPIED_FIELDS))
+        for row in rows:
+            copy.write_row(row)
 
 
 def _locked_window(source: str, hour: datetime) -> MeteringWindow:
@@ -241,13 +254,24 @@ def _span(start: datetime, end: datetime) -> list[datetime]:
     return [first + HOUR * n for n in range(int((last - first) / HOUR) + 1)]
 
 
+def _copy_counted(rows: list[Row]) -> dict[datetime, tuple[int, int]]:
+    """Write `rows`; their (records, unit-seconds) per hour."""
+    _write_rows(rows)
+    per_hour: dict[datetime, tuple[int, int]] = {}
+    for row in rows:
+        records, seconds = per_hour.get(row[HOUR_FIELD], (0, 0))
+        per_hour[row[HOUR_FIELD]] = (records + 1, seconds + row[UNIT_SECONDS])
+    return per_hour
+
+
 def _replace_span(
-    source: str, hours: list[datetime], records: list[UsageRecord], *, actor: Any | None,
-    details: dict[str, Any],
+    source: str, hours: list[datetime], write: Callable[[], dict[datetime, tuple[int, int]]],
+    *, actor: Any | None, details: dict[str, Any],
 ) -> int:
-    """Store the records of `source` for whole hours in place of the ones they had; every
-    hour's window done. The windows' rows are locked in hour order, as single windows lock
-    theirs, so a span and an hourly run queue rather than deadlock."""
+    """Store the records of `source` for whole hours in place of the ones they had (`write`
+    writes them once the old ones are gone, and says how many per hour); every hour's window
+    done. The windows' rows are locked in hour order, as single windows lock theirs, so a span
+    and an hourly run queue rather than deadlock."""
     start, end = hours[0], hours[-1] + HOUR
     MeteringWindow.objects.bulk_create(
         [MeteringWindow(source=source, hour=hour) for hour in hours], ignore_conflicts=True
@@ -257,10 +281,7 @@ def _replace_span(
         .filter(source=source, hour__gte=start, hour__lt=end).order_by("hour")
     )
     UsageRecord.objects.filter(source=source, hour__gte=start, hour__lt=end).delete()
-    _insert(records)
-    per_hour: dict[datetime, list[int]] = {}
-    for record in records:
-        per_hour.setdefault(record.hour, []).append(record.unit_seconds)
+    per_hour = write()
     # The locked windows are written anew (one delete, one insert: far cheaper than an update
     # per row), each keeping its count of attempts.
     now = timezone.now()
@@ -270,34 +291,44 @@ def _replace_span(
             MeteringWindow(
                 source=source, hour=window.hour, status=WindowStatus.DONE, last_error="",
                 metered_at=now, attempts=window.attempts + 1,
-                records=len(per_hour.get(window.hour, [])),
-                unit_seconds=sum(per_hour.get(window.hour, [])),
+                records=per_hour.get(window.hour, (0, 0))[0],
+                unit_seconds=per_hour.get(window.hour, (0, 0))[1],
             )
             for window in windows
         ],
         batch_size=1000,
     )
+    records = sum(count for count, _ in per_hour.values())
     audit(actor=actor, action="usage.meter_span", changes={
         "source": source, "start": start.isoformat(), "end": end.isoformat(),
-        "hours": len(hours), "records": len(records),
-        "unit_seconds": sum(r.unit_seconds for r in records), **details,
+        "hours": len(hours), "records": records,
+        "unit_seconds": sum(seconds for _, seconds in per_hour.values()), **details,
     })
-    return len(records)
+    return records
 
 
 @transaction.atomic
 def usage_meter_span(*, start: datetime, end: datetime, actor: Any | None = None) -> int:
     """Meter the allocated source over whole closed hours [start, end) at once (a catch-up
-    after a long outage, the demo's past): the same records as hour by hour, read in two
-    queries and written in bulk. Returns how many records were written."""
+    after a long outage, the demo's past, the bench): the same records as hour by hour. On
+    PostgreSQL one INSERT ... SELECT computes and writes them (`metering_allocated_sql`);
+    elsewhere the histories are read in two queries and the records written in bulk. Returns
+    how many records were written."""
     hours = _span(start, end)
+    first, last = hours[0], hours[-1] + HOUR
     now = timezone.now()
-    records = [
-        UsageRecord(tenant_id=u.tenant_id, workload_id=u.workload_id, source=ALLOCATED,
-                    resource=u.resource, hour=hour, unit_seconds=u.unit_seconds, metered_at=now)
-        for hour, u in allocated_usage_between(start=hours[0], end=hours[-1] + HOUR)
-    ]
-    return _replace_span(ALLOCATED, hours, records, actor=actor, details={})
+
+    def write() -> dict[datetime, tuple[int, int]]:
+        if connection.vendor == "postgresql":
+            return allocated_insert(start=first, end=last, now=now)[0]
+        return _copy_counted([
+            (tenant_id, workload_id, "", ALLOCATED, resource, hour, seconds, 0, now)
+            for hour, tenant_id, workload_id, resource, seconds in allocated_rows(
+                start=first, end=last
+            )
+        ])
+
+    return _replace_span(ALLOCATED, hours, write, actor=actor, details={})
 
 
 @transaction.atomic
@@ -312,10 +343,9 @@ def usage_meter_measurements(
     if hours[-1] - hours[0] != HOUR * (len(hours) - 1):
         raise ValidationError({"measurements": ["Give every hour of one span, without gaps."]})
     now = timezone.now()
-    records = [
-        UsageRecord(tenant_id=u.tenant_id, hostname=u.hostname, source=MEASURED,
-                    resource=u.resource, hour=hour, unit_seconds=u.unit_seconds,
-                    busy_seconds=u.busy_seconds, metered_at=now)
+    rows = [
+        (u.tenant_id, None, u.hostname, MEASURED, u.resource, hour, u.unit_seconds,
+         u.busy_seconds, now)
         for hour in hours for u in measurements[hour].usage
     ]
     start, end = hours[0], hours[-1] + HOUR
@@ -342,7 +372,7 @@ def usage_meter_measurements(
             )
         ]
     CrossCheck.objects.bulk_create(checks, batch_size=2000)
-    return _replace_span(MEASURED, hours, records, actor=actor,
+    return _replace_span(MEASURED, hours, lambda: _copy_counted(rows), actor=actor,
                          details={"cross_checks_flagged": sum(c.flagged for c in checks)})
 
 
