@@ -74,8 +74,9 @@ def _xlsx_file(documents: Iterable[InvoiceDocument], *, filename: str) -> FileRe
     except BaseException:
         out.close()
         raise
-    response = FileResponse(out, as_attachment=True, filename=f"{filename}.xlsx",
-                            content_type=CONTENT_TYPES["xlsx"])
+    response = FileResponse(
+        out, as_attachment=True, filename=f"{filename}.xlsx", content_type=CONTENT_TYPES["xlsx"]
+    )
     response["Cache-Control"] = "no-store"
     return response
 
