@@ -172,8 +172,15 @@ def money_format(currency: str) -> str:
     return f"#,##0.00 [${currency}];-#,##0.00 [${currency}]"
 
 
-def _cell(sheet: WriteOnlyWorksheet, value, number_format: str = "", *, font: Font | None = None,
-          fill: PatternFill | None = None, alignment: Alignment | None = None) -> WriteOnlyCell:
+def _cell(
+    sheet: WriteOnlyWorksheet,
+    value,
+    number_format: str = "",
+    *,
+    font: Font | None = None,
+    fill: PatternFill | None = None,
+    alignment: Alignment | None = None,
+) -> WriteOnlyCell:
     cell = WriteOnlyCell(sheet)
     if isinstance(value, str):
         cell.value = ILLEGAL_CHARACTERS_RE.sub("", value)
@@ -252,8 +259,9 @@ def _invoice_sheet(sheet: WriteOnlyWorksheet, doc: InvoiceDocument) -> None:
     )
     _start(sheet, LINE_COLUMNS, freeze=f"A{len(facts) + 3}")
     for label, value, number_format in facts:
-        sheet.append([_cell(sheet, label, font=_BOLD),
-                      _cell(sheet, value, number_format, alignment=_LEFT)])
+        sheet.append(
+            [_cell(sheet, label, font=_BOLD), _cell(sheet, value, number_format, alignment=_LEFT)]
+        )
     sheet.append([])
     sheet.append(_header(sheet, LINE_COLUMNS))
     for line in doc.lines + doc.credit_lines + doc.unpriced:
@@ -279,10 +287,13 @@ def _invoice_sheet(sheet: WriteOnlyWorksheet, doc: InvoiceDocument) -> None:
     feet.append(("Total", totals.total))
     sheet.append([])
     for label, amount in feet:
-        sheet.append([None] * 8 + [
-            _cell(sheet, label, font=_BOLD),
-            _cell(sheet, amount, money, font=_BOLD if label == "Total" else None),
-        ])
+        sheet.append(
+            [None] * 8
+            + [
+                _cell(sheet, label, font=_BOLD),
+                _cell(sheet, amount, money, font=_BOLD if label == "Total" else None),
+            ]
+        )
 
 
 class _TitledWorkbook(Workbook):
