@@ -3,18 +3,22 @@ a filtered list as CSV (streamed, one row per line) or XLSX (a summary sheet and
 invoice). Rendered by `billing.exports` from `billing.selectors.invoices.invoice_document`."""
 
 import io
+import tempfile
 from collections.abc import Iterable, Iterator
 
 from django.db.models import QuerySet
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import FileResponse, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.utils import timezone
 
 from portal import csv_export
 
 from . import exports
+from .documents import InvoiceDocument
 from .models import Invoice
 from .selectors.invoices import invoice_document, invoice_documents
 
+# A streamed CSV is sent in pieces of about this many characters (not one per invoice).
+CSV_CHUNK_CHARS = 64 * 1024
 CONTENT_TYPES = {
     "csv": "text/csv; charset=utf-8",
     "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
@@ -47,28 +51,45 @@ def invoice_file(*, invoice: Invoice, fmt: str) -> HttpResponse:
     return attachment(body, fmt=fmt, filename=_filename_of(invoice))
 
 
-def _csv_chunks(invoices: Iterable[Invoice]) -> Iterator[str]:
+def _csv_chunks(documents: Iterable[InvoiceDocument]) -> Iterator[str]:
     out = io.StringIO(newline="")
     writer = csv_export.dict_writer(out, exports.CSV_COLUMNS)
     writer.writeheader()
-    for invoice in invoices:
-        writer.writerows(exports.invoice_rows(invoice_document(invoice=invoice)))
-        yield out.getvalue()
-        out.seek(0)
-        out.truncate(0)
+    for document in documents:
+        writer.writerows(exports.invoice_rows(document))
+        if out.tell() >= CSV_CHUNK_CHARS:
+            yield out.getvalue()
+            out.seek(0)
+            out.truncate(0)
     yield out.getvalue()
 
 
-def invoices_file(*, invoices: QuerySet[Invoice], fmt: str) -> HttpResponse:
-    """A filtered list of invoices: CSV streamed (one row per line), or an XLSX workbook."""
+def _xlsx_file(documents: Iterable[InvoiceDocument], *, filename: str) -> FileResponse:
+    """The workbook written to an anonymous temporary file (it is a zip: its directory comes
+    last), then streamed from it; the file goes when the response is closed."""
+    out = tempfile.TemporaryFile()  # noqa: SIM115 - the response closes it, once sent
+    try:
+        exports.write_invoices_xlsx(documents=documents, out=out)
+        out.seek(0)
+    except BaseException:
+        out.close()
+        raise
+    response = FileResponse(
+        out, as_attachment=True, filename=f"{filename}.xlsx", content_type=CONTENT_TYPES["xlsx"]
+    )
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def invoices_file(*, invoices: QuerySet[Invoice], fmt: str) -> HttpResponseBase:
+    """A filtered list of invoices, in memory bounded whatever their number: CSV streamed as
+    it is written (one row per line), or an XLSX workbook written sheet by sheet to a
+    temporary file and streamed from it."""
     filename = f"invoices-{timezone.now():%Y-%m-%d}"
+    documents = invoice_documents(invoices=invoices)
     if fmt == "csv":
-        response = StreamingHttpResponse(
-            _csv_chunks(invoices.prefetch_related("lines").iterator(chunk_size=200)),
-            content_type=CONTENT_TYPES["csv"],
-        )
+        response = StreamingHttpResponse(_csv_chunks(documents), content_type=CONTENT_TYPES["csv"])
         response["Content-Disposition"] = f'attachment; filename="{filename}.csv"'
         response["Cache-Control"] = "no-store"
         return response
-    body = exports.invoices_xlsx(documents=invoice_documents(invoices=invoices))
-    return attachment(body, fmt=fmt, filename=filename)
+    return _xlsx_file(documents, filename=filename)

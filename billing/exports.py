@@ -19,9 +19,10 @@ from typing import IO
 
 from django.template.loader import render_to_string
 from openpyxl import Workbook
-from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, Cell
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, WriteOnlyCell
 from openpyxl.styles import Alignment, Font, PatternFill
-from openpyxl.worksheet.worksheet import Worksheet
+from openpyxl.utils import get_column_letter
+from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 from xhtml2pdf import pisa
 from xhtml2pdf.config.resources import ResourceAccessPolicy
 
@@ -171,8 +172,16 @@ def money_format(currency: str) -> str:
     return f"#,##0.00 [${currency}];-#,##0.00 [${currency}]"
 
 
-def _put(sheet: Worksheet, row: int, column: int, value, number_format: str = "") -> Cell:
-    cell = sheet.cell(row=row, column=column)
+def _cell(
+    sheet: WriteOnlyWorksheet,
+    value,
+    number_format: str = "",
+    *,
+    font: Font | None = None,
+    fill: PatternFill | None = None,
+    alignment: Alignment | None = None,
+) -> WriteOnlyCell:
+    cell = WriteOnlyCell(sheet)
     if isinstance(value, str):
         cell.value = ILLEGAL_CHARACTERS_RE.sub("", value)
         # openpyxl reads "=…" as a formula and "#N/A" as an error: text stays text.
@@ -181,40 +190,45 @@ def _put(sheet: Worksheet, row: int, column: int, value, number_format: str = ""
         cell.value = value
     if number_format and value is not None:
         cell.number_format = number_format
+    if font is not None:
+        cell.font = font
+    if fill is not None:
+        cell.fill = fill
+    if alignment is not None:
+        cell.alignment = alignment
     return cell
 
 
-def _header(sheet: Worksheet, row: int, columns: tuple[tuple[str, int], ...]) -> None:
-    for column, (title, width) in enumerate(columns, start=1):
-        cell = _put(sheet, row, column, title)
-        cell.font, cell.fill = _HEADER_FONT, _HEADER_FILL
-        sheet.column_dimensions[cell.column_letter].width = width
+def _start(sheet: WriteOnlyWorksheet, columns: tuple[tuple[str, int], ...], freeze: str) -> None:
+    """Column widths and the frozen rows: a write-only sheet takes them before its first row."""
+    for column, (_, width) in enumerate(columns, start=1):
+        sheet.column_dimensions[get_column_letter(column)].width = width
+    sheet.freeze_panes = freeze
 
 
-def _summary_sheet(sheet: Worksheet, documents: list[InvoiceDocument]) -> None:
-    sheet.title = "Summary"
-    _header(sheet, 1, SUMMARY_COLUMNS)
-    for row, doc in enumerate(documents, start=2):
-        money = money_format(doc.currency)
-        values = (
-            (doc.number, ""),
-            (doc.tenant_name, ""),
-            (doc.tenant_slug, ""),
-            (doc.cost_center, ""),
-            (doc.period_start, DATE_FORMAT),
-            (doc.period_end, DATE_FORMAT),
-            (doc.issue_date, DATE_FORMAT),
-            (doc.due_date, DATE_FORMAT),
-            (doc.currency, ""),
-            (doc.status, ""),
-            (doc.totals.subtotal, money),
-            (doc.totals.discount, money),
-            (doc.totals.tax, money),
-            (doc.totals.total, money),
-        )
-        for column, (value, number_format) in enumerate(values, start=1):
-            _put(sheet, row, column, value, number_format)
-    sheet.freeze_panes = "A2"
+def _header(sheet: WriteOnlyWorksheet, columns: tuple[tuple[str, int], ...]) -> list:
+    return [_cell(sheet, title, font=_HEADER_FONT, fill=_HEADER_FILL) for title, _ in columns]
+
+
+def _summary_row(sheet: WriteOnlyWorksheet, doc: InvoiceDocument) -> list:
+    money = money_format(doc.currency)
+    values = (
+        (doc.number, ""),
+        (doc.tenant_name, ""),
+        (doc.tenant_slug, ""),
+        (doc.cost_center, ""),
+        (doc.period_start, DATE_FORMAT),
+        (doc.period_end, DATE_FORMAT),
+        (doc.issue_date, DATE_FORMAT),
+        (doc.due_date, DATE_FORMAT),
+        (doc.currency, ""),
+        (doc.status, ""),
+        (doc.totals.subtotal, money),
+        (doc.totals.discount, money),
+        (doc.totals.tax, money),
+        (doc.totals.total, money),
+    )
+    return [_cell(sheet, value, number_format) for value, number_format in values]
 
 
 def _sheet_title(number: str, taken: set[str]) -> str:
@@ -228,7 +242,10 @@ def _sheet_title(number: str, taken: set[str]) -> str:
     return title
 
 
-def _invoice_sheet(sheet: Worksheet, doc: InvoiceDocument) -> None:
+_LEFT = Alignment(horizontal="left")
+
+
+def _invoice_sheet(sheet: WriteOnlyWorksheet, doc: InvoiceDocument) -> None:
     money = money_format(doc.currency)
     facts = (
         ("Invoice", doc.number, ""),
@@ -240,13 +257,14 @@ def _invoice_sheet(sheet: Worksheet, doc: InvoiceDocument) -> None:
         ("Due date", doc.due_date, DATE_FORMAT),
         ("Status", doc.status, ""),
     )
-    for row, (label, value, number_format) in enumerate(facts, start=1):
-        _put(sheet, row, 1, label).font = _BOLD
-        _put(sheet, row, 2, value, number_format).alignment = Alignment(horizontal="left")
-    row = len(facts) + 2
-    _header(sheet, row, LINE_COLUMNS)
+    _start(sheet, LINE_COLUMNS, freeze=f"A{len(facts) + 3}")
+    for label, value, number_format in facts:
+        sheet.append(
+            [_cell(sheet, label, font=_BOLD), _cell(sheet, value, number_format, alignment=_LEFT)]
+        )
+    sheet.append([])
+    sheet.append(_header(sheet, LINE_COLUMNS))
     for line in doc.lines + doc.credit_lines + doc.unpriced:
-        row += 1
         values = (
             (line.line_type, ""),
             (line.resource_class, ""),
@@ -259,8 +277,7 @@ def _invoice_sheet(sheet: Worksheet, doc: InvoiceDocument) -> None:
             (line.unit_price, "#,##0.00####"),
             (line.amount, money),
         )
-        for column, (value, number_format) in enumerate(values, start=1):
-            _put(sheet, row, column, value, number_format)
+        sheet.append([_cell(sheet, value, number_format) for value, number_format in values])
     totals = doc.totals
     feet = [("Subtotal", totals.subtotal)]
     if totals.discount:
@@ -268,24 +285,60 @@ def _invoice_sheet(sheet: Worksheet, doc: InvoiceDocument) -> None:
     if totals.tax_percent is not None:
         feet.append((f"Tax {totals.tax_percent} %", totals.tax))
     feet.append(("Total", totals.total))
-    row += 1
+    sheet.append([])
     for label, amount in feet:
-        row += 1
-        _put(sheet, row, 9, label).font = _BOLD
-        _put(sheet, row, 10, amount, money).font = _BOLD if label == "Total" else Font()
-    sheet.freeze_panes = sheet.cell(row=len(facts) + 3, column=1)
+        sheet.append(
+            [None] * 8
+            + [
+                _cell(sheet, label, font=_BOLD),
+                _cell(sheet, amount, money, font=_BOLD if label == "Total" else None),
+            ]
+        )
+
+
+class _TitledWorkbook(Workbook):
+    """A write-only workbook whose sheets come with titles already unique (`_sheet_title`):
+    openpyxl's own check compares a new sheet's title with every sheet's, which over the
+    thousands of sheets of an export of every invoice is quadratic (seconds)."""
+
+    _adding = False
+
+    def create_sheet(self, title=None, index=None):
+        self._adding = True
+        try:
+            return super().create_sheet(title, index)
+        finally:
+            self._adding = False
+
+    @property
+    def sheetnames(self) -> list[str]:
+        return [] if self._adding else super().sheetnames
+
+
+def write_invoices_xlsx(*, documents: Iterable[InvoiceDocument], out: IO[bytes]) -> None:
+    """A workbook: a summary sheet with a row per invoice, then a sheet per invoice, written
+    to the binary file `out` as the documents come.
+
+    Write-only: each sheet's rows go to its own temporary file as they are appended (and an
+    invoice's sheet is closed once written), so memory holds one invoice at a time however
+    many are exported; the workbook is zipped into `out` at the end.
+    """
+    workbook = _TitledWorkbook(write_only=True)
+    summary = workbook.create_sheet("Summary")
+    _start(summary, SUMMARY_COLUMNS, freeze="A2")
+    summary.append(_header(summary, SUMMARY_COLUMNS))
+    taken = {"summary"}
+    for doc in documents:
+        summary.append(_summary_row(summary, doc))
+        sheet = workbook.create_sheet(_sheet_title(doc.number, taken))
+        _invoice_sheet(sheet, doc)
+        sheet.close()
+    workbook.save(out)
 
 
 def invoices_xlsx(*, documents: Iterable[InvoiceDocument]) -> bytes:
-    """A workbook: a summary sheet with a row per invoice, then a sheet per invoice."""
-    documents = list(documents)
-    workbook = Workbook()
-    _summary_sheet(workbook.active, documents)
-    taken = {"summary"}
-    for doc in documents:
-        _invoice_sheet(workbook.create_sheet(_sheet_title(doc.number, taken)), doc)
     out = io.BytesIO()
-    workbook.save(out)
+    write_invoices_xlsx(documents=documents, out=out)
     return out.getvalue()
 
 

@@ -6,7 +6,6 @@ lists. Bad filters (no date, an end before the start, more than 366 days, an unk
 are a 400 with field errors.
 """
 
-from datetime import UTC
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
@@ -138,7 +137,7 @@ class UsageView(GenericAPIView):
         for row in page:
             share = gpu_equivalent(row["resource"])
             rows.append({
-                "day": row["day"].astimezone(UTC).date(),
+                "day": row["day"],
                 "tenant": row["tenant__slug"],
                 "resource": row["resource"],
                 "unit": unit_label(row["resource"]),

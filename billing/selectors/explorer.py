@@ -1,6 +1,11 @@
 """The usage explorer's reads: GPU-hours by tenant, class and day; allocated against measured
 utilization; idle GPU-hours; the health of metering. Everything is summed in SQL.
 
+GPU-hours by tenant, class and day are summed from `UsageDaily` (the records summed per day,
+kept equal to them by database triggers): a range of whole days needs nothing finer, and a
+month is then thousands of rows rather than millions. Utilization needs each tenant-hour (idle
+time is clamped per hour) and still reads the records, of measured hours only.
+
 GPU-hours count GPU-equivalents, so that whole GPUs, MIG instances and HAMi shares add up: a
 whole GPU is 1, a MIG instance `<n>g.<mem>` is n/7 of its GPU (every MIG-capable model has
 seven compute slices), a HAMi compute share counts its percent of a GPU (`hami:<m>:cores`
@@ -37,7 +42,7 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Cast, Greatest, TruncDay
+from django.db.models.functions import Cast, Greatest
 
 from inventory import resource_classes
 from tenants.models import Tenant
@@ -45,7 +50,7 @@ from tenants.models import Tenant
 from .. import calculations
 from ..calculations.invoicing import class_label
 from ..calculations.money import SECONDS_PER_HOUR, floor_hour, month_start, round_to
-from ..models import CrossCheck, MeteringWindow, UsageRecord, WindowStatus
+from ..models import CrossCheck, MeteringWindow, UsageDaily, UsageRecord, WindowStatus
 
 ALLOCATED = UsageRecord.Source.ALLOCATED
 MEASURED = UsageRecord.Source.MEASURED
@@ -155,14 +160,23 @@ def _tenant_q(usage: UsageFilter, prefix: str = "") -> Q:
     return q
 
 
-def gpu_usage_records(usage: UsageFilter, *, source: str = ALLOCATED) -> QuerySet[UsageRecord]:
-    """The GPU-class usage records the filter selects (of one source)."""
-    records = UsageRecord.objects.filter(
-        GPU_CLASSES, _tenant_q(usage), source=source, hour__gte=usage.start, hour__lt=usage.end
+def _days(usage: UsageFilter) -> tuple[date, date]:
+    """The filter's [first day, day after the last): its bounds must be whole UTC days."""
+    for bound in (usage.start, usage.end):
+        if bound.astimezone(UTC).time() != datetime.min.time():
+            raise ValueError(f"{bound.isoformat()} is not the start of a UTC day.")
+    return usage.start.astimezone(UTC).date(), usage.end.astimezone(UTC).date()
+
+
+def gpu_usage_days(usage: UsageFilter, *, source: str = ALLOCATED) -> QuerySet[UsageDaily]:
+    """The GPU-class usage per day the filter selects (of one source): the records' sums."""
+    first, after = _days(usage)
+    days = UsageDaily.objects.filter(
+        GPU_CLASSES, _tenant_q(usage), source=source, day__gte=first, day__lt=after
     )
     if usage.resource:
-        records = records.filter(_resource_q(usage.resource))
-    return records
+        days = days.filter(_resource_q(usage.resource))
+    return days
 
 
 # --- GPU-hours by tenant, class and day -------------------------------------------------------
@@ -206,7 +220,7 @@ def gpu_usage_by_tenant_and_class(usage: UsageFilter) -> QuerySet:
     """Unit-seconds per (tenant, GPU class), one row each, ordered by tenant then class; a
     queryset, so that a page of it is one query (and its count another)."""
     return (
-        gpu_usage_records(usage)
+        gpu_usage_days(usage)
         .values("tenant__slug", "tenant__name", "tenant__cost_center", "resource")
         .annotate(unit_seconds=Sum("unit_seconds"))
         .order_by("tenant__name", "tenant__slug", "resource")
@@ -230,8 +244,7 @@ def usage_rows(rows) -> list[UsageRow]:
 def gpu_usage_by_day(usage: UsageFilter, *, source: str = ALLOCATED) -> QuerySet:
     """Unit-seconds per (UTC day, tenant, GPU class): the API's rows."""
     return (
-        gpu_usage_records(usage, source=source)
-        .annotate(day=TruncDay("hour", tzinfo=UTC))
+        gpu_usage_days(usage, source=source)
         .values("day", "tenant__slug", "resource")
         .annotate(unit_seconds=Sum("unit_seconds"))
         .order_by("day", "tenant__slug", "resource")
@@ -273,8 +286,8 @@ def gpu_hours_chart(usage: UsageFilter, *, top: int = 8) -> DailyChart:
         default=Value(""),
     )
     rows = (
-        gpu_usage_records(usage)
-        .annotate(day=TruncDay("hour", tzinfo=UTC), model=model_of)
+        gpu_usage_days(usage)
+        .annotate(model=model_of)
         .values("day", "tenant__slug", "tenant__name", "model")
         .annotate(gpu_seconds=Sum(_gpu_seconds("unit_seconds")))
         .order_by()
@@ -286,7 +299,7 @@ def gpu_hours_chart(usage: UsageFilter, *, top: int = 8) -> DailyChart:
     for row in rows:
         if not row["gpu_seconds"]:
             continue
-        day = row["day"].astimezone(UTC).date()
+        day = row["day"]
         by_model[row["model"]][day] += row["gpu_seconds"]
         by_tenant[row["tenant__slug"]][day] += row["gpu_seconds"]
         names[row["tenant__slug"]] = row["tenant__name"]

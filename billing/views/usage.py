@@ -72,6 +72,7 @@ def usage(request):
     context = {
         "form": form,
         "tenants": tenants,
+        "tenant_choices": [(t["slug"], t["name"]) for t in tenants],
         "cost_centers": sorted({t["cost_center"] for t in tenants if t["cost_center"]}),
     }
     if not form.is_valid():

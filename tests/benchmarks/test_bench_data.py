@@ -8,8 +8,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
+from django.db.models import Count, Sum
 
-from billing.models import CreditNote, Invoice, InvoiceLine, UsageRecord
+from billing.models import CreditNote, Invoice, InvoiceLine, UsageDaily, UsageRecord
 from inventory.models import GPU, Node
 from portal.bench.dataset import FULL_SCALE, Sizes
 from tenants.models import QuotaRequest, Tenant, Workload, WorkloadEvent
@@ -63,6 +64,11 @@ def test_the_data_set_is_complete_deterministic_and_refuses_a_database_with_data
     hours = UsageRecord.objects.values("hour").distinct().count()
     assert hours == 31 * 24  # October 2026, the month before the anchor
     assert UsageRecord.objects.count() == sizes.metered_workloads * hours
+    # Usage per day (the usage explorer's) is filled by the COPY's trigger: the same sums.
+    per_day = UsageDaily.objects.aggregate(records=Sum("records"), seconds=Sum("unit_seconds"))
+    records = UsageRecord.objects.aggregate(records=Count("id"), seconds=Sum("unit_seconds"))
+    assert per_day == records
+    assert UsageDaily.objects.values("day").distinct().count() == 31
     first = _digest()
 
     with pytest.raises(CommandError, match="not empty"):

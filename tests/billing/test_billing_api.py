@@ -319,7 +319,7 @@ def test_the_filtered_list_exports_as_csv_and_xlsx(as_user, finance, books):
     xlsx = client.get(f"{API}export.xlsx?status=draft")
 
     assert sorted(row["tenant_slug"] for row in rows) == ["acme", "globex"]
-    workbook = openpyxl.load_workbook(io.BytesIO(xlsx.content))
+    workbook = openpyxl.load_workbook(io.BytesIO(b"".join(xlsx.streaming_content)))
     assert workbook.sheetnames == ["Summary", "DRAFT"]
     assert workbook["Summary"]["B2"].value == "Acme Labs"
 

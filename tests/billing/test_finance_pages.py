@@ -459,7 +459,8 @@ def test_the_filtered_list_exports_as_xlsx_with_number_and_date_cells(login, fin
     response = login(finance).get(f"{LIST}export.xlsx?tenant=acme")
 
     assert response["Content-Disposition"].endswith('.xlsx"')
-    workbook = openpyxl.load_workbook(io.BytesIO(response.content))
+    assert response.streaming  # written to a temporary file, then streamed from it
+    workbook = openpyxl.load_workbook(io.BytesIO(b"".join(response.streaming_content)))
     assert workbook.sheetnames[0] == "Summary" and len(workbook.sheetnames) == 3
     summary = workbook["Summary"]
     header = [cell.value for cell in summary[1]]
@@ -521,7 +522,7 @@ def test_a_formula_in_a_tenant_name_stays_text_in_every_export(login, finance):
     for row in rows + single:
         assert row["tenant"] == '\'=HYPERLINK("http://x.example","pay")'
         assert row["cost_center"] == "'@SUM(1)"
-    cell = openpyxl.load_workbook(io.BytesIO(xlsx.content))["Summary"]["B2"]
+    cell = openpyxl.load_workbook(io.BytesIO(b"".join(xlsx.streaming_content)))["Summary"]["B2"]
     assert cell.data_type == "s" and cell.value.startswith("=HYPERLINK")
 
 
@@ -670,3 +671,39 @@ def test_bulk_issue_of_ids_that_are_not_invoices_says_so_and_issues_nothing(logi
     assert _messages(garbled) == ["Select the drafts to issue."]
     assert any(m.startswith("Not issued") and "999" in m for m in _messages(missing))
     assert Invoice.objects.filter(status=InvoiceStatus.DRAFT).count() == 2
+
+
+# --- page size, and light rows ---------------------------------------------------------------
+
+
+def test_page_size_asks_for_more_or_fewer_rows_up_to_a_cap(login, finance):
+    for i in range(3):
+        bill(tenant_with_cost_center(f"ps-{i}", f"Team {i}", "CC-1"), JAN, 1)
+    client = login(finance)
+
+    two = client.get(f"{LIST}?page_size=2&status=draft")
+    assert two.status_code == 200
+    assert len(two.context["page"].object_list) == 2
+    assert "page_size=2&amp;status=draft&amp;page=2" in two.content.decode()  # keeps its size
+    assert client.get(f"{LIST}?page_size=100000").context["page"].paginator.per_page == 500
+    assert client.get(f"{LIST}?page_size=0").context["page"].paginator.per_page == 1
+    unread = client.get(f"{LIST}?page_size=many")
+    assert unread.status_code == 200 and unread.context["page"].paginator.per_page == 50
+    assert client.get(f"{LIST}export.csv?page_size=2").status_code == 200  # not a filter error
+
+
+def test_a_row_links_to_its_invoice_and_shows_its_tenant(login, finance):
+    invoice = bill(tenant_with_cost_center("row-1", "Row Labs", "CC-9"), JAN, 1)
+    content = login(finance).get(LIST).content.decode()
+
+    assert f'href="/billing/invoices/{invoice.pk}/"' in content
+    assert 'Row Labs <span class="small text-muted">row-1</span>' in content
+    assert '<option value="row-1">Row Labs</option>' in content
+    assert '<option value="CC-9">CC-9</option>' in content
+
+
+def test_the_chosen_filter_option_is_selected_and_options_are_escaped(login, finance):
+    bill(tenant_with_cost_center("sel-1", "<b>Sel</b> & Co", "CC-1"), JAN, 1)
+    content = login(finance).get(f"{LIST}?tenant=sel-1").content.decode()
+
+    assert '<option value="sel-1" selected>&lt;b&gt;Sel&lt;/b&gt; &amp; Co</option>' in content

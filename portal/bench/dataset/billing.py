@@ -180,7 +180,9 @@ class BillingTables(TableWriter):
 
     def usage_records(self) -> int:
         """One allocated row per metered workload and hour of last month: the biggest table, so
-        written as COPY text by hand, with its secondary indexes built once afterwards."""
+        written as COPY text by hand, with its secondary indexes built once afterwards. The
+        usage explorer's sums per day (`UsageDaily`) are written by the table's trigger, from
+        the COPY's rows, in the same statement."""
         start, hours = self._usage_month()
         stamps = [(start + datetime.timedelta(hours=h)).isoformat() for h in range(hours)]
         metered = [(start + datetime.timedelta(hours=h + 1, minutes=5)).isoformat()
