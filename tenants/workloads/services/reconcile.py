@@ -142,9 +142,17 @@ def _record_apply_failure(workload_id: int, error: FleetError) -> None:
 # --- observe ----------------------------------------------------------------------------------
 
 
+# Beyond this many workloads a list asks for every object the portal manages and sorts them
+# by their workload-id label here: a selector naming each id would grow with the fleet (past
+# the request-line limits of API servers and proxies, 8 KiB for some, at about 1,000 ids).
+MAX_SELECTED_IDS = 100
+
+
 def _selector(workload_ids: Iterable[int]) -> str:
-    ids = ",".join(str(i) for i in sorted(set(workload_ids)))
-    return f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_WORKLOAD_ID} in ({ids})"
+    ids = sorted(set(workload_ids))
+    if len(ids) > MAX_SELECTED_IDS:
+        return f"{LABEL_MANAGED_BY}={MANAGED_BY}"
+    return f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_WORKLOAD_ID} in ({','.join(map(str, ids))})"
 
 
 def _owned_objects(gateway: FleetGateway, workloads: list[Workload]) -> dict[int, dict]:
@@ -168,14 +176,41 @@ def _owned_objects(gateway: FleetGateway, workloads: list[Workload]) -> dict[int
     return found
 
 
+def _unowned_names(workload: Workload, ctx: BuildContext) -> tuple[ObjectKey, ...]:
+    names = getattr(workload.kind_entry.module, "unowned_objects", None)
+    return tuple(names(workload.spec, ctx)) if names else ()
+
+
 def _unowned(workload: Workload, ctx: BuildContext, gateway: FleetGateway) -> dict:
     """Objects a chart or operator makes without the owner labels that the kind reads by name."""
-    names = getattr(workload.kind_entry.module, "unowned_objects", None)
     found = {}
-    for api_version, kind, name in (names(workload.spec, ctx) if names else ()):
+    for api_version, kind, name in _unowned_names(workload, ctx):
         obj = gateway.get(api_version=api_version, kind=kind, name=name, namespace=ctx.namespace)
         if obj is not None:
             found[(api_version, kind, name)] = obj
+    return found
+
+
+def _unowned_in_bulk(gateway: FleetGateway, workloads: list[Workload]) -> dict[int, dict]:
+    """`_unowned` of many workloads at once: one list per kind and namespace where several
+    objects of that kind are wanted there (a get where only one is), not a get per object."""
+    wanted: dict[tuple[str, str, str], list[tuple[int, str]]] = defaultdict(list)
+    for workload in workloads:
+        ctx = build_context(workload=workload)
+        for api_version, kind, name in _unowned_names(workload, ctx):
+            wanted[(api_version, kind, ctx.namespace)].append((workload.pk, name))
+    found: dict[int, dict[ObjectKey, Manifest]] = defaultdict(dict)
+    for (api_version, kind, namespace), names in wanted.items():
+        if len(names) == 1:
+            obj = gateway.get(api_version=api_version, kind=kind, name=names[0][1],
+                              namespace=namespace)
+            stored = {names[0][1]: obj} if obj is not None else {}
+        else:
+            stored = {obj["metadata"]["name"]: obj for obj in gateway.list(
+                api_version=api_version, kind=kind, namespace=namespace)}
+        for workload_id, name in names:
+            if name in stored:
+                found[workload_id][(api_version, kind, name)] = stored[name]
     return found
 
 
@@ -248,8 +283,10 @@ def _record_observation(workload: Workload, ctx: BuildContext, objects: dict,
 
 
 def _observe(workload: Workload, ctx: BuildContext, gateway: FleetGateway,
-             owned: dict[ObjectKey, Manifest]) -> Observation:
-    objects = {**owned, **_unowned(workload, ctx, gateway)}
+             owned: dict[ObjectKey, Manifest],
+             unowned: dict[ObjectKey, Manifest] | None = None) -> Observation:
+    """Judge the workload from its objects and record it; `unowned` read here when not given."""
+    objects = {**owned, **(_unowned(workload, ctx, gateway) if unowned is None else unowned)}
     observation = workload.kind_entry.module.observe(objects, workload.spec, ctx)
     if workload.kind == vm.KEY and vm.needs_restart(objects, workload.spec, ctx):
         # KubeVirt keeps a running VMI on its old template: delete it, the VM boots a new one.
@@ -332,10 +369,17 @@ def workload_reconcile(*, workload_id: int, gateway: FleetGateway | None = None)
         return _teardown(workload, gateway)
     ctx = build_context(workload=workload)
     if workload.applied_version < workload.desired_version or workload.reconcile_error:
+        first = workload.applied_version == 0
         try:
-            _apply(workload, ctx, gateway)
+            stored = _apply(workload, ctx, gateway)
         except SpecError as exc:
             return _refuse_to_build(workload, exc)
+        if first:
+            # Its first apply: what the cluster makes from these objects (a VM's instance, a
+            # chart's Secret) cannot be there before them, and server-side apply answered each
+            # object as stored, status included. Judged from those answers: no list, no get
+            # (the sweeps look at everything, with the rest, from the next one on).
+            return _observe(workload, ctx, gateway, stored, unowned={}).state
     owned = _owned_objects(gateway, [workload]).get(workload.pk, {})
     return _observe(workload, ctx, gateway, owned).state
 
@@ -351,10 +395,11 @@ def workloads_observe_sweep(*, gateway: FleetGateway | None = None) -> int:
         .order_by("pk")
     )
     owned = _owned_objects(gateway, live)
+    unowned = _unowned_in_bulk(gateway, live)
     for workload in live:
         try:
             _observe(workload, build_context(workload=workload), gateway,
-                     owned.get(workload.pk, {}))
+                     owned.get(workload.pk, {}), unowned.get(workload.pk, {}))
         except FleetError:
             logger.warning("Could not observe %s", workload, exc_info=True)
     # Deletions still waiting for their objects to go: their teardown looks again.
