@@ -16,6 +16,7 @@ the pods an operator runs): they are observed, never pruned or deleted directly.
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 from collections import defaultdict
@@ -23,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -240,25 +242,52 @@ def _move(workload: Workload, target: str, *, reason: str, message: str) -> bool
     return True
 
 
+def _unchanged(workload: Workload, observed: dict[str, Any], observation: Observation) -> bool:
+    """Whether recording `observation` would write what the workload (as loaded) already says:
+    the same observation, no move, the same reason. A workload whose objects are absent is
+    never unchanged: each look applies them again."""
+    target = STATE_TO_STATUS.get(observation.state)
+    return (
+        observation.state != "absent"
+        and workload.observed == json.loads(json.dumps(observed, cls=DjangoJSONEncoder))
+        and (target is None or (
+            target == workload.status
+            # As stored: a move or a new reason writes `reason or state`.
+            and ((observation.reason or observation.state)[:200], observation.message)
+            == (workload.status_reason, workload.status_message)
+        ))
+    )
+
+
 def _record_observation(workload: Workload, ctx: BuildContext, objects: dict,
-                        observation: Observation) -> None:
+                        observation: Observation, touched: list[int] | None = None) -> None:
+    """Record the observation under the workload's lock, moving its lifecycle. When it says
+    what the workload already does, nothing is locked or written but `observed_at`: at once,
+    or with every workload in `touched` in one update (a sweep)."""
     connection = None
     if observation.state in ("ready", "degraded"):
         connection = asdict(workload.kind_entry.module.connection(objects, workload.spec, ctx))
+    observed = {
+        "state": observation.state,
+        "reason": observation.reason,
+        "message": observation.message,
+        "conditions": list(observation.conditions)[:MAX_CONDITIONS],
+        "details": observation.details,
+        "connection": connection,
+    }
+    if _unchanged(workload, observed, observation):
+        if touched is None:
+            _touch([workload.pk])
+        else:
+            touched.append(workload.pk)
+        return
     with transaction.atomic():
         locked = Workload.objects.select_for_update().select_related("tenant").get(
             pk=workload.pk
         )
         if locked.status in (S.DELETING, S.DELETED):
             return  # a deletion started meanwhile: its teardown decides from here
-        locked.observed = {
-            "state": observation.state,
-            "reason": observation.reason,
-            "message": observation.message,
-            "conditions": list(observation.conditions)[:MAX_CONDITIONS],
-            "details": observation.details,
-            "connection": connection,
-        }
+        locked.observed = observed
         locked.observed_at = timezone.now()
         fields = ["observed", "observed_at"]
         target = STATE_TO_STATUS.get(observation.state)
@@ -282,10 +311,19 @@ def _record_observation(workload: Workload, ctx: BuildContext, objects: dict,
             enqueue_on_commit(RECONCILE, locked.pk)
 
 
+def _touch(workload_ids: list[int]) -> None:
+    """Looked at now, nothing else changed (a deletion, meanwhile, is its teardown's)."""
+    if workload_ids:
+        Workload.objects.filter(pk__in=workload_ids).exclude(
+            status__in=(S.DELETING, S.DELETED)).update(observed_at=timezone.now())
+
+
 def _observe(workload: Workload, ctx: BuildContext, gateway: FleetGateway,
              owned: dict[ObjectKey, Manifest],
-             unowned: dict[ObjectKey, Manifest] | None = None) -> Observation:
-    """Judge the workload from its objects and record it; `unowned` read here when not given."""
+             unowned: dict[ObjectKey, Manifest] | None = None,
+             touched: list[int] | None = None) -> Observation:
+    """Judge the workload from its objects and record it; `unowned` read here when not given,
+    `touched` as in `_record_observation`."""
     objects = {**owned, **(_unowned(workload, ctx, gateway) if unowned is None else unowned)}
     observation = workload.kind_entry.module.observe(objects, workload.spec, ctx)
     if workload.kind == vm.KEY and vm.needs_restart(objects, workload.spec, ctx):
@@ -294,7 +332,7 @@ def _observe(workload: Workload, ctx: BuildContext, gateway: FleetGateway,
                        name=ctx.name, namespace=ctx.namespace)
         observation = Observation("progressing", "Restarting", "The VM is restarting.",
                                   details=observation.details)
-    _record_observation(workload, ctx, objects, observation)
+    _record_observation(workload, ctx, objects, observation, touched)
     return observation
 
 
@@ -396,12 +434,14 @@ def workloads_observe_sweep(*, gateway: FleetGateway | None = None) -> int:
     )
     owned = _owned_objects(gateway, live)
     unowned = _unowned_in_bulk(gateway, live)
+    touched: list[int] = []  # unchanged: only their observed_at, in one update
     for workload in live:
         try:
             _observe(workload, build_context(workload=workload), gateway,
-                     owned.get(workload.pk, {}), unowned.get(workload.pk, {}))
+                     owned.get(workload.pk, {}), unowned.get(workload.pk, {}), touched)
         except FleetError:
             logger.warning("Could not observe %s", workload, exc_info=True)
+    _touch(touched)
     # Deletions still waiting for their objects to go: their teardown looks again.
     for workload_id in Workload.objects.filter(status=S.DELETING).values_list("pk", flat=True):
         enqueue_on_commit(RECONCILE, workload_id)
