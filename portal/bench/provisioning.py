@@ -280,11 +280,10 @@ def measure_provisioning(options: Options) -> dict[str, Any]:
 
     emulator = KubeEmulator().start()
     kubeconfig = emulator.write_kubeconfig(options.out / "provisioning-kubeconfig.json")
-    celery_env = {"CELERY_BROKER_URL": options.redis_url,
-                  "CELERY_RESULT_BACKEND": options.redis_url,
-                  "CELERY_TASK_ALWAYS_EAGER": "false"}
+    # No result backend, as in production: nothing waits for a task's result here.
+    celery_env = {"CELERY_BROKER_URL": options.redis_url, "CELERY_TASK_ALWAYS_EAGER": "false"}
     app.conf.update(task_always_eager=False, broker_url=options.redis_url,
-                    result_backend=options.redis_url, task_default_queue=queue)
+                    result_backend=None, task_default_queue=queue)
     app._after_fork()  # no pooled connection to another broker
     worker_env = server_environment(options) | celery_env | {
         "CELERY_TASK_DEFAULT_QUEUE": sink, "FLEET_BACKEND": "kubernetes",
@@ -341,7 +340,6 @@ def measure_provisioning(options: Options) -> dict[str, Any]:
             stop_server(server)
         emulator.stop()
         _forget_queues(options.redis_url, queue, sink)
-        app.conf.update(result_backend=None)
     return result | _figures(count, ids, by_status, statuses, seen, rss, controllers, {
         "seconds": seconds, "launch_seconds": launch_seconds, "set_aside": set_aside,
         "sweeps": beat.sent, "options": options,
