@@ -333,6 +333,9 @@ def _backdate(workload: Workload) -> None:
     """Date the workload's objects on the simulated cluster as if applied long ago (those it
     owns by label, and what the chart or operator made that the kind reads by name), so that
     the next look finds them as the cluster's controllers would have left them by now."""
+    # One look first: the simulated controllers make their objects (a Slurm cluster's
+    # StatefulSets) when the fleet is read, and a first apply is judged without reading it.
+    workloads.workload_observe(workload_id=workload.pk)
     ctx = build_context(workload=workload)
     names = getattr(workload.kind_entry.module, "unowned_objects", None)
     unowned = {(a, k, n) for a, k, n in (names(workload.spec, ctx) if names else ())}

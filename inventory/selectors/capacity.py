@@ -212,33 +212,34 @@ def node_capacity_by_class() -> dict[str, InventoryCapacity]:
 def largest_node_by_class(*, pool: str) -> dict[str, int]:
     """Per GPU resource class, the most units one node of `pool` holds (nodes not retired):
     no single pod or VM can ask for more. For HAMi shares, the most one GPU of the pool offers
-    (its memory in GiB, its compute in percent): a vGPU lives on one GPU. One query over the
-    pool's GPUs."""
+    (its memory in GiB, its compute in percent): a vGPU lives on one GPU. Two queries: whole
+    and MIG GPUs counted in SQL per node, model and MIG layout (a row per node, not per GPU:
+    every launch asks, and a shared pool holds most of the fleet), HAMi GPUs one row each."""
     per_node: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     per_gpu: dict[str, int] = {}
-    gpus = (
-        GPU.objects.exclude(node__state=NodeState.RETIRED)
-        .filter(node__reserved_for=pool)
-        .values_list(
-            "node_id", "index", "model", "memory_gib", "mig_layout", "node__gpu_sharing",
-            "node__hami_devices",
-        )
+    gpus = GPU.objects.exclude(node__state=NodeState.RETIRED).filter(node__reserved_for=pool)
+    grouped = (
+        gpus.exclude(node__gpu_sharing=GpuSharing.HAMI)
+        .values_list("node_id", "model", "mig_layout")
+        .annotate(count=Count("id"))
+        .order_by()
     )
-    for node_id, index, model, memory_gib, layout, sharing, devices in gpus.iterator(
-        chunk_size=5000
-    ):
-        if sharing == GpuSharing.HAMI:
-            memory, cores, _ = hami_share_of(index, memory_gib, _registered(devices))
-            for key, amount in (
-                (resource_classes.hami_key(model, "memory-gib"), memory),
-                (resource_classes.hami_key(model, "cores"), cores),
-            ):
-                per_gpu[key] = max(per_gpu.get(key, 0), amount)
-        elif layout:
+    for node_id, model, layout, count in grouped:
+        if layout:
             for profile in layout:
-                per_node[node_id][resource_classes.mig_model_key(model, profile)] += 1
+                per_node[node_id][resource_classes.mig_model_key(model, profile)] += count
         else:
-            per_node[node_id][resource_classes.gpu_class(model)] += 1
+            per_node[node_id][resource_classes.gpu_class(model)] += count
+    shared = gpus.filter(node__gpu_sharing=GpuSharing.HAMI).values_list(
+        "index", "model", "memory_gib", "node__hami_devices"
+    )
+    for index, model, memory_gib, devices in shared.iterator(chunk_size=5000):
+        memory, cores, _ = hami_share_of(index, memory_gib, _registered(devices))
+        for key, amount in (
+            (resource_classes.hami_key(model, "memory-gib"), memory),
+            (resource_classes.hami_key(model, "cores"), cores),
+        ):
+            per_gpu[key] = max(per_gpu.get(key, 0), amount)
     largest: dict[str, int] = {key: amount for key, amount in per_gpu.items() if amount > 0}
     for counts in per_node.values():
         for key, count in counts.items():

@@ -5,7 +5,11 @@ at scale 0.5 and above, else 40), BENCH_CONCURRENCY (4), BENCH_WORKERS (gunicorn
 BENCH_OUT (artifacts/bench), BENCH_DATABASE_URL (the bench's own database, replaced on every
 run; its name must contain "bench"; default postgres://postgres@127.0.0.1:5432/portal_bench),
 BENCH_METER_HOURS (hours of usage ingested against COPY, 6), BENCH_CELERY_HOURS (metering
-windows the Celery worker runs, 6), BENCH_REDIS_URL (its broker, redis://127.0.0.1:6379/0).
+windows the Celery worker runs, 6), BENCH_REDIS_URL (its broker, redis://127.0.0.1:6379/0),
+BENCH_PROVISION_WORKLOADS (launched through the API and driven to ready against the Kubernetes
+emulator, 1000), BENCH_PROVISION_WORKERS (Celery workers doing it, 2), BENCH_PROVISION_KINDS
+(launched in turn, inference,vcluster,vm,slurm), BENCH_PROVISION_SWEEP_SECONDS (the observe
+sweep's period, production's WORKLOAD_OBSERVE_SECONDS), BENCH_PROVISION_TIMEOUT (900 s).
 """
 
 import os

@@ -32,6 +32,12 @@ class Options:
     meter_hours: int  # hours of usage metered by usage_meter_span against COPY
     celery_hours: int  # metering windows the Celery worker runs
     redis_url: str  # the Celery worker's broker and result backend
+    # Provisioning through Celery against the Kubernetes emulator (portal/bench/provisioning.py)
+    provision_workloads: int = 1000  # launched through the API
+    provision_workers: int = 2  # Celery worker processes (solo pool each)
+    provision_kinds: tuple[str, ...] = ("inference", "vcluster", "vm", "slurm")  # in turn
+    provision_sweep_seconds: float = 15.0  # beat's observe sweep, played by the harness
+    provision_timeout: float = 900.0  # seconds for every workload to be ready
 
     @property
     def database_name(self) -> str:
@@ -54,6 +60,19 @@ def options_from_environment() -> Options:
         meter_hours=int(os.environ.get("BENCH_METER_HOURS") or 6),
         celery_hours=int(os.environ.get("BENCH_CELERY_HOURS") or 6),
         redis_url=os.environ.get("BENCH_REDIS_URL") or "redis://127.0.0.1:6379/0",
+        provision_workloads=int(os.environ.get("BENCH_PROVISION_WORKLOADS") or 1000),
+        provision_workers=int(os.environ.get("BENCH_PROVISION_WORKERS") or 2),
+        provision_kinds=tuple(
+            kind.strip() for kind in (os.environ.get("BENCH_PROVISION_KINDS")
+                                      or "inference,vcluster,vm,slurm").split(",")
+            if kind.strip()
+        ),
+        # Production's beat interval (WORKLOAD_OBSERVE_SECONDS) unless set for the run.
+        provision_sweep_seconds=float(
+            os.environ.get("BENCH_PROVISION_SWEEP_SECONDS")
+            or settings.CELERY_BEAT_SCHEDULE["workloads-observe-sweep"]["schedule"]
+        ),
+        provision_timeout=float(os.environ.get("BENCH_PROVISION_TIMEOUT") or 900),
     )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from .options import Options
 from .pages import FLOOR
+from .provisioning import NAME as PROVISIONING
 
 
 def query_counts_by_scale(options: Options, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -75,20 +76,22 @@ def render_markdown(results: dict[str, Any]) -> str:
         f"Peak RSS of a web worker: {memory['web_worker_peak_rss_mib']} MiB "
         f"(master {memory['gunicorn_master_peak_rss_mib']} MiB).",
         "",
-        "Not measured yet: " + "; ".join(results["not_measured_yet"]) + ".",
-        "",
     ]
+    if results["not_measured_yet"]:
+        lines += ["Not measured yet: " + "; ".join(results["not_measured_yet"]) + ".", ""]
     return "\n".join(lines)
 
 
 def _batch_lines(batch: list[dict[str, Any]]) -> list[str]:
-    """Billing's batch work and the Celery worker, each beside its floor of the same run."""
+    """Billing's batch work, the Celery worker and provisioning, each beside its floor (its
+    target, for provisioning) of the same run."""
     if not batch:
         return []
     lines = [
         "",
-        "Billing's batch work and a Celery worker, each against its floor in the same run "
-        "(`portal/bench/billing_runs.py`, `portal/bench/worker.py`; ratios are value ÷ floor):",
+        "Billing's batch work, a Celery worker and provisioning, each against its floor in the "
+        "same run (`portal/bench/billing_runs.py`, `portal/bench/worker.py`, "
+        "`portal/bench/provisioning.py`; ratios are value ÷ floor):",
         "",
         "| measurement | portal | value | floor | floor value | ratio | target | verdict |",
         "|---|---|---:|---|---:|---:|---|---|",
@@ -103,4 +106,32 @@ def _batch_lines(batch: list[dict[str, Any]]) -> list[str]:
             f"{row['floor']} | {row['floor_value']} {unit} | {row['ratio']} | "
             f"{row['target']} | {'met' if row['meets_target'] else 'missed'} |"
         )
+    lines += _provisioning_lines(next((row for row in batch if row["name"] == PROVISIONING
+                                       and "skipped" not in row), None))
     return lines
+
+
+def _provisioning_lines(row: dict[str, Any] | None) -> list[str]:
+    """Provisioning's figures besides requests per workload: its pace, what it asked of the
+    cluster by verb and resource, what it owns, and its workers' memory."""
+    if row is None:
+        return []
+    details = row["details"]
+    by_kind = ", ".join(f"{kind} {n / details['workloads']:.2f}"
+                        for kind, n in details["kube_requests_by_kind"].items())
+    owned = ", ".join(f"{kind} {n / details['workloads']:.2f}"
+                      for kind, n in details["objects_owned_by_kind"].items())
+    ready_after = details["ready_after_seconds"]
+    return [
+        "",
+        f"Provisioning: {details['ready']:,} of {details['workloads']:,} workloads ready in "
+        f"{details['seconds']} s, **{details['workloads_per_second']} workloads/s** (launched "
+        f"through the API in {details['launch_seconds']} s; launch to ready median "
+        f"{ready_after['median']} s, p95 {ready_after['p95']} s; observe sweep every "
+        f"{details['sweep_seconds']:g} s). Kubernetes requests per workload: "
+        f"{details['kube_requests_per_workload']} ({by_kind}); objects owned per workload: "
+        f"{details['objects_owned_per_workload']} ({owned}). Peak RSS of its "
+        f"{details['workers']} Celery workers: {details['worker_peak_rss_mib']} MiB "
+        f"({'met' if details['worker_rss_meets_target'] else 'missed'}: "
+        f"{details['worker_rss_target']}).",
+    ]

@@ -81,8 +81,9 @@ def server_command(options: Options, port: int) -> list[str]:
     ]
 
 
-def start_server(options: Options, port: int, log_path: Path) -> subprocess.Popen:
-    env = server_environment(options)
+def start_server(options: Options, port: int, log_path: Path,
+                 extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+    env = server_environment(options) | (extra_env or {})
     log = log_path.open("wb")
     server = subprocess.Popen(server_command(options, port), cwd=BASE_DIR,  # noqa: S603
                               env=env, stdout=log,

@@ -158,7 +158,7 @@ def vm_image_catalog() -> dict[str, dict]:
 def launch_context(*, tenant: Tenant, quota: Mapping[str, int] | None = None) -> LaunchContext:
     """What the kinds validate against: the tenant's isolation, its quota, the GPU classes of its
     pool (with the most one node holds; for HAMi shares, the most one GPU offers) and the admins'
-    catalogs. Partitions (MIG, HAMi) are offered to shared tenants only. Three queries."""
+    catalogs. Partitions (MIG, HAMi) are offered to shared tenants only. Four queries."""
     if quota is None:
         quota = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "limit"))
     largest = largest_node_by_class(pool=pool_of(tenant))

@@ -1,8 +1,9 @@
 """`make bench` cannot rot: its harness runs end to end at a tiny scale inside `make test`.
 
 Only that it ran is asserted (a data set built or reused, gunicorn served every page, usage
-ingestion, month-end invoicing and a Celery worker were measured, both result files list every
-page and measurement), never a timing: those are `make bench`'s to report.
+ingestion, month-end invoicing, a Celery worker and provisioning through Celery workers against
+the Kubernetes emulator were measured, both result files list every page and measurement),
+never a timing or a verdict: those are `make bench`'s to report.
 """
 
 import json
@@ -41,10 +42,14 @@ def test_the_benchmark_harness_runs_at_a_small_scale_and_reports_every_measureme
         "BENCH_METER_HOURS": "2",
         "BENCH_CELERY_HOURS": "2",
         "BENCH_REDIS_URL": redis_url,
+        # A handful of workloads, one of each kind, looked at every second.
+        "BENCH_PROVISION_WORKLOADS": "4",
+        "BENCH_PROVISION_SWEEP_SECONDS": "1",
+        "BENCH_PROVISION_TIMEOUT": "90",
     }
     result = subprocess.run(
         [sys.executable, "-m", "portal.bench"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=360,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
@@ -68,7 +73,8 @@ def test_the_benchmark_harness_runs_at_a_small_scale_and_reports_every_measureme
     assert results["memory"]["web_worker_peak_rss_mib"] > 0
 
     batch = {row["name"]: row for row in results["batch"]}
-    assert list(batch) == ["usage ingestion", "month-end invoicing", "Celery worker peak RSS"]
+    assert list(batch) == ["usage ingestion", "month-end invoicing", "Celery worker peak RSS",
+                           "provisioning throughput"]
     for name, row in batch.items():
         assert "skipped" not in row, row
         assert row["portal_value"] > 0 and row["floor_value"] > 0, row
@@ -80,6 +86,17 @@ def test_the_benchmark_harness_runs_at_a_small_scale_and_reports_every_measureme
     assert batch["month-end invoicing"]["details"]["drafts"] > 0
     assert batch["Celery worker peak RSS"]["details"]["failures"] == []
     assert results["memory"]["celery_worker_peak_rss_mib"] > 0
-    assert "usage ingestion" not in " ".join(results["not_measured_yet"])
+    provisioning = batch["provisioning throughput"]["details"]
+    assert provisioning["ready"] == provisioning["workloads"] == 4, provisioning
+    assert provisioning["launch_answers"] == {"202": 4}
+    assert provisioning["workloads_per_second"] > 0
+    # Each kind's objects were created or applied, and every request is counted by kind.
+    assert {"inferenceservices", "helmreleases", "virtualmachines", "nodesets"} <= set(
+        provisioning["objects_owned_by_kind"])
+    assert sum(provisioning["kube_requests_by_kind"].values()) == provisioning["kube_requests"]
+    assert provisioning["controller_errors"] == []
+    assert results["memory"]["provisioning_worker_peak_rss_mib"] > 0
+    assert "Provisioning: 4 of 4 workloads ready" in markdown
+    assert results["not_measured_yet"] == []
     assert results["data_set"]["template"].startswith(
         f"{environ.Env.db_url_config(env['BENCH_DATABASE_URL'])['NAME']}_s0_005_")

@@ -204,6 +204,19 @@ class KubeEmulator:
 
         return self._in_loop(read)
 
+    def list_objects(self, api_version: str, kind: str) -> list[dict[str, Any]]:
+        """Every stored object of a kind, read in the emulator's loop (not over HTTP: a
+        controller played from here is not counted among the requests)."""
+        assert self.handler is not None
+        resource = self._resource_of(api_version, kind)
+        objects = self.handler.objects
+
+        def read() -> list[dict[str, Any]]:
+            return [obj.raw for (res, _, _), obj in objects.items()
+                    if res == resource and not obj.deleted]
+
+        return self._in_loop(read)
+
     def requests(self, method: str | None = None, path: str | None = None) -> list[SeenRequest]:
         assert self.handler is not None
         seen = [

@@ -81,7 +81,8 @@ class FleetTables(TableWriter):
                 "k8s_conditions": [{"type": "Ready", "status": "True"}],
                 "gpus_in_use": rng.randint(0, GPUS_PER_NODE),
                 "gpu_sharing": "mig" if mig else "whole",
-                "mig_in_use": {"1g.10gb": rng.randint(0, 7)} if mig else {},
+                # A model's own smallest profile (an H200 has no 1g.10gb).
+                "mig_in_use": {model.mig_profiles[0]: rng.randint(0, 7)} if mig else {},
                 "created_at": self.anchor - datetime.timedelta(days=400 - n % 300),
             })
         self.mig_nodes = {row["id"] for row in rows if row["gpu_sharing"] == "mig"}
@@ -100,7 +101,8 @@ class FleetTables(TableWriter):
                         "model": model_key, "memory_gib": model.memory_gib,
                         "pci_bus_id": f"0000:{0x18 + index * 0x10:02x}:00.0",
                         "mig_capable": model.mig_capable,
-                        "mig_layout": ["1g.10gb"] * 7 if node_id in self.mig_nodes else [],
+                        "mig_layout": ([model.mig_profiles[0]] * 7
+                                       if node_id in self.mig_nodes else []),
                         "health": "degraded" if gpu_id % 997 == 0 else "healthy",
                         "nvlink_domain": f"nvl-{hostname}", "numa_node": index // 4,
                     }

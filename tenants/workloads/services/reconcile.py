@@ -16,6 +16,7 @@ the pods an operator runs): they are observed, never pruned or deleted directly.
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 from collections import defaultdict
@@ -23,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -142,9 +144,17 @@ def _record_apply_failure(workload_id: int, error: FleetError) -> None:
 # --- observe ----------------------------------------------------------------------------------
 
 
+# Beyond this many workloads a list asks for every object the portal manages and sorts them
+# by their workload-id label here: a selector naming each id would grow with the fleet (past
+# the request-line limits of API servers and proxies, 8 KiB for some, at about 1,000 ids).
+MAX_SELECTED_IDS = 100
+
+
 def _selector(workload_ids: Iterable[int]) -> str:
-    ids = ",".join(str(i) for i in sorted(set(workload_ids)))
-    return f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_WORKLOAD_ID} in ({ids})"
+    ids = sorted(set(workload_ids))
+    if len(ids) > MAX_SELECTED_IDS:
+        return f"{LABEL_MANAGED_BY}={MANAGED_BY}"
+    return f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_WORKLOAD_ID} in ({','.join(map(str, ids))})"
 
 
 def _owned_objects(gateway: FleetGateway, workloads: list[Workload]) -> dict[int, dict]:
@@ -168,14 +178,41 @@ def _owned_objects(gateway: FleetGateway, workloads: list[Workload]) -> dict[int
     return found
 
 
+def _unowned_names(workload: Workload, ctx: BuildContext) -> tuple[ObjectKey, ...]:
+    names = getattr(workload.kind_entry.module, "unowned_objects", None)
+    return tuple(names(workload.spec, ctx)) if names else ()
+
+
 def _unowned(workload: Workload, ctx: BuildContext, gateway: FleetGateway) -> dict:
     """Objects a chart or operator makes without the owner labels that the kind reads by name."""
-    names = getattr(workload.kind_entry.module, "unowned_objects", None)
     found = {}
-    for api_version, kind, name in (names(workload.spec, ctx) if names else ()):
+    for api_version, kind, name in _unowned_names(workload, ctx):
         obj = gateway.get(api_version=api_version, kind=kind, name=name, namespace=ctx.namespace)
         if obj is not None:
             found[(api_version, kind, name)] = obj
+    return found
+
+
+def _unowned_in_bulk(gateway: FleetGateway, workloads: list[Workload]) -> dict[int, dict]:
+    """`_unowned` of many workloads at once: one list per kind and namespace where several
+    objects of that kind are wanted there (a get where only one is), not a get per object."""
+    wanted: dict[tuple[str, str, str], list[tuple[int, str]]] = defaultdict(list)
+    for workload in workloads:
+        ctx = build_context(workload=workload)
+        for api_version, kind, name in _unowned_names(workload, ctx):
+            wanted[(api_version, kind, ctx.namespace)].append((workload.pk, name))
+    found: dict[int, dict[ObjectKey, Manifest]] = defaultdict(dict)
+    for (api_version, kind, namespace), names in wanted.items():
+        if len(names) == 1:
+            obj = gateway.get(api_version=api_version, kind=kind, name=names[0][1],
+                              namespace=namespace)
+            stored = {names[0][1]: obj} if obj is not None else {}
+        else:
+            stored = {obj["metadata"]["name"]: obj for obj in gateway.list(
+                api_version=api_version, kind=kind, namespace=namespace)}
+        for workload_id, name in names:
+            if name in stored:
+                found[workload_id][(api_version, kind, name)] = stored[name]
     return found
 
 
@@ -205,25 +242,52 @@ def _move(workload: Workload, target: str, *, reason: str, message: str) -> bool
     return True
 
 
+def _unchanged(workload: Workload, observed: dict[str, Any], observation: Observation) -> bool:
+    """Whether recording `observation` would write what the workload (as loaded) already says:
+    the same observation, no move, the same reason. A workload whose objects are absent is
+    never unchanged: each look applies them again."""
+    target = STATE_TO_STATUS.get(observation.state)
+    return (
+        observation.state != "absent"
+        and workload.observed == json.loads(json.dumps(observed, cls=DjangoJSONEncoder))
+        and (target is None or (
+            target == workload.status
+            # As stored: a move or a new reason writes `reason or state`.
+            and ((observation.reason or observation.state)[:200], observation.message)
+            == (workload.status_reason, workload.status_message)
+        ))
+    )
+
+
 def _record_observation(workload: Workload, ctx: BuildContext, objects: dict,
-                        observation: Observation) -> None:
+                        observation: Observation, touched: list[int] | None = None) -> None:
+    """Record the observation under the workload's lock, moving its lifecycle. When it says
+    what the workload already does, nothing is locked or written but `observed_at`: at once,
+    or with every workload in `touched` in one update (a sweep)."""
     connection = None
     if observation.state in ("ready", "degraded"):
         connection = asdict(workload.kind_entry.module.connection(objects, workload.spec, ctx))
+    observed = {
+        "state": observation.state,
+        "reason": observation.reason,
+        "message": observation.message,
+        "conditions": list(observation.conditions)[:MAX_CONDITIONS],
+        "details": observation.details,
+        "connection": connection,
+    }
+    if _unchanged(workload, observed, observation):
+        if touched is None:
+            _touch([workload.pk])
+        else:
+            touched.append(workload.pk)
+        return
     with transaction.atomic():
         locked = Workload.objects.select_for_update().select_related("tenant").get(
             pk=workload.pk
         )
         if locked.status in (S.DELETING, S.DELETED):
             return  # a deletion started meanwhile: its teardown decides from here
-        locked.observed = {
-            "state": observation.state,
-            "reason": observation.reason,
-            "message": observation.message,
-            "conditions": list(observation.conditions)[:MAX_CONDITIONS],
-            "details": observation.details,
-            "connection": connection,
-        }
+        locked.observed = observed
         locked.observed_at = timezone.now()
         fields = ["observed", "observed_at"]
         target = STATE_TO_STATUS.get(observation.state)
@@ -247,9 +311,20 @@ def _record_observation(workload: Workload, ctx: BuildContext, objects: dict,
             enqueue_on_commit(RECONCILE, locked.pk)
 
 
+def _touch(workload_ids: list[int]) -> None:
+    """Looked at now, nothing else changed (a deletion, meanwhile, is its teardown's)."""
+    if workload_ids:
+        Workload.objects.filter(pk__in=workload_ids).exclude(
+            status__in=(S.DELETING, S.DELETED)).update(observed_at=timezone.now())
+
+
 def _observe(workload: Workload, ctx: BuildContext, gateway: FleetGateway,
-             owned: dict[ObjectKey, Manifest]) -> Observation:
-    objects = {**owned, **_unowned(workload, ctx, gateway)}
+             owned: dict[ObjectKey, Manifest],
+             unowned: dict[ObjectKey, Manifest] | None = None,
+             touched: list[int] | None = None) -> Observation:
+    """Judge the workload from its objects and record it; `unowned` read here when not given,
+    `touched` as in `_record_observation`."""
+    objects = {**owned, **(_unowned(workload, ctx, gateway) if unowned is None else unowned)}
     observation = workload.kind_entry.module.observe(objects, workload.spec, ctx)
     if workload.kind == vm.KEY and vm.needs_restart(objects, workload.spec, ctx):
         # KubeVirt keeps a running VMI on its old template: delete it, the VM boots a new one.
@@ -257,7 +332,7 @@ def _observe(workload: Workload, ctx: BuildContext, gateway: FleetGateway,
                        name=ctx.name, namespace=ctx.namespace)
         observation = Observation("progressing", "Restarting", "The VM is restarting.",
                                   details=observation.details)
-    _record_observation(workload, ctx, objects, observation)
+    _record_observation(workload, ctx, objects, observation, touched)
     return observation
 
 
@@ -332,10 +407,17 @@ def workload_reconcile(*, workload_id: int, gateway: FleetGateway | None = None)
         return _teardown(workload, gateway)
     ctx = build_context(workload=workload)
     if workload.applied_version < workload.desired_version or workload.reconcile_error:
+        first = workload.applied_version == 0
         try:
-            _apply(workload, ctx, gateway)
+            stored = _apply(workload, ctx, gateway)
         except SpecError as exc:
             return _refuse_to_build(workload, exc)
+        if first:
+            # Its first apply: what the cluster makes from these objects (a VM's instance, a
+            # chart's Secret) cannot be there before them, and server-side apply answered each
+            # object as stored, status included. Judged from those answers: no list, no get
+            # (the sweeps look at everything, with the rest, from the next one on).
+            return _observe(workload, ctx, gateway, stored, unowned={}).state
     owned = _owned_objects(gateway, [workload]).get(workload.pk, {})
     return _observe(workload, ctx, gateway, owned).state
 
@@ -351,12 +433,15 @@ def workloads_observe_sweep(*, gateway: FleetGateway | None = None) -> int:
         .order_by("pk")
     )
     owned = _owned_objects(gateway, live)
+    unowned = _unowned_in_bulk(gateway, live)
+    touched: list[int] = []  # unchanged: only their observed_at, in one update
     for workload in live:
         try:
             _observe(workload, build_context(workload=workload), gateway,
-                     owned.get(workload.pk, {}))
+                     owned.get(workload.pk, {}), unowned.get(workload.pk, {}), touched)
         except FleetError:
             logger.warning("Could not observe %s", workload, exc_info=True)
+    _touch(touched)
     # Deletions still waiting for their objects to go: their teardown looks again.
     for workload_id in Workload.objects.filter(status=S.DELETING).values_list("pk", flat=True):
         enqueue_on_commit(RECONCILE, workload_id)

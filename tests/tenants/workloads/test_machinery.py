@@ -337,7 +337,90 @@ def test_kubernetes_requests_per_workload_stay_bounded(
            or "/namespaces/" in r.path]
     writes = [r for r in api if r.method in WRITES]
     assert len(writes) == 1  # one server-side apply of its one object, never repeated
-    assert len(api) <= 1 + 3  # the apply, and one list per look at it
+    # The apply (its first look is judged from the apply's answer), one list per later look.
+    assert len(api) <= 1 + 2
+
+
+@pytest.mark.django_db
+def test_a_first_apply_is_judged_from_the_applys_answers_without_reading_the_cluster(
+    tenant, tenant_member, gpu_pool, workload_quota, kube_gateway, kube_emulator
+):
+    workload_quota()
+    workload = _launch(tenant, tenant_member, kind="vcluster", name="dev", spec=VCLUSTER_SPEC)
+    assert services.workload_reconcile(workload_id=workload.pk) == "progressing"
+    namespaced = [r for r in kube_emulator.requests() if "/namespaces/" in r.path]
+    # A HelmRepository and a HelmRelease applied; no list of its kinds, no get of the chart's
+    # Secret and StatefulSet: nothing made from them can exist before them.
+    assert [r.method for r in namespaced] == ["PATCH", "PATCH"]
+    workload.refresh_from_db()
+    assert workload.status == WorkloadStatus.PROVISIONING
+    assert workload.observed["state"] == "progressing"
+
+    # Later looks read the cluster, and a second apply (a change) is looked at in full.
+    services.workload_scale(workload_id=workload.pk, actor=tenant_member, changes={"cpu": 4})
+    services.workload_reconcile(workload_id=workload.pk)
+    reads = [r for r in kube_emulator.requests("GET") if "/namespaces/" in r.path]
+    assert len(reads) == 2 + 2  # one list per owned kind, a get per chart object
+
+
+@pytest.mark.django_db
+def test_the_sweep_reads_the_charts_objects_of_every_vcluster_in_one_list_per_kind(
+    tenant, tenant_member, gpu_pool, workload_quota, kube_gateway, kube_emulator
+):
+    workload_quota()
+    names = ("dev", "test")
+    for name in names:
+        workload = _launch(tenant, tenant_member, kind="vcluster", name=name,
+                           spec=VCLUSTER_SPEC)
+        services.workload_reconcile(workload_id=workload.pk)
+        release = kube_emulator.get_object("helm.toolkit.fluxcd.io/v2", "HelmRelease", name,
+                                           tenant.namespace)
+        ready_helm_release(kube_emulator, name=name, namespace=tenant.namespace,
+                           server=release["spec"]["values"]["exportKubeConfig"]["server"])
+    before = len(kube_emulator.requests("GET"))
+    assert services.workloads_observe_sweep() == 2
+    reads = [r.path.rsplit("/", 1)[-1] for r in kube_emulator.requests("GET")[before:]
+             if "/namespaces/" in r.path]  # not discovery
+    # One list per owned kind (HelmRepository, HelmRelease) and per chart object's kind
+    # (Secret, StatefulSet) for both, not a get per vCluster.
+    assert sorted(reads) == ["helmreleases", "helmrepositories", "secrets", "statefulsets"]
+    assert {w.status for w in Workload.objects.all()} == {WorkloadStatus.READY}
+
+
+@pytest.mark.django_db
+def test_a_look_that_finds_nothing_new_locks_and_writes_nothing_but_when_it_looked(
+    ready, kube_emulator
+):
+    from django.test.utils import CaptureQueriesContext
+
+    before = Workload.objects.get(pk=ready.pk)
+    events = WorkloadEvent.objects.filter(workload=ready).count()
+    with CaptureQueriesContext(connection) as queries:
+        assert services.workloads_observe_sweep() == 1
+    statements = [q["sql"] for q in queries.captured_queries]
+    assert not any("FOR UPDATE" in sql for sql in statements)
+    assert [sql.split(" SET ")[1].split(" = ")[0] for sql in statements
+            if sql.startswith("UPDATE")] == ['"observed_at"']
+    after = Workload.objects.get(pk=ready.pk)
+    assert after.observed == before.observed and after.status == WorkloadStatus.READY
+    assert after.observed_at > before.observed_at
+    assert WorkloadEvent.objects.filter(workload=ready).count() == events
+
+    # Something new is recorded as before: the model stops loading.
+    kube_emulator.patch_object(*ISVC, "chat", ready.tenant.namespace, patch={"status": {
+        "conditions": [{"type": "Ready", "status": "False", "reason": "ModelLoadFailed",
+                        "message": "out of memory"}]}})
+    services.workload_observe(workload_id=ready.pk)
+    assert Workload.objects.get(pk=ready.pk).observed != before.observed
+
+
+def test_a_sweep_over_many_workloads_selects_the_portals_objects_not_each_id():
+    from tenants.workloads.services.reconcile import MAX_SELECTED_IDS, _selector
+
+    few = _selector([3, 1, 2])
+    assert few.endswith("portal.ai-factory.io/workload-id in (1,2,3)")
+    many = _selector(range(1, MAX_SELECTED_IDS + 2))
+    assert many == "app.kubernetes.io/managed-by=ai-factory-portal"  # sorted by label here
 
 
 @pytest.mark.django_db
