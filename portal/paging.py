@@ -1,0 +1,36 @@
+"""What list pages share: the page size a person asks for, and row links built without a
+`reverse()` per row."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.urls import reverse
+
+_PLACEHOLDER = "0000000"  # digits: a placeholder every int and slug converter accepts
+
+
+def page_size_from(request, *, default: int, maximum: int) -> int:
+    """`?page_size=N` within 1..maximum; the default when absent or not a number."""
+    try:
+        size = int(request.GET.get("page_size", ""))
+    except ValueError:
+        return default
+    return max(1, min(size, maximum))
+
+
+def url_maker(view_name: str, *args) -> Callable[..., str]:
+    """One `reverse()` for a whole list: `url_maker("tenants:dashboard", "slug")(t.slug)`.
+
+    Each name in `args` becomes a placeholder in one reversed URL, replaced by each row's
+    value: a list of 400 rows costs one URL resolution instead of 400 (each ~30 µs). Values must
+    need no quoting (slugs and ids), as the URL converters that take them guarantee."""
+    marks = [f"{_PLACEHOLDER}{i}" for i in range(len(args))]
+    pattern = reverse(view_name, args=marks)
+    for i, mark in enumerate(marks):
+        pattern = pattern.replace(mark, f"{{{i}}}", 1)
+
+    def make(*values) -> str:
+        return pattern.format(*values)
+
+    return make
