@@ -5,15 +5,38 @@ tenant" the top-level links open."""
 from django.shortcuts import redirect
 from django.urls import reverse
 
-from .access.models import Membership
+from portal.paging import url_maker
+
+from .access.models import Membership, Tenant
 from .access.rules import access_for, tenant_get_for_user
 from .access.selectors import tenant_for_dashboard, tenants_of_member
 
 CURRENT_TENANT_KEY = "current_tenant"
 
+# The tenant's pages every tenant page links to (its header's tabs and buttons), built from a
+# pattern reversed once per process instead of a `{% url %}` each (~30 µs apiece).
+TENANT_URLS = {
+    "dashboard": "tenants:dashboard",
+    "quota": "tenants:quota-detail",
+    "requests": "tenants:quota-request-list",
+    "request_quota": "tenants:quota-request-create",
+    "members": "tenants:member-list",
+    "workloads": "tenants:workload-list",
+    "launch": "tenants:workload-new",
+    "spend": "billing:tenant-spend",
+    "spend_card": "billing:tenant-spend-card",
+}
 
-def tenant_page(request, slug, page: str):
-    tenant = tenant_get_for_user(user=request.user, slug=slug)
+
+def tenant_urls(slug: str) -> dict[str, str]:
+    return {key: url_maker(name, "slug")(slug) for key, name in TENANT_URLS.items()}
+
+
+def tenant_page(request, slug, page: str, *, tenant: Tenant | None = None):
+    """The tenant `slug` and what its pages show around their content. `tenant`: the caller
+    already read it, through a selector scoped to the user (a workload's tenant)."""
+    if tenant is None or tenant.slug != slug:
+        tenant = tenant_get_for_user(user=request.user, slug=slug)
     # Written only when it changes: assigning it, even unchanged, saves the session again
     # (three statements on every tenant page).
     if request.session.get(CURRENT_TENANT_KEY) != tenant.slug:
@@ -22,6 +45,7 @@ def tenant_page(request, slug, page: str):
     platform_admin = access_for(request.user).platform_admin
     return tenant, {
         "tenant": tenant,
+        "tenant_urls": tenant_urls(tenant.slug),
         "my_tenants": tenants_of_member(user=request.user),
         "page": page,
         "my_role": role,

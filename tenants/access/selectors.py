@@ -53,4 +53,10 @@ def tenants_for_list(*, user, search: str = "", status: str = "") -> QuerySet:
 
 
 def tenants_of_member(*, user) -> QuerySet[Tenant]:
-    return tenants_visible_to(user).filter(memberships__user=user).order_by("name")
+    # The tenant switcher's links: a name and a slug each.
+    return (
+        tenants_visible_to(user)
+        .filter(memberships__user=user)
+        .only("id", "slug", "name")
+        .order_by("name")
+    )

@@ -15,8 +15,8 @@ from portal.paging import url_maker
 from portal.templatetags.portal_format import money
 
 from ..pages import redirect_to_current, tenant_page
-from ..quota.selectors import tenant_quota_lines, tenant_quota_requests
-from ..workloads.selectors import tenant_workloads
+from ..quota.selectors import tenant_quota_lines, tenant_quota_requests_recent
+from ..workloads.selectors import tenant_workloads_recent
 from . import services
 from .forms import MemberAddForm, MemberRoleForm
 from .models import Membership, Source, Tenant
@@ -94,11 +94,19 @@ def _tenant_rows(tenants) -> list[dict]:
 @login_required
 def dashboard(request, slug: str):
     tenant, context = tenant_page(request, slug, "dashboard")
+    workload_url = url_maker("tenants:workload-detail", "slug", "pk")
+    request_url = url_maker("tenants:quota-request-detail", "slug", "pk")
+    recent_workloads = list(tenant_workloads_recent(tenant=tenant, limit=6))
+    for w in recent_workloads:
+        w.detail_url = workload_url(tenant.slug, w.pk)
+    recent_requests = list(tenant_quota_requests_recent(tenant=tenant, limit=5))
+    for r in recent_requests:
+        r.detail_url = request_url(tenant.slug, r.pk)
     context |= {
         "members": tenant_members(tenant=tenant),
         "quota_lines": tenant_quota_lines(tenant=tenant),
-        "recent_requests": tenant_quota_requests(tenant=tenant)[:5],
-        "recent_workloads": tenant_workloads(tenant=tenant)[:6],
+        "recent_requests": recent_requests,
+        "recent_workloads": recent_workloads,
     }
     return render(request, "tenants/dashboard.html", context)
 

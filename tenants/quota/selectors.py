@@ -146,6 +146,23 @@ def tenant_quota_requests(*, tenant: Tenant) -> QuerySet[QuotaRequest]:
     return _with_lines(tenant.quota_requests.all()).order_by("-created_at", "-id")
 
 
+def tenant_quota_requests_recent(*, tenant: Tenant, limit: int) -> QuerySet[QuotaRequest]:
+    """The tenant's latest requests with what a summary shows of them (the dashboard's card):
+    status, dates, who asked and the lines, not the decision or the cluster's progress."""
+    lines = QuotaRequestLine.objects.only(
+        "id", "request_id", "resource", "amount", "approved_amount"
+    ).order_by("id")
+    return (
+        tenant.quota_requests.select_related("requested_by")
+        .only(
+            "id", "tenant_id", "status", "created_at", "ends_on", "requested_by__username",
+            "requested_by__first_name", "requested_by__last_name",
+        )
+        .prefetch_related(Prefetch("lines", queryset=lines))
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
 def quota_requests_waiting() -> QuerySet:
     """Requests waiting for a platform admin's decision, oldest first (the review queue), as
     rows of what the queue shows: the tenant's name and isolation and who asked, not whole
