@@ -80,7 +80,8 @@ def tenant_quota_lines(*, tenant: Tenant) -> list[QuotaLine]:
             borrowing_limit=q.borrowing_limit,
             lending_limit=q.lending_limit,
         )
-        for q in Quota.objects.filter(tenant=tenant)
+        # Unordered: sorted below (the default ordering joined the tenant to sort by its name).
+        for q in Quota.objects.filter(tenant=tenant).order_by()
     ]
     return sorted(lines, key=lambda line: order.get(line.resource, len(order)))
 

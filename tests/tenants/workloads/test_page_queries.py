@@ -18,7 +18,8 @@ from .conftest import H100, INFERENCE_SPEC
 pytestmark = pytest.mark.django_db
 
 # session, user, the user's roles and memberships (every signed-in page), then the page's own.
-DASHBOARD_QUERIES = 13  # tenant, held, temporary grants, quota, switcher, workloads,
+# For a tenant's people the page's tenant and the switcher's are one query.
+DASHBOARD_QUERIES = 12  # tenant and switcher, held, temporary grants, quota, workloads,
 #                         requests, their lines, members
 DETAIL_QUERIES = 7  # the workload with its tenant and launcher, switcher, timeline
 
@@ -111,3 +112,15 @@ def test_a_workload_still_starting_is_looked_at_and_shown_as_found(
     assert 'hx-trigger="every 3s"' in html  # still in progress: the page polls
     workload.refresh_from_db()
     assert workload.observed_at is not None  # and a look was asked for
+
+
+def test_the_switcher_lists_a_members_tenants_and_others_are_not_found(
+    login, tenant, other_tenant, tenant_member
+):
+    MembershipFactory(tenant=other_tenant, user=tenant_member)
+    client = login(tenant_member)
+    html = client.get("/t/acme/").content.decode()
+    switcher = html[html.index('id="tenant-switcher"') :]
+    assert 'class="dropdown-item active" href="/t/acme/">Acme Labs<' in switcher
+    assert 'href="/t/globex/">Globex Corp<' in switcher
+    assert client.get("/t/initech/").status_code == 404
