@@ -45,7 +45,7 @@ PAGES: tuple[Page, ...] = (
     Page("admin review queue ?all", "/admin/tenants/quotarequest/?status__exact=submitted&all=",
          "admin", note="show all: Django admin caps it at list_max_show_all (200)"),
     Page("admin tenant list", "/admin/tenants/tenant/", "admin", note="100 per page"),
-    Page("portal tenant list", "/tenants/", "admin", note="not paginated"),
+    Page("portal tenant list", "/tenants/", "admin", note="50 per page"),
     # The fleet (a platform admin).
     Page("fleet overview", "/fleet/", "admin"),
     Page("node list", "/fleet/nodes/", "admin", note="50 per page"),

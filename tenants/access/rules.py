@@ -48,11 +48,15 @@ def access_for(user) -> Access:
     cached = getattr(user, _CACHE_ATTR, None)
     if cached is not None:
         return cached
-    roles = set(RoleAssignment.objects.filter(user=user).values_list("role", flat=True))
+    # Unordered: the models' default orderings (by username, by tenant name) joined two more
+    # tables into both queries that every signed-in page makes, for sets and a dict.
+    roles = set(
+        RoleAssignment.objects.filter(user=user).order_by().values_list("role", flat=True)
+    )
     tenant_roles = dict(
-        Membership.objects.filter(user=user, tenant__status=Tenant.Status.ACTIVE).values_list(
-            "tenant_id", "role"
-        )
+        Membership.objects.filter(user=user, tenant__status=Tenant.Status.ACTIVE)
+        .order_by()
+        .values_list("tenant_id", "role")
     )
     access = Access(
         platform_admin=user.is_superuser or RoleAssignment.Role.PLATFORM_ADMIN in roles,

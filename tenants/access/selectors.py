@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Case, QuerySet, Value, When
+from django.db.models import Case, Q, QuerySet, Value, When
 
 from .models import Membership, Tenant
 from .rules import tenants_visible_to
@@ -34,11 +34,29 @@ def tenant_for_dashboard(*, user, slug: str | None) -> Tenant | None:
     return membership.tenant if membership else visible.order_by("name").first()
 
 
-def tenants_for_list(*, user) -> QuerySet[Tenant]:
-    """Every tenant `user` may open (all of them for finance and platform admins), by name."""
+def tenants_for_list(*, user, search: str = "", status: str = "") -> QuerySet:
+    """Every tenant `user` may open (all of them for finance and platform admins), by name,
+    as rows of what the list shows; `search` finds a tenant by its name, slug or cost center.
+
+    Plain values, not tenants: a row needs seven columns, not the tenant's applied manifests."""
+    tenants = tenants_visible_to(user)
+    if search:
+        tenants = tenants.filter(
+            Q(name__icontains=search) | Q(slug__icontains=search) | Q(cost_center__icontains=search)
+        )
+    if status:
+        tenants = tenants.filter(status=status)
     # The budget is billing's (a reverse one-to-one, named by its accessor: no import).
-    return tenants_visible_to(user).select_related("billing_account").order_by("name")
+    return tenants.order_by("name", "id").values(
+        "slug", "name", "isolation", "status", "cost_center", "billing_account__monthly_budget"
+    )
 
 
 def tenants_of_member(*, user) -> QuerySet[Tenant]:
-    return tenants_visible_to(user).filter(memberships__user=user).order_by("name")
+    # The tenant switcher's links: a name and a slug each.
+    return (
+        tenants_visible_to(user)
+        .filter(memberships__user=user)
+        .only("id", "slug", "name")
+        .order_by("name")
+    )

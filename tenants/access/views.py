@@ -4,20 +4,26 @@ services."""
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
 from portal.confirmation import confirmation_page, is_confirmed
+from portal.paging import url_maker
+from portal.templatetags.portal_format import money
 
 from ..pages import redirect_to_current, tenant_page
-from ..quota.selectors import tenant_quota_lines, tenant_quota_requests
-from ..workloads.selectors import tenant_workloads
+from ..quota.selectors import tenant_quota_lines, tenant_quota_requests_recent
+from ..workloads.selectors import tenant_workloads_recent
 from . import services
 from .forms import MemberAddForm, MemberRoleForm
-from .models import Membership, Source
+from .models import Membership, Source, Tenant
 from .rules import access_for
 from .selectors import tenant_members, tenants_for_list
+
+TENANT_PAGE_SIZE = 50
 
 
 @login_required
@@ -27,21 +33,80 @@ def home(request):
 
 @login_required
 def tenant_list(request):
-    """The tenants a person may open: finance and platform admins reach every tenant's pages."""
-    tenants = list(tenants_for_list(user=request.user))
-    if not tenants and not access_for(request.user).sees_all_tenants:
+    """The tenants a person may open, 50 a page: finance and platform admins reach every
+    tenant's pages (2,000 at fleet scale), and find one by name, slug or cost center."""
+    # Nobody's list is empty but for people with no role at all (memberships count only in
+    # active tenants, which are also the only ones they see).
+    if not access_for(request.user).has_any_access:
         raise PermissionDenied
-    return render(request, "tenants/tenant_list.html", {"tenants": tenants})
+    search = request.GET.get("q", "").strip()[:100]
+    status = request.GET.get("status", "")
+    if status not in Tenant.Status.values:
+        status = ""
+    paginator = Paginator(
+        tenants_for_list(user=request.user, search=search, status=status), TENANT_PAGE_SIZE
+    )
+    page = paginator.get_page(request.GET.get("page"))
+    query = urlencode({k: v for k, v in (("q", search), ("status", status)) if v})
+    return render(
+        request,
+        "tenants/tenant_list.html",
+        {
+            "page_obj": page,
+            "tenants": _tenant_rows(page.object_list),
+            "search": search,
+            "status": status,
+            "statuses": Tenant.Status.choices,
+            "query": f"&{query}" if query else "",
+        },
+    )
+
+
+def _tenant_rows(tenants) -> list[dict]:
+    """Each row's cells already text and its links built from one reversed URL each."""
+    dashboard = url_maker("tenants:dashboard", "slug")
+    quota = url_maker("tenants:quota-detail", "slug")
+    requests = url_maker("tenants:quota-request-list", "slug")
+    isolations = dict(Tenant.Isolation.choices)
+    statuses = dict(Tenant.Status.choices)
+    rows = []
+    for t in tenants:
+        budget = t["billing_account__monthly_budget"]
+        rows.append(
+            {
+                "slug": t["slug"],
+                "name": t["name"],
+                "isolation": t["isolation"],
+                "isolation_title": t["isolation"].title(),
+                "isolation_label": isolations.get(t["isolation"], t["isolation"]),
+                "active": t["status"] == Tenant.Status.ACTIVE,
+                "status_label": statuses.get(t["status"], t["status"]),
+                "cost_center": t["cost_center"] or "—",
+                "budget": money(budget) if budget else "",
+                "dashboard_url": dashboard(t["slug"]),
+                "quota_url": quota(t["slug"]),
+                "requests_url": requests(t["slug"]),
+            }
+        )
+    return rows
 
 
 @login_required
 def dashboard(request, slug: str):
     tenant, context = tenant_page(request, slug, "dashboard")
+    workload_url = url_maker("tenants:workload-detail", "slug", "pk")
+    request_url = url_maker("tenants:quota-request-detail", "slug", "pk")
+    recent_workloads = list(tenant_workloads_recent(tenant=tenant, limit=6))
+    for w in recent_workloads:
+        w.detail_url = workload_url(tenant.slug, w.pk)
+    recent_requests = list(tenant_quota_requests_recent(tenant=tenant, limit=5))
+    for r in recent_requests:
+        r.detail_url = request_url(tenant.slug, r.pk)
     context |= {
         "members": tenant_members(tenant=tenant),
         "quota_lines": tenant_quota_lines(tenant=tenant),
-        "recent_requests": tenant_quota_requests(tenant=tenant)[:5],
-        "recent_workloads": tenant_workloads(tenant=tenant)[:6],
+        "recent_requests": recent_requests,
+        "recent_workloads": recent_workloads,
     }
     return render(request, "tenants/dashboard.html", context)
 

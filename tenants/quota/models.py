@@ -200,11 +200,16 @@ class QuotaRequestLine(models.Model):
 
     @property
     def resource_label(self) -> str:
-        try:
-            return resource_classes.parse(self.resource).label
-        except resource_classes.UnknownResourceClass:
-            return self.resource
+        return resource_label(self.resource)
 
     @property
     def granted(self) -> int:
         return self.amount if self.approved_amount is None else self.approved_amount
+
+
+def resource_label(resource: str) -> str:
+    """A request line's class as people read it; the key itself if the vocabulary lost it."""
+    try:
+        return resource_classes.parse(resource).label
+    except resource_classes.UnknownResourceClass:
+        return resource

@@ -80,7 +80,8 @@ def tenant_quota_lines(*, tenant: Tenant) -> list[QuotaLine]:
             borrowing_limit=q.borrowing_limit,
             lending_limit=q.lending_limit,
         )
-        for q in Quota.objects.filter(tenant=tenant)
+        # Unordered: sorted below (the default ordering joined the tenant to sort by its name).
+        for q in Quota.objects.filter(tenant=tenant).order_by()
     ]
     return sorted(lines, key=lambda line: order.get(line.resource, len(order)))
 
@@ -146,10 +147,59 @@ def tenant_quota_requests(*, tenant: Tenant) -> QuerySet[QuotaRequest]:
     return _with_lines(tenant.quota_requests.all()).order_by("-created_at", "-id")
 
 
-def quota_requests_open() -> QuerySet[QuotaRequest]:
-    """Requests waiting for a decision or for the cluster, oldest first (the review queue)."""
-    return _with_lines(QuotaRequest.objects.filter(status__in=QuotaRequest.OPEN)).order_by(
-        "created_at", "id"
+def tenant_quota_requests_recent(*, tenant: Tenant, limit: int) -> QuerySet[QuotaRequest]:
+    """The tenant's latest requests with what a summary shows of them (the dashboard's card):
+    status, dates, who asked and the lines, not the decision or the cluster's progress."""
+    lines = QuotaRequestLine.objects.only(
+        "id", "request_id", "resource", "amount", "approved_amount"
+    ).order_by("id")
+    return (
+        tenant.quota_requests.select_related("requested_by")
+        .only(
+            "id", "tenant_id", "status", "created_at", "ends_on", "requested_by__username",
+            "requested_by__first_name", "requested_by__last_name",
+        )
+        .prefetch_related(Prefetch("lines", queryset=lines))
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
+def quota_requests_waiting() -> QuerySet:
+    """Requests waiting for a platform admin's decision, oldest first (the review queue), as
+    rows of what the queue shows: the tenant's name and isolation and who asked, not whole
+    requests, tenants and users (a page holds up to 400). Lines: `quota_request_lines_asked`."""
+    return (
+        QuotaRequest.objects.filter(status=QuotaRequest.Status.SUBMITTED)
+        .order_by("created_at", "id")
+        .values(
+            "id", "created_at", "ends_on", "tenant__name", "tenant__isolation",
+            "requested_by__username", "requested_by__first_name", "requested_by__last_name",
+        )
+    )
+
+
+def quota_request_lines_asked(request_ids) -> dict[int, list[tuple[str, int]]]:
+    """What each request asks for, (resource class, amount) in the order asked: one query."""
+    asked: dict[int, list[tuple[str, int]]] = {}
+    rows = (
+        QuotaRequestLine.objects.filter(request_id__in=list(request_ids))
+        .order_by("id")
+        .values_list("request_id", "resource", "amount")
+    )
+    for request_id, resource, amount in rows:
+        asked.setdefault(request_id, []).append((resource, amount))
+    return asked
+
+
+def quota_requests_on_the_way() -> QuerySet[QuotaRequest]:
+    """Approved requests not yet applied on the cluster (still applying, or failed), oldest
+    first, with only what the queue shows of them."""
+    return (
+        QuotaRequest.objects.filter(status__in=(QuotaRequest.Status.APPROVED,
+                                                QuotaRequest.Status.FAILED))
+        .select_related("tenant")
+        .only("id", "status", "last_error", "attempts", "tenant__name")
+        .order_by("created_at", "id")
     )
 
 

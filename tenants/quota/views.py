@@ -1,5 +1,7 @@
 """Quota pages: what a tenant holds, its requests for more, and the platform admins' queue."""
 
+from functools import cache
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -7,25 +9,37 @@ from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from portal.confirmation import confirmation_page, is_confirmed
+from portal.context_processors import waiting_count
+from portal.display import grouped, iso_date, time_since
+from portal.paging import page_size_from, url_maker
 
 from ..access.rules import access_for
 from ..pages import redirect_to_current, tenant_page
 from . import services as quota_requests
 from .forms import QuotaRequestForm, QuotaRequestLineFormSet, lenient_lines, line_initial
-from .models import QuotaRequest
+from .models import QuotaRequest, resource_label
 from .selectors import (
     quota_preview,
     quota_request_get_for_user,
-    quota_requests_open,
+    quota_request_lines_asked,
+    quota_requests_on_the_way,
+    quota_requests_waiting,
     tenant_quota_lines,
     tenant_quota_requests,
     tenant_schedulable,
 )
 
 HISTORY_PAGE_SIZE = 25
+# The review queue: 50 requests a page; up to 400 (a fleet's whole queue) on request.
+QUEUE_PAGE_SIZE = 50
+QUEUE_MAX_PAGE_SIZE = 400
+# Approved requests still applying on the cluster: normally a few; past this many the queue
+# links to the rest in Django admin instead of growing.
+ON_THE_WAY_SHOWN = 50
 
 
 @login_required
@@ -171,14 +185,55 @@ def quota_request_withdraw(request, slug: str, pk: int):
 
 @login_required
 def request_queue(request):
+    """What waits for a platform admin's decision, oldest first, a page at a time (50, or
+    `?page_size=` up to 400); and what was approved but is not applied on the cluster yet."""
     if not access_for(request.user).platform_admin:
         raise PermissionDenied
-    queue = list(quota_requests_open())
+    paginator = Paginator(
+        quota_requests_waiting(),
+        page_size_from(request, default=QUEUE_PAGE_SIZE, maximum=QUEUE_MAX_PAGE_SIZE),
+    )
+    # The navigation's badge counts the same requests: one COUNT serves both.
+    paginator.count = waiting_count(request)
+    page = paginator.get_page(request.GET.get("page"))
+    review_url = url_maker("admin:tenants_quotarequest_change", "pk")
+    on_the_way = list(quota_requests_on_the_way()[: ON_THE_WAY_SHOWN + 1])
+    for r in on_the_way:
+        r.review_url = review_url(r.pk)
     return render(
         request,
         "tenants/requests.html",
         {
-            "waiting": [r for r in queue if r.status == QuotaRequest.Status.SUBMITTED],
-            "on_the_way": [r for r in queue if r.status != QuotaRequest.Status.SUBMITTED],
+            "page_obj": page,
+            "waiting": _queue_rows(page.object_list, review_url),
+            "page_size": paginator.per_page,
+            "default_page_size": QUEUE_PAGE_SIZE,
+            "on_the_way": on_the_way[:ON_THE_WAY_SHOWN],
+            "more_on_the_way": len(on_the_way) > ON_THE_WAY_SHOWN,
         },
     )
+
+
+def _queue_rows(requests, review_url) -> list[dict]:
+    """The queue's rows, every cell already text: a template filter or `{% url %}` per cell
+    cost more than the rest of a 400-row page."""
+    requests = list(requests)
+    asked = quota_request_lines_asked(r["id"] for r in requests)
+    label = cache(resource_label)  # a handful of classes among hundreds of lines
+    ago = time_since(timezone.now())
+    rows = []
+    for r in requests:
+        who = " ".join(
+            name for name in (r["requested_by__first_name"], r["requested_by__last_name"]) if name
+        )
+        rows.append({
+            "pk": r["id"],
+            "tenant": r["tenant__name"],
+            "isolation": r["tenant__isolation"],
+            "asked": [f"+{grouped(n)} {label(resource)}" for resource, n in asked.get(r["id"], ())],
+            "ago": ago(r["created_at"]),
+            "who": who or r["requested_by__username"] or "—",
+            "until": iso_date(r["ends_on"]) or "—",
+            "review_url": review_url(r["id"]),
+        })
+    return rows

@@ -48,6 +48,38 @@ def tenant_workloads(
     return workloads.order_by("-created_at", "-id")
 
 
+# What a row of the workload list shows (and `in_progress` reads): not the spec, the details
+# or the manifests a workload keeps, nor its tenant (the page's) and launcher's password hash.
+LIST_FIELDS = (
+    "id", "tenant_id", "kind", "name", "status", "status_reason", "status_message", "demand",
+    "created_at", "desired_version", "applied_version", "reconcile_error",
+    "launched_by__username", "launched_by__first_name", "launched_by__last_name",
+)
+
+
+def tenant_workloads_for_list(
+    *, tenant: Tenant, kind: str | None = None, status: str | None = None
+) -> QuerySet[Workload]:
+    """`tenant_workloads` with only what the list's rows show."""
+    return (
+        tenant_workloads(tenant=tenant, kind=kind, status=status)
+        .select_related(None)
+        .select_related("launched_by")
+        .only(*LIST_FIELDS)
+    )
+
+
+def tenant_workloads_recent(*, tenant: Tenant, limit: int) -> QuerySet[Workload]:
+    """The tenant's latest workloads (not deleted) with what a summary shows of them (the
+    dashboard's card): name, kind and state, not their specs and manifests."""
+    return (
+        Workload.objects.filter(tenant=tenant)
+        .exclude(status=WorkloadStatus.DELETED)
+        .only("id", "tenant_id", "kind", "name", "status")
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
 def workload_events(*, workload: Workload) -> QuerySet[WorkloadEvent]:
     return workload.events.select_related("actor").order_by("-created_at", "-id")
 
@@ -56,8 +88,10 @@ def demand_in_use(*, tenant_ids: list[int]) -> dict[int, dict[str, int]]:
     """Per tenant, what its workloads hold of each resource class (every one not deleted).
     One query whatever the number of tenants."""
     held: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    rows = Workload.objects.filter(tenant_id__in=tenant_ids, status__in=HOLDING).values_list(
-        "tenant_id", "demand"
+    rows = (
+        Workload.objects.filter(tenant_id__in=tenant_ids, status__in=HOLDING)
+        .order_by()  # summed: the default ordering would only sort them
+        .values_list("tenant_id", "demand")
     )
     for tenant_id, demand in rows:
         for resource, amount in (demand or {}).items():

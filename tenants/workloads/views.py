@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from portal.confirmation import confirmation_page, is_confirmed
+from portal.paging import url_maker
 
 from ..pages import redirect_to_current, tenant_page
 from . import services
@@ -23,7 +24,7 @@ from .registry import KINDS
 from .selectors import (
     demand_preview,
     launch_context,
-    tenant_workloads,
+    tenant_workloads_for_list,
     workload_events,
     workload_get_for_user,
 )
@@ -48,8 +49,11 @@ def workload_list(request, slug: str):
     if status and status not in WorkloadStatus.values:
         messages.warning(request, f"There is no state {status[:40]!r}: showing every state.")
         status = ""
-    workloads = tenant_workloads(tenant=tenant, kind=kind or None, status=status or None)
+    workloads = tenant_workloads_for_list(tenant=tenant, kind=kind or None, status=status or None)
     page = Paginator(workloads, PAGE_SIZE).get_page(request.GET.get("page"))
+    detail_url = url_maker("tenants:workload-detail", "slug", "pk")
+    for w in page:
+        w.detail_url = detail_url(tenant.slug, w.pk)
     context |= {
         "page_obj": page,
         "kinds": KINDS.values(),
@@ -149,9 +153,12 @@ def _tenant_workload(request, slug: str, pk: int) -> Workload:
 @login_required
 def workload_detail(request, slug: str, pk: int):
     workload = _tenant_workload(request, slug, pk)
-    _, context = tenant_page(request, slug, "workloads")
-    services.workload_refresh(workload=workload)
-    workload.refresh_from_db()
+    # The workload's tenant is the page's: visible to the user (or the workload would be a 404).
+    _, context = tenant_page(request, slug, "workloads", tenant=workload.tenant)
+    if services.workload_refresh(workload=workload):
+        # A look was queued (and may already have run): show what it found. Otherwise the
+        # workload is as just read, with its tenant and launcher (a reload would drop both).
+        workload.refresh_from_db()
     context |= {
         "workload": workload,
         "events": workload_events(workload=workload)[:50],

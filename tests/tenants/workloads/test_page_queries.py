@@ -1,0 +1,126 @@
+"""The tenant's dashboard and a workload's page make a fixed, pinned number of queries, however
+many workloads, requests and members the tenant has; the workload list's rows and the
+dashboard's cards load only what they show."""
+
+import re
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tenants.quota import services as quota_requests
+from tenants.workloads import services
+from tenants.workloads.models import Workload, WorkloadStatus
+from tests.factories import MembershipFactory
+
+from .conftest import H100, INFERENCE_SPEC
+
+pytestmark = pytest.mark.django_db
+
+# session, user, the user's roles and memberships (every signed-in page), then the page's own.
+# For a tenant's people the page's tenant and the switcher's are one query.
+DASHBOARD_QUERIES = 12  # tenant and switcher, held, temporary grants, quota, workloads,
+#                         requests, their lines, members
+DETAIL_QUERIES = 7  # the workload with its tenant and launcher, switcher, timeline
+
+
+def _launch(tenant, who, n: int, prefix: str) -> list[Workload]:
+    return [
+        services.workload_launch(
+            tenant=tenant,
+            actor=who,
+            kind="inference",
+            name=f"{prefix}-{i}",
+            spec={**INFERENCE_SPEC, "max_replicas": 1},
+        )
+        for i in range(n)
+    ]
+
+
+def _ready(workloads) -> None:
+    """As the controllers leave them: ready and applied (nothing for the page to look at)."""
+    for w in workloads:
+        Workload.objects.filter(pk=w.pk).update(
+            status=WorkloadStatus.READY, applied_version=w.desired_version
+        )
+
+
+def _queries(client, url: str) -> tuple[int, str]:
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url)
+    assert response.status_code == 200
+    return len(queries), response.content.decode()
+
+
+@pytest.fixture
+def busy(tenant, tenant_member, gpu_pool, workload_quota, simulated_gateway):
+    workload_quota(**{"count:inference": 40, H100: 40, "cpu": 400, "memory-gib": 4000})
+
+
+def test_the_dashboard_makes_the_same_pinned_queries_at_any_size(
+    login, tenant, tenant_member, busy
+):
+    client = login(tenant_member)
+    _ready(_launch(tenant, tenant_member, 1, "one"))
+    quota_requests.quota_request_create(
+        tenant=tenant,
+        requested_by=tenant_member,
+        justification="More.",
+        lines=[{"resource": "cpu", "amount": 8}],
+    )
+    client.get("/t/acme/")  # the first visit stores the current tenant in the session
+    few, _ = _queries(client, "/t/acme/")
+    assert few == DASHBOARD_QUERIES
+    _ready(_launch(tenant, tenant_member, 8, "more"))
+    for n in range(6):
+        quota_requests.quota_request_create(
+            tenant=tenant,
+            requested_by=tenant_member,
+            justification="More.",
+            lines=[{"resource": "cpu", "amount": n + 1}, {"resource": H100, "amount": 1}],
+        )
+    MembershipFactory.create_batch(5, tenant=tenant)
+    more, html = _queries(client, "/t/acme/")
+    assert more == few
+    # Six workloads and five requests, each linked to its page.
+    assert len(re.findall(r'id="dashboard-workload-\d+"', html)) == 6
+    assert len(re.findall(r'<a href="/t/acme/workloads/\d+/">', html)) == 6
+    assert (
+        len(re.findall(r'href="/t/acme/quota/requests/\d+/" class="text-decoration-none"', html))
+        == 5
+    )
+
+
+def test_a_ready_workloads_page_makes_pinned_queries(login, tenant, tenant_member, busy):
+    client = login(tenant_member)
+    (workload,) = _launch(tenant, tenant_member, 1, "chat")
+    _ready([workload])
+    url = f"/t/acme/workloads/{workload.pk}/"
+    client.get(url)
+    count, html = _queries(client, url)
+    assert count == DETAIL_QUERIES
+    launcher = tenant_member.get_full_name() or tenant_member.username
+    assert f"UTC by {launcher}</dd>" in html and 'data-status="ready"' in html
+
+
+def test_a_workload_still_starting_is_looked_at_and_shown_as_found(
+    login, tenant, tenant_member, busy
+):
+    client = login(tenant_member)
+    (workload,) = _launch(tenant, tenant_member, 1, "chat")
+    html = client.get(f"/t/acme/workloads/{workload.pk}/").content.decode()
+    assert 'hx-trigger="every 3s"' in html  # still in progress: the page polls
+    workload.refresh_from_db()
+    assert workload.observed_at is not None  # and a look was asked for
+
+
+def test_the_switcher_lists_a_members_tenants_and_others_are_not_found(
+    login, tenant, other_tenant, tenant_member
+):
+    MembershipFactory(tenant=other_tenant, user=tenant_member)
+    client = login(tenant_member)
+    html = client.get("/t/acme/").content.decode()
+    switcher = html[html.index('id="tenant-switcher"') :]
+    assert 'class="dropdown-item active" href="/t/acme/">Acme Labs<' in switcher
+    assert 'href="/t/globex/">Globex Corp<' in switcher
+    assert client.get("/t/initech/").status_code == 404
