@@ -63,6 +63,19 @@ def nodes_for_list() -> QuerySet[Node]:
     )
 
 
+# What a row of the node list shows: the rest of a node (its JSON documents from the cluster
+# sync above all) is read and decoded only on its own page.
+NODE_ROW_FIELDS = (
+    "hostname", "k8s_name", "rack_id", "rack__name", "rack__site__slug", "position",
+    "state", "gpu_sharing", "reserved_for", "cpu_cores", "memory_gib",
+)
+
+
+def node_rows_for_list() -> QuerySet[Node]:
+    """`nodes_for_list()` with only the columns the list's rows show."""
+    return nodes_for_list().only(*NODE_ROW_FIELDS)
+
+
 def reserved_tenants_in_use() -> list[str]:
     """Tenant slugs that hold reserved nodes (for the list's filter)."""
     return list(

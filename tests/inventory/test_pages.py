@@ -3,6 +3,7 @@
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from inventory.models import HealthEvent, Node, NodeState
 from portal.models import AuditEvent
@@ -293,6 +294,29 @@ def test_node_list_pages_and_answers_htmx_with_the_table_only(login, platform_ad
     assert body.lstrip().startswith('<div class="card" id="node-table">')
     assert "<html" not in body and 'id="node-filters"' not in body
     assert 'id="node-pagination"' in body
+
+
+@pytest.mark.django_db
+def test_node_list_rows_link_each_node_and_rack_and_show_their_badges(login, platform_admin):
+    build_fleet(20)
+    NodeFactory(hostname="loose-1", rack=None, position=None, reserved_for="nova")
+
+    response = login(platform_admin).get("/fleet/nodes/")
+
+    page = response.content.decode()
+    for node in response.context["page"].object_list:
+        row = page[page.index(f'<tr data-node="{node.hostname}">') :]
+        row = row[: row.index("</tr>")]
+        assert f'href="{reverse("inventory:node-detail", args=[node.pk])}"' in row
+        if node.rack_id:
+            assert f'href="{reverse("inventory:rack-detail", args=[node.rack_id])}"' in row
+            assert f"{node.rack.site.slug}/{node.rack.name}</a>" in row
+        else:
+            assert "unracked" in row
+        assert f'data-state="{node.state}">{node.get_state_display()}</span>' in row
+        assert f'data-health="{node.health}"' in row
+    assert 'data-health="critical"' in page and 'data-health="degraded"' in page
+    assert '<i class="bi bi-lock"></i> nova</span>' in page
 
 
 @pytest.mark.django_db
