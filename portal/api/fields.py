@@ -45,3 +45,20 @@ class PrefixHyperlinkedIdentityField(serializers.HyperlinkedIdentityField):
             cached = self._url_template = (request, url)
         value = quote(str(getattr(obj, self.lookup_field)), safe=_URL_SAFE)
         return cached[1].replace(self._PLACEHOLDER, value)
+
+
+# Where a Prefetch(to_attr=...) leaves a nested list for PrefetchedListSerializer.
+PREFETCHED_SUFFIX = "_prefetched"
+
+
+class PrefetchedListSerializer(serializers.ListSerializer):
+    """A nested `many=True` list read from `<field>_prefetched`, the plain list that
+    `Prefetch("<field>", to_attr="<field>_prefetched")` puts on each object, when it is there.
+
+    Prefetching into the related manager instead costs a queryset per row: Django filters a
+    clone of the Prefetch's queryset for every object to hold its rows. Objects fetched
+    without that Prefetch (one just created) are read through the manager as before."""
+
+    def get_attribute(self, instance):
+        rows = instance.__dict__.get(self.field_name + PREFETCHED_SUFFIX)
+        return rows if rows is not None else super().get_attribute(instance)
