@@ -459,3 +459,19 @@ def test_every_fleet_list_makes_the_same_queries_at_50_and_2000_nodes(login, pla
     assert Node.objects.count() == 2000
 
     assert queries() == small
+
+
+@pytest.mark.django_db
+def test_node_detail_works_out_what_the_list_annotates_as_the_list_does():
+    from inventory.selectors.nodes import node_get_for_detail, nodes_for_list
+
+    build_fleet(48)
+    NodeFactory(hostname="empty-1")  # no GPUs
+    listed = list(nodes_for_list())
+
+    assert {node.health for node in listed} == {"healthy", "degraded", "critical"}
+    for node in listed:
+        detail = node_get_for_detail(node_id=node.pk)
+        assert (detail.gpu_count, detail.gpu_model, detail.open_events, detail.health) == (
+            node.gpu_count, node.gpu_model, node.open_events, node.health
+        ), node.hostname
