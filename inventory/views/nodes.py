@@ -20,6 +20,7 @@ from ..forms import (
     actions_for,
 )
 from ..models import HealthEvent, Node, NodeState
+from ..node_rows import node_row
 from ..selectors.nodes import (
     node_get_for_detail,
     node_open_critical_event_count,
@@ -46,13 +47,17 @@ def _filter_errors(filters: NodeFilterSet, query) -> list[str]:
     return errors
 
 
-def _with_links(nodes: list[Node]) -> list[Node]:
-    """Each row's links to its node and rack (reverse() per row was a sixth of the page)."""
+def _with_rows(nodes: list[Node]) -> list[Node]:
+    """Each node's row of the list (inventory.node_rows), its node and rack links reversed
+    once for the page (reverse() per row was a sixth of the page)."""
     node_url = url_for_each("inventory:node-detail")
     rack_url = url_for_each("inventory:rack-detail")
     for node in nodes:
-        node.detail_url = node_url(node.pk)
-        node.rack_url = rack_url(node.rack_id) if node.rack_id is not None else ""
+        node.row = node_row(
+            node,
+            detail_url=node_url(node.pk),
+            rack_url=rack_url(node.rack_id) if node.rack_id is not None else "",
+        )
     return nodes
 
 
@@ -63,7 +68,7 @@ def node_list(request):
     # A filter that cannot be applied shows no nodes rather than all of them as if it had been.
     nodes = filters.qs.none() if errors else filters.qs
     page = Paginator(nodes, PAGE_SIZE).get_page(request.GET.get("page"))
-    page.object_list = _with_links(list(page.object_list))
+    page.object_list = _with_rows(list(page.object_list))
     query = request.GET.copy()
     query.pop("page", None)
     context = {
