@@ -26,7 +26,7 @@ from inventory.selectors.fleet import (
 from inventory.views.access import any_role_required, platform_admin_required
 from tenants.access import is_platform_admin
 from tenants.quota.capacity import capacity_by_resource_class
-from tenants.workloads.selectors import gpu_holdings_by_tenant
+from tenants.workloads.selectors import gpu_holdings_page, gpu_holdings_summary
 
 
 @platform_admin_required
@@ -48,9 +48,29 @@ def fleet_overview(request):
             "prometheus_configured": bool(settings.PROMETHEUS_URL),
             "resource_capacity": capacity_by_resource_class(),
             "sharing": fleet_gpu_sharing_by_model(),
-            "holdings": gpu_holdings_by_tenant(),
+            # Summed per GPU class, with the tenants over quota: a row per tenant (2,000 at
+            # fleet scale) is the holdings page's, a page at a time.
+            "holdings": gpu_holdings_summary(),
             # Billing's metering: the fleet's GPU utilization and idle GPU-hours (2 queries).
             "utilization_headline": fleet_utilization_headline(now=timezone.now()),
+        },
+    )
+
+
+@platform_admin_required
+def fleet_holdings(request):
+    """What each tenant's workloads hold of every GPU class against its quota, 50 tenants a
+    page; `?over=1`: only the tenants holding more than their quota of some class."""
+    over_quota_only = request.GET.get("over") == "1"
+    return render(
+        request,
+        "inventory/holdings.html",
+        {
+            "page": gpu_holdings_page(
+                page=request.GET.get("page"), over_quota_only=over_quota_only
+            ),
+            "over_quota_only": over_quota_only,
+            "query": "over=1&" if over_quota_only else "",
         },
     )
 

@@ -144,11 +144,15 @@ DATABASES["default"].setdefault(
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# A permission is granted when any backend grants it, asked in this order: the role backend
+# answers a platform admin's checks (Django admin makes ~70 a page) from the roles already read
+# for the request, before ModelBackend reads the user's and groups' permissions (two queries).
+# It signs no one in (authenticate() is None), so sign-in is as before: axes first.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
+    "tenants.access.PlatformRoleBackend",
     "django.contrib.auth.backends.ModelBackend",
     "tenants.identity.oidc.KeycloakBackend",
-    "tenants.access.PlatformRoleBackend",
 ]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

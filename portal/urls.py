@@ -13,6 +13,7 @@ from .api.schema import SchemaView
 fleet_pages = [
     path("", pages.fleet_overview, name="fleet"),
     path("capacity/", pages.capacity_summary, name="capacity"),
+    path("holdings/", pages.fleet_holdings, name="holdings"),
 ]
 
 api_v1 = [

@@ -65,6 +65,20 @@ class FleetSummaryView(APIView):
         })
 
 
+# The columns NodeListSerializer shows: its fields that are the node's own (not the
+# annotations of nodes_for_list, not site and rack), and its rack's name and site's slug.
+NODE_API_LIST_FIELDS = (
+    *(
+        name
+        for name in s.NodeListSerializer.Meta.fields
+        if name not in {"site", "rack", "gpu_count", "gpu_model", "health", "open_events"}
+    ),
+    "rack",
+    "rack__name",
+    "rack__site__slug",
+)
+
+
 class NodeViewSet(viewsets.ReadOnlyModelViewSet):
     """Nodes with their GPUs, NICs, health and lifecycle; actions move them (admins only)."""
 
@@ -76,6 +90,9 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         if getattr(self, "swagger_fake_view", False):
             return Node.objects.none()
         queryset = nodes_for_list()
+        if self.action == "list":
+            # The list's rows: not the JSON documents of the cluster sync, decoded per node.
+            queryset = queryset.only(*NODE_API_LIST_FIELDS)
         if self.action == "retrieve":
             queryset = queryset.prefetch_related(
                 Prefetch("gpus", queryset=GPU.objects.select_related("node").order_by("index")),

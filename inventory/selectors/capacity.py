@@ -18,7 +18,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Case, Count, F, OuterRef, Q, Subquery, Sum, When
+from django.db.models import Case, Count, F, IntegerField, OuterRef, Q, Subquery, Sum, When
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast, Coalesce
 
 from .. import resource_classes
 from ..models import GPU, GpuSharing, Node, NodeState
@@ -66,6 +68,44 @@ def hami_share_of(
     )
 
 
+def _in_use_groups() -> tuple[list[dict[str, Any]], dict[int, dict[int, dict[str, Any]]]]:
+    """What pods use, summed by PostgreSQL per pool, GPU model (a node's in-use counts are
+    charged to its first GPU's model) and MIG use; and what HAMi registered on each node that
+    HAMi shares. Nodes HAMi shares come one row each (their registrations), the others in a
+    few groups: one query, whose rows grow with the HAMi nodes only."""
+    first_model = GPU.objects.filter(node=OuterRef("pk")).order_by("index").values("model")[:1]
+    hami = Q(gpu_sharing=GpuSharing.HAMI)
+
+    def hami_in_use(key: str) -> Coalesce:
+        # What the cluster sync saw HAMi's pods take on the node (0 if it saw nothing).
+        return Coalesce(Sum(Cast(KT(f"hami_in_use__{key}"), IntegerField()), filter=hami), 0)
+
+    rows = (
+        Node.objects.exclude(state=NodeState.RETIRED)
+        .annotate(
+            gpu_model=Subquery(first_model),
+            hami_node=Case(When(hami, then=F("pk"))),
+            hami_registered=Case(When(hami, then=F("hami_devices"))),
+        )
+        .filter(gpu_model__isnull=False)
+        .values("reserved_for", "gpu_model", "mig_in_use", "hami_node", "hami_registered")
+        .annotate(
+            nodes=Count("pk"),
+            gpus=Sum("gpus_in_use"),
+            hami_mib=hami_in_use("memory_mib"),
+            hami_cores=hami_in_use("cores"),
+        )
+        .order_by()
+    )
+    groups = list(rows)
+    hami_nodes = {
+        group["hami_node"]: _registered(group["hami_registered"])
+        for group in groups
+        if group["hami_node"] is not None
+    }
+    return groups, hami_nodes
+
+
 def gpu_capacity_by_pool() -> PoolCapacity:
     """Per pool and GPU resource class key: installed, healthy (GPU healthy and its node
     available; under HAMi also registered healthy), reserved (on nodes reserved for a dedicated
@@ -74,27 +114,7 @@ def gpu_capacity_by_pool() -> PoolCapacity:
     only GPUs HAMi shares come one row each, as what each offers depends on what HAMi
     registered for it. Python's work grows with the nodes, not with the GPUs."""
     pools = _pools()
-    # The model a node's in-use counts are charged to: its first GPU's.
-    first_model = GPU.objects.filter(node=OuterRef("pk")).order_by("index").values("model")[:1]
-    nodes = (
-        Node.objects.exclude(state=NodeState.RETIRED)
-        .annotate(gpu_model=Subquery(first_model))
-        .values_list(
-            "pk", "reserved_for", "gpus_in_use", "mig_in_use", "gpu_sharing", "hami_devices",
-            "hami_in_use", "gpu_model",
-        )
-    )
-    in_use: dict[int, tuple[str, int, dict, dict]] = {}
-    hami_nodes: dict[int, dict[int, dict[str, Any]]] = {}
-    node_model: dict[int, str] = {}
-    for node_id, reserved_for, gpus, mig, sharing, devices, hami, model in nodes.iterator(
-        chunk_size=5000
-    ):
-        in_use[node_id] = (reserved_for, gpus, mig or {}, hami or {})
-        if model is not None:
-            node_model[node_id] = model
-        if sharing == GpuSharing.HAMI:
-            hami_nodes[node_id] = _registered(devices)
+    in_use, hami_nodes = _in_use_groups()
     hami = Q(node__gpu_sharing=GpuSharing.HAMI)
     groups = (
         GPU.objects.exclude(node__state=NodeState.RETIRED)
@@ -136,18 +156,18 @@ def gpu_capacity_by_pool() -> PoolCapacity:
             row.healthy += amount * healthy
             row.reserved += amount * gpus if reserved_for else 0
     hami_mib: dict[tuple[str, str], int] = defaultdict(int)
-    for node_id, (reserved_for, gpus_in_use, mig_in_use, hami_in_use) in in_use.items():
-        model = node_model.get(node_id)
-        if model is None:
-            continue
-        if gpus_in_use:
-            pools[reserved_for][resource_classes.gpu_class(model)].in_use += gpus_in_use
-        for profile, count in mig_in_use.items():
-            pools[reserved_for][resource_classes.mig_model_key(model, profile)].in_use += count
-        if node_id in hami_nodes and hami_in_use:
-            hami_mib[(reserved_for, model)] += int(hami_in_use.get("memory_mib") or 0)
+    for group in in_use:
+        reserved_for, model = group["reserved_for"], group["gpu_model"]
+        if group["gpus"]:
+            pools[reserved_for][resource_classes.gpu_class(model)].in_use += group["gpus"]
+        for profile, count in (group["mig_in_use"] or {}).items():
+            pools[reserved_for][resource_classes.mig_model_key(model, profile)].in_use += (
+                count * group["nodes"]
+            )
+        if group["hami_node"] is not None:
+            hami_mib[(reserved_for, model)] += group["hami_mib"]
             cores = resource_classes.hami_key(model, "cores")
-            pools[reserved_for][cores].in_use += int(hami_in_use.get("cores") or 0)
+            pools[reserved_for][cores].in_use += group["hami_cores"]
     for (reserved_for, model), mib in hami_mib.items():
         memory = resource_classes.hami_key(model, "memory-gib")
         pools[reserved_for][memory].in_use += -(-mib // resource_classes.MIB_PER_GIB)

@@ -42,6 +42,8 @@ class TenantAdmin(admin.ModelAdmin):
     # (the filtered count; "N total" beside it would be a second scan of the table).
     list_per_page = 50
     show_full_result_count = False
+    # Django's changelist, its rows rendered per column plan (portal.admin_rows).
+    change_list_template = "admin/planned_change_list.html"
     inlines = [MembershipInline, QuotaInline]
     actions = ["reconcile_selected"]
     readonly_fields = [

@@ -6,7 +6,6 @@ tenant-owned data starts from it, so another tenant's object is simply not found
 
 from dataclasses import dataclass, field
 
-from django.contrib.auth.backends import BaseBackend
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
@@ -117,8 +116,13 @@ def role_in_tenant(user, tenant: Tenant) -> str | None:
     return access_for(user).tenant_roles.get(tenant.pk)
 
 
-class PlatformRoleBackend(BaseBackend):
-    """Grants every model permission to platform admins (Django admin uses these checks)."""
+class PlatformRoleBackend:
+    """Grants every model permission to platform admins (Django admin uses these checks).
+
+    Listed before ModelBackend (settings.AUTHENTICATION_BACKENDS), so an admin's checks end
+    here. Not a BaseBackend: it has no get_user(), so that Django, which signs a user in
+    through the first listed backend that has one when told none, keeps choosing ModelBackend;
+    BaseBackend's permission listings (get_all_permissions and the like) were empty anyway."""
 
     def authenticate(self, request, **credentials):
         return None

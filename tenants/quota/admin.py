@@ -166,6 +166,8 @@ class QuotaRequestAdmin(admin.ModelAdmin):
     ordering = ["created_at", "id"]
     actions = ["approve_selected", "reject_selected"]
     change_form_template = "tenants/admin/quota_request_review.html"
+    # Django's changelist, its rows rendered per column plan (portal.admin_rows).
+    change_list_template = "admin/planned_change_list.html"
     list_per_page = 50
     # "Show all" serves every request awaiting review at fleet scale (400) on one page.
     list_max_show_all = 400

@@ -23,7 +23,12 @@ from ..api.lookups import operated_tenant
 from . import services as quota_requests
 from .capacity import capacity_by_resource_class
 from .models import QuotaRequest
-from .selectors import quota_preview, quota_request_get_for_user, quota_requests_visible_to
+from .selectors import (
+    quota_preview,
+    quota_request_get_for_user,
+    quota_requests_listed_to,
+    quota_requests_visible_to,
+)
 from .serializers import (
     ApproveSerializer,
     CapacitySerializer,
@@ -61,6 +66,8 @@ class QuotaRequestViewSet(
     def get_queryset(self) -> QuerySet[QuotaRequest]:
         if getattr(self, "swagger_fake_view", False):
             return QuotaRequest.objects.none()
+        if self.action == "list":
+            return quota_requests_listed_to(self.request.user)
         return quota_requests_visible_to(self.request.user)
 
     def _request(self, pk: str) -> QuotaRequest:

@@ -138,6 +138,35 @@ def quota_requests_visible_to(user) -> QuerySet[QuotaRequest]:
     return _with_lines(QuotaRequest.objects.filter(tenant__in=tenants_visible_to(user)))
 
 
+def quota_requests_listed_to(user) -> QuerySet[QuotaRequest]:
+    """`quota_requests_visible_to(user)` for the API's list: the columns its rows show, and
+    each request's lines as a plain list, `lines_prefetched` (no queryset per request)."""
+    return (
+        QuotaRequest.objects.filter(tenant__in=tenants_visible_to(user))
+        .select_related("tenant", "requested_by", "decided_by")
+        .only(*QUOTA_REQUEST_API_FIELDS)
+        .prefetch_related(
+            Prefetch(
+                "lines",
+                queryset=QuotaRequestLine.objects.order_by("id").only(*QUOTA_LINE_API_FIELDS),
+                to_attr="lines_prefetched",
+            )
+        )
+    )
+
+
+# What the API shows of a request and of its lines (QuotaRequestSerializer).
+QUOTA_REQUEST_API_FIELDS = (
+    "tenant__slug", "requested_by__username", "decided_by__username",
+    "tenant", "requested_by", "decided_by", "status",
+    "justification", "ends_on", "created_at", "decided_at", "decision_note", "applied_at",
+    "last_error", "attempts",
+)
+QUOTA_LINE_API_FIELDS = (
+    "request_id", "resource", "amount", "approved_amount", "limit_before", "limit_after",
+)
+
+
 def quota_request_get_for_user(*, user, request_id: int) -> QuotaRequest:
     """The request if `user` may see its tenant; missing and forbidden are the same 404."""
     return get_object_or_404(quota_requests_visible_to(user), pk=request_id)

@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
+from portal.api.fields import PrefetchedListSerializer
 from portal.validators import column_max, validate_readable_text
 
 from . import rules as quota_rules
@@ -38,6 +39,8 @@ class QuotaRequestLineSerializer(serializers.ModelSerializer):
             "limit_after",
         ]
         read_only_fields = fields
+        # A list of requests reads each one's lines from quota_requests_listed_to's Prefetch.
+        list_serializer_class = PrefetchedListSerializer
 
 
 class QuotaRequestSerializer(serializers.ModelSerializer):

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.paginator import Page, Paginator
+from django.db import connection
 from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 
@@ -148,37 +150,150 @@ class TenantGpuHoldings:
     lines: tuple[GpuHolding, ...]
 
 
-def gpu_holdings_by_tenant() -> list[TenantGpuHoldings]:
-    """Per tenant with any GPU quota or holding: what its workloads hold of each GPU class
-    (whole GPUs, MIG instances, HAMi GiB and percent) and its quota. Three queries, whatever
-    the number of tenants, quotas or workloads."""
-    tenants = list(
-        Tenant.objects.order_by("name", "pk").values_list("pk", "slug", "name", "isolation",
-                                                          "status")
+def _gpu_held(*, tenant_ids: list[int] | None = None) -> dict[int, dict[str, int]]:
+    """Per tenant, what its workloads that are not deleted hold of each GPU class (whole GPUs,
+    MIG instances, HAMi GiB and percent). Summed by PostgreSQL over the demands' keys: one row
+    per tenant and class, not one per workload (20,000 at fleet scale). One query."""
+    sql = (
+        f"SELECT w.tenant_id, d.key, SUM(d.value::numeric) "  # noqa: S608 - no input in the text
+        f"FROM {Workload._meta.db_table} w CROSS JOIN LATERAL jsonb_each_text(w.demand) d "
+        "WHERE w.status = ANY(%s) AND (d.key LIKE 'gpu:%%' OR d.key LIKE 'mig:%%' "
+        "OR d.key LIKE 'hami:%%')"
     )
-    granted: dict[int, dict[str, int]] = defaultdict(dict)
-    gpu_quotas = Quota.objects.filter(
+    params: list = [sorted(HOLDING)]
+    if tenant_ids is not None:
+        sql += " AND w.tenant_id = ANY(%s)"
+        params.append(list(tenant_ids))
+    held: dict[int, dict[str, int]] = defaultdict(dict)
+    with connection.cursor() as cursor:
+        cursor.execute(sql + " GROUP BY 1, 2", params)
+        for tenant_id, resource, amount in cursor.fetchall():
+            held[tenant_id][resource] = int(amount)
+    return held
+
+
+def _gpu_granted(*, tenant_ids: list[int] | None = None) -> dict[int, dict[str, int]]:
+    """Per tenant, its quota of each GPU class. One query."""
+    quotas = Quota.objects.filter(
         Q(resource__startswith="gpu:") | Q(resource__startswith="mig:")
         | Q(resource__startswith="hami:")
     )
-    for tenant_id, resource, limit in gpu_quotas.values_list("tenant_id", "resource", "limit"):
+    if tenant_ids is not None:
+        quotas = quotas.filter(tenant_id__in=tenant_ids)
+    granted: dict[int, dict[str, int]] = defaultdict(dict)
+    for tenant_id, resource, limit in quotas.values_list("tenant_id", "resource", "limit"):
         granted[tenant_id][resource] = limit
-    held = demand_in_use(tenant_ids=[pk for pk, *_ in tenants])
-    order = {key: i for i, key in enumerate(resource_classes.all_keys())}
-    found = []
-    for pk, slug, name, isolation, status in tenants:
-        lines = []
-        keys = set(granted.get(pk, {})) | set(held.get(pk, {}))
-        for key in sorted(keys, key=lambda k: (order.get(k, len(order)), k)):
-            try:
-                rc = resource_classes.parse(key)
-            except resource_classes.UnknownResourceClass:
-                continue
-            amount, limit = held.get(pk, {}).get(key, 0), granted.get(pk, {}).get(key, 0)
-            if rc.kind in GPU_KINDS and (amount or limit):
-                lines.append(GpuHolding(key, rc.label, rc.kind, amount, limit))
-        if lines:
-            found.append(TenantGpuHoldings(slug, name, isolation, status, tuple(lines)))
+    return granted
+
+
+def _gpu_lines(
+    held: Mapping[str, int], granted: Mapping[str, int], order: Mapping[str, int]
+) -> tuple[GpuHolding, ...]:
+    """One tenant's lines: each GPU class it holds or was granted, in the vocabulary's order."""
+    lines = []
+    for key in sorted(set(granted) | set(held), key=lambda k: (order.get(k, len(order)), k)):
+        try:
+            rc = resource_classes.parse(key)
+        except resource_classes.UnknownResourceClass:
+            continue
+        amount, limit = held.get(key, 0), granted.get(key, 0)
+        if rc.kind in GPU_KINDS and (amount or limit):
+            lines.append(GpuHolding(key, rc.label, rc.kind, amount, limit))
+    return tuple(lines)
+
+
+def _vocabulary_order() -> dict[str, int]:
+    return {key: i for i, key in enumerate(resource_classes.all_keys())}
+
+
+@dataclass(frozen=True)
+class GpuClassHoldings:
+    """One GPU class across the tenants: what their workloads hold against their quotas."""
+
+    total: GpuHolding  # held and granted summed over the tenants
+    tenants: int  # holding or granted some of it
+    over: int  # holding more than their quota of it
+
+
+@dataclass(frozen=True)
+class GpuHoldingsSummary:
+    classes: tuple[GpuClassHoldings, ...]
+    tenants: int  # with any GPU quota or holding
+    over_quota: tuple[TenantGpuHoldings, ...]  # the first few holding more than granted
+    over_quota_count: int
+
+
+def gpu_holdings_summary(*, over_quota_shown: int = 10) -> GpuHoldingsSummary:
+    """What tenants hold of each GPU class against their quotas, summed per class, and the
+    tenants that hold more than their quota of some class (their lines over quota; the first
+    `over_quota_shown` by name). Three queries, whatever the number of tenants or workloads."""
+    held, granted = _gpu_held(), _gpu_granted()
+    order = _vocabulary_order()
+    per_class: dict[str, list[int]] = {}  # class → [held, granted, tenants, over]
+    over_ids: dict[int, tuple[GpuHolding, ...]] = {}
+    tenants = 0
+    for tenant_id in set(held) | set(granted):
+        lines = _gpu_lines(held.get(tenant_id, {}), granted.get(tenant_id, {}), order)
+        tenants += bool(lines)
+        for line in lines:
+            sums = per_class.setdefault(line.resource, [0, 0, 0, 0])
+            sums[0] += line.held
+            sums[1] += line.granted
+            sums[2] += 1
+            sums[3] += line.held > line.granted
+        over = tuple(line for line in lines if line.held > line.granted)
+        if over:
+            over_ids[tenant_id] = over
+    classes = []
+    for key in sorted(per_class, key=lambda k: (order.get(k, len(order)), k)):
+        rc = resource_classes.parse(key)
+        amount, limit, count, over = per_class[key]
+        classes.append(GpuClassHoldings(GpuHolding(key, rc.label, rc.kind, amount, limit),
+                                        count, over))
+    # pk 0 (no tenant) when nobody is over quota: Django would skip an empty IN, and the
+    # page's query count would then depend on the data.
+    shown = (
+        Tenant.objects.filter(pk__in=list(over_ids) or [0])
+        .order_by("name", "pk")
+        .values_list("pk", "slug", "name", "isolation", "status")[:over_quota_shown]
+    )
+    return GpuHoldingsSummary(
+        classes=tuple(classes),
+        tenants=tenants,
+        over_quota=tuple(
+            TenantGpuHoldings(slug, name, isolation, status, over_ids[pk])
+            for pk, slug, name, isolation, status in shown
+        ),
+        over_quota_count=len(over_ids),
+    )
+
+
+def gpu_holdings_page(
+    *, page: int | str | None, per_page: int = 50, over_quota_only: bool = False
+) -> Page:
+    """A page of tenants with any GPU quota or holding (or only those holding more than their
+    quota of some class), by name, each with its lines. Four queries (holdings, quotas, the
+    count and the page's tenants), whatever the number of tenants or workloads."""
+    held, granted = _gpu_held(), _gpu_granted()
+    order = _vocabulary_order()
+    listed = []
+    for tenant_id in set(held) | set(granted):
+        lines = _gpu_lines(held.get(tenant_id, {}), granted.get(tenant_id, {}), order)
+        if lines and (not over_quota_only or any(x.held > x.granted for x in lines)):
+            listed.append(tenant_id)
+    tenants = (
+        Tenant.objects.filter(pk__in=listed)
+        .order_by("name", "pk")
+        .values_list("pk", "slug", "name", "isolation", "status")
+    )
+    found = Paginator(tenants, per_page).get_page(page)
+    found.object_list = [
+        TenantGpuHoldings(
+            slug, name, isolation, status,
+            _gpu_lines(held.get(pk, {}), granted.get(pk, {}), order),
+        )
+        for pk, slug, name, isolation, status in found.object_list
+    ]
     return found
 
 

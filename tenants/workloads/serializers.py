@@ -13,6 +13,7 @@ from typing import Any
 
 from rest_framework import serializers
 
+from portal.api.fields import MethodCharField, PrefixHyperlinkedIdentityField
 from portal.validators import validate_dns1123_label
 
 from ..access.serializers import ClusterStateSerializer
@@ -91,10 +92,10 @@ class WorkloadSerializer(serializers.ModelSerializer):
     """A workload: what was asked (spec), what it holds (demand), where its lifecycle is, what
     the cluster last said of it and how to use it."""
 
-    url = serializers.HyperlinkedIdentityField(view_name="api:workload-detail")
+    url = PrefixHyperlinkedIdentityField(view_name="api:workload-detail")
     tenant = serializers.CharField(source="tenant.slug", read_only=True)
     kind_label = serializers.CharField(read_only=True)
-    status_label = serializers.CharField(source="get_status_display", read_only=True)
+    status_label = MethodCharField(source="get_status_display")
     in_progress = serializers.BooleanField(
         read_only=True, help_text="Still being worked on: worth polling until false."
     )
@@ -148,7 +149,7 @@ class WorkloadSerializer(serializers.ModelSerializer):
 class WorkloadEventSerializer(serializers.ModelSerializer):
     """One step of a workload's history, with the demand in force after it."""
 
-    kind_label = serializers.CharField(source="get_kind_display", read_only=True)
+    kind_label = MethodCharField(source="get_kind_display")
     actor = serializers.CharField(source="actor.username", read_only=True, allow_null=True)
     demand = serializers.DictField(child=serializers.IntegerField(), read_only=True)
 

@@ -166,3 +166,32 @@ def test_gpus_are_counted_in_sql_so_the_rows_read_do_not_grow_with_the_fleet():
     many = rows_read()
     assert len(few) == len(many) == 1
     assert many[0] == few[0] == 6  # 3 models in 2 pools (shared and reserved)
+
+
+@pytest.mark.django_db
+def test_in_use_is_summed_over_nodes_in_sql_per_pool_model_and_mig_use(
+    django_assert_num_queries,
+):
+    # Three nodes with the same MIG use fall in one group; HAMi's MiB are summed per model
+    # before rounding up to GiB; a retired node's use and a node without GPUs count nothing.
+    for _ in range(3):
+        _a100_node(layouts=[["1g.10gb"] * 7], gpus_in_use=1, mig_in_use={"1g.10gb": 2})
+    _a100_node(reserved_for="helix", gpus_in_use=4)
+    _a100_node(state=NodeState.RETIRED, gpus_in_use=5, mig_in_use={"1g.10gb": 1})
+    NodeFactory(gpus_in_use=9)  # no GPUs: no model to charge
+    hami_gpu_node(gpus=2, hami_in_use={"memory_mib": 600, "cores": 30})
+    hami_gpu_node(gpus=2, hami_in_use={"memory_mib": 500, "cores": 20})
+    hami_gpu_node(gpus=2, reserved_for="helix", hami_in_use={"memory_mib": 1, "cores": 5})
+    hami_gpu_node(gpus=2)  # nothing in use
+
+    with django_assert_num_queries(2):
+        pools = gpu_capacity_by_pool()
+
+    shared, helix = pools[SHARED_POOL], pools["helix"]
+    assert shared["gpu:nvidia-a100-80gb"].in_use == 3
+    assert shared["mig:nvidia-a100-80gb:1g.10gb"].in_use == 6
+    assert helix["gpu:nvidia-a100-80gb"].in_use == 4
+    assert shared[L40S_MEMORY].in_use == 2  # 1,100 MiB
+    assert shared[L40S_CORES].in_use == 50
+    assert (helix[L40S_MEMORY].in_use, helix[L40S_CORES].in_use) == (1, 5)
+    assert shared[L40S_MEMORY].installed == 6 * (46068 // 1024)

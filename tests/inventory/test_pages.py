@@ -3,6 +3,7 @@
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 
 from inventory.models import HealthEvent, Node, NodeState
 from portal.models import AuditEvent
@@ -11,7 +12,7 @@ from tests.factories import GPUFactory, NodeFactory, QuotaFactory, TenantFactory
 
 from .fleets import build_fleet
 
-ADMIN_PAGES = ["/fleet/", "/fleet/nodes/", "/fleet/racks/", "/fleet/import/",
+ADMIN_PAGES = ["/fleet/", "/fleet/nodes/", "/fleet/racks/", "/fleet/import/", "/fleet/holdings/",
                "/fleet/export/?format=csv&objects=nodes"]
 
 
@@ -116,15 +117,85 @@ def test_the_overview_shows_how_each_models_gpus_are_shared_and_what_tenants_hol
     assert next(iter(sharing)) == "nvidia-h100-80gb"  # in the vocabulary's order
     assert 'id="sharing-by-model"' in page and 'id="tenant-holdings"' in page
     assert "4 reserved" in page  # HAMi GPUs nobody can use: dedicated tenants get no shares
+    # The overview sums the holdings per GPU class; each tenant's are on the holdings page.
+    classes = {row.total.resource: (row.total.held, row.total.granted, row.tenants, row.over)
+               for row in response.context["holdings"].classes}
+    assert classes == {
+        "gpu:nvidia-h100-80gb": (4, 8, 1, 0),
+        "mig:nvidia-a100-80gb:1g.10gb": (3, 7, 1, 0),
+        "hami:nvidia-l40s:memory-gib": (24, 96, 1, 0),
+        "hami:nvidia-l40s:cores": (60, 200, 1, 0),  # the deleted workload holds nothing
+    }
+    assert 'data-resource="hami:nvidia-l40s:cores"' in page
+    assert "/fleet/holdings/" in page
+
+    listed = login(platform_admin).get("/fleet/holdings/")
+
     holdings = {h.slug: {line.resource: (line.held, line.granted) for line in h.lines}
-                for h in response.context["holdings"]}
+                for h in listed.context["page"].object_list}
     assert holdings[tenant.slug] == {
         "mig:nvidia-a100-80gb:1g.10gb": (3, 7),
         "hami:nvidia-l40s:memory-gib": (24, 96),
-        "hami:nvidia-l40s:cores": (60, 200),  # the deleted workload holds nothing
+        "hami:nvidia-l40s:cores": (60, 200),
     }
     assert holdings["helix"] == {"gpu:nvidia-h100-80gb": (4, 8)}  # GPU classes only
-    assert f'data-tenant="{tenant.slug}" data-resource="hami:nvidia-l40s:cores"' in page
+    assert f'data-tenant="{tenant.slug}" data-resource="hami:nvidia-l40s:cores"' in (
+        listed.content.decode()
+    )
+
+
+@pytest.mark.django_db
+def test_the_overview_names_the_tenants_over_quota_and_the_holdings_page_lists_them(
+    login, platform_admin, tenant
+):
+    dedicated = TenantFactory(slug="helix", name="Helix", isolation="dedicated")
+    _sharing_fleet(tenant, dedicated)
+    _holding(dedicated, "more", {"gpu:nvidia-h100-80gb": 6})  # 10 held of 8
+    TenantFactory(slug="idle", name="Idle")  # no GPU quota, no GPU workload
+    client = login(platform_admin)
+
+    response = client.get("/fleet/")
+
+    summary = response.context["holdings"]
+    assert summary.tenants == 2 and summary.over_quota_count == 1
+    assert [(t.slug, [(x.resource, x.held, x.granted) for x in t.lines])
+            for t in summary.over_quota] == [("helix", [("gpu:nvidia-h100-80gb", 10, 8)])]
+    page = response.content.decode()
+    assert 'id="over-quota"' in page and "1 tenant holds more than its quota" in page
+    assert 'data-tenant="helix" data-resource="gpu:nvidia-h100-80gb"' in page
+
+    every = client.get("/fleet/holdings/").context["page"]
+    over = client.get("/fleet/holdings/?over=1").context["page"]
+
+    assert [t.slug for t in every.object_list] == [tenant.slug, "helix"]  # Acme, Helix
+    assert [t.slug for t in over.object_list] == ["helix"]
+
+
+@pytest.mark.django_db
+def test_the_holdings_page_shows_50_tenants_a_page_in_the_same_queries(login, platform_admin):
+    for n in range(53):
+        other = TenantFactory(slug=f"lab-{n:02}", name=f"Lab {n:02}")
+        QuotaFactory(tenant=other, resource="gpu:nvidia-h100-80gb", limit=2)
+        _holding(other, "a", {"gpu:nvidia-h100-80gb": 1, "cpu": 4})
+    client = login(platform_admin)
+    client.get("/fleet/holdings/")
+
+    with CaptureQueriesContext(connection) as first:
+        response = client.get("/fleet/holdings/")
+    with CaptureQueriesContext(connection) as second:
+        last = client.get("/fleet/holdings/?page=2")
+
+    assert len(response.context["page"].object_list) == 50
+    assert [t.slug for t in last.context["page"].object_list] == ["lab-50", "lab-51", "lab-52"]
+    assert len(first) == len(second)
+    assert 'id="holdings-pagination"' in response.content.decode()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/fleet/holdings/", "/fleet/holdings/?over=1"])
+def test_tenants_and_finance_get_403_on_the_holdings_page(login, tenant_member, finance, path):
+    for user in (tenant_member, finance):
+        assert login(user).get(path).status_code == 403
 
 
 @pytest.mark.django_db
@@ -223,6 +294,29 @@ def test_node_list_pages_and_answers_htmx_with_the_table_only(login, platform_ad
     assert body.lstrip().startswith('<div class="card" id="node-table">')
     assert "<html" not in body and 'id="node-filters"' not in body
     assert 'id="node-pagination"' in body
+
+
+@pytest.mark.django_db
+def test_node_list_rows_link_each_node_and_rack_and_show_their_badges(login, platform_admin):
+    build_fleet(20)
+    NodeFactory(hostname="loose-1", rack=None, position=None, reserved_for="nova")
+
+    response = login(platform_admin).get("/fleet/nodes/")
+
+    page = response.content.decode()
+    for node in response.context["page"].object_list:
+        row = page[page.index(f'<tr data-node="{node.hostname}">') :]
+        row = row[: row.index("</tr>")]
+        assert f'href="{reverse("inventory:node-detail", args=[node.pk])}"' in row
+        if node.rack_id:
+            assert f'href="{reverse("inventory:rack-detail", args=[node.rack_id])}"' in row
+            assert f"{node.rack.site.slug}/{node.rack.name}</a>" in row
+        else:
+            assert "unracked" in row
+        assert f'data-state="{node.state}">{node.get_state_display()}</span>' in row
+        assert f'data-health="{node.health}"' in row
+    assert 'data-health="critical"' in page and 'data-health="degraded"' in page
+    assert '<i class="bi bi-lock"></i> nova</span>' in page
 
 
 @pytest.mark.django_db
@@ -365,3 +459,19 @@ def test_every_fleet_list_makes_the_same_queries_at_50_and_2000_nodes(login, pla
     assert Node.objects.count() == 2000
 
     assert queries() == small
+
+
+@pytest.mark.django_db
+def test_node_detail_works_out_what_the_list_annotates_as_the_list_does():
+    from inventory.selectors.nodes import node_get_for_detail, nodes_for_list
+
+    build_fleet(48)
+    NodeFactory(hostname="empty-1")  # no GPUs
+    listed = list(nodes_for_list())
+
+    assert {node.health for node in listed} == {"healthy", "degraded", "critical"}
+    for node in listed:
+        detail = node_get_for_detail(node_id=node.pk)
+        assert (detail.gpu_count, detail.gpu_model, detail.open_events, detail.health) == (
+            node.gpu_count, node.gpu_model, node.open_events, node.health
+        ), node.hostname

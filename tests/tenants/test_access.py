@@ -138,3 +138,36 @@ def test_demo_banner_shows_with_the_simulated_fleet(login, tenant_member, settin
     assert b"Demo mode: simulated fleet" in login(tenant_member).get("/", follow=True).content
     settings.FLEET_BACKEND = "kubernetes"
     assert b"Demo mode: simulated fleet" not in login(tenant_member).get("/", follow=True).content
+
+
+@pytest.mark.django_db
+def test_a_platform_admins_permissions_come_from_the_role_without_reading_permission_tables(
+    login, platform_admin
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = login(platform_admin)
+    client.get("/admin/tenants/tenant/")
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get("/admin/tenants/tenant/")
+
+    assert response.status_code == 200
+    assert 'href="/admin/tenants/quotarequest/"' in response.content.decode()  # the sidebar
+    assert not [q for q in captured.captured_queries if "auth_permission" in q["sql"]]
+    assert platform_admin.has_perm("tenants.delete_tenant")
+
+
+@pytest.mark.django_db
+def test_model_permissions_still_grant_and_deny_without_a_platform_role(client):
+    from django.contrib.auth.models import Permission
+
+    from tests.factories import UserFactory
+
+    staff = UserFactory(username="staff-reader", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="view_tenant"))
+    staff = type(staff).objects.get(pk=staff.pk)  # no cached permissions
+
+    assert staff.has_perm("tenants.view_tenant")
+    assert not staff.has_perm("tenants.delete_tenant")
+    assert staff.has_module_perms("tenants") and not staff.has_module_perms("inventory")
