@@ -1,6 +1,7 @@
 """Invoice downloads, for the finance pages and the API alike: one invoice as CSV, XLSX or PDF;
-a filtered list as CSV (streamed, one row per line) or XLSX (a summary sheet and a sheet per
-invoice). Rendered by `billing.exports` from `billing.selectors.invoices.invoice_document`."""
+a filtered list as CSV (streamed, one row per line) or XLSX (an "Invoices" sheet, a row per
+invoice, and a "Lines" sheet, a row per line). Rendered by `billing.exports` from
+`billing.selectors.invoices.invoice_document`."""
 
 import io
 import tempfile
@@ -69,7 +70,7 @@ def _xlsx_file(documents: Iterable[InvoiceDocument], *, filename: str) -> FileRe
     last), then streamed from it; the file goes when the response is closed."""
     out = tempfile.TemporaryFile()  # noqa: SIM115 - the response closes it, once sent
     try:
-        exports.write_invoices_xlsx(documents=documents, out=out)
+        exports.write_invoice_list_xlsx(documents=documents, out=out)
         out.seek(0)
     except BaseException:
         out.close()
@@ -83,7 +84,7 @@ def _xlsx_file(documents: Iterable[InvoiceDocument], *, filename: str) -> FileRe
 
 def invoices_file(*, invoices: QuerySet[Invoice], fmt: str) -> HttpResponseBase:
     """A filtered list of invoices, in memory bounded whatever their number: CSV streamed as
-    it is written (one row per line), or an XLSX workbook written sheet by sheet to a
+    it is written (one row per line), or an XLSX workbook written row by row to a
     temporary file and streamed from it."""
     filename = f"invoices-{timezone.now():%Y-%m-%d}"
     documents = invoice_documents(invoices=invoices)

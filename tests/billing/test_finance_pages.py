@@ -461,8 +461,9 @@ def test_the_filtered_list_exports_as_xlsx_with_number_and_date_cells(login, fin
     assert response["Content-Disposition"].endswith('.xlsx"')
     assert response.streaming  # written to a temporary file, then streamed from it
     workbook = openpyxl.load_workbook(io.BytesIO(b"".join(response.streaming_content)))
-    assert workbook.sheetnames[0] == "Summary" and len(workbook.sheetnames) == 3
-    summary = workbook["Summary"]
+    # Two sheets whatever the number of invoices: a row per invoice, a row per line.
+    assert workbook.sheetnames == ["Invoices", "Lines"]
+    summary = workbook["Invoices"]
     header = [cell.value for cell in summary[1]]
     rows = [dict(zip(header, [c.value for c in row], strict=True))
             for row in summary.iter_rows(min_row=2)]
@@ -473,6 +474,14 @@ def test_the_filtered_list_exports_as_xlsx_with_number_and_date_cells(login, fin
     assert issued["Period start"].date() == date(2026, 1, 1)
     assert summary.cell(row=2, column=14).data_type == "n"
     assert summary.cell(row=2, column=5).is_date
+    lines = workbook["Lines"]
+    titles = [cell.value for cell in lines[1]]
+    line_rows = [dict(zip(titles, row, strict=True)) for row in lines.iter_rows(min_row=2)]
+    usage = [row for row in line_rows if row["Type"].value == "usage"]
+    assert {row["Tenant slug"].value for row in line_rows} == {"acme"}
+    jan = next(row for row in usage if row["Invoice"].value == books["acme_jan"].number)
+    assert jan["Amount"].data_type == "n" and jan["Amount"].value == 25
+    assert jan["Resource class"].value == H100 and jan["Period start"].is_date
 
 
 def test_one_invoice_downloads_as_csv_xlsx_and_pdf(login, finance, books):
@@ -522,8 +531,9 @@ def test_a_formula_in_a_tenant_name_stays_text_in_every_export(login, finance):
     for row in rows + single:
         assert row["tenant"] == '\'=HYPERLINK("http://x.example","pay")'
         assert row["cost_center"] == "'@SUM(1)"
-    cell = openpyxl.load_workbook(io.BytesIO(b"".join(xlsx.streaming_content)))["Summary"]["B2"]
-    assert cell.data_type == "s" and cell.value.startswith("=HYPERLINK")
+    workbook = openpyxl.load_workbook(io.BytesIO(b"".join(xlsx.streaming_content)))
+    for cell in (workbook["Invoices"]["B2"], workbook["Lines"]["B2"]):
+        assert cell.data_type == "s" and cell.value.startswith("=HYPERLINK")
 
 
 def test_an_export_with_a_filter_that_cannot_be_read_exports_nothing(login, finance, books):
