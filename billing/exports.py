@@ -17,6 +17,7 @@
 
 import io
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from decimal import Decimal
 from typing import IO
 
@@ -32,7 +33,8 @@ from xhtml2pdf.config.resources import ResourceAccessPolicy
 from inventory import resource_classes
 from portal import csv_export
 
-from .documents import DocumentLine, InvoiceDocument
+from .calculations.invoicing import class_label
+from .documents import DocumentLine, ExportInvoice, InvoiceDocument, last_day
 
 CSV_COLUMNS = (
     "invoice_number",
@@ -131,6 +133,53 @@ def invoices_csv(*, documents: Iterable[InvoiceDocument]) -> str:
     out = io.StringIO(newline="")
     write_invoices_csv(documents=documents, out=out)
     return out.getvalue()
+
+
+def invoice_list_csv_rows(invoice: ExportInvoice, labels: dict[str, str]) -> list[list[str]]:
+    """The CSV rows of one invoice of a list, as `invoice_rows` writes its document, from plain
+    values (`labels` caches each resource class's label over the export)."""
+    facts = [
+        invoice.number,
+        invoice.tenant_name,
+        invoice.tenant_slug,
+        invoice.cost_center,
+        invoice.period_start.isoformat(),
+        invoice.period_end.isoformat(),
+        invoice.issue_date.isoformat(),
+        invoice.due_date.isoformat(),
+        invoice.currency,
+        invoice.status,
+    ]
+    feet = [_number(invoice.tax_percent), _number(invoice.total)]
+    rows = []
+    for _, kind, resource, start, end, hours, quantity, unit, price, amount in invoice.lines:
+        label = labels.get(resource) or labels.setdefault(resource, class_label(resource))
+        description = label if kind == "usage" else f"Downtime credit: {label}"
+        line_period = (start.date().isoformat(), last_day(end).isoformat())
+        numbers = (_number(hours), _number(quantity), unit, _number(price), _number(amount))
+        rows.append([*facts, kind, resource, description, *line_period, *numbers, *feet])
+    period = (invoice.period_start.isoformat(), invoice.period_end.isoformat())
+    adjustments = []
+    if invoice.discount:
+        adjustments.append(("discount", f"Discount {invoice.discount_percent} %", invoice.discount))
+    if invoice.tax_percent is not None:
+        adjustments.append(("tax", f"Tax {invoice.tax_percent} %", invoice.tax))
+    for line_type, description, amount in adjustments:
+        no_quantity = ("", "", "", "")
+        rows.append(
+            [*facts, line_type, "", description, *period, *no_quantity, _number(amount), *feet]
+        )
+    for item in invoice.unpriced:
+        resource = item["resource"]
+        label = item.get("label") or class_label(resource)
+        description = f"{label}: not billed, {item['reason']}"
+        line_period = (
+            datetime.fromisoformat(item["period_start"]).date().isoformat(),
+            last_day(datetime.fromisoformat(item["period_end"])).isoformat(),
+        )
+        numbers = (_number(Decimal(item["quantity_hours"])), "", "hour", "", "")
+        rows.append([*facts, "unpriced", resource, description, *line_period, *numbers, *feet])
+    return rows
 
 
 # XLSX

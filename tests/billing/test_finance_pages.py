@@ -14,7 +14,9 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from pypdf import PdfReader
 
+from billing import exports
 from billing.models import CreditNote, Invoice, InvoiceStatus, UsageRecord
+from billing.selectors.invoices import invoice_documents
 from billing.services import invoicing
 from inventory.models import HealthEvent, Severity
 from portal.models import AuditEvent
@@ -453,6 +455,28 @@ def test_the_filtered_list_exports_as_csv_one_row_per_line(login, finance, books
     event = AuditEvent.objects.get(action="invoices.export")
     assert event.actor == finance
     assert event.changes == {"format": "csv", "invoices": 2, "filters": {"period": ["2026-01"]}}
+
+
+def test_the_list_csv_says_what_each_invoices_document_says(
+    login, finance, tenant, other_tenant, credited
+):
+    # The list's CSV is written from plain values; it must match, byte for byte, the rows of
+    # each invoice's document: usage, credits, discount, tax, unpriced usage, drafts.
+    bill(tenant, FEB, 4)  # a draft
+    Invoice.objects.filter(pk=bill(other_tenant, JAN, 20).pk).update(
+        discount_percent=Decimal("10"), discount=Decimal("-5.00"), tax_percent=Decimal("19"),
+        tax=Decimal("8.55"), cost_center="=1+2",
+    )
+    invoices = Invoice.objects.order_by("pk")
+    expected = exports.invoices_csv(documents=invoice_documents(invoices=invoices))
+
+    response = login(finance).get(f"{LIST}export.csv")
+
+    content = b"".join(response.streaming_content).decode()
+    assert sorted(content.splitlines()) == sorted(expected.splitlines())
+    kinds = {row["line_type"] for row in csv.DictReader(io.StringIO(content))}
+    assert kinds == {"usage", "credit", "discount", "tax", "unpriced"}
+    assert "'=1+2" in content
 
 
 def test_the_filtered_list_exports_as_xlsx_with_number_and_date_cells(login, finance, books):
