@@ -741,3 +741,30 @@ def test_the_chosen_filter_option_is_selected_and_options_are_escaped(login, fin
     content = login(finance).get(f"{LIST}?tenant=sel-1").content.decode()
 
     assert '<option value="sel-1" selected>&lt;b&gt;Sel&lt;/b&gt; &amp; Co</option>' in content
+
+
+@pytest.mark.parametrize(
+    "amount", ["0", "0.00", "1.5", "-2.50", "1234.56", "-1234567.89", "999999.995", "0.005"]
+)
+def test_the_list_shows_amounts_as_floatformat_did(amount):
+    from django.template.defaultfilters import floatformat
+
+    from billing.views.finance import money_shown
+
+    assert money_shown(Decimal(amount)) == floatformat(Decimal(amount), "2g")
+
+
+def test_the_list_rows_show_dates_and_amounts_as_before(login, finance, books):
+    html = login(finance).get(LIST).content.decode()
+
+    issued = books["acme_jan"]
+    row = html[html.index(f'data-invoice="{issued.pk}"') :]
+    row = row[: row.index("</tr>")]
+    assert '<td class="text-nowrap">2026-01</td>' in row
+    assert f'<td class="text-nowrap small">{issued.issue_date:%Y-%m-%d}</td>' in row
+    assert f'<td class="text-nowrap small">{issued.due_date:%Y-%m-%d}</td>' in row
+    assert '<td class="text-end text-nowrap">25.00</td>' in row
+    assert "EUR 25.00</td>" in row
+    draft = html[html.index(f'data-invoice="{books["acme_feb"].pk}"') :]
+    draft = draft[: draft.index("</tr>")]
+    assert draft.count('<td class="text-nowrap small">—</td>') == 2
