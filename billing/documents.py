@@ -77,6 +77,33 @@ class InvoiceDocument:
             raise ValueError("An invoice cannot fall due before it is issued.")
 
 
+@dataclass(frozen=True)
+class ExportInvoice:
+    """An invoice as the CSV of a list reads it: its facts as an `InvoiceDocument` states
+    them, its priced lines as plain value tuples (invoice id, kind, resource, period start and
+    end, quantity in hours, quantity, unit, unit price, amount; usage lines first, then
+    credits) and its unpriced usage as stored. Plain values, so that an export of thousands
+    of invoices builds no object per line."""
+
+    number: str
+    tenant_name: str
+    tenant_slug: str
+    cost_center: str
+    period_start: date
+    period_end: date
+    issue_date: date
+    due_date: date
+    currency: str
+    status: str
+    discount_percent: Decimal
+    discount: Decimal
+    tax_percent: Decimal | None
+    tax: Decimal
+    total: Decimal
+    unpriced: list[dict]
+    lines: list[tuple]
+
+
 def last_day(end: datetime) -> date:
     """The last calendar day of a half-open period ending at `end`."""
     return (end - timedelta(microseconds=1)).date()

@@ -1,6 +1,7 @@
 """Invoice downloads, for the finance pages and the API alike: one invoice as CSV, XLSX or PDF;
-a filtered list as CSV (streamed, one row per line) or XLSX (a summary sheet and a sheet per
-invoice). Rendered by `billing.exports` from `billing.selectors.invoices.invoice_document`."""
+a filtered list as CSV (streamed, one row per line) or XLSX (an "Invoices" sheet, a row per
+invoice, and a "Lines" sheet, a row per line). Rendered by `billing.exports` from
+`billing.selectors.invoices.invoice_document`."""
 
 import io
 import tempfile
@@ -15,7 +16,7 @@ from portal import csv_export
 from . import exports
 from .documents import InvoiceDocument
 from .models import Invoice
-from .selectors.invoices import invoice_document, invoice_documents
+from .selectors.invoices import invoice_document, invoice_documents, invoice_export_values
 
 # A streamed CSV is sent in pieces of about this many characters (not one per invoice).
 CSV_CHUNK_CHARS = 64 * 1024
@@ -51,12 +52,14 @@ def invoice_file(*, invoice: Invoice, fmt: str) -> HttpResponse:
     return attachment(body, fmt=fmt, filename=_filename_of(invoice))
 
 
-def _csv_chunks(documents: Iterable[InvoiceDocument]) -> Iterator[str]:
+def _csv_chunks(invoices: QuerySet[Invoice]) -> Iterator[str]:
+    """The list's CSV in pieces of about `CSV_CHUNK_CHARS`, written from plain values."""
     out = io.StringIO(newline="")
-    writer = csv_export.dict_writer(out, exports.CSV_COLUMNS)
-    writer.writeheader()
-    for document in documents:
-        writer.writerows(exports.invoice_rows(document))
+    writer = csv_export.writer(out)
+    writer.writerow(exports.CSV_COLUMNS)
+    labels: dict[str, str] = {}
+    for invoice in invoice_export_values(invoices=invoices):
+        writer.writerows(exports.invoice_list_csv_rows(invoice, labels))
         if out.tell() >= CSV_CHUNK_CHARS:
             yield out.getvalue()
             out.seek(0)
@@ -69,7 +72,7 @@ def _xlsx_file(documents: Iterable[InvoiceDocument], *, filename: str) -> FileRe
     last), then streamed from it; the file goes when the response is closed."""
     out = tempfile.TemporaryFile()  # noqa: SIM115 - the response closes it, once sent
     try:
-        exports.write_invoices_xlsx(documents=documents, out=out)
+        exports.write_invoice_list_xlsx(documents=documents, out=out)
         out.seek(0)
     except BaseException:
         out.close()
@@ -83,13 +86,12 @@ def _xlsx_file(documents: Iterable[InvoiceDocument], *, filename: str) -> FileRe
 
 def invoices_file(*, invoices: QuerySet[Invoice], fmt: str) -> HttpResponseBase:
     """A filtered list of invoices, in memory bounded whatever their number: CSV streamed as
-    it is written (one row per line), or an XLSX workbook written sheet by sheet to a
+    it is written (one row per line), or an XLSX workbook written row by row to a
     temporary file and streamed from it."""
     filename = f"invoices-{timezone.now():%Y-%m-%d}"
-    documents = invoice_documents(invoices=invoices)
     if fmt == "csv":
-        response = StreamingHttpResponse(_csv_chunks(documents), content_type=CONTENT_TYPES["csv"])
+        response = StreamingHttpResponse(_csv_chunks(invoices), content_type=CONTENT_TYPES["csv"])
         response["Content-Disposition"] = f'attachment; filename="{filename}.csv"'
         response["Cache-Control"] = "no-store"
         return response
-    return _xlsx_file(documents, filename=filename)
+    return _xlsx_file(invoice_documents(invoices=invoices), filename=filename)

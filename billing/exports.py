@@ -5,21 +5,25 @@
   the `amount` column of an invoice adds up to its `invoice_total`. Unpriced usage is a row
   with a quantity and no amount. ISO 8601 dates, `.` decimals, no thousands separators, and
   written through `portal.csv_export`, which defuses formula-looking cells.
-- XLSX: a summary sheet (one row per invoice) and a sheet per invoice, with numbers as number
-  cells in the invoice's currency format and dates as date cells. Text is always stored as
-  text: a tenant named `=HYPERLINK(...)` is a string, never a formula.
+- XLSX of a list of invoices: two sheets finance can filter and pivot, "Invoices" (a row per
+  invoice) and "Lines" (a row per line, credit, discount, tax and unpriced usage, with its
+  invoice's number, tenant and period). XLSX of one invoice: a summary sheet and the invoice's
+  own sheet laid out as the invoice reads. Numbers are number cells in the invoice's currency
+  format and dates are date cells. Text is always stored as text: a tenant named
+  `=HYPERLINK(...)` is a string, never a formula.
 - PDF: `templates/billing/invoice_pdf.html` rendered by xhtml2pdf (pure Python, over
   ReportLab), with every external resource refused.
 """
 
 import io
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from decimal import Decimal
 from typing import IO
 
 from django.template.loader import render_to_string
 from openpyxl import Workbook
-from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, WriteOnlyCell
+from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE, Cell, WriteOnlyCell
 from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet._write_only import WriteOnlyWorksheet
@@ -29,7 +33,8 @@ from xhtml2pdf.config.resources import ResourceAccessPolicy
 from inventory import resource_classes
 from portal import csv_export
 
-from .documents import DocumentLine, InvoiceDocument
+from .calculations.invoicing import class_label
+from .documents import DocumentLine, ExportInvoice, InvoiceDocument, last_day
 
 CSV_COLUMNS = (
     "invoice_number",
@@ -130,6 +135,53 @@ def invoices_csv(*, documents: Iterable[InvoiceDocument]) -> str:
     return out.getvalue()
 
 
+def invoice_list_csv_rows(invoice: ExportInvoice, labels: dict[str, str]) -> list[list[str]]:
+    """The CSV rows of one invoice of a list, as `invoice_rows` writes its document, from plain
+    values (`labels` caches each resource class's label over the export)."""
+    facts = [
+        invoice.number,
+        invoice.tenant_name,
+        invoice.tenant_slug,
+        invoice.cost_center,
+        invoice.period_start.isoformat(),
+        invoice.period_end.isoformat(),
+        invoice.issue_date.isoformat(),
+        invoice.due_date.isoformat(),
+        invoice.currency,
+        invoice.status,
+    ]
+    feet = [_number(invoice.tax_percent), _number(invoice.total)]
+    rows = []
+    for _, kind, resource, start, end, hours, quantity, unit, price, amount in invoice.lines:
+        label = labels.get(resource) or labels.setdefault(resource, class_label(resource))
+        description = label if kind == "usage" else f"Downtime credit: {label}"
+        line_period = (start.date().isoformat(), last_day(end).isoformat())
+        numbers = (_number(hours), _number(quantity), unit, _number(price), _number(amount))
+        rows.append([*facts, kind, resource, description, *line_period, *numbers, *feet])
+    period = (invoice.period_start.isoformat(), invoice.period_end.isoformat())
+    adjustments = []
+    if invoice.discount:
+        adjustments.append(("discount", f"Discount {invoice.discount_percent} %", invoice.discount))
+    if invoice.tax_percent is not None:
+        adjustments.append(("tax", f"Tax {invoice.tax_percent} %", invoice.tax))
+    for line_type, description, amount in adjustments:
+        no_quantity = ("", "", "", "")
+        rows.append(
+            [*facts, line_type, "", description, *period, *no_quantity, _number(amount), *feet]
+        )
+    for item in invoice.unpriced:
+        resource = item["resource"]
+        label = item.get("label") or class_label(resource)
+        description = f"{label}: not billed, {item['reason']}"
+        line_period = (
+            datetime.fromisoformat(item["period_start"]).date().isoformat(),
+            last_day(datetime.fromisoformat(item["period_end"])).isoformat(),
+        )
+        numbers = (_number(Decimal(item["quantity_hours"])), "", "hour", "", "")
+        rows.append([*facts, "unpriced", resource, description, *line_period, *numbers, *feet])
+    return rows
+
+
 # XLSX
 
 _HEADER_FONT = Font(bold=True, color="FFFFFF")
@@ -138,6 +190,7 @@ _BOLD = Font(bold=True)
 DATE_FORMAT = "yyyy-mm-dd"
 QUANTITY_FORMAT = "#,##0.000000"
 PERCENT_FORMAT = '0.00" %"'
+UNIT_PRICE_FORMAT = "#,##0.00####"
 SUMMARY_COLUMNS = (
     ("Invoice", 20),
     ("Tenant", 28),
@@ -211,24 +264,8 @@ def _header(sheet: WriteOnlyWorksheet, columns: tuple[tuple[str, int], ...]) -> 
 
 
 def _summary_row(sheet: WriteOnlyWorksheet, doc: InvoiceDocument) -> list:
-    money = money_format(doc.currency)
-    values = (
-        (doc.number, ""),
-        (doc.tenant_name, ""),
-        (doc.tenant_slug, ""),
-        (doc.cost_center, ""),
-        (doc.period_start, DATE_FORMAT),
-        (doc.period_end, DATE_FORMAT),
-        (doc.issue_date, DATE_FORMAT),
-        (doc.due_date, DATE_FORMAT),
-        (doc.currency, ""),
-        (doc.status, ""),
-        (doc.totals.subtotal, money),
-        (doc.totals.discount, money),
-        (doc.totals.tax, money),
-        (doc.totals.total, money),
-    )
-    return [_cell(sheet, value, number_format) for value, number_format in values]
+    facts = _invoice_facts(doc, money_format(doc.currency))
+    return [_cell(sheet, value, number_format) for value, number_format in facts]
 
 
 def _sheet_title(number: str, taken: set[str]) -> str:
@@ -274,7 +311,7 @@ def _invoice_sheet(sheet: WriteOnlyWorksheet, doc: InvoiceDocument) -> None:
             (line.quantity_hours, QUANTITY_FORMAT),
             (line.quantity, QUANTITY_FORMAT),
             (line.unit, ""),
-            (line.unit_price, "#,##0.00####"),
+            (line.unit_price, UNIT_PRICE_FORMAT),
             (line.amount, money),
         )
         sheet.append([_cell(sheet, value, number_format) for value, number_format in values])
@@ -333,6 +370,165 @@ def write_invoices_xlsx(*, documents: Iterable[InvoiceDocument], out: IO[bytes])
         sheet = workbook.create_sheet(_sheet_title(doc.number, taken))
         _invoice_sheet(sheet, doc)
         sheet.close()
+    workbook.save(out)
+
+
+# The list's workbook: "Invoices" and "Lines", written cheaply. A cell whose value needs no
+# style is appended as the plain value (openpyxl reuses one cell object for those); a styled
+# cell copies its column's style array, built once per workbook, instead of looking its number
+# format, font and fill up cell by cell (that lookup was most of the CPU of a large export).
+LIST_LINE_COLUMNS = (
+    ("Invoice", 20),
+    ("Tenant", 28),
+    ("Tenant slug", 16),
+    ("Period start", 12),
+    ("Period end", 12),
+    ("Currency", 9),
+    *LINE_COLUMNS,
+)
+
+
+class _Styles:
+    """The style arrays of one workbook, one per (number format, bold): a cell built from one
+    is as styled as if its format had been set on it, at the cost of copying nine ints."""
+
+    def __init__(self, sheet: WriteOnlyWorksheet) -> None:
+        self._sheet = sheet
+        self._arrays: dict[tuple[str, bool], object] = {}
+
+    def array(self, number_format: str, *, header: bool = False):
+        key = (number_format, header)
+        if key not in self._arrays:
+            prototype = _cell(self._sheet, "", number_format)
+            if header:
+                prototype.font, prototype.fill = _HEADER_FONT, _HEADER_FILL
+            self._arrays[key] = prototype._style  # openpyxl has no public getter
+        return self._arrays[key]
+
+    def cell(self, sheet: WriteOnlyWorksheet, value, number_format: str) -> Cell | object:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            return self.text(sheet, value)
+        if not number_format:
+            return value
+        return Cell(sheet, 1, 1, value, style_array=self.array(number_format))
+
+    def text(self, sheet: WriteOnlyWorksheet, value: str) -> Cell | str:
+        """Text as text: openpyxl would store "=…" as a formula and "#N/A" as an error, so
+        those (and only those) become cells typed as strings, in the text format "@"; other
+        text goes in as the plain value. (Styled, so that openpyxl never reuses the cell
+        object for the next plain value of its row: rows may share their invoice's cells.)"""
+        value = ILLEGAL_CHARACTERS_RE.sub("", value)
+        if value.startswith("=") or value in ERROR_CODES:
+            cell = Cell(sheet, 1, 1, "", style_array=self.array("@"))
+            cell.value, cell.data_type = value, "s"
+            return cell
+        return value
+
+
+def _list_header(sheet: WriteOnlyWorksheet, styles: _Styles, columns) -> list[Cell]:
+    array = styles.array("", header=True)
+    cells = []
+    for title, _ in columns:
+        cell = Cell(sheet, 1, 1, style_array=array)
+        cell.value = title
+        cells.append(cell)
+    return cells
+
+
+def _invoice_facts(doc: InvoiceDocument, money: str) -> tuple:
+    return (
+        (doc.number, ""),
+        (doc.tenant_name, ""),
+        (doc.tenant_slug, ""),
+        (doc.cost_center, ""),
+        (doc.period_start, DATE_FORMAT),
+        (doc.period_end, DATE_FORMAT),
+        (doc.issue_date, DATE_FORMAT),
+        (doc.due_date, DATE_FORMAT),
+        (doc.currency, ""),
+        (doc.status, ""),
+        (doc.totals.subtotal, money),
+        (doc.totals.discount, money),
+        (doc.totals.tax, money),
+        (doc.totals.total, money),
+    )
+
+
+def _document_lines(doc: InvoiceDocument, money: str) -> Iterator[tuple]:
+    """The rows of "Lines" for one invoice, in the CSV's order: lines, credits, the discount
+    and the tax, then the usage shown but not billed."""
+    for line in doc.lines + doc.credit_lines:
+        yield _line_values(line, money)
+    totals = doc.totals
+    period = ((doc.period_start, DATE_FORMAT), (doc.period_end, DATE_FORMAT))
+    if totals.discount:
+        description = f"Discount {totals.discount_percent} %"
+        yield (
+            ("discount", ""),
+            (None, ""),
+            (description, ""),
+            *period,
+            *_NO_QUANTITY,
+            (totals.discount, money),
+        )
+    if totals.tax_percent is not None:
+        description = f"Tax {totals.tax_percent} %"
+        yield (
+            ("tax", ""),
+            (None, ""),
+            (description, ""),
+            *period,
+            *_NO_QUANTITY,
+            (totals.tax, money),
+        )
+    for line in doc.unpriced:
+        yield _line_values(line, money)
+
+
+_NO_QUANTITY = ((None, ""), (None, ""), (None, ""), (None, ""))
+
+
+def _line_values(line: DocumentLine, money: str) -> tuple:
+    return (
+        (line.line_type, ""),
+        (line.resource_class, ""),
+        (line.description, ""),
+        (line.period_start, DATE_FORMAT),
+        (line.period_end, DATE_FORMAT),
+        (line.quantity_hours, QUANTITY_FORMAT),
+        (line.quantity, QUANTITY_FORMAT),
+        (line.unit, ""),
+        (line.unit_price, UNIT_PRICE_FORMAT),
+        (line.amount, money),
+    )
+
+
+def write_invoice_list_xlsx(*, documents: Iterable[InvoiceDocument], out: IO[bytes]) -> None:
+    """The workbook of a list of invoices, "Invoices" (a row per invoice) and "Lines" (a row
+    per line of each), written to the binary file `out` as the documents come.
+
+    Write-only: each sheet's rows go to its own temporary file as they are appended, so memory
+    holds one invoice at a time however many are exported; zipped into `out` at the end."""
+    workbook = Workbook(write_only=True)
+    invoices = workbook.create_sheet("Invoices")
+    lines = workbook.create_sheet("Lines")
+    styles = _Styles(invoices)
+    _start(invoices, SUMMARY_COLUMNS, freeze="A2")
+    _start(lines, LIST_LINE_COLUMNS, freeze="A2")
+    invoices.append(_list_header(invoices, styles, SUMMARY_COLUMNS))
+    lines.append(_list_header(lines, styles, LIST_LINE_COLUMNS))
+    for doc in documents:
+        money = money_format(doc.currency)
+        facts = _invoice_facts(doc, money)
+        invoices.append([styles.cell(invoices, value, fmt) for value, fmt in facts])
+        # Number, tenant, slug, period and currency, as every line of the invoice repeats them.
+        head = [
+            styles.cell(lines, value, fmt) for value, fmt in (*facts[:3], *facts[4:6], facts[8])
+        ]
+        for values in _document_lines(doc, money):
+            lines.append(head + [styles.cell(lines, value, fmt) for value, fmt in values])
     workbook.save(out)
 
 

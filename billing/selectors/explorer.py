@@ -23,26 +23,29 @@ idle time at zero there rather than below.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from fractions import Fraction
 
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import (
     Case,
     Count,
     F,
     FloatField,
+    Max,
     Q,
     QuerySet,
     Sum,
     Value,
     When,
 )
-from django.db.models.functions import Cast, Greatest
+from django.db.models.functions import Cast, Greatest, TruncDate
 
 from inventory import resource_classes
 from tenants.models import Tenant
@@ -438,18 +441,110 @@ class FleetHeadline:
     total: Utilization
 
 
+# The headline sums each closed UTC day once: a day's per-tenant sums are cached under a
+# fingerprint of what they are computed from (its `UsageDaily` sums, kept by triggers on every
+# write of usage, and its metering windows: done, latest metered), so a day whose usage or
+# windows change is summed again. Each request then aggregates the hourly records of today (and
+# of any day not cached) only, instead of a month of them.
+PER_TENANT_DAY_SQL = (
+    "SELECT h.tenant_id, (h.hour AT TIME ZONE 'UTC')::date, SUM(h.allocated), SUM(h.measured),"
+    " SUM(h.busy), SUM(h.idle) FROM ({hourly}) h GROUP BY 1, 2"
+)
+HEADLINE_CACHE_SECONDS = 40 * 24 * 3600
+
+
+def _day_fingerprints(first: date, last: date) -> dict[date, tuple]:
+    """What each closed day's sums come from, in two queries whatever the data."""
+    prints: dict[date, list] = defaultdict(list)
+    sums = (
+        UsageDaily.objects.filter(day__gte=first, day__lt=last)
+        .values("day")
+        .annotate(n=Count("id"), r=Sum("records"), u=Sum("unit_seconds"), b=Sum("busy_seconds"))
+        .values_list("day", "n", "r", "u", "b")
+        .order_by()
+    )
+    for day, *values in sums:
+        prints[day] += values
+    start = datetime(first.year, first.month, first.day, tzinfo=UTC)
+    end = datetime(last.year, last.month, last.day, tzinfo=UTC)
+    windows = (
+        MeteringWindow.objects.filter(hour__gte=start, hour__lt=end)
+        .annotate(day=TruncDate("hour", tzinfo=UTC))
+        .values("day")
+        .annotate(
+            n=Count("id"),
+            done=Count("id", filter=Q(source=MEASURED, status=WindowStatus.DONE)),
+            latest=Max("metered_at"),
+        )
+        .values_list("day", "n", "done", "latest")
+        .order_by()
+    )
+    for day, n, done, latest in windows:
+        prints[day] += ["w", n, done, latest.isoformat() if latest else ""]
+    return {day: tuple(values) for day, values in prints.items()}
+
+
+def _day_key(day: date, fingerprint: tuple) -> str:
+    digest = hashlib.sha256(repr(fingerprint).encode()).hexdigest()[:32]
+    return f"fleet-utilization:v1:{day.isoformat()}:{digest}"
+
+
+def _tenant_days(start: datetime, end: datetime) -> dict[date, dict[int, list[float]]]:
+    """Per UTC day and tenant: allocated, measured, busy and clamped idle GPU-seconds."""
+    hourly, params = _hourly_utilization_sql(UsageFilter(start=start, end=end))
+    days: dict[date, dict[int, list[float]]] = defaultdict(dict)
+    with connection.cursor() as cursor:
+        cursor.execute(PER_TENANT_DAY_SQL.format(hourly=hourly), params)
+        for tenant_id, day, *values in cursor.fetchall():
+            days[day][tenant_id] = [value or 0.0 for value in values]
+    return days
+
+
+def _headline_days(first: date, today: date) -> dict[date, dict[int, list[float]]]:
+    """The per-tenant sums of each day from `first` to `today`: closed days from the cache when
+    their fingerprint still holds, the rest (today at least) summed in one query."""
+    prints = _day_fingerprints(first, today)
+    closed = [first + timedelta(days=n) for n in range((today - first).days)]
+    keys = {day: _day_key(day, prints.get(day, ())) for day in closed}
+    cached = cache.get_many(list(keys.values()))
+    days = {day: cached[key] for day, key in keys.items() if key in cached}
+    missing = [day for day in closed if day not in days]
+    since = min(missing, default=today)
+    start = datetime(since.year, since.month, since.day, tzinfo=UTC)
+    fresh = _tenant_days(start, datetime.combine(today, time(), UTC) + timedelta(days=1))
+    cache.set_many(
+        {keys[day]: fresh.get(day, {}) for day in missing}, timeout=HEADLINE_CACHE_SECONDS
+    )
+    for day in (*missing, today):
+        days[day] = fresh.get(day, {})
+    return days
+
+
 def fleet_utilization_headline(*, now: datetime) -> list[FleetHeadline]:
-    """The last 7 days and this month so far, for the fleet overview: two queries."""
+    """The last 7 days and this month so far, for the fleet overview: the figures of
+    `utilization_by_tenant` over each period, from the per-day sums (three queries)."""
     today = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     end = today + timedelta(days=1)
     periods = [("Last 7 days", end - timedelta(days=7)), ("This month", month_start(today))]
-    return [
-        FleetHeadline(
-            label=label, start=start, end=end,
-            total=utilization_total(utilization_by_tenant(UsageFilter(start=start, end=end))),
-        )
-        for label, start in periods
-    ]
+    days = _headline_days(min(start for _, start in periods).date(), today.date())
+    headlines = []
+    for label, start in periods:
+        per_tenant: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
+        for day, tenants in days.items():
+            if day >= start.date():
+                for tenant_id, values in tenants.items():
+                    sums = per_tenant[tenant_id]
+                    for i, value in enumerate(values):
+                        sums[i] += value
+        rows = [
+            Utilization(
+                allocated_seconds=round(a), measured_seconds=round(m),
+                busy_seconds=round(b), idle_seconds=round(i),
+            )
+            for a, m, b, i in per_tenant.values()
+        ]
+        headlines.append(FleetHeadline(label, start, end, utilization_total(rows)))
+    return headlines
 
 
 # --- metering health ------------------------------------------------------------------------------

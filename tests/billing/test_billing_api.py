@@ -320,8 +320,9 @@ def test_the_filtered_list_exports_as_csv_and_xlsx(as_user, finance, books):
 
     assert sorted(row["tenant_slug"] for row in rows) == ["acme", "globex"]
     workbook = openpyxl.load_workbook(io.BytesIO(b"".join(xlsx.streaming_content)))
-    assert workbook.sheetnames == ["Summary", "DRAFT"]
-    assert workbook["Summary"]["B2"].value == "Acme Labs"
+    assert workbook.sheetnames == ["Invoices", "Lines"]
+    assert workbook["Invoices"]["B2"].value == "Acme Labs"
+    assert workbook["Lines"]["A2"].value == "DRAFT"
 
 
 def test_a_formula_in_a_tenant_name_is_text_in_the_api_csv(as_user, finance):

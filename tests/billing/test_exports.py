@@ -25,6 +25,7 @@ from billing.exports import (
     invoice_pdf_html,
     invoices_csv,
     invoices_xlsx,
+    write_invoice_list_xlsx,
 )
 from portal import csv_export
 
@@ -234,6 +235,93 @@ def test_the_xlsx_sheet_names_follow_excels_rules():
     names = workbook.sheetnames[1:]
     assert len(names) == 2 and len({name.lower() for name in names}) == 2
     assert all(len(name) <= 31 and not set(name) & set("[]:*?/\\") for name in names)
+
+
+def _list_workbook(*documents: InvoiceDocument) -> tuple[bytes, openpyxl.Workbook]:
+    out = io.BytesIO()
+    write_invoice_list_xlsx(documents=documents, out=out)
+    return out.getvalue(), openpyxl.load_workbook(io.BytesIO(out.getvalue()))
+
+
+def _sheet_rows(sheet) -> list[dict]:
+    titles = [cell.value for cell in sheet[1]]
+    return [dict(zip(titles, row, strict=True)) for row in sheet.iter_rows(min_row=2)]
+
+
+def test_the_list_xlsx_is_two_sheets_whatever_the_number_of_invoices():
+    numbers = [f"INV-2025-03-{n:04d}" for n in range(1, 6)]
+    _, workbook = _list_workbook(*(_march_invoice(number=number) for number in numbers))
+
+    assert workbook.sheetnames == ["Invoices", "Lines"]
+    invoices = _sheet_rows(workbook["Invoices"])
+    assert [row["Invoice"].value for row in invoices] == numbers
+    first = invoices[0]
+    assert first["Total"].data_type == "n" and Decimal(str(first["Total"].value)) == Decimal(
+        "93.71"
+    )
+    assert first["Total"].number_format == "#,##0.00 [$EUR];-#,##0.00 [$EUR]"
+    assert first["Issue date"].is_date and first["Issue date"].value == datetime(2025, 4, 1)
+    assert first["Issue date"].number_format == "yyyy-mm-dd"
+    assert workbook["Invoices"]["A1"].font.bold  # the header, styled as before
+    # Each invoice: 3 usage lines, a credit, the discount, the tax and the unpriced usage.
+    assert len(_sheet_rows(workbook["Lines"])) == 5 * 7
+
+
+def test_the_list_xlsx_lines_sheet_has_every_line_with_its_invoice():
+    _, workbook = _list_workbook(_march_invoice())
+
+    lines = _sheet_rows(workbook["Lines"])
+    assert [line["Type"].value for line in lines] == [
+        "usage",
+        "usage",
+        "usage",
+        "credit",
+        "discount",
+        "tax",
+        "unpriced",
+    ]
+    assert {line["Invoice"].value for line in lines} == {"INV-2025-03-0001"}
+    assert {line["Tenant"].value for line in lines} == {"Acme Labs"}
+    assert {line["Currency"].value for line in lines} == {"EUR"}
+    assert all(line["Period start"].value == datetime(2025, 3, 1) for line in lines)
+    assert all(line["Period end"].value == datetime(2025, 3, 31) for line in lines)
+    amounts = [line["Amount"] for line in lines[:6]]
+    assert all(cell.data_type == "n" and "EUR" in cell.number_format for cell in amounts)
+    assert [Decimal(str(cell.value)).quantize(Decimal("0.01")) for cell in amounts] == [
+        Decimal("50.00"),
+        Decimal("30.00"),
+        Decimal("10.00"),
+        Decimal("-2.50"),
+        Decimal("-8.75"),
+        Decimal("14.96"),
+    ]
+    assert sum(Decimal(str(cell.value)) for cell in amounts) == Decimal("93.71")
+    first = lines[0]
+    assert first["Quantity (hours)"].value == 20
+    assert first["Quantity (hours)"].number_format == "#,##0.000000"
+    assert first["Unit price"].number_format == "#,##0.00####"
+    assert first["From"].is_date and first["To"].value == datetime(2025, 3, 15)
+    assert lines[4]["Description"].value == "Discount 10 %"
+    assert lines[-1]["Amount"].value is None and lines[-1]["Quantity (hours)"].value == 30
+
+
+def test_the_list_xlsx_stores_formula_looking_text_as_text_in_both_sheets():
+    hostile = _march_invoice(tenant=HOSTILE_TENANT, cost_center="#N/A")
+    raw, workbook = _list_workbook(hostile, _march_invoice(number="INV-2"))
+
+    invoices = _sheet_rows(workbook["Invoices"])
+    assert (invoices[0]["Tenant"].value, invoices[0]["Tenant"].data_type) == (HOSTILE_TENANT, "s")
+    assert (invoices[0]["Cost center"].value, invoices[0]["Cost center"].data_type) == ("#N/A", "s")
+    # The next invoice's cells are its own (a text cell is never reused for the next value).
+    assert invoices[1]["Tenant"].value == "Acme Labs" and invoices[1]["Tenant slug"].value == "acme"
+    lines = _sheet_rows(workbook["Lines"])
+    hostile_lines = [line for line in lines if line["Invoice"].value == "INV-2025-03-0001"]
+    assert all(line["Tenant"].value == HOSTILE_TENANT for line in hostile_lines)
+    assert all(line["Tenant"].data_type == "s" for line in hostile_lines)
+    assert all(line["Tenant slug"].value == "acme" for line in lines)
+    with zipfile.ZipFile(io.BytesIO(raw)) as package:
+        sheets = [name for name in package.namelist() if name.startswith("xl/worksheets/")]
+        assert len(sheets) == 2 and not any(b"<f>" in package.read(name) for name in sheets)
 
 
 def _pdf_text(document: InvoiceDocument) -> str:

@@ -14,7 +14,9 @@ from django.contrib.messages import get_messages
 from django.test import Client
 from pypdf import PdfReader
 
+from billing import exports
 from billing.models import CreditNote, Invoice, InvoiceStatus, UsageRecord
+from billing.selectors.invoices import invoice_documents
 from billing.services import invoicing
 from inventory.models import HealthEvent, Severity
 from portal.models import AuditEvent
@@ -455,14 +457,37 @@ def test_the_filtered_list_exports_as_csv_one_row_per_line(login, finance, books
     assert event.changes == {"format": "csv", "invoices": 2, "filters": {"period": ["2026-01"]}}
 
 
+def test_the_list_csv_says_what_each_invoices_document_says(
+    login, finance, tenant, other_tenant, credited
+):
+    # The list's CSV is written from plain values; it must match, byte for byte, the rows of
+    # each invoice's document: usage, credits, discount, tax, unpriced usage, drafts.
+    bill(tenant, FEB, 4)  # a draft
+    Invoice.objects.filter(pk=bill(other_tenant, JAN, 20).pk).update(
+        discount_percent=Decimal("10"), discount=Decimal("-5.00"), tax_percent=Decimal("19"),
+        tax=Decimal("8.55"), cost_center="=1+2",
+    )
+    invoices = Invoice.objects.order_by("pk")
+    expected = exports.invoices_csv(documents=invoice_documents(invoices=invoices))
+
+    response = login(finance).get(f"{LIST}export.csv")
+
+    content = b"".join(response.streaming_content).decode()
+    assert sorted(content.splitlines()) == sorted(expected.splitlines())
+    kinds = {row["line_type"] for row in csv.DictReader(io.StringIO(content))}
+    assert kinds == {"usage", "credit", "discount", "tax", "unpriced"}
+    assert "'=1+2" in content
+
+
 def test_the_filtered_list_exports_as_xlsx_with_number_and_date_cells(login, finance, books):
     response = login(finance).get(f"{LIST}export.xlsx?tenant=acme")
 
     assert response["Content-Disposition"].endswith('.xlsx"')
     assert response.streaming  # written to a temporary file, then streamed from it
     workbook = openpyxl.load_workbook(io.BytesIO(b"".join(response.streaming_content)))
-    assert workbook.sheetnames[0] == "Summary" and len(workbook.sheetnames) == 3
-    summary = workbook["Summary"]
+    # Two sheets whatever the number of invoices: a row per invoice, a row per line.
+    assert workbook.sheetnames == ["Invoices", "Lines"]
+    summary = workbook["Invoices"]
     header = [cell.value for cell in summary[1]]
     rows = [dict(zip(header, [c.value for c in row], strict=True))
             for row in summary.iter_rows(min_row=2)]
@@ -473,6 +498,14 @@ def test_the_filtered_list_exports_as_xlsx_with_number_and_date_cells(login, fin
     assert issued["Period start"].date() == date(2026, 1, 1)
     assert summary.cell(row=2, column=14).data_type == "n"
     assert summary.cell(row=2, column=5).is_date
+    lines = workbook["Lines"]
+    titles = [cell.value for cell in lines[1]]
+    line_rows = [dict(zip(titles, row, strict=True)) for row in lines.iter_rows(min_row=2)]
+    usage = [row for row in line_rows if row["Type"].value == "usage"]
+    assert {row["Tenant slug"].value for row in line_rows} == {"acme"}
+    jan = next(row for row in usage if row["Invoice"].value == books["acme_jan"].number)
+    assert jan["Amount"].data_type == "n" and jan["Amount"].value == 25
+    assert jan["Resource class"].value == H100 and jan["Period start"].is_date
 
 
 def test_one_invoice_downloads_as_csv_xlsx_and_pdf(login, finance, books):
@@ -522,8 +555,9 @@ def test_a_formula_in_a_tenant_name_stays_text_in_every_export(login, finance):
     for row in rows + single:
         assert row["tenant"] == '\'=HYPERLINK("http://x.example","pay")'
         assert row["cost_center"] == "'@SUM(1)"
-    cell = openpyxl.load_workbook(io.BytesIO(b"".join(xlsx.streaming_content)))["Summary"]["B2"]
-    assert cell.data_type == "s" and cell.value.startswith("=HYPERLINK")
+    workbook = openpyxl.load_workbook(io.BytesIO(b"".join(xlsx.streaming_content)))
+    for cell in (workbook["Invoices"]["B2"], workbook["Lines"]["B2"]):
+        assert cell.data_type == "s" and cell.value.startswith("=HYPERLINK")
 
 
 def test_an_export_with_a_filter_that_cannot_be_read_exports_nothing(login, finance, books):
@@ -707,3 +741,30 @@ def test_the_chosen_filter_option_is_selected_and_options_are_escaped(login, fin
     content = login(finance).get(f"{LIST}?tenant=sel-1").content.decode()
 
     assert '<option value="sel-1" selected>&lt;b&gt;Sel&lt;/b&gt; &amp; Co</option>' in content
+
+
+@pytest.mark.parametrize(
+    "amount", ["0", "0.00", "1.5", "-2.50", "1234.56", "-1234567.89", "999999.995", "0.005"]
+)
+def test_the_list_shows_amounts_as_floatformat_did(amount):
+    from django.template.defaultfilters import floatformat
+
+    from billing.views.finance import money_shown
+
+    assert money_shown(Decimal(amount)) == floatformat(Decimal(amount), "2g")
+
+
+def test_the_list_rows_show_dates_and_amounts_as_before(login, finance, books):
+    html = login(finance).get(LIST).content.decode()
+
+    issued = books["acme_jan"]
+    row = html[html.index(f'data-invoice="{issued.pk}"') :]
+    row = row[: row.index("</tr>")]
+    assert '<td class="text-nowrap">2026-01</td>' in row
+    assert f'<td class="text-nowrap small">{issued.issue_date:%Y-%m-%d}</td>' in row
+    assert f'<td class="text-nowrap small">{issued.due_date:%Y-%m-%d}</td>' in row
+    assert '<td class="text-end text-nowrap">25.00</td>' in row
+    assert "EUR 25.00</td>" in row
+    draft = html[html.index(f'data-invoice="{books["acme_feb"].pk}"') :]
+    draft = draft[: draft.index("</tr>")]
+    assert draft.count('<td class="text-nowrap small">—</td>') == 2

@@ -9,6 +9,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -18,6 +19,7 @@ from billing.calculations.money import floor_hour
 from billing.models import CrossCheck, MeteringWindow, Rate, UsageRecord
 from billing.selectors.explorer import (
     UsageFilter,
+    fleet_utilization_headline,
     gpu_equivalent,
     gpu_hours_chart,
     utilization_by_tenant,
@@ -378,6 +380,40 @@ def test_the_fleet_overview_shows_the_utilization_headline(login, platform_admin
     assert 'id="fleet-utilization-card"' in html
     assert html.count('<span class="big" data-utilization>50 %</span>') == 2
     assert '<span class="fw-semibold text-body" data-idle-hours>2</span> idle GPU-hours' in html
+
+
+def _raw_headline(now):
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    end = today + timedelta(days=1)
+    starts = (end - timedelta(days=7), today.replace(day=1))
+    return [utilization_total(utilization_by_tenant(UsageFilter(start=s, end=end))) for s in starts]
+
+
+def test_the_fleet_headline_equals_the_hourly_aggregation_and_follows_changes(tenant):
+    cache.clear()
+    other = TenantFactory()
+    now = timezone.now()
+    today = floor_hour(now).replace(hour=0)
+    for days_ago in range(0, 12):
+        hour = today - timedelta(days=days_ago) + timedelta(hours=3)
+        allocated(tenant, H100, hour, 4 * 3600)
+        measured(tenant, H100, hour, 4 * 3600, (days_ago % 5) * 3600)  # idle clamped when busy
+        allocated(other, MIG_3G, hour + timedelta(hours=1), 3600)
+        measured(other, MIG_3G, hour + timedelta(hours=1), 3600, 900)
+    allocated(tenant, H100, today - timedelta(days=2, hours=-5), 7200)  # hour not measured
+
+    first = [headline.total for headline in fleet_utilization_headline(now=now)]
+    again = [headline.total for headline in fleet_utilization_headline(now=now)]  # cached days
+
+    assert first == again == _raw_headline(now)
+    assert first[0].idle_seconds > 0 and first[0].busy_seconds > 0
+    # A closed day metered again is summed again, not read from the cache.
+    hour = today - timedelta(days=3) + timedelta(hours=3)
+    UsageRecord.objects.filter(tenant=tenant, hour=hour, source="measured").delete()
+    measured(tenant, H100, hour, 4 * 3600, 4 * 3600)
+    MeteringWindow.objects.filter(source="measured", hour=hour).update(metered_at=now)
+    changed = [headline.total for headline in fleet_utilization_headline(now=now)]
+    assert changed == _raw_headline(now) and changed != first
 
 
 def test_the_fleet_overview_headline_is_bounded_in_queries(login, platform_admin, tenant):
