@@ -1,9 +1,12 @@
 """Template filters of the workload pages: what a workload holds, in words people read."""
 
+from functools import lru_cache
+
 from django import template
 from django.contrib.humanize.templatetags.humanize import intcomma
 
 from inventory import resource_classes
+from portal.display import grouped
 
 register = template.Library()
 
@@ -19,20 +22,26 @@ def held(demand: dict) -> list[str]:
     for resource, amount in (demand or {}).items():
         if resource.startswith("count:"):
             continue
-        if resource in UNITS:
-            words.append(f"{intcomma(amount)} {UNITS[resource]}")
-            continue
-        try:
-            parsed = resource_classes.parse(resource)
-        except resource_classes.UnknownResourceClass:
-            words.append(f"{intcomma(amount)} {resource}")
-            continue
-        if parsed.kind == "hami":  # a share: GiB of the model's memory, percent of its compute
-            unit = "GiB memory" if parsed.hami_counter == "memory-gib" else "% compute"
-            words.append(f"{intcomma(amount)} {unit} of {parsed.gpu_model.display_name} (HAMi)")
-            continue
-        words.append(f"{intcomma(amount)} \u00d7 {parsed.label.removesuffix(' GPUs')}")
+        # An int the cheap way (intcomma's locale lookups cost ~50 µs); anything else as before.
+        number = grouped(amount) if type(amount) is int else intcomma(amount)
+        words.append(number + _after_amount(resource))
     return words
+
+
+@lru_cache(maxsize=512)  # bounded: the keys come from stored demands
+def _after_amount(resource: str) -> str:
+    """What follows the amount of `resource` (" vCPU", " \u00d7 NVIDIA H100 80GB HBM3"): parsed once
+    per class and process, a list shows the same few classes on every row."""
+    if resource in UNITS:
+        return f" {UNITS[resource]}"
+    try:
+        parsed = resource_classes.parse(resource)
+    except resource_classes.UnknownResourceClass:
+        return f" {resource}"
+    if parsed.kind == "hami":  # a share: GiB of the model's memory, percent of its compute
+        unit = "GiB memory" if parsed.hami_counter == "memory-gib" else "% compute"
+        return f" {unit} of {parsed.gpu_model.display_name} (HAMi)"
+    return f" \u00d7 {parsed.label.removesuffix(' GPUs')}"
 
 
 WORDS = {"ip": "IP address", "url": "URL", "cluster_url": "In-cluster URL"}
