@@ -16,6 +16,7 @@ from django.utils import timezone
 from billing.selectors.explorer import fleet_utilization_headline
 from inventory.selectors.fleet import (
     fleet_capacity_by_model,
+    fleet_gpu_counts_by_model,
     fleet_gpu_sharing_by_model,
     fleet_health_summary,
     fleet_nodes_by_state,
@@ -31,7 +32,9 @@ from tenants.workloads.selectors import gpu_holdings_page, gpu_holdings_summary
 
 @platform_admin_required
 def fleet_overview(request):
-    capacity = fleet_capacity_by_model()
+    # One scan of the GPUs for the capacity, sharing, health and totals summaries.
+    gpu_counts = fleet_gpu_counts_by_model()
+    capacity = fleet_capacity_by_model(gpu_counts)
     runs = inventory_last_runs()
     return render(
         request,
@@ -40,14 +43,14 @@ def fleet_overview(request):
             "capacity": capacity,
             "capacity_json": [asdict(row) for row in capacity],
             "states": fleet_nodes_by_state(),
-            "totals": fleet_totals(),
-            "health": fleet_health_summary(),
+            "totals": fleet_totals(gpu_counts),
+            "health": fleet_health_summary(gpu_counts),
             "open_events": health_events_open(limit=8),
             "sync_run": runs["cluster-sync"],
             "ingest_run": runs["health-ingest"],
             "prometheus_configured": bool(settings.PROMETHEUS_URL),
             "resource_capacity": capacity_by_resource_class(),
-            "sharing": fleet_gpu_sharing_by_model(),
+            "sharing": fleet_gpu_sharing_by_model(gpu_counts),
             # Summed per GPU class, with the tenants over quota: a row per tenant (2,000 at
             # fleet scale) is the holdings page's, a page at a time.
             "holdings": gpu_holdings_summary(),

@@ -20,6 +20,7 @@ from ..filters import NodeFilterSet
 from ..models import GPU, NIC, HealthEvent, Node, NodeValidation, Rack, Site
 from ..selectors.export import inventory_export_nested, inventory_export_records
 from ..selectors.fleet import (
+    fleet_gpu_counts_by_model,
     fleet_gpu_sharing_by_model,
     fleet_health_summary,
     fleet_nodes_by_state,
@@ -53,14 +54,15 @@ class FleetSummaryView(APIView):
 
     @extend_schema(responses=s.FleetSummarySerializer)
     def get(self, request):
+        gpu_counts = fleet_gpu_counts_by_model()  # one scan of the GPUs for all three
         return Response({
-            "totals": fleet_totals(),
+            "totals": fleet_totals(gpu_counts),
             "nodes_by_state": {value: count for value, _, count, _ in fleet_nodes_by_state()},
-            "health": asdict(fleet_health_summary()),
+            "health": asdict(fleet_health_summary(gpu_counts)),
             "gpu_sharing": {
                 row.model: {"whole": row.whole, "mig": row.mig, "hami": row.hami,
                             "hami_reserved": row.hami_reserved}
-                for row in fleet_gpu_sharing_by_model()
+                for row in fleet_gpu_sharing_by_model(gpu_counts)
             },
         })
 

@@ -87,7 +87,6 @@ def _in_use_groups() -> tuple[list[dict[str, Any]], dict[int, dict[int, dict[str
             hami_node=Case(When(hami, then=F("pk"))),
             hami_registered=Case(When(hami, then=F("hami_devices"))),
         )
-        .filter(gpu_model__isnull=False)
         .values("reserved_for", "gpu_model", "mig_in_use", "hami_node", "hami_registered")
         .annotate(
             nodes=Count("pk"),
@@ -97,7 +96,10 @@ def _in_use_groups() -> tuple[list[dict[str, Any]], dict[int, dict[int, dict[str
         )
         .order_by()
     )
-    groups = list(rows)
+    # Nodes without GPUs are dropped here, not by `.filter(gpu_model__isnull=False)`: that
+    # filter made PostgreSQL run the first-GPU subquery twice per node (half this query's time
+    # at 2,000 nodes); their few groups cost nothing to skip.
+    groups = [group for group in rows if group["gpu_model"] is not None]
     hami_nodes = {
         group["hami_node"]: _registered(group["hami_registered"])
         for group in groups
