@@ -409,9 +409,10 @@ def utilization_by_tenant(usage: UsageFilter) -> list[Utilization]:
     tenants = connection.ops.quote_name(Tenant._meta.db_table)
     # Only Django's own SQL (its values passed as parameters) and a quoted table name go in.
     sql = PER_TENANT_SQL.format(hourly=hourly, tenants=tenants)
-    with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         # Over millions of usage records the planner's estimate crosses PostgreSQL's JIT
         # threshold, and compiling the query (~50 ms) cost more than running it: not for a page.
+        # (SET LOCAL lasts to the end of the transaction; no savepoint needed for it.)
         cursor.execute("SET LOCAL jit = off")
         cursor.execute(sql, params)
         rows = cursor.fetchall()
