@@ -32,7 +32,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import (
     Case,
     Count,
@@ -294,19 +294,20 @@ def gpu_hours_chart(usage: UsageFilter, *, top: int = 8) -> DailyChart:
         .values("day", "tenant__slug", "tenant__name", "model")
         .annotate(gpu_seconds=Sum(_gpu_seconds("unit_seconds")))
         .order_by()
+        # Tuples, not a dict a row: a month of a large fleet is tens of thousands of rows.
+        .values_list("day", "tenant__slug", "tenant__name", "model", "gpu_seconds")
     )
     by_model: dict[str, dict[date, float]] = defaultdict(lambda: defaultdict(float))
     by_tenant: dict[str, dict[date, float]] = defaultdict(lambda: defaultdict(float))
     names: dict[str, str] = {}
     total = 0.0
-    for row in rows:
-        if not row["gpu_seconds"]:
+    for day, slug, name, model, gpu_seconds in rows:
+        if not gpu_seconds:
             continue
-        day = row["day"]
-        by_model[row["model"]][day] += row["gpu_seconds"]
-        by_tenant[row["tenant__slug"]][day] += row["gpu_seconds"]
-        names[row["tenant__slug"]] = row["tenant__name"]
-        total += row["gpu_seconds"]
+        by_model[model][day] += gpu_seconds
+        by_tenant[slug][day] += gpu_seconds
+        names[slug] = name
+        total += gpu_seconds
     days = usage.days
     models = {key: model.display_name for key, model in resource_classes.GPU_MODELS.items()}
     models[""] = "Other GPU models"
@@ -408,7 +409,11 @@ def utilization_by_tenant(usage: UsageFilter) -> list[Utilization]:
     tenants = connection.ops.quote_name(Tenant._meta.db_table)
     # Only Django's own SQL (its values passed as parameters) and a quoted table name go in.
     sql = PER_TENANT_SQL.format(hourly=hourly, tenants=tenants)
-    with connection.cursor() as cursor:
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        # Over millions of usage records the planner's estimate crosses PostgreSQL's JIT
+        # threshold, and compiling the query (~50 ms) cost more than running it: not for a page.
+        # (SET LOCAL lasts to the end of the transaction; no savepoint needed for it.)
+        cursor.execute("SET LOCAL jit = off")
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     return [

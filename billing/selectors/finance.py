@@ -10,10 +10,10 @@ from django.db.models import Count, DecimalField, Prefetch, Q, QuerySet, Sum, Va
 from django.db.models.functions import Coalesce
 
 from portal.models import AuditEvent
-from tenants.models import Tenant
 
 from ..models import CreditNote, Invoice, InvoiceLine, InvoiceStatus
 from .invoices import invoice_get_for_user, invoices_visible_to
+from .tenant_filter import few_choices
 
 CENT = Decimal("0.01")
 ZERO = Value(Decimal("0"), output_field=DecimalField(max_digits=16, decimal_places=2))
@@ -81,14 +81,12 @@ def invoice_audit_trail(*, invoice: Invoice) -> QuerySet[AuditEvent]:
 
 
 def invoice_filter_choices(*, user) -> dict[str, list]:
-    """What the list's filter selects offer: tenants with invoices, cost centers, months."""
+    """What the list's filter selects offer: the cost centers of the invoices `user` sees, None
+    when they are too many for a select. (The tenant is a slug typed in: a select of thousands
+    of tenants was most of the page.)"""
     visible = invoices_visible_to(user).order_by()
-    tenant_ids = visible.values("tenant_id")
     return {
-        "tenants": list(
-            Tenant.objects.filter(pk__in=tenant_ids).order_by("name").values_list("slug", "name")
-        ),
-        "cost_centers": list(
+        "cost_centers": few_choices(
             visible.exclude(cost_center="").values_list("cost_center", flat=True)
             .distinct().order_by("cost_center")
         ),

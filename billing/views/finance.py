@@ -33,6 +33,7 @@ from ..selectors.finance import (
     invoice_totals,
     invoices_for_list,
 )
+from ..selectors.tenant_filter import tenant_choice
 from ..services import invoicing
 from ..services.exports import invoices_export_record
 from .access import finance_required
@@ -129,6 +130,9 @@ def invoice_list(request):
         "page": page,
         "totals": invoice_totals(invoices=invoices),
         "choices": invoice_filter_choices(user=request.user),
+        # The tenant is a slug typed in, not a select of every tenant (thousands of them).
+        "tenant_choice": tenant_choice(request.GET.get("tenant")),
+        "tenant_query": query_without(request, "page", "tenant"),
         "statuses": InvoiceStatus.choices,
         "selected_statuses": request.GET.getlist("status"),
         "query": query_without(request, "page"),

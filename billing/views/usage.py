@@ -27,6 +27,7 @@ from ..selectors.explorer import (
     utilization_total,
 )
 from ..selectors.rates import rate_card
+from ..selectors.tenant_filter import few_choices, tenant_choice
 from ..usage_filters import UsageFilterForm
 
 PAGE_SIZE = 25
@@ -42,6 +43,13 @@ def _filter_errors(form: UsageFilterForm) -> list[str]:
         for name, messages in form.errors.items()
         for message in messages
     ]
+
+
+def _query_without(request, *names: str) -> str:
+    query = request.GET.copy()
+    for name in names:
+        query.pop(name, None)
+    return query.urlencode()
 
 
 def _usage_csv(usage: UsageFilter) -> HttpResponse:
@@ -68,12 +76,15 @@ def usage(request):
     if not (access.finance or access.platform_admin):
         raise PermissionDenied
     form = UsageFilterForm(request.GET)
-    tenants = list(Tenant.objects.order_by("name").values("slug", "name", "cost_center"))
     context = {
         "form": form,
-        "tenants": tenants,
-        "tenant_choices": [(t["slug"], t["name"]) for t in tenants],
-        "cost_centers": sorted({t["cost_center"] for t in tenants if t["cost_center"]}),
+        # The tenant is a slug typed in, not a select of every tenant (thousands of them).
+        "tenant_choice": tenant_choice(request.GET.get("tenant")),
+        "tenant_query": _query_without(request, "page", "format", "tenant"),
+        "cost_centers": few_choices(
+            Tenant.objects.exclude(cost_center="").order_by("cost_center")
+            .values_list("cost_center", flat=True).distinct()
+        ),
     }
     if not form.is_valid():
         # A filter that cannot be applied shows nothing rather than everything as if it had.
@@ -88,15 +99,12 @@ def usage(request):
     )
     utilization = utilization_by_tenant(usage_filter)
     chart = gpu_hours_chart(usage_filter)
-    query = request.GET.copy()
-    query.pop("page", None)
-    query.pop("format", None)
     context |= {
         "usage": usage_filter,
         "last_day": usage_filter.days[-1],
         "page": page,
         "rows": usage_rows(page.object_list),
-        "query": query.urlencode(),
+        "query": _query_without(request, "page", "format"),
         "chart": chart,
         "chart_json": asdict(chart) | {"total_gpu_hours": float(chart.total_gpu_hours)},
         "utilization": utilization,
