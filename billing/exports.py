@@ -302,19 +302,8 @@ def _invoice_sheet(sheet: WriteOnlyWorksheet, doc: InvoiceDocument) -> None:
     sheet.append([])
     sheet.append(_header(sheet, LINE_COLUMNS))
     for line in doc.lines + doc.credit_lines + doc.unpriced:
-        values = (
-            (line.line_type, ""),
-            (line.resource_class, ""),
-            (line.description, ""),
-            (line.period_start, DATE_FORMAT),
-            (line.period_end, DATE_FORMAT),
-            (line.quantity_hours, QUANTITY_FORMAT),
-            (line.quantity, QUANTITY_FORMAT),
-            (line.unit, ""),
-            (line.unit_price, UNIT_PRICE_FORMAT),
-            (line.amount, money),
-        )
-        sheet.append([_cell(sheet, value, number_format) for value, number_format in values])
+        sheet.append([_cell(sheet, value, number_format)
+                      for value, number_format in _line_values(line, money)])
     totals = doc.totals
     feet = [("Subtotal", totals.subtotal)]
     if totals.discount:
@@ -333,25 +322,6 @@ def _invoice_sheet(sheet: WriteOnlyWorksheet, doc: InvoiceDocument) -> None:
         )
 
 
-class _TitledWorkbook(Workbook):
-    """A write-only workbook whose sheets come with titles already unique (`_sheet_title`):
-    openpyxl's own check compares a new sheet's title with every sheet's, which over the
-    thousands of sheets of an export of every invoice is quadratic (seconds)."""
-
-    _adding = False
-
-    def create_sheet(self, title=None, index=None):
-        self._adding = True
-        try:
-            return super().create_sheet(title, index)
-        finally:
-            self._adding = False
-
-    @property
-    def sheetnames(self) -> list[str]:
-        return [] if self._adding else super().sheetnames
-
-
 def write_invoices_xlsx(*, documents: Iterable[InvoiceDocument], out: IO[bytes]) -> None:
     """A workbook: a summary sheet with a row per invoice, then a sheet per invoice, written
     to the binary file `out` as the documents come.
@@ -360,7 +330,7 @@ def write_invoices_xlsx(*, documents: Iterable[InvoiceDocument], out: IO[bytes])
     invoice's sheet is closed once written), so memory holds one invoice at a time however
     many are exported; the workbook is zipped into `out` at the end.
     """
-    workbook = _TitledWorkbook(write_only=True)
+    workbook = Workbook(write_only=True)
     summary = workbook.create_sheet("Summary")
     _start(summary, SUMMARY_COLUMNS, freeze="A2")
     summary.append(_header(summary, SUMMARY_COLUMNS))
