@@ -3,20 +3,23 @@
 Every decision goes through a service (audit, reconcile and mail after commit).
 """
 
+import functools
 from datetime import timedelta
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.postgres.expressions import ArraySubquery
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.humanize.templatetags.humanize import intcomma
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html_join
+from django.utils.translation import get_language
 
 from inventory import resource_classes
 from portal.choices import admin_badge
@@ -24,7 +27,7 @@ from portal.state_machine import InvalidTransition
 
 from . import services as quota_requests
 from .forms import QuotaDecisionForm, RejectForm
-from .models import Quota, QuotaRequest
+from .models import Quota, QuotaRequest, QuotaRequestLine, resource_label
 from .selectors import (
     quota_preview,
     quota_request_decision,
@@ -129,7 +132,9 @@ class AgeFilter(admin.SimpleListFilter):
 class ReviewQueueChangeList(ChangeList):
     """The queue's rows load only what their cells show: not the requester's password hash, not
     the request's justification and decision, not the tenant's cluster bookkeeping (the review
-    page and the bulk decisions load whole rows)."""
+    page and the bulk decisions load whole rows). Each row's lines come as two arrays in its
+    own row (what the "asked" column shows), not as a prefetch of line objects: one query less,
+    and no related manager per row. COUNT(*) leaves the unused arrays out."""
 
     ROW_FIELDS = (
         "id", "status", "created_at", "ends_on", "tenant", "requested_by",
@@ -143,8 +148,26 @@ class ReviewQueueChangeList(ChangeList):
             .get_queryset(request, exclude_parameters)
             .select_related(None)
             .select_related("tenant", "requested_by")
+            .prefetch_related(None)
             .only(*self.ROW_FIELDS)
+            .annotate(
+                line_resources=ArraySubquery(_lines().values("resource")),
+                line_amounts=ArraySubquery(_lines().values("amount")),
+            )
         )
+
+
+def _lines():
+    """The lines of the outer query's request, in their order (QuotaRequestLine.Meta)."""
+    return QuotaRequestLine.objects.filter(request=OuterRef("pk")).order_by("id")
+
+
+@functools.lru_cache(maxsize=2048)
+def _asked(lines: tuple[tuple[int, str], ...], language: str | None) -> str:
+    """What a request asks for, as the queue shows it: the same few asks recur on every page."""
+    return format_html_join(
+        ", ", "+{} {}", ((intcomma(amount), resource_label(resource)) for amount, resource in lines)
+    )
 
 
 @admin.register(QuotaRequest)
@@ -199,11 +222,12 @@ class QuotaRequestAdmin(admin.ModelAdmin):
 
     @admin.display(description="asked")
     def asked(self, obj: QuotaRequest) -> str:
-        return format_html_join(
-            ", ",
-            "+{} {}",
-            ((intcomma(line.amount), line.resource_label) for line in obj.lines.all()),
-        )
+        amounts = getattr(obj, "line_amounts", None)  # the queue's rows (ReviewQueueChangeList)
+        if amounts is None:
+            lines = tuple((line.amount, line.resource) for line in obj.lines.all())
+        else:
+            lines = tuple(zip(amounts, obj.line_resources, strict=True))
+        return _asked(lines, get_language())
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: QuotaRequest) -> str:
