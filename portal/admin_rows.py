@@ -20,8 +20,9 @@ import html
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from django import forms
 from django.contrib.admin import ModelAdmin
-from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME, ActionForm
 from django.contrib.admin.templatetags.admin_list import (
     ResultList,
     _coerce_field_name,
@@ -44,7 +45,7 @@ from django.utils import dateformat, timezone
 from django.utils.formats import get_format, localize
 from django.utils.functional import Promise
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.translation import gettext
+from django.utils.translation import get_language, gettext
 
 # Stands for the pk in the change URL reversed once; only URL-safe characters, so the reversed
 # path and the preserved filters' query string come back with it unchanged.
@@ -285,3 +286,59 @@ def result_list_context(cl) -> dict:
         "num_sorted_fields": sum(1 for h in headers if h["sortable"] and h["sorted"]),
         "results": changelist_rows(cl),
     }
+
+
+# --- the action form ---------------------------------------------------------------------------
+
+
+def _plain(choices) -> tuple:
+    """Choices as plain strings (lazy labels translated), for a cache key."""
+    return tuple(
+        (str(value), _plain(label) if isinstance(label, (list, tuple)) else str(label))
+        for value, label in choices
+    )
+
+
+class _RenderedOnce:
+    """A widget whose HTML, which depends only on its name, value, attributes, choices and the
+    language, is rendered once per process: the action form's select and hidden input went
+    through the form renderer's templates (select, option per action, attrs) on every page."""
+
+    _html: dict[tuple, str]
+    _HTML_MAX = 256
+
+    def render(self, name, value, attrs=None, renderer=None):
+        key = (
+            name,
+            repr(value),
+            repr(sorted(self.build_attrs(self.attrs, attrs).items())),
+            _plain(getattr(self, "choices", ())),
+            get_language(),
+            type(renderer),
+        )
+        html_ = self._html.get(key)
+        if html_ is None:
+            if len(self._html) >= self._HTML_MAX:
+                self._html.clear()
+            html_ = self._html[key] = super().render(name, value, attrs, renderer)
+        return html_
+
+
+class _Select(_RenderedOnce, forms.Select):
+    _html = {}
+
+
+class _HiddenInput(_RenderedOnce, forms.HiddenInput):
+    _html = {}
+
+
+class PlannedActionForm(ActionForm):
+    """Django admin's action form, its two widgets rendered once per process (same HTML)."""
+
+    action = forms.ChoiceField(label=ActionForm.base_fields["action"].label, widget=_Select)
+    select_across = forms.BooleanField(
+        label="",
+        required=False,
+        initial=0,
+        widget=_HiddenInput({"class": "select-across"}),
+    )

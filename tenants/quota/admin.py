@@ -22,6 +22,7 @@ from django.utils.html import format_html_join
 from django.utils.translation import get_language
 
 from inventory import resource_classes
+from portal.admin_rows import PlannedActionForm
 from portal.choices import admin_badge
 from portal.state_machine import InvalidTransition
 
@@ -191,6 +192,7 @@ class QuotaRequestAdmin(admin.ModelAdmin):
     change_form_template = "tenants/admin/quota_request_review.html"
     # Django's changelist, its rows rendered per column plan (portal.admin_rows).
     change_list_template = "admin/planned_change_list.html"
+    action_form = PlannedActionForm
     list_per_page = 50
     # "Show all" serves every request awaiting review at fleet scale (400) on one page.
     list_max_show_all = 400
