@@ -162,6 +162,9 @@ class _Dates:
             is_char and hasattr(dateformat.TimeFormat, piece) for is_char, piece in self.pieces
         )
         self.seen: dict = {}
+        # A day's pieces (the month's name...) formatted once per day: hundreds of rows span
+        # a few days.
+        self.by_day: dict = {}
 
     @classmethod
     def for_field(cls, field) -> "_Dates | None":
@@ -185,10 +188,24 @@ class _Dates:
         ):
             return localize(value)  # Django's own answer (or its error)
         formatter = dateformat.DateFormat(value)
-        return "".join(
-            str(getattr(formatter, piece)()) if is_char else piece
-            for is_char, piece in self.pieces
-        )
+        day = value.toordinal()
+        texts = []
+        for index, (is_char, piece) in enumerate(self.pieces):
+            if not is_char:
+                texts.append(piece)
+            elif piece in _DAY_CHARS:
+                key = (index, day)
+                text = self.by_day.get(key)
+                if text is None:
+                    text = self.by_day[key] = str(getattr(formatter, piece)())
+                texts.append(text)
+            else:
+                texts.append(str(getattr(formatter, piece)()))
+        return "".join(texts)
+
+
+# The date format characters whose text depends only on the (local) day.
+_DAY_CHARS = frozenset("bdDEFjlLmMnNSwWyYzot")
 
 
 def _action_checkbox() -> Callable:
@@ -222,7 +239,9 @@ def _cell(column: _Column, obj) -> tuple[object, str]:
             return column.dates(value), column.classes
         return display_for_field(value, column.field, column.empty, column.link), column.classes
     value = column.value_of(obj)
-    if isinstance(value, str) and value.strip() == "":
+    if isinstance(value, str) and not column.boolean:
+        if value.strip():
+            return value, column.classes  # what display_for_value answers for text
         value = ""
     classes = column.classes
     if isinstance(value, (datetime.date, datetime.time)):

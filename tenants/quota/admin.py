@@ -163,6 +163,13 @@ def _lines():
     return QuotaRequestLine.objects.filter(request=OuterRef("pk")).order_by("id")
 
 
+@functools.lru_cache(maxsize=64)
+def _status_badge(status: str, language: str | None) -> str:
+    """A status's badge, its label translated once per language (not once per row)."""
+    status = QuotaRequest.Status(status)
+    return admin_badge(value=status, label=status.label, color=QuotaRequest.Status.color(status))
+
+
 @functools.lru_cache(maxsize=2048)
 def _asked(lines: tuple[tuple[int, str], ...], language: str | None) -> str:
     """What a request asks for, as the queue shows it: the same few asks recur on every page."""
@@ -233,8 +240,7 @@ class QuotaRequestAdmin(admin.ModelAdmin):
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: QuotaRequest) -> str:
-        return admin_badge(value=obj.status, label=obj.get_status_display(),
-                           color=obj.status_color)
+        return _status_badge(obj.status, get_language())
 
     @admin.display(description="age")
     def age(self, obj: QuotaRequest) -> str:
