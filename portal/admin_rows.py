@@ -162,8 +162,8 @@ class _Dates:
             is_char and hasattr(dateformat.TimeFormat, piece) for is_char, piece in self.pieces
         )
         self.seen: dict = {}
-        # A day's pieces (the month's name...) formatted once per day: hundreds of rows span
-        # a few days.
+        # A day's pieces (the month's name...) formatted once per day, a time's ("4:30 p.m.")
+        # once per minute: hundreds of rows span a few days.
         self.by_day: dict = {}
 
     @classmethod
@@ -193,8 +193,8 @@ class _Dates:
         for index, (is_char, piece) in enumerate(self.pieces):
             if not is_char:
                 texts.append(piece)
-            elif piece in _DAY_CHARS:
-                key = (index, day)
+            elif piece in _DAY_CHARS or piece in _MINUTE_CHARS:
+                key = (index, day) if piece in _DAY_CHARS else (index, value.hour, value.minute)
                 text = self.by_day.get(key)
                 if text is None:
                     text = self.by_day[key] = str(getattr(formatter, piece)())
@@ -204,8 +204,9 @@ class _Dates:
         return "".join(texts)
 
 
-# The date format characters whose text depends only on the (local) day.
+# The format characters whose text depends only on the (local) day, or on its hour and minute.
 _DAY_CHARS = frozenset("bdDEFjlLmMnNSwWyYzot")
+_MINUTE_CHARS = frozenset("aAfgGhHiP")
 
 
 def _action_checkbox() -> Callable:

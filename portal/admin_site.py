@@ -11,6 +11,14 @@ from django.utils.translation import get_language
 from tenants.access import is_platform_admin
 
 
+class CachedAppList(list):
+    """A copy of an app list the site built once; `key` names it (the nav sidebar's cache)."""
+
+    def __init__(self, key: tuple, apps: list[dict]):
+        super().__init__(apps)
+        self.key = key
+
+
 class PortalAdminSite(admin.AdminSite):
     site_header = "AI Factory Portal administration"
     site_title = "AI Factory admin"
@@ -38,10 +46,13 @@ class PortalAdminSite(admin.AdminSite):
             app_list = super().get_app_list(request, app_label)
             self._admin_app_lists[key] = app_list
         # Copies: a caller may change what it was given.
-        return [
-            {**app, "models": [{**model, "perms": dict(model["perms"])} for model in app["models"]]}
-            for app in app_list
-        ]
+        return CachedAppList(
+            key,
+            [
+                {**app, "models": [{**m, "perms": dict(m["perms"])} for m in app["models"]]}
+                for app in app_list
+            ],
+        )
 
     def login(self, request, extra_context=None):
         # With local accounts off, the admin's password form must not work either: send people

@@ -8,6 +8,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import get_language
 
 from portal.admin_rows import result_list_context
+from portal.admin_site import CachedAppList
 
 register = template.Library()
 
@@ -31,7 +32,36 @@ def nav_app_list(context) -> SafeString:
     app_list = context.get("available_apps") or []
     request = context.get("request")
     path = urlencode(request.path) if request is not None else ""
-    key = (
+    if isinstance(app_list, CachedAppList):
+        # The site's own list (a view that edits it passes a plain list instead): named by its
+        # key, and by which app and model are the current ones.
+        key = (
+            app_list.key,
+            tuple(
+                (
+                    app["app_url"] in path,
+                    tuple(bool(m["admin_url"]) and m["admin_url"] in path for m in app["models"]),
+                )
+                for app in app_list
+            ),
+        )
+    else:
+        key = _content_key(app_list, path)
+    html = _APP_LISTS.get(key)
+    if html is None:
+        # app_list.html reads only these (the path through request.path).
+        html = get_template("admin/app_list.html").render(
+            {"app_list": app_list, "show_changelinks": False, "request": request}
+        )
+        if len(_APP_LISTS) >= _APP_LISTS_MAX:
+            _APP_LISTS.clear()
+        _APP_LISTS[key] = html
+    return mark_safe(html)  # noqa: S308 - rendered by Django's template, escaped there
+
+
+def _content_key(app_list, path: str) -> tuple:
+    """Everything admin/app_list.html shows of `app_list` on the page at `path`."""
+    return (
         get_language(),
         tuple(
             (
@@ -54,13 +84,3 @@ def nav_app_list(context) -> SafeString:
             for app in app_list
         ),
     )
-    html = _APP_LISTS.get(key)
-    if html is None:
-        # app_list.html reads only these (the path through request.path).
-        html = get_template("admin/app_list.html").render(
-            {"app_list": app_list, "show_changelinks": False, "request": request}
-        )
-        if len(_APP_LISTS) >= _APP_LISTS_MAX:
-            _APP_LISTS.clear()
-        _APP_LISTS[key] = html
-    return mark_safe(html)  # noqa: S308 - rendered by Django's template, escaped there
