@@ -40,6 +40,7 @@ from django.contrib.admin.utils import (
 )
 from django.core.exceptions import FieldDoesNotExist, ObjectDoesNotExist
 from django.db import models
+from django.template.loader import get_template
 from django.urls import NoReverseMatch, reverse
 from django.utils import dateformat, timezone
 from django.utils.formats import get_format, localize
@@ -294,6 +295,56 @@ def changelist_rows(cl) -> list[ResultList]:
     if columns is None:
         return list(results(cl))
     return list(_rows(cl, columns))
+
+
+_THEADS: dict[tuple, str] = {}
+_THEADS_MAX = 1000
+
+
+def result_list_html(cl) -> SafeString:
+    """Django's `{% result_list cl %}`: admin/change_list_results.html, the same HTML. Planned
+    rows come joined into one string (not a template loop over rows and cells), and the header
+    row, which depends only on the columns and the query string (the sort links), is rendered
+    once per query string."""
+    columns = None if (cl.formset or cl.is_popup or cl.to_field) else _plan(cl)
+    if columns is None:
+        return get_template("admin/change_list_results.html").render(result_list_context(cl))
+    rows = [row[0] for row in _rows(cl, columns)]
+    return get_template("admin/planned_change_list_results.html").render(
+        {
+            "result_hidden_fields": [],
+            "results": bool(rows),
+            "thead": _thead(cl) if rows else "",
+            # As the template's row loop prints them; each row was escaped cell by cell.
+            "rows": mark_safe("".join(f"\n\n<tr>{row}</tr>\n" for row in rows)),  # noqa: S308
+        }
+    )
+
+
+def _thead(cl) -> SafeString:
+    ordering = cl.get_ordering_field_columns()
+    key = (
+        type(cl.model_admin),
+        tuple(name if isinstance(name, str) else id(name) for name in cl.list_display),
+        tuple(cl.list_display_links or ()),
+        tuple(cl.sortable_by) if cl.sortable_by is not None else None,
+        tuple(sorted((name, tuple(values)) for name, values in cl.params.items())),
+        tuple(ordering.items()),
+        get_language(),
+    )
+    html_ = _THEADS.get(key)
+    if html_ is None:
+        headers = list(result_headers(cl))
+        html_ = get_template("admin/planned_change_list_thead.html").render(
+            {
+                "result_headers": headers,
+                "num_sorted_fields": sum(1 for h in headers if h["sortable"] and h["sorted"]),
+            }
+        )
+        if len(_THEADS) >= _THEADS_MAX:
+            _THEADS.clear()
+        _THEADS[key] = html_
+    return mark_safe(html_)  # noqa: S308 - rendered by Django's template, escaped there
 
 
 def result_list_context(cl) -> dict:

@@ -9,7 +9,7 @@ from django.template.loader import get_template
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import get_language
 
-from portal.admin_rows import result_list_context
+from portal.admin_rows import result_list_html
 from portal.admin_site import CachedAppList
 
 register = template.Library()
@@ -54,10 +54,10 @@ def planned_list_filter(cl, spec) -> SafeString:
     return mark_safe(html)  # noqa: S308 - rendered by Django's filter template, escaped there
 
 
-@register.inclusion_tag("admin/change_list_results.html")
-def planned_result_list(cl) -> dict:
+@register.simple_tag
+def planned_result_list(cl) -> SafeString:
     """Django's `{% result_list cl %}`, the same HTML, without the per-cell lookups."""
-    return result_list_context(cl)
+    return result_list_html(cl)
 
 
 @register.simple_tag(takes_context=True)
