@@ -67,6 +67,7 @@ class _Column:
     boolean: bool = False
     empty: str = "-"
     dates: "_Dates | None" = None  # for date and datetime fields: formats.localize, faster
+    text: bool = False  # a text field without choices: its text is what display_for_field shows
 
 
 def _plan(cl) -> list[_Column] | None:
@@ -108,6 +109,9 @@ def _plan(cl) -> list[_Column] | None:
                     empty=empty,
                     choices=choices,
                     dates=_Dates.for_field(field) if choices is None else None,
+                    text=choices is None
+                    and isinstance(field, (models.CharField, models.TextField))
+                    and not isinstance(field, models.URLField),
                 )
             )
             continue
@@ -231,8 +235,11 @@ def _cell(column: _Column, obj) -> tuple[object, str]:
         value = getattr(obj, column.name)
         if column.foreign_key:
             return (column.empty if value is None else value), column.classes
-        if isinstance(value, str) and value.strip() == "":
-            value = ""
+        if isinstance(value, str):
+            if not value.strip():
+                value = ""
+            elif column.text:
+                return value, column.classes
         if column.choices is not None:
             return column.choices.get(value, column.empty), column.classes
         if column.dates is not None:

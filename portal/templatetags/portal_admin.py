@@ -54,6 +54,25 @@ def planned_list_filter(cl, spec) -> SafeString:
     return mark_safe(html)  # noqa: S308 - rendered by Django's filter template, escaped there
 
 
+_MEDIA: dict[tuple, str] = {}
+_MEDIA_MAX = 256
+
+
+@register.simple_tag
+def planned_media_js(media) -> SafeString:
+    """`{{ media.js }}` (the changelist's scripts), rendered once per list of scripts: merging
+    the lists and resolving each script's hashed static URL was redone on every page."""
+    if media is None:
+        return ""
+    key = tuple(tuple(repr(path) for path in paths) for paths in media._js_lists)
+    html = _MEDIA.get(key)
+    if html is None:
+        if len(_MEDIA) >= _MEDIA_MAX:
+            _MEDIA.clear()
+        html = _MEDIA[key] = str(media["js"])
+    return mark_safe(html)  # noqa: S308 - Django's Media rendering, escaped there
+
+
 @register.simple_tag
 def planned_result_list(cl) -> SafeString:
     """Django's `{% result_list cl %}`, the same HTML, without the per-cell lookups."""
