@@ -66,7 +66,7 @@ class _Column:
     value_of: Callable | None = None  # for methods, callables and attributes
     boolean: bool = False
     empty: str = "-"
-    dates: "_Dates | None" = None  # for date and datetime fields: formats.localize, faster
+    dates: _Dates | None = None  # for date and datetime fields: formats.localize, faster
     text: bool = False  # a text field without choices: its text is what display_for_field shows
 
 
@@ -172,7 +172,7 @@ class _Dates:
         self.by_day: dict = {}
 
     @classmethod
-    def for_field(cls, field) -> "_Dates | None":
+    def for_field(cls, field) -> _Dates | None:
         if isinstance(field, models.DateTimeField):
             return cls("DATETIME_FORMAT", local=True)
         if isinstance(field, models.DateField):

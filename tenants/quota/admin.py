@@ -8,10 +8,10 @@ from datetime import timedelta
 
 from django import forms
 from django.contrib import admin, messages
-from django.contrib.postgres.expressions import ArraySubquery
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.humanize.templatetags.humanize import intcomma
+from django.contrib.postgres.expressions import ArraySubquery
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import OuterRef, QuerySet
 from django.http import HttpResponseRedirect
