@@ -192,20 +192,26 @@ class _Dates:
             type(value) is datetime.date and self.time_pieces
         ):
             return localize(value)  # Django's own answer (or its error)
-        formatter = dateformat.DateFormat(value)
+        formatter = None  # made at the first piece not known yet
         day = value.toordinal()
         texts = []
         for index, (is_char, piece) in enumerate(self.pieces):
             if not is_char:
                 texts.append(piece)
-            elif piece in _DAY_CHARS or piece in _MINUTE_CHARS:
-                key = (index, day) if piece in _DAY_CHARS else (index, value.hour, value.minute)
-                text = self.by_day.get(key)
-                if text is None:
-                    text = self.by_day[key] = str(getattr(formatter, piece)())
-                texts.append(text)
-            else:
-                texts.append(str(getattr(formatter, piece)()))
+                continue
+            key = None
+            if piece in _DAY_CHARS:
+                key = (index, day)
+            elif piece in _MINUTE_CHARS:
+                key = (index, value.hour, value.minute)
+            text = self.by_day.get(key) if key is not None else None
+            if text is None:
+                if formatter is None:
+                    formatter = dateformat.DateFormat(value)
+                text = str(getattr(formatter, piece)())
+                if key is not None:
+                    self.by_day[key] = text
+            texts.append(text)
         return "".join(texts)
 
 

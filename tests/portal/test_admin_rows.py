@@ -13,8 +13,9 @@ from django.template import Context, Template
 from django.template.loader import get_template
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.formats import localize
 
-from portal.admin_rows import PlannedActionForm, changelist_rows, result_list_html
+from portal.admin_rows import PlannedActionForm, _Dates, changelist_rows, result_list_html
 from portal.templatetags.portal_admin import planned_list_filter
 from tenants.models import QuotaRequest, Tenant
 from tenants.quota import services as quota_requests
@@ -252,3 +253,20 @@ def test_the_login_page_gets_no_app_list(client):
     assert response.status_code in (200, 302)
     if response.status_code == 200:
         assert not response.context["available_apps"]
+
+
+def test_planned_dates_are_djangos_localized_dates():
+    """Day and minute pieces come from a per-page memo: midnight, noon, mornings, evenings and
+    dates read as formats.localize (what display_for_field shows) puts them."""
+    stamps = _Dates.for_field(QuotaRequest._meta.get_field("created_at"))
+    days = _Dates.for_field(QuotaRequest._meta.get_field("ends_on"))
+    base = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    moments = [
+        base + datetime.timedelta(days=day, hours=hour, minutes=minute, seconds=second)
+        for day in (0, 1, 40)
+        for hour, minute in ((0, 0), (0, 5), (9, 0), (11, 59), (12, 0), (12, 30), (23, 1))
+        for second in (0, 17)
+    ]
+    for moment in moments * 2:
+        assert stamps(moment) == localize(timezone.template_localtime(moment))
+        assert days(moment.date()) == localize(moment.date())
