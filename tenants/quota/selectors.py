@@ -14,7 +14,7 @@ from inventory import resource_classes
 from portal.models import AuditEvent
 
 from ..access.models import Tenant
-from ..access.rules import tenants_visible_to
+from ..access.rules import in_tenants_visible_to
 from ..workloads.selectors import demand_in_use
 from .capacity import (
     ResourceCapacity,
@@ -135,14 +135,14 @@ def _with_lines(requests: QuerySet[QuotaRequest]) -> QuerySet[QuotaRequest]:
 
 def quota_requests_visible_to(user) -> QuerySet[QuotaRequest]:
     """Quota requests of the tenants `user` may see, lines prefetched, newest first."""
-    return _with_lines(QuotaRequest.objects.filter(tenant__in=tenants_visible_to(user)))
+    return _with_lines(in_tenants_visible_to(QuotaRequest.objects.all(), user))
 
 
 def quota_requests_listed_to(user) -> QuerySet[QuotaRequest]:
     """`quota_requests_visible_to(user)` for the API's list: the columns its rows show, and
     each request's lines as a plain list, `lines_prefetched` (no queryset per request)."""
     return (
-        QuotaRequest.objects.filter(tenant__in=tenants_visible_to(user))
+        in_tenants_visible_to(QuotaRequest.objects.all(), user)
         .select_related("tenant", "requested_by", "decided_by")
         .only(*QUOTA_REQUEST_API_FIELDS)
         .prefetch_related(

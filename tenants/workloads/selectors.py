@@ -17,7 +17,7 @@ from inventory import resource_classes
 from inventory.selectors.capacity import largest_node_by_class
 
 from ..access.models import Tenant
-from ..access.rules import tenants_visible_to
+from ..access.rules import in_tenants_visible_to
 from ..quota.capacity import pool_of
 from ..quota.models import Quota
 from .kinds.base import BuildContext, GpuOffer, LaunchContext
@@ -26,9 +26,22 @@ from .models import HOLDING, Workload, WorkloadEvent, WorkloadStatus
 
 def workloads_visible_to(user) -> QuerySet[Workload]:
     """Workloads of the tenants `user` may see (another tenant's are simply not there)."""
-    return Workload.objects.filter(tenant__in=tenants_visible_to(user)).select_related(
-        "tenant", "launched_by"
-    )
+    return in_tenants_visible_to(Workload.objects.select_related("tenant", "launched_by"), user)
+
+
+# What the API's list shows of a workload (WorkloadSerializer): all but the manifests last
+# applied and the failure count, and of its tenant and launcher only the slug and username.
+WORKLOAD_API_FIELDS = (
+    "id", "tenant", "tenant__slug", "kind", "name", "launched_by", "launched_by__username",
+    "spec", "demand", "status", "status_reason", "status_message", "observed", "observed_at",
+    "created_at", "ready_at", "deleted_at", "desired_version", "applied_version", "applied_at",
+    "reconcile_error", "reconcile_failed_at",
+)
+
+
+def workloads_listed_to(user) -> QuerySet[Workload]:
+    """`workloads_visible_to(user)` with the columns the API's list shows."""
+    return workloads_visible_to(user).only(*WORKLOAD_API_FIELDS)
 
 
 def workload_get_for_user(*, user, workload_id: int) -> Workload:
