@@ -4,6 +4,7 @@ import json
 
 from rest_framework import serializers
 
+from portal.api.fields import RowSerializerMixin
 from portal.validators import validate_readable_text
 
 from ..models import GPU, NIC, HealthEvent, Node, NodeState, NodeValidation, Rack, Site
@@ -64,7 +65,7 @@ class NodeValidationSerializer(serializers.ModelSerializer):
         fields = ["id", "kind", "passed", "summary", "metrics", "recorded_at"]
 
 
-class NodeListSerializer(serializers.ModelSerializer):
+class NodeListSerializer(RowSerializerMixin, serializers.ModelSerializer):
     site = serializers.SerializerMethodField()
     rack = serializers.SerializerMethodField()
     gpu_count = serializers.IntegerField(read_only=True)

@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
-from portal.api.fields import PrefetchedListSerializer
+from portal.api.fields import PrefetchedListSerializer, RowSerializerMixin
 from portal.validators import column_max, validate_readable_text
 
 from . import rules as quota_rules
@@ -25,7 +25,7 @@ class QuotaLineSerializer(serializers.Serializer):
     lending_limit = serializers.IntegerField(allow_null=True)
 
 
-class QuotaRequestLineSerializer(serializers.ModelSerializer):
+class QuotaRequestLineSerializer(RowSerializerMixin, serializers.ModelSerializer):
     label = serializers.CharField(source="resource_label", read_only=True)
 
     class Meta:
@@ -43,7 +43,7 @@ class QuotaRequestLineSerializer(serializers.ModelSerializer):
         list_serializer_class = PrefetchedListSerializer
 
 
-class QuotaRequestSerializer(serializers.ModelSerializer):
+class QuotaRequestSerializer(RowSerializerMixin, serializers.ModelSerializer):
     tenant = serializers.CharField(source="tenant.slug", read_only=True)
     requested_by = serializers.CharField(
         source="requested_by.username", read_only=True, allow_null=True
