@@ -59,6 +59,24 @@ class ChoiceLabelField(serializers.CharField):
         return force_str(label, strings_only=True)
 
 
+class JoinedCharField(serializers.CharField):
+    """A read-only string along `source` (`tenant.slug`), read from the annotation `joined`
+    (`tenant_slug`) where a list annotated it: its rows then need no related object each
+    (Django builds a model instance per row for each `select_related`). An object without
+    the annotation (one just created) is read along `source`."""
+
+    def __init__(self, *, joined: str, **kwargs) -> None:
+        self.joined = joined
+        kwargs["read_only"] = True
+        super().__init__(**kwargs)
+
+    def get_attribute(self, instance):
+        try:
+            return instance.__dict__[self.joined]
+        except (KeyError, AttributeError):
+            return super().get_attribute(instance)
+
+
 class PrefixHyperlinkedIdentityField(serializers.HyperlinkedIdentityField):
     """The object's URL, reversed once per request for a placeholder and filled in per row
     (DRF reverses it for every row)."""

@@ -14,7 +14,7 @@ from inventory import resource_classes
 from portal.models import AuditEvent
 
 from ..access.models import Tenant
-from ..access.rules import in_tenants_visible_to
+from ..access.rules import in_tenants_visible_to, tenant_slug, username_of
 from ..workloads.selectors import demand_in_use
 from .capacity import (
     ResourceCapacity,
@@ -139,12 +139,18 @@ def quota_requests_visible_to(user) -> QuerySet[QuotaRequest]:
 
 
 def quota_requests_listed_to(user) -> QuerySet[QuotaRequest]:
-    """`quota_requests_visible_to(user)` for the API's list: the columns its rows show, and
-    each request's lines as a plain list, `lines_prefetched` (no queryset per request)."""
+    """`quota_requests_visible_to(user)` for the API's list: the columns its rows show, its
+    tenant's slug and the usernames as annotations (`tenant_slug`, `requested_by_username`,
+    `decided_by_username`: no related objects per row), and each request's lines as a plain
+    list, `lines_prefetched` (no queryset per request)."""
     return (
         in_tenants_visible_to(QuotaRequest.objects.all(), user)
-        .select_related("tenant", "requested_by", "decided_by")
         .only(*QUOTA_REQUEST_API_FIELDS)
+        .annotate(
+            tenant_slug=tenant_slug(),
+            requested_by_username=username_of("requested_by_id"),
+            decided_by_username=username_of("decided_by_id"),
+        )
         .prefetch_related(
             Prefetch(
                 "lines",
@@ -157,7 +163,6 @@ def quota_requests_listed_to(user) -> QuerySet[QuotaRequest]:
 
 # What the API shows of a request and of its lines (QuotaRequestSerializer).
 QUOTA_REQUEST_API_FIELDS = (
-    "tenant__slug", "requested_by__username", "decided_by__username",
     "tenant", "requested_by", "decided_by", "status",
     "justification", "ends_on", "created_at", "decided_at", "decision_note", "applied_at",
     "last_error", "attempts",

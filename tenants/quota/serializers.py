@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
-from portal.api.fields import PrefetchedListSerializer, RowSerializerMixin
+from portal.api.fields import JoinedCharField, PrefetchedListSerializer, RowSerializerMixin
 from portal.validators import column_max, validate_readable_text
 
 from . import rules as quota_rules
@@ -44,12 +44,12 @@ class QuotaRequestLineSerializer(RowSerializerMixin, serializers.ModelSerializer
 
 
 class QuotaRequestSerializer(RowSerializerMixin, serializers.ModelSerializer):
-    tenant = serializers.CharField(source="tenant.slug", read_only=True)
-    requested_by = serializers.CharField(
-        source="requested_by.username", read_only=True, allow_null=True
+    tenant = JoinedCharField(source="tenant.slug", joined="tenant_slug")
+    requested_by = JoinedCharField(
+        source="requested_by.username", joined="requested_by_username", allow_null=True
     )
-    decided_by = serializers.CharField(
-        source="decided_by.username", read_only=True, allow_null=True
+    decided_by = JoinedCharField(
+        source="decided_by.username", joined="decided_by_username", allow_null=True
     )
     lines = QuotaRequestLineSerializer(many=True, read_only=True)
 

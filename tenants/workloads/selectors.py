@@ -17,7 +17,7 @@ from inventory import resource_classes
 from inventory.selectors.capacity import largest_node_by_class
 
 from ..access.models import Tenant
-from ..access.rules import in_tenants_visible_to
+from ..access.rules import in_tenants_visible_to, tenant_slug, username_of
 from ..quota.capacity import pool_of
 from ..quota.models import Quota
 from .kinds.base import BuildContext, GpuOffer, LaunchContext
@@ -30,18 +30,26 @@ def workloads_visible_to(user) -> QuerySet[Workload]:
 
 
 # What the API's list shows of a workload (WorkloadSerializer): all but the manifests last
-# applied and the failure count, and of its tenant and launcher only the slug and username.
+# applied and the failure count; its tenant's slug and launcher's username are annotated.
 WORKLOAD_API_FIELDS = (
-    "id", "tenant", "tenant__slug", "kind", "name", "launched_by", "launched_by__username",
-    "spec", "demand", "status", "status_reason", "status_message", "observed", "observed_at",
-    "created_at", "ready_at", "deleted_at", "desired_version", "applied_version", "applied_at",
-    "reconcile_error", "reconcile_failed_at",
+    "id", "tenant", "kind", "name", "launched_by", "spec", "demand", "status", "status_reason",
+    "status_message", "observed", "observed_at", "created_at", "ready_at", "deleted_at",
+    "desired_version", "applied_version", "applied_at", "reconcile_error", "reconcile_failed_at",
 )
 
 
 def workloads_listed_to(user) -> QuerySet[Workload]:
-    """`workloads_visible_to(user)` with the columns the API's list shows."""
-    return workloads_visible_to(user).only(*WORKLOAD_API_FIELDS)
+    """`workloads_visible_to(user)` with the columns the API's list shows, and its tenant's
+    slug and launcher's username as `tenant_slug` and `launched_by_username`, not as a tenant
+    and a user object per row."""
+    return (
+        workloads_visible_to(user)
+        .select_related(None)
+        .only(*WORKLOAD_API_FIELDS)
+        .annotate(
+            tenant_slug=tenant_slug(), launched_by_username=username_of("launched_by_id")
+        )
+    )
 
 
 def workload_get_for_user(*, user, workload_id: int) -> Workload:

@@ -15,6 +15,7 @@ from rest_framework import serializers
 
 from portal.api.fields import (
     ChoiceLabelField,
+    JoinedCharField,
     MethodCharField,
     PrefixHyperlinkedIdentityField,
     RowSerializerMixin,
@@ -98,7 +99,7 @@ class WorkloadSerializer(RowSerializerMixin, serializers.ModelSerializer):
     the cluster last said of it and how to use it."""
 
     url = PrefixHyperlinkedIdentityField(view_name="api:workload-detail")
-    tenant = serializers.CharField(source="tenant.slug", read_only=True)
+    tenant = JoinedCharField(source="tenant.slug", joined="tenant_slug")
     kind_label = serializers.CharField(read_only=True)
     status_label = ChoiceLabelField(source="status")
     in_progress = serializers.BooleanField(
@@ -118,8 +119,8 @@ class WorkloadSerializer(RowSerializerMixin, serializers.ModelSerializer):
         read_only=True, help_text="Kind-specific figures the cluster reported (replicas, IP…)."
     )
     connection = ConnectionSerializer(read_only=True)
-    launched_by = serializers.CharField(
-        source="launched_by.username", read_only=True, allow_null=True
+    launched_by = JoinedCharField(
+        source="launched_by.username", joined="launched_by_username", allow_null=True
     )
 
     class Meta:

@@ -12,15 +12,16 @@ from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
 from inventory.api.serializers import NodeListSerializer
+from inventory.api.views import NODE_API_LIST
 from inventory.selectors.nodes import nodes_for_list
 from portal.api.fields import ChoiceLabelField, RowSerializerMixin
 from tenants.access.serializers import TenantSerializer
 from tenants.models import Tenant
 from tenants.quota.models import QuotaRequest, QuotaRequestLine
-from tenants.quota.selectors import quota_requests_listed_to
+from tenants.quota.selectors import quota_requests_listed_to, quota_requests_visible_to
 from tenants.quota.serializers import QuotaRequestSerializer
 from tenants.workloads.models import Workload, WorkloadStatus
-from tenants.workloads.selectors import workloads_listed_to
+from tenants.workloads.selectors import workloads_listed_to, workloads_visible_to
 from tenants.workloads.serializers import WorkloadSerializer
 from tests.factories import GPUFactory, NodeFactory
 
@@ -144,10 +145,11 @@ def test_the_workload_list_is_drfs(tenant, platform_admin):
         )
     request = Request(APIRequestFactory().get("/api/v1/workloads/"))
     rows = list(workloads_listed_to(platform_admin).order_by("pk"))
+    joined = list(workloads_visible_to(platform_admin).order_by("pk"))  # tenant, user joined
 
     fast = WorkloadSerializer(rows, many=True, context={"request": request}).data
 
-    assert fast == _stock(WorkloadSerializer, rows, context={"request": request})
+    assert fast == _stock(WorkloadSerializer, joined, context={"request": request})
     assert [row["status_label"] for row in fast] == ["Ready", "Pending", "Failed"]
     assert [row["launched_by"] for row in fast] == [None, platform_admin.username,
                                                      platform_admin.username]
@@ -178,11 +180,15 @@ def test_the_quota_request_and_tenant_lists_are_drfs(tenant, other_tenant, platf
         )
         QuotaRequestLine.objects.create(request=quota_request, resource="cpu", amount=n + 1)
     requests = list(quota_requests_listed_to(platform_admin))
+    joined = list(quota_requests_visible_to(platform_admin))  # tenant and users joined
     tenants = list(Tenant.objects.order_by("name"))
 
     assert QuotaRequestSerializer(requests, many=True).data == _stock(
-        QuotaRequestSerializer, requests
+        QuotaRequestSerializer, joined
     )
+    assert [row["requested_by"] for row in QuotaRequestSerializer(requests, many=True).data] == [
+        platform_admin.username, platform_admin.username, None
+    ]
     assert TenantSerializer(tenants, many=True).data == _stock(TenantSerializer, tenants)
 
 
@@ -190,6 +196,11 @@ def test_the_node_list_is_drfs():
     node = NodeFactory()
     GPUFactory(node=node, index=0)
     NodeFactory(rack=None, position=None)
-    nodes = list(nodes_for_list())
+    listed = list(NODE_API_LIST.all())  # rack and site annotated
+    nodes = list(nodes_for_list())  # rack and site joined
 
+    assert NodeListSerializer(listed, many=True).data == _stock(NodeListSerializer, nodes)
     assert NodeListSerializer(nodes, many=True).data == _stock(NodeListSerializer, nodes)
+    assert [row["rack"] is None for row in NodeListSerializer(listed, many=True).data] == [
+        node.rack is None for node in nodes
+    ]
