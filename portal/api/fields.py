@@ -154,16 +154,15 @@ def _iso_datetime(field: serializers.Field):
     return represent
 
 
+# A serializer's `to_representation` that answers exactly what DRF's answers, with less of its
+# work per row: the readable fields are listed once per serializer, not iterated through a
+# generator per row; a field's source path is read with getattr (DRF inspects every value's
+# signature to see whether to call it); datetimes look the timezone up once per row. Anything
+# unusual (a callable on the path, a missing attribute, a field with its own way of reading) is
+# left to DRF's own `get_attribute`, so defaults, `allow_null` and skipped fields behave as
+# DRF's. For the serializers of long lists; put it first among the bases.
+# (No docstring: drf-spectacular would describe every serializer that uses it with it.)
 class RowSerializerMixin:
-    """A serializer's `to_representation` that answers exactly what DRF's answers, with less
-    of its work per row: the readable fields are listed once per serializer, not iterated
-    through a generator per row; a field's source path is read with getattr (DRF inspects
-    every value's signature to see whether to call it); datetimes look the timezone up once
-    per row. Anything unusual (a callable on the path, a missing attribute, a field with its
-    own way of reading) is left to DRF's own `get_attribute`, so defaults, `allow_null` and
-    skipped fields behave as DRF's.
-
-    For the serializers of long lists; put it first among the bases."""
 
     def to_representation(self, instance):
         plan = self.__dict__.get("_row_plan")
