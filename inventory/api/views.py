@@ -83,7 +83,9 @@ NODE_API_LIST = (
     .select_related(None)
     .only(*NODE_API_LIST_FIELDS)
     .annotate(
-        rack_name=Subquery(Rack.objects.filter(pk=OuterRef("rack_id")).order_by().values("name")[:1]),
+        rack_name=Subquery(
+            Rack.objects.filter(pk=OuterRef("rack_id")).order_by().values("name")[:1]
+        ),
         site_slug=Subquery(
             Rack.objects.filter(pk=OuterRef("rack_id")).order_by().values("site__slug")[:1]
         ),

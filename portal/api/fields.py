@@ -163,7 +163,6 @@ def _iso_datetime(field: serializers.Field):
 # DRF's. For the serializers of long lists; put it first among the bases.
 # (No docstring: drf-spectacular would describe every serializer that uses it with it.)
 class RowSerializerMixin:
-
     def to_representation(self, instance):
         plan = self.__dict__.get("_row_plan")
         if plan is None:
