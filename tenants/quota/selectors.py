@@ -4,6 +4,7 @@ prefetched."""
 from __future__ import annotations
 
 import datetime
+import functools
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -143,9 +144,15 @@ def quota_requests_listed_to(user) -> QuerySet[QuotaRequest]:
     tenant's slug and the usernames as annotations (`tenant_slug`, `requested_by_username`,
     `decided_by_username`: no related objects per row), and each request's lines as a plain
     list, `lines_prefetched` (no queryset per request)."""
+    return in_tenants_visible_to(_quota_requests_listed().all(), user)
+
+
+@functools.cache
+def _quota_requests_listed() -> QuerySet[QuotaRequest]:
+    """Built once per process (its annotations took longer to build than to run); only ever
+    handed out as a copy (`.all()`), so it is never evaluated itself."""
     return (
-        in_tenants_visible_to(QuotaRequest.objects.all(), user)
-        .only(*QUOTA_REQUEST_API_FIELDS)
+        QuotaRequest.objects.only(*QUOTA_REQUEST_API_FIELDS)
         .annotate(
             tenant_slug=tenant_slug(),
             requested_by_username=username_of("requested_by_id"),
