@@ -99,17 +99,19 @@ class PrefixHyperlinkedIdentityField(serializers.HyperlinkedIdentityField):
         return cached[1].replace(self._PLACEHOLDER, value)
 
 
-# Where a Prefetch(to_attr=...) leaves a nested list for PrefetchedListSerializer.
+# Where a Prefetch(to_attr=...) (or an annotation) leaves a nested list for
+# PrefetchedListSerializer.
 PREFETCHED_SUFFIX = "_prefetched"
 
 
 class PrefetchedListSerializer(serializers.ListSerializer):
     """A nested `many=True` list read from `<field>_prefetched`, the plain list that
-    `Prefetch("<field>", to_attr="<field>_prefetched")` puts on each object, when it is there.
+    `Prefetch("<field>", to_attr="<field>_prefetched")` puts on each object, or an annotation
+    of that name (an ArraySubquery of the rows as mappings), when it is there.
 
     Prefetching into the related manager instead costs a queryset per row: Django filters a
     clone of the Prefetch's queryset for every object to hold its rows. Objects fetched
-    without that Prefetch (one just created) are read through the manager as before."""
+    without either (one just created) are read through the manager as before."""
 
     def get_attribute(self, instance):
         rows = instance.__dict__.get(self.field_name + PREFETCHED_SUFFIX)

@@ -8,7 +8,7 @@ from portal.api.fields import JoinedCharField, PrefetchedListSerializer, RowSeri
 from portal.validators import column_max, validate_readable_text
 
 from . import rules as quota_rules
-from .models import QuotaRequest, QuotaRequestLine
+from .models import QuotaRequest, QuotaRequestLine, resource_label
 
 
 class QuotaLineSerializer(serializers.Serializer):
@@ -25,8 +25,20 @@ class QuotaLineSerializer(serializers.Serializer):
     lending_limit = serializers.IntegerField(allow_null=True)
 
 
+class ResourceLabelField(serializers.CharField):
+    """A resource class as people read it, from a line's `resource`: of a line object, or of
+    a line listed as a mapping (quota_requests_listed_to)."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs["read_only"] = True
+        super().__init__(**kwargs)
+
+    def to_representation(self, value) -> str:
+        return super().to_representation(resource_label(value))
+
+
 class QuotaRequestLineSerializer(RowSerializerMixin, serializers.ModelSerializer):
-    label = serializers.CharField(source="resource_label", read_only=True)
+    label = ResourceLabelField(source="resource")
 
     class Meta:
         model = QuotaRequestLine
@@ -39,7 +51,8 @@ class QuotaRequestLineSerializer(RowSerializerMixin, serializers.ModelSerializer
             "limit_after",
         ]
         read_only_fields = fields
-        # A list of requests reads each one's lines from quota_requests_listed_to's Prefetch.
+        # A list of requests reads each one's lines from quota_requests_listed_to's
+        # `lines_prefetched` (mappings read with the requests).
         list_serializer_class = PrefetchedListSerializer
 
 
