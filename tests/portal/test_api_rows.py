@@ -204,3 +204,23 @@ def test_the_node_list_is_drfs():
     assert [row["rack"] is None for row in NodeListSerializer(listed, many=True).data] == [
         node.rack is None for node in nodes
     ]
+
+
+def test_the_lists_show_a_member_their_tenants_rows_only(
+    api_client, tenant, other_tenant, tenant_member, finance
+):
+    for owner in (tenant, other_tenant):
+        Workload.objects.create(tenant=owner, kind="vm", name="box", status="ready")
+        QuotaRequest.objects.create(tenant=owner, justification="more")
+
+    api_client.force_authenticate(tenant_member)
+    workloads = api_client.get("/api/v1/workloads/").json()
+    requests = api_client.get("/api/v1/quota-requests/").json()
+    assert [row["tenant"] for row in workloads["results"]] == [tenant.slug]
+    assert [row["tenant"] for row in requests["results"]] == [tenant.slug]
+    assert workloads["count"] == requests["count"] == 1
+    assert api_client.get(f"/api/v1/workloads/?tenant={other_tenant.slug}").json()["count"] == 0
+
+    api_client.force_authenticate(finance)  # sees every tenant
+    assert api_client.get("/api/v1/workloads/").json()["count"] == 2
+    assert api_client.get("/api/v1/quota-requests/").json()["count"] == 2
