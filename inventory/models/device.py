@@ -47,6 +47,11 @@ class GPU(models.Model):
         ordering = ["node__hostname", "index"]
         verbose_name = "GPU"
         constraints = [models.UniqueConstraint(fields=["node", "index"], name="unique_gpu_index")]
+        indexes = [
+            # The nodes with a failed (or degraded) GPU, for every node's health in the node
+            # list: without it each of those lookups read all the fleet's GPUs.
+            models.Index(fields=["health", "node"], name="gpu_health_node_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.node.hostname} GPU{self.index} ({self.model})"
