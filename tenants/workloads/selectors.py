@@ -122,7 +122,7 @@ def demand_in_use(*, tenant_ids: list[int]) -> dict[int, dict[str, int]]:
         table = Workload._meta.db_table
         with connection.cursor() as cursor:
             cursor.execute(
-                f'SELECT w.tenant_id, d.key, SUM((d.value)::bigint) FROM "{table}" w '
+                f'SELECT w.tenant_id, d.key, SUM((d.value)::bigint) FROM "{table}" w '  # noqa: S608 - no input in the text
                 "CROSS JOIN LATERAL jsonb_each_text(CASE jsonb_typeof(w.demand) WHEN 'object' "
                 "THEN w.demand ELSE '{}'::jsonb END) d "
                 "WHERE w.tenant_id = ANY(%s) AND w.status = ANY(%s) GROUP BY 1, 2",
