@@ -9,6 +9,7 @@ lines refuse every change at all, through the model and its querysets alike.
 
 from __future__ import annotations
 
+from datetime import date
 from decimal import Decimal
 
 from django.conf import settings
@@ -200,6 +201,28 @@ class UsageDaily(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tenant_id} {self.resource} {self.day} {self.source}"
+
+
+class UsageStamp(models.Model):
+    """A counter per UTC day, raised whenever what the usage explorer shows of that day changes,
+    so that its summaries may be cached under the sum of their range's counters.
+
+    Raised by database triggers (migration 0003), whoever writes: a statement that inserts,
+    updates or deletes usage records, metering windows or OpenCost cross-checks raises the
+    counter of each UTC day its rows' hours fall on; renaming a tenant (or changing its slug or
+    cost center), adding or removing one raises the counter of `ALL_DAYS`, which every range
+    includes. A counter only
+    ever grows (a new day starts at a fresh sequence value), so a range's sum changes with every
+    committed change to it and never comes back to a value it had.
+    """
+
+    ALL_DAYS = date(1, 1, 1)
+
+    day = models.DateField(primary_key=True)
+    stamp = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.stamp}"
 
 
 @colored({"pending": "secondary", "done": "success", "gap": "danger"})

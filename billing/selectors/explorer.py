@@ -26,12 +26,14 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from fractions import Fraction
+from functools import cached_property
 
 from django.core.cache import cache
+from django.core.paginator import EmptyPage, Page, Paginator
 from django.db import connection, transaction
 from django.db.models import (
     Case,
@@ -53,7 +55,15 @@ from tenants.models import Tenant
 from .. import calculations
 from ..calculations.invoicing import class_label
 from ..calculations.money import SECONDS_PER_HOUR, floor_hour, month_start, round_to
-from ..models import CrossCheck, MeteringWindow, UsageDaily, UsageRecord, WindowStatus
+from ..models import (
+    CrossCheck,
+    MeteringWindow,
+    UsageDaily,
+    UsageRecord,
+    UsageStamp,
+    WindowStatus,
+)
+from .tenant_filter import few_choices
 
 ALLOCATED = UsageRecord.Source.ALLOCATED
 MEASURED = UsageRecord.Source.MEASURED
@@ -195,23 +205,24 @@ class UsageRow:
     resource: str
     unit_seconds: int
 
-    @property
+    # Cached: a row cached for the explorer's page keeps its figures, worked out once.
+    @cached_property
     def label(self) -> str:
         return class_label(self.resource)
 
-    @property
+    @cached_property
     def kind(self) -> str:
         return self.resource.partition(":")[0]
 
-    @property
+    @cached_property
     def unit(self) -> str:
         return unit_label(self.resource)
 
-    @property
+    @cached_property
     def unit_hours(self) -> Decimal:
         return hours(self.unit_seconds)
 
-    @property
+    @cached_property
     def gpu_hours(self) -> Decimal | None:
         share = gpu_equivalent(self.resource)
         if share is None:
@@ -334,7 +345,7 @@ class Utilization:
     tenant_name: str = ""
     cost_center: str = ""
 
-    @property
+    @cached_property
     def utilization(self) -> Decimal | None:
         """The share of allocated GPU-seconds in use (0 to 1), as the calculations count it."""
         return calculations.utilization(
@@ -342,24 +353,24 @@ class Utilization:
             measured={"all": self.allocated_seconds - self.idle_seconds},
         )
 
-    @property
+    @cached_property
     def utilization_percent(self) -> Decimal | None:
         share = self.utilization
         return None if share is None else (share * 100).quantize(Decimal("0.1"))
 
-    @property
+    @cached_property
     def allocated_hours(self) -> Decimal:
         return hours(self.allocated_seconds)
 
-    @property
+    @cached_property
     def measured_hours(self) -> Decimal:
         return hours(self.measured_seconds)
 
-    @property
+    @cached_property
     def busy_hours(self) -> Decimal:
         return hours(self.busy_seconds)
 
-    @property
+    @cached_property
     def idle_hours(self) -> Decimal:
         return hours(self.idle_seconds)
 
@@ -562,15 +573,27 @@ class MeteringHealth:
     windows: list[MeteringWindow]
     windows_total: int
     gaps_total: int
-    unmeasured_hours: int  # closed hours left out of utilization: no measured window done
+    measured_hours: int  # hours of the range whose measured window is done
     cross_checks: list[CrossCheck]
     cross_checks_total: int
+    unmeasured_hours: int = 0  # closed hours left out of utilization: no measured window done
+
+    def as_of(self, usage: UsageFilter, now: datetime) -> MeteringHealth:
+        """The same, with the hours unmeasured by `now` (the hour under way is metered once
+        closed)."""
+        closed_until = min(usage.end, floor_hour(now))
+        closed = max(0, int((closed_until - usage.start).total_seconds()) // SECONDS_PER_HOUR)
+        return replace(self, unmeasured_hours=max(0, closed - self.measured_hours))
 
 
 def metering_health(usage: UsageFilter, *, now: datetime, limit: int = 12) -> MeteringHealth:
     """Gaps (and pending windows) in the range, hours without a measurement, and flagged
     cross-checks of the filtered tenants, newest first, at most `limit` of each: four queries
     whatever the data."""
+    return _metering_health(usage, limit=limit).as_of(usage, now)
+
+
+def _metering_health(usage: UsageFilter, *, limit: int = 12) -> MeteringHealth:
     in_range = MeteringWindow.objects.filter(hour__gte=usage.start, hour__lt=usage.end)
     counts = in_range.aggregate(
         total=Count("id", filter=~Q(status=WindowStatus.DONE)),
@@ -578,8 +601,6 @@ def metering_health(usage: UsageFilter, *, now: datetime, limit: int = 12) -> Me
         measured=Count("id", filter=Q(source=MEASURED, status=WindowStatus.DONE)),
     )
     windows = in_range.exclude(status=WindowStatus.DONE)
-    closed_until = min(usage.end, floor_hour(now))  # the hour under way is metered once closed
-    closed_hours = max(0, int((closed_until - usage.start).total_seconds()) // SECONDS_PER_HOUR)
     checks = CrossCheck.objects.filter(
         _tenant_q(usage), flagged=True, hour__gte=usage.start, hour__lt=usage.end
     )
@@ -587,9 +608,158 @@ def metering_health(usage: UsageFilter, *, now: datetime, limit: int = 12) -> Me
         windows=list(windows.order_by("-hour", "source")[:limit]),
         windows_total=counts["total"],
         gaps_total=counts["gaps"],
-        unmeasured_hours=max(0, closed_hours - counts["measured"]),
+        measured_hours=counts["measured"],
         cross_checks=list(
             checks.select_related("tenant").order_by("-hour", "tenant__name")[:limit]
         ),
         cross_checks_total=checks.count(),
+    )
+
+
+# --- the explorer's page, cached under its range's usage stamps -------------------------------
+
+# A summary is computed once per change of what it is computed from: it is cached under the sum
+# of its range's `UsageStamp` counters, which database triggers raise on every write of usage
+# records, metering windows and cross-checks (and on a tenant's rename), whoever makes it. Any
+# worker's cache (per-process locmem or shared) stays correct: the stamp is read from the
+# database on every view, and a value is only cached when the stamp still holds after computing
+# it (so a write committed meanwhile is never cached under the stamp before it).
+EXPLORER_CACHE_SECONDS = 24 * 3600
+EXPLORER_PAGE_SIZE = 25
+
+
+def usage_stamp(usage: UsageFilter) -> int:
+    """The sum of the range's day counters and of every day's: one query."""
+    first, after = _days(usage)
+    stamps = UsageStamp.objects.filter(
+        Q(day=UsageStamp.ALL_DAYS) | Q(day__gte=first, day__lt=after)
+    ).aggregate(stamp=Sum("stamp", default=0))
+    return stamps["stamp"]
+
+
+@dataclass(frozen=True)
+class ExplorerSummary:
+    """What the explorer shows of a filter whatever the page of its table, its figures worked
+    out (rows' hours, the charts' data) before it is cached."""
+
+    rows_total: int  # rows of `gpu_usage_by_tenant_and_class`
+    chart: DailyChart
+    chart_data: dict  # the chart, for JSON
+    utilization: list[Utilization]
+    utilization_data: list[dict]  # busy and idle hours of the 15 most allocated, for JSON
+    fleet: Utilization
+    health: MeteringHealth  # as of no particular time: see `MeteringHealth.as_of`
+    cost_centers: list[str] | None  # the filter's choices (None: too many, a text box)
+
+
+def cost_center_choices() -> list[str] | None:
+    """The cost centers of the filter's select, or None when too many for one: one query."""
+    return few_choices(
+        Tenant.objects.exclude(cost_center="").order_by("cost_center")
+        .values_list("cost_center", flat=True).distinct()
+    )
+
+
+@dataclass(frozen=True)
+class Explorer:
+    summary: ExplorerSummary
+    page: Page  # of `UsageRow`s
+    health: MeteringHealth
+
+
+class _Rows:
+    """A paginator's object list that knows only its length (the page is read apart)."""
+
+    def __init__(self, count: int):
+        self.count_ = count
+
+    def __len__(self) -> int:
+        return self.count_
+
+
+def _page_number(page: str | int | None) -> int:
+    try:
+        return int(page)
+    except (TypeError, ValueError):
+        return 1
+
+
+def _explorer_key(usage: UsageFilter, stamp: int) -> str:
+    what = repr((usage.start.isoformat(), usage.end.isoformat(), usage.tenant_ids,
+                 usage.tenant_slug, usage.resource, usage.cost_center))
+    return f"usage-explorer:v1:{hashlib.sha256(what.encode()).hexdigest()[:32]}:{stamp}"
+
+
+def _worked_out(rows: list, *names: str) -> list:
+    """`rows` with the cached properties `names` worked out (so that they are cached too)."""
+    for row in rows:
+        for name in names:
+            getattr(row, name)
+    return rows
+
+
+UTILIZATION_FIGURES = ("utilization_percent", "allocated_hours", "measured_hours", "busy_hours",
+                       "idle_hours")
+
+
+def explorer_summary(usage: UsageFilter) -> ExplorerSummary:
+    """The summary computed afresh (nine queries whatever the data)."""
+    chart = gpu_hours_chart(usage)
+    utilization = _worked_out(utilization_by_tenant(usage), *UTILIZATION_FIGURES)
+    return ExplorerSummary(
+        rows_total=gpu_usage_by_tenant_and_class(usage).count(),
+        chart=chart,
+        chart_data=asdict(chart) | {"total_gpu_hours": float(chart.total_gpu_hours)},
+        utilization=utilization,
+        utilization_data=[
+            {"tenant": row.tenant_name, "allocated": float(row.allocated_hours),
+             "busy": float(row.allocated_hours - row.idle_hours),
+             "idle": float(row.idle_hours)}
+            for row in utilization[:15]
+        ],
+        fleet=_worked_out([utilization_total(utilization)], *UTILIZATION_FIGURES)[0],
+        health=_metering_health(usage),
+        cost_centers=cost_center_choices(),
+    )
+
+
+def _table_page(usage: UsageFilter, rows_total: int, requested: int) -> tuple[int, list[UsageRow]]:
+    """The number of the page shown for `requested` (as `Paginator.get_page` picks it) and its
+    rows: one query."""
+    paginator = Paginator(_Rows(rows_total), EXPLORER_PAGE_SIZE)
+    try:
+        number = paginator.validate_number(requested)
+    except EmptyPage:
+        number = paginator.num_pages
+    bottom = (number - 1) * EXPLORER_PAGE_SIZE
+    rows = gpu_usage_by_tenant_and_class(usage)[bottom:bottom + EXPLORER_PAGE_SIZE]
+    return number, _worked_out(
+        usage_rows(rows), "label", "kind", "unit", "unit_hours", "gpu_hours"
+    )
+
+
+def usage_explorer(usage: UsageFilter, *, page: str | int | None, now: datetime) -> Explorer:
+    """The explorer of a filter and one page of its table: from the cache in one query while
+    the range's stamp holds, else computed (twelve queries whatever the data; three when only
+    the page of the table is not cached)."""
+    stamp = usage_stamp(usage)
+    summary_key = _explorer_key(usage, stamp)
+    requested = _page_number(page)
+    page_key = f"{summary_key}:page:{requested}"
+    cached = cache.get_many([summary_key, page_key])
+    fresh = {}
+    summary = cached.get(summary_key)
+    if summary is None:
+        summary = fresh[summary_key] = explorer_summary(usage)
+    table = cached.get(page_key)
+    if table is None:
+        table = fresh[page_key] = _table_page(usage, summary.rows_total, requested)
+    if fresh and usage_stamp(usage) == stamp:
+        cache.set_many(fresh, timeout=EXPLORER_CACHE_SECONDS)
+    number, rows = table
+    paginator = Paginator(_Rows(summary.rows_total), EXPLORER_PAGE_SIZE)
+    return Explorer(
+        summary=summary,
+        page=Page(rows, number, paginator),
+        health=summary.health.as_of(usage, now),
     )
