@@ -204,25 +204,25 @@ class UsageDaily(models.Model):
 
 
 class UsageStamp(models.Model):
-    """A counter per UTC day, raised whenever what the usage explorer shows of that day changes,
-    so that its summaries may be cached under the sum of their range's counters.
+    """Writes counted per UTC day, so that the usage explorer's summaries may be cached under
+    the sum of their range's counts: it changes with every committed write to the range.
 
-    Raised by database triggers (migration 0003), whoever writes: a statement that inserts,
-    updates or deletes usage records, metering windows or OpenCost cross-checks raises the
-    counter of each UTC day its rows' hours fall on; renaming a tenant (or changing its slug or
-    cost center), adding or removing one raises the counter of `ALL_DAYS`, which every range
-    includes. A counter only
-    ever grows (a new day starts at a fresh sequence value), so a range's sum changes with every
-    committed change to it and never comes back to a value it had.
+    Counted by database triggers (migration 0003), whoever writes: a statement that inserts,
+    updates or deletes usage records, metering windows or OpenCost cross-checks counts one
+    change on each UTC day its rows' hours fall on; renaming a tenant (or changing its slug or
+    cost center), adding or removing one counts one on `ALL_DAYS`, which every range includes.
+    A statement appends a row per day rather than updating one, so that writers never wait for
+    each other here, and folds the day's earlier rows into it (a day keeps a row or two). The
+    sum only ever grows, so it never comes back to a value it had.
     """
 
     ALL_DAYS = date(1, 1, 1)
 
-    day = models.DateField(primary_key=True)
-    stamp = models.BigIntegerField()
+    day = models.DateField(db_index=True)
+    changes = models.BigIntegerField()
 
     def __str__(self) -> str:
-        return f"{self.day} {self.stamp}"
+        return f"{self.day} {self.changes}"
 
 
 @colored({"pending": "secondary", "done": "success", "gap": "danger"})

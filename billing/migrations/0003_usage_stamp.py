@@ -1,4 +1,4 @@
-"""Usage stamps (`UsageStamp`): a counter per UTC day that database triggers raise whenever a
+"""Usage stamps (`UsageStamp`): changes counted per UTC day by database triggers whenever a
 usage record, a metering window or a cross-check of that day is written, and on every day
 (`ALL_DAYS`) when a tenant's name, slug or cost center changes, or a tenant is added or removed. The usage explorer caches its
 summaries under the sum of its range's counters."""
@@ -8,29 +8,38 @@ from django.db import migrations, models
 ALL_DAYS = "0001-01-01"
 HOURLY_TABLES = ("billing_usagerecord", "billing_meteringwindow", "billing_crosscheck")
 
-# PostgreSQL: statement-level triggers with transition tables (one upsert per statement, not per
-# row). A day's counter grows by one; a day without one starts at a fresh sequence value, so
-# that a range's sum never returns to a value it had (not even after a rolled-back write).
+# PostgreSQL: statement-level triggers with transition tables (one insert per statement, not per
+# row). A write never waits for another: it appends a row of one change per day it touches,
+# never updating a shared row (which would queue concurrent metering runs on it, or deadlock
+# them against the metering windows they lock), and folds the day's committed rows that no one
+# else is folding (SKIP LOCKED) into it, so that a day keeps a row or two and a range's sum of
+# changes grows by one with each committed statement.
+STAMP_DAYS = """
+    WITH days AS ({days}),
+    folded AS (
+        DELETE FROM billing_usagestamp WHERE id IN (
+            SELECT id FROM billing_usagestamp WHERE day IN (SELECT day FROM days)
+            FOR UPDATE SKIP LOCKED
+        ) RETURNING day, changes
+    )
+    INSERT INTO billing_usagestamp (day, changes)
+    SELECT days.day, 1 + COALESCE((SELECT sum(changes) FROM folded WHERE folded.day = days.day), 0)
+    FROM days;
+"""
 POSTGRES_FUNCTIONS = [
-    "CREATE SEQUENCE billing_usagestamp_seq",
-    """
+    f"""
 CREATE FUNCTION billing_usage_stamp_days() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    -- In day order, so that two statements raising the same days queue rather than deadlock.
-    INSERT INTO billing_usagestamp AS s (day, stamp)
-    SELECT day, nextval('billing_usagestamp_seq') FROM (
-        SELECT DISTINCT (hour AT TIME ZONE 'UTC')::date AS day FROM changed_rows
-    ) AS d ORDER BY day
-    ON CONFLICT (day) DO UPDATE SET stamp = s.stamp + 1;
+    {STAMP_DAYS.format(
+        days="SELECT DISTINCT (hour AT TIME ZONE 'UTC')::date AS day FROM changed_rows"
+    )}
     RETURN NULL;
 END $$;
 """,
     f"""
 CREATE FUNCTION billing_usage_stamp_all_days() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO billing_usagestamp AS s (day, stamp)
-    VALUES ('{ALL_DAYS}', nextval('billing_usagestamp_seq'))
-    ON CONFLICT (day) DO UPDATE SET stamp = s.stamp + 1;
+    {STAMP_DAYS.format(days=f"SELECT DATE '{ALL_DAYS}' AS day")}
     RETURN NULL;
 END $$;
 """,
@@ -78,13 +87,14 @@ POSTGRES_DROP = [
     "DROP TRIGGER IF EXISTS tenants_tenant_usage_stamp_added_removed ON tenants_tenant",
     "DROP FUNCTION IF EXISTS billing_usage_stamp_days()",
     "DROP FUNCTION IF EXISTS billing_usage_stamp_all_days()",
-    "DROP SEQUENCE IF EXISTS billing_usagestamp_seq",
 ]
 
-# SQLite (the demo): row-level triggers, as SQLite has no other kind.
+# SQLite (the demo): row-level triggers, as SQLite has no other kind; one writer at a time, so
+# a day keeps one row.
 SQLITE_RAISE = (
-    "INSERT INTO billing_usagestamp (day, stamp) VALUES ({day}, 1)"
-    " ON CONFLICT (day) DO UPDATE SET stamp = stamp + 1;"
+    "UPDATE billing_usagestamp SET changes = changes + 1 WHERE day = {day};"
+    " INSERT INTO billing_usagestamp (day, changes) SELECT {day}, 1"
+    " WHERE NOT EXISTS (SELECT 1 FROM billing_usagestamp WHERE day = {day});"
 )
 
 
@@ -152,8 +162,14 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="UsageStamp",
             fields=[
-                ("day", models.DateField(primary_key=True, serialize=False)),
-                ("stamp", models.BigIntegerField()),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("day", models.DateField(db_index=True)),
+                ("changes", models.BigIntegerField()),
             ],
         ),
         migrations.RunPython(create_triggers, drop_triggers),

@@ -619,8 +619,9 @@ def _metering_health(usage: UsageFilter, *, limit: int = 12) -> MeteringHealth:
 # --- the explorer's page, cached under its range's usage stamps -------------------------------
 
 # A summary is computed once per change of what it is computed from: it is cached under the sum
-# of its range's `UsageStamp` counters, which database triggers raise on every write of usage
-# records, metering windows and cross-checks (and on a tenant's rename), whoever makes it. Any
+# of its range's `UsageStamp` changes, which database triggers count on every write of usage
+# records, metering windows and cross-checks (and of tenants' names, slugs and cost centers),
+# whoever makes it. Any
 # worker's cache (per-process locmem or shared) stays correct: the stamp is read from the
 # database on every view, and a value is only cached when the stamp still holds after computing
 # it (so a write committed meanwhile is never cached under the stamp before it).
@@ -629,11 +630,11 @@ EXPLORER_PAGE_SIZE = 25
 
 
 def usage_stamp(usage: UsageFilter) -> int:
-    """The sum of the range's day counters and of every day's: one query."""
+    """The changes counted on the range's days and on every day's, summed: one query."""
     first, after = _days(usage)
     stamps = UsageStamp.objects.filter(
         Q(day=UsageStamp.ALL_DAYS) | Q(day__gte=first, day__lt=after)
-    ).aggregate(stamp=Sum("stamp", default=0))
+    ).aggregate(stamp=Sum("changes", default=0))
     return stamps["stamp"]
 
 

@@ -2,8 +2,8 @@
 the data, straightforwardly, after every kind of write that changes it (usage records written
 one by one, in bulk, by metering's COPY, changed, deleted; metering windows; cross-checks; a
 tenant renamed, moved to another cost center, added), each write raising the range's usage
-stamp through the database's triggers; a repeat view is one query; a write outside the range
-keeps its cache."""
+stamp (its changes counted by the database's triggers); a repeat view is one query; a write
+outside the range keeps its cache; writers of one day never wait for each other's count."""
 
 from datetime import timedelta
 from decimal import Decimal
@@ -298,3 +298,51 @@ def test_the_unmeasured_hours_follow_the_clock_not_the_cache(tenant):
 
     assert len(cached) == 1  # the stamp: the rest from the cache
     assert (first.unmeasured_hours, later.unmeasured_hours) == (30, 33)
+
+
+def test_a_day_keeps_a_row_or_two_however_often_it_is_written(tenant):
+    third = UsageFilter(start=utc(2026, 11, 3), end=utc(2026, 11, 4))
+    before = usage_stamp(third)  # the tenant's creation counted on every day
+    for hour in range(6):
+        allocated(tenant, H100, utc(2026, 11, 3, hour), 3600)
+    UsageRecord.objects.filter(tenant=tenant).update(unit_seconds=1800)
+
+    # Each statement one change (an update two: its old rows' days and its new rows').
+    assert usage_stamp(third) == before + 6 + 2
+    assert UsageStamp.objects.filter(day=utc(2026, 11, 3).date()).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writers_of_one_day_never_wait_for_each_other(tenant):
+    """Two metering runs of one day (allocated and measured, say) write at once: the second
+    does not queue behind the first's uncommitted count of the day."""
+    import threading
+
+    from django.db import transaction
+
+    third = UsageFilter(start=utc(2026, 11, 3), end=utc(2026, 11, 4))
+    written, finish = threading.Event(), threading.Event()
+    before = usage_stamp(third)
+
+    def first_writer():
+        try:
+            with transaction.atomic():
+                allocated(tenant, H100, utc(2026, 11, 3, 1), 3600)
+                written.set()
+                finish.wait(10)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=first_writer)
+    thread.start()
+    try:
+        assert written.wait(10)
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '2s'")  # a wait would fail here
+            allocated(tenant, H200, utc(2026, 11, 3, 2), 3600)
+        assert usage_stamp(third) == before + 1  # the other's change is not committed yet
+    finally:
+        finish.set()
+        thread.join()
+    assert usage_stamp(third) == before + 2
