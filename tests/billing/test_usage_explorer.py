@@ -647,3 +647,15 @@ def test_a_gpu_model_the_vocabulary_does_not_know_is_charted_as_another_model(te
     chart = gpu_hours_chart(NOVEMBER_FILTER)
 
     assert [(s["label"], s["data"][2]) for s in chart.by_model] == [("Other GPU models", 2.0)]
+
+
+@pytest.mark.parametrize("value", [
+    0, 7, 1234, -1234567, Decimal("0.00"), Decimal("5.00"), Decimal("1234.50"),
+    Decimal("-9876543.21"), Decimal("1000000"), Decimal("0.43"), None, "", "1234.5", 1234.5,
+])
+def test_grouped_writes_a_number_as_intcomma_does(value):
+    from django.contrib.humanize.templatetags.humanize import intcomma
+
+    from billing.templatetags.billing_tags import grouped
+
+    assert grouped(value) == intcomma(value)
