@@ -4,7 +4,9 @@ utilization; idle GPU-hours; the health of metering. Everything is summed in SQL
 GPU-hours by tenant, class and day are summed from `UsageDaily` (the records summed per day,
 kept equal to them by database triggers): a range of whole days needs nothing finer, and a
 month is then thousands of rows rather than millions. Utilization needs each tenant-hour (idle
-time is clamped per hour) and still reads the records, of measured hours only.
+time is clamped per hour) and still reads the records, of measured hours only. The page's
+summary is cached under a stamp of its range that database triggers move on every write (see
+`usage_explorer`), so it is summed once per metering run rather than per view.
 
 GPU-hours count GPU-equivalents, so that whole GPUs, MIG instances and HAMi shares add up: a
 whole GPU is 1, a MIG instance `<n>g.<mem>` is n/7 of its GPU (every MIG-capable model has
@@ -675,10 +677,10 @@ def _metering_health(usage: UsageFilter, *, limit: int = 12) -> MeteringHealth:
 # A summary is computed once per change of what it is computed from: it is cached under the sum
 # of its range's `UsageStamp` changes, which database triggers count on every write of usage
 # records, metering windows and cross-checks (and of tenants' names, slugs and cost centers),
-# whoever makes it. Any
-# worker's cache (per-process locmem or shared) stays correct: the stamp is read from the
-# database on every view, and a value is only cached when the stamp still holds after computing
-# it (so a write committed meanwhile is never cached under the stamp before it).
+# whoever makes it. Any worker's cache (per-process locmem or shared) stays correct: the stamp
+# is read from the database on every view, and a value is only cached when the stamp still
+# holds after computing it (so a write committed meanwhile is never cached under the stamp
+# before it). The hours left unmeasured depend on the clock too: they are worked out per view.
 EXPLORER_CACHE_SECONDS = 24 * 3600
 EXPLORER_PAGE_SIZE = 25
 
