@@ -751,7 +751,7 @@ def test_the_chosen_filters_are_shown_and_escaped(login, finance):
 def test_the_list_shows_amounts_as_floatformat_did(amount):
     from django.template.defaultfilters import floatformat
 
-    from billing.views.finance import money_shown
+    from billing.invoice_rows import money_shown
 
     assert money_shown(Decimal(amount)) == floatformat(Decimal(amount), "2g")
 
