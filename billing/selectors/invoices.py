@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import BinaryField, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
@@ -20,7 +20,8 @@ from tenants.access import access_for
 
 from .. import calculations, documents
 from ..calculations.invoicing import class_label
-from ..models import Invoice, InvoiceLine, InvoiceStatus, UsageRecord
+from ..exports import FILE_LAYOUT
+from ..models import Invoice, InvoiceFile, InvoiceLine, InvoiceStatus, UsageRecord
 
 
 def invoices_visible_to(user) -> QuerySet[Invoice]:
@@ -37,6 +38,26 @@ def invoices_visible_to(user) -> QuerySet[Invoice]:
 def invoice_get_for_user(*, user, invoice_id: int) -> Invoice:
     """The invoice `invoice_id` if `user` may see it, else 404."""
     return get_object_or_404(invoices_visible_to(user), pk=invoice_id)
+
+
+# The kept file an invoice is read with by `invoice_for_download`: its bytes, or None.
+STORED_FILE = "stored_file"
+
+
+def with_stored_file(invoices: QuerySet[Invoice], *, fmt: str) -> QuerySet[Invoice]:
+    """`invoices`, each with its kept `fmt` file (`STORED_FILE`) if it is current: rendered
+    for the status the invoice has now, in the current layout."""
+    stored = InvoiceFile.objects.filter(
+        invoice=OuterRef("pk"), fmt=fmt, status=OuterRef("status"), layout=FILE_LAYOUT
+    ).values("body")[:1]
+    return invoices.annotate(**{STORED_FILE: Subquery(stored, output_field=BinaryField())})
+
+
+def invoice_for_download(*, user, invoice_id: int, fmt: str) -> Invoice:
+    """The invoice `invoice_id` if `user` may see it (else 404), with its tenant and its kept
+    `fmt` file, in one query; its lines are read only if the file must be rendered."""
+    return get_object_or_404(with_stored_file(invoices_visible_to(user), fmt=fmt),
+                             pk=invoice_id)
 
 
 def _line(line: InvoiceLine) -> calculations.InvoiceLine:

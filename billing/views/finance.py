@@ -33,6 +33,7 @@ from ..selectors.finance import (
     invoice_list_totals,
     invoices_for_list,
 )
+from ..selectors.invoices import invoice_for_download
 from ..selectors.tenant_filter import tenant_choice
 from ..services import invoicing
 from ..services.exports import invoices_export_record
@@ -346,7 +347,7 @@ def invoice_credit_note(request, invoice_id: int):
 def invoice_download(request, invoice_id: int, fmt: str):
     if fmt not in CONTENT_TYPES:
         raise Http404
-    invoice = _invoice(request, invoice_id)
+    invoice = invoice_for_download(user=request.user, invoice_id=invoice_id, fmt=fmt)
     response = invoice_file(invoice=invoice, fmt=fmt)
     invoices_export_record(actor=request.user, fmt=fmt, invoice=invoice)
     return response
