@@ -16,7 +16,7 @@ from pypdf import PdfReader
 
 from billing import exports
 from billing.models import CreditNote, Invoice, InvoiceStatus, UsageRecord
-from billing.selectors.invoices import invoice_documents
+from billing.selectors.invoices import invoice_document, invoice_documents
 from billing.services import invoicing
 from inventory.models import HealthEvent, Severity
 from portal.models import AuditEvent
@@ -457,6 +457,42 @@ def test_the_filtered_list_exports_as_csv_one_row_per_line(login, finance, books
     assert event.changes == {"format": "csv", "invoices": 2, "filters": {"period": ["2026-01"]}}
 
 
+def test_the_list_exports_read_one_query_whatever_the_number_of_invoices(
+    login, finance, tenant, other_tenant, credited, monkeypatch
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from billing.selectors import invoices as invoice_selectors
+
+    # Fetched two rows at a time, as if each export were thousands of invoices.
+    monkeypatch.setattr(invoice_selectors, "EXPORT_CHUNK", 2)
+    client = login(finance)
+    client.get(LIST)  # the session and its user, warmed up
+    counts = {}
+    for size in (1, 2):
+        if size == 2:
+            for month in (FEB, date(2026, 3, 1)):
+                bill(tenant, month, 3)
+                bill(other_tenant, month, 5)
+        for fmt in ("csv", "xlsx"):
+            with CaptureQueriesContext(connection) as queries:
+                response = client.get(f"{LIST}export.{fmt}")
+                b"".join(response.streaming_content)
+            counts[size, fmt] = len(queries)
+
+    assert Invoice.objects.count() == 5
+    assert counts[1, "csv"] == counts[2, "csv"] and counts[1, "xlsx"] == counts[2, "xlsx"], counts
+
+
+def test_the_list_xlsx_says_what_each_invoices_document_says(login, finance, tenant, credited):
+    bill(tenant, FEB, 4)  # a draft
+    invoices = Invoice.objects.order_by("-period_start", "tenant_name", "-id")
+    expected = [invoice_document(invoice=invoice) for invoice in invoices]
+
+    assert list(invoice_documents(invoices=invoices)) == expected
+
+
 def test_the_list_csv_says_what_each_invoices_document_says(
     login, finance, tenant, other_tenant, credited
 ):
@@ -468,7 +504,10 @@ def test_the_list_csv_says_what_each_invoices_document_says(
         tax=Decimal("8.55"), cost_center="=1+2",
     )
     invoices = Invoice.objects.order_by("pk")
-    expected = exports.invoices_csv(documents=invoice_documents(invoices=invoices))
+    # Each invoice's own document, as one invoice's download reads it (not the list's stream).
+    expected = exports.invoices_csv(
+        documents=[invoice_document(invoice=invoice) for invoice in invoices]
+    )
 
     response = login(finance).get(f"{LIST}export.csv")
 
