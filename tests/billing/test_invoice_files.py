@@ -45,10 +45,10 @@ def test_the_first_download_keeps_the_file_and_the_next_are_served_from_it(
 
     assert first.status_code == 200 and bytes(kept.body) == first.content
     assert kept.status == "issued" and kept.layout == invoice_files.LAYOUT
-    # Served as kept: the session, its user, the user's roles and tenants, the invoice with
-    # its file, and the audit event (in a savepoint here, the test being a transaction). No
-    # lines read, nothing rendered.
-    with django_assert_num_queries(8):
+    # Served as kept: the session, its user, the user's roles and tenants (one query), the
+    # invoice with its file, and the audit event (in a savepoint here, the test being a
+    # transaction). No lines read, nothing rendered.
+    with django_assert_num_queries(7):
         again = client.get(f"{LIST}{issued.pk}/invoice.{fmt}")
     assert again.content == first.content
     assert again["Content-Disposition"] == f'attachment; filename="{issued.number}.{fmt}"'
