@@ -206,6 +206,15 @@ def _events_of(line: InvoiceLine) -> list[dict]:
     return [event for event in (line.events or []) if isinstance(event, dict)]
 
 
+def _trail(invoice: Invoice) -> list:
+    """The invoice's audit events, each with its time as the template's `date:"Y-m-d H:i"`
+    showed it, formatted once here (every download adds an event: a trail can be long)."""
+    events = list(invoice_audit_trail(invoice=invoice))
+    for event in events:
+        event.when = f"{timezone.localtime(event.created_at):%Y-%m-%d %H:%M}"
+    return events
+
+
 def _detail_context(request, invoice: Invoice, **forms) -> dict:
     rows = [
         {"line": line, "last_day": last_day(line.period_end), "events": _events_of(line)}
@@ -218,7 +227,7 @@ def _detail_context(request, invoice: Invoice, **forms) -> dict:
         "credit_lines": [row for row in rows if row["line"].kind == InvoiceLine.Kind.CREDIT],
         "unpriced": [item for item in (invoice.unpriced or []) if isinstance(item, dict)],
         "credit_notes": list(invoice.credit_notes.all()),
-        "trail": list(invoice_audit_trail(invoice=invoice)),
+        "trail": _trail(invoice),
         "actions": ACTIONS_BY_STATUS.get(invoice.status, ()),
         "payment_form": forms.get("payment_form") or PaymentForm(),
         "void_form": forms.get("void_form") or VoidForm(),
