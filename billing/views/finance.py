@@ -24,7 +24,7 @@ from ..documents import last_day
 from ..downloads import CONTENT_TYPES, invoice_file, invoices_file
 from ..filters import InvoiceFilterSet, filter_errors
 from ..forms import BulkIssueForm, CreditNoteForm, DraftMonthForm, PaymentForm, VoidForm
-from ..invoice_rows import invoice_row
+from ..invoice_rows import audit_event_item, invoice_row
 from ..models import Invoice, InvoiceLine, InvoiceStatus
 from ..selectors.finance import (
     invoice_audit_trail,
@@ -207,12 +207,8 @@ def _events_of(line: InvoiceLine) -> list[dict]:
 
 
 def _trail(invoice: Invoice) -> list:
-    """The invoice's audit events, each with its time as the template's `date:"Y-m-d H:i"`
-    showed it, formatted once here (every download adds an event: a trail can be long)."""
-    events = list(invoice_audit_trail(invoice=invoice))
-    for event in events:
-        event.when = f"{timezone.localtime(event.created_at):%Y-%m-%d %H:%M}"
-    return events
+    """The invoice's audit events, each written once in Python (`audit_event_item`)."""
+    return [audit_event_item(event) for event in invoice_audit_trail(invoice=invoice)]
 
 
 def _detail_context(request, invoice: Invoice, **forms) -> dict:

@@ -1,12 +1,15 @@
-"""billing.invoice_rows writes each row of the invoice list as the template used to."""
+"""billing.invoice_rows writes each row of the invoice list, and each event of an invoice's
+audit trail, as the templates used to."""
 
 import pytest
 from django.template import Context, Template
 
-from billing.invoice_rows import invoice_row
+from billing.invoice_rows import audit_event_item, invoice_row
 from billing.models import Invoice
 from billing.services import invoicing
 from billing.views.finance import LIST_FIELDS
+from portal.audit import audit
+from portal.models import AuditEvent
 
 from .finance_data import FEB, JAN, bill, tenant_with_cost_center
 
@@ -50,3 +53,29 @@ def test_every_kind_of_row_is_what_the_template_wrote(finance):
         written = invoice_row(invoice, detail_prefix="/billing/invoices/")
         context = Context({"invoice": invoice, "detail_prefix": "/billing/invoices/"})
         assert _squeezed(written) == _squeezed(TEMPLATE_ROW.render(context)), invoice.pk
+
+
+# An event of the audit trail of templates/billing/finance/invoice_detail.html, before.
+TEMPLATE_EVENT = Template(
+    """<li class="list-group-item small" data-action="{{ event.action }}"><span class="text-muted text-nowrap">{{ event.created_at|date:"Y-m-d H:i" }}</span> · <strong>{{ event.actor_repr|default:"system" }}</strong> <span class="font-monospace">{{ event.action }}</span>{% if event.changes.reason %}: {{ event.changes.reason }}{% endif %}{% if event.changes.format %} ({{ event.changes.format }}){% endif %}</li>"""  # noqa: E501
+)
+
+
+def test_every_kind_of_trail_event_is_what_the_template_wrote(finance):
+    invoice = bill(tenant_with_cost_center("trail", "Trail", ""), JAN, 1)
+    for actor, action, changes in [
+        (finance, "invoice.export", {"format": "pdf"}),
+        (None, "invoice.void", {"reason": 'a <b>"wrong"</b> & late', "total": "1.00"}),
+        (finance, "invoice.pay", {"reason": "", "format": ""}),
+        (finance, "invoice.compute", {}),
+        (finance, "invoice.odd", ["a list", "not a dict"]),
+        (finance, "invoice.number", {"reason": 12, "format": 3.5}),
+    ]:
+        audit(actor=actor, action=action, obj=invoice, changes=changes)
+    AuditEvent.objects.filter(action="invoice.odd").update(changes=["a list", "not a dict"])
+
+    events = list(AuditEvent.objects.filter(object_id=str(invoice.pk)))
+    assert len(events) >= 6
+    for event in events:
+        expected = TEMPLATE_EVENT.render(Context({"event": event}))
+        assert audit_event_item(event) == expected, event.action
