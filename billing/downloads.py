@@ -16,7 +16,8 @@ from portal import csv_export
 from . import exports
 from .documents import InvoiceDocument
 from .models import Invoice
-from .selectors.invoices import invoice_document, invoice_documents, invoice_export_values
+from .selectors.invoices import invoice_documents, invoice_export_values
+from .services import invoice_files
 
 # A streamed CSV is sent in pieces of about this many characters (not one per invoice).
 CSV_CHUNK_CHARS = 64 * 1024
@@ -41,14 +42,9 @@ def attachment(body: bytes | str, *, fmt: str, filename: str) -> HttpResponse:
 
 
 def invoice_file(*, invoice: Invoice, fmt: str) -> HttpResponse:
-    """One invoice as a CSV, XLSX or PDF download (the page's and the API's)."""
-    document = invoice_document(invoice=invoice)
-    if fmt == "csv":
-        body = exports.invoices_csv(documents=[document])
-    elif fmt == "xlsx":
-        body = exports.invoices_xlsx(documents=[document])
-    else:
-        body = exports.invoice_pdf(document=document)
+    """One invoice as a CSV, XLSX or PDF download (the page's and the API's): an issued
+    invoice's file as kept once rendered, a draft's rendered now."""
+    body = invoice_files.invoice_file_body(invoice=invoice, fmt=fmt)
     return attachment(body, fmt=fmt, filename=_filename_of(invoice))
 
 

@@ -36,6 +36,11 @@ from portal import csv_export
 from .calculations.invoicing import class_label
 from .documents import DocumentLine, ExportInvoice, InvoiceDocument, last_day
 
+# The layout of one invoice's files: an issued invoice's PDF, CSV and XLSX are rendered once
+# and kept (`billing.services.invoice_files`) while this stays the same. Bump it when what
+# they print changes (this module's layouts, templates/billing/invoice_pdf.html).
+FILE_LAYOUT = 1
+
 CSV_COLUMNS = (
     "invoice_number",
     "tenant",

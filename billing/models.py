@@ -388,6 +388,13 @@ class Invoice(models.Model):
         indexes = [
             models.Index(fields=["status", "period_start"]),
             models.Index(fields=["period_start", "tenant"]),
+            # The list's default order, read a page at a time without sorting every invoice.
+            models.Index(
+                models.F("period_start").desc(), "tenant_name", models.F("id").desc(),
+                name="billing_invoice_list_order",
+            ),
+            # The cost center filter and its select's few distinct values (read in order).
+            models.Index(fields=["cost_center"], name="billing_invoice_cost_center"),
         ]
 
     def __str__(self) -> str:
@@ -421,6 +428,52 @@ class Invoice(models.Model):
     @property
     def month_label(self) -> str:
         return f"{self.period_start:%B %Y}"
+
+
+class InvoiceSummary(models.Model):
+    """Every invoice counted and summed per status: what the finance list's totals read while
+    it shows every invoice (or only some statuses), instead of summing thousands of rows.
+
+    Kept by database triggers on `Invoice` (migration 0003), so that every write counts,
+    whoever makes it (the services, the admin, the bench's data set, tests): statement-level
+    on PostgreSQL, adding each statement's new rows and subtracting its old ones per status.
+    """
+
+    status = models.CharField(max_length=10, unique=True)
+    invoices = models.BigIntegerField(default=0)
+    subtotal = models.DecimalField(max_digits=20, decimal_places=2, default=Decimal("0"))
+    discount = models.DecimalField(max_digits=20, decimal_places=2, default=Decimal("0"))
+    tax = models.DecimalField(max_digits=20, decimal_places=2, default=Decimal("0"))
+    total = models.DecimalField(max_digits=20, decimal_places=2, default=Decimal("0"))
+
+    class Meta:
+        verbose_name_plural = "invoice summaries"
+
+    def __str__(self) -> str:
+        return f"{self.invoices} {self.status} invoices"
+
+
+class InvoiceFile(models.Model):
+    """A download of an issued invoice (PDF, CSV or XLSX), rendered once and served from here:
+    what an issued invoice says never changes, only its status, which the documents print, so
+    a file is served only while the invoice still has the status it was rendered with (and the
+    layout is the current one); otherwise it is rendered again and replaced. A draft is always
+    rendered live."""
+
+    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="files")
+    fmt = models.CharField(max_length=4)
+    status = models.CharField(max_length=10, help_text="The invoice's status the file shows.")
+    layout = models.PositiveIntegerField(help_text="billing.documents.LAYOUT when rendered.")
+    body = models.BinaryField()
+    rendered_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["invoice", "fmt"], name="one_file_per_invoice_format")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.invoice_id}.{self.fmt} ({self.status})"
 
 
 class InvoiceLineQuerySet(models.QuerySet):
@@ -530,8 +583,10 @@ __all__ = [
     "DocumentSequence",
     "ImmutableInvoiceError",
     "Invoice",
+    "InvoiceFile",
     "InvoiceLine",
     "InvoiceStatus",
+    "InvoiceSummary",
     "MeteringWindow",
     "Rate",
     "UsageRecord",

@@ -10,7 +10,7 @@ from portal.prometheus import PrometheusUnavailable
 from portal.queueing import retry_policy
 
 from .models import UsageRecord, WindowStatus
-from .services import budgets, invoicing, metering
+from .services import budgets, invoice_files, invoicing, metering
 
 
 @shared_task(**retry_policy(PrometheusUnavailable, OperationalError, max_retries=3))
@@ -46,3 +46,10 @@ def invoices_month_end_task() -> int:
 def budget_alerts_task() -> int:
     """Beat, hourly: tell tenants' owners their spend passed 80 or 100 % of the budget."""
     return budgets.budget_alerts_send(now=timezone.now())
+
+
+@shared_task(**retry_policy(OperationalError, max_retries=3))
+def invoice_files_render_task(invoice_id: int) -> list[str]:
+    """After an invoice is issued, paid or voided: render and keep its PDF, CSV and XLSX for
+    its status now (a download renders any that is missing anyway); returns those rendered."""
+    return invoice_files.invoice_files_render(invoice_id=invoice_id)

@@ -25,7 +25,7 @@ from ..downloads import CONTENT_TYPES, invoice_file, invoices_file
 from ..filters import InvoiceFilterSet
 from ..models import Invoice
 from ..selectors.finance import invoice_for_detail, invoices_for_list
-from ..selectors.invoices import invoice_get_for_user
+from ..selectors.invoices import invoice_for_download, invoice_get_for_user
 from ..serializers import (
     CreditNoteCreateSerializer,
     CreditNoteSerializer,
@@ -188,7 +188,7 @@ class InvoiceExportView(FileViewMixin, APIView):
     fmt = "csv"
 
     def get(self, request: Request, pk: int) -> Response:
-        invoice = invoice_for_detail(user=request.user, invoice_id=int(pk))
+        invoice = invoice_for_download(user=request.user, invoice_id=int(pk), fmt=self.fmt)
         response = invoice_file(invoice=invoice, fmt=self.fmt)
         invoices_export_record(actor=request.user, fmt=self.fmt, invoice=invoice)
         return response

@@ -8,11 +8,13 @@ from decimal import Decimal
 
 from django.db.models import Count, DecimalField, Prefetch, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
+from django.shortcuts import get_object_or_404
 
 from portal.models import AuditEvent
+from tenants.access import access_for
 
-from ..models import CreditNote, Invoice, InvoiceLine, InvoiceStatus
-from .invoices import invoice_get_for_user, invoices_visible_to
+from ..models import CreditNote, Invoice, InvoiceLine, InvoiceStatus, InvoiceSummary
+from .invoices import invoices_visible_to
 from .tenant_filter import few_choices
 
 CENT = Decimal("0.01")
@@ -57,23 +59,62 @@ def invoice_totals(*, invoices: QuerySet[Invoice]) -> InvoiceTotals:
     return InvoiceTotals(count=sums["count"], drafts=sums["drafts"], **money)
 
 
+# The list's filters that the summary table can answer: none but the status (and the order).
+SUMMARY_FILTERS = frozenset({"status", "sort"})
+
+
+def invoice_list_totals(
+    *, user, invoices: QuerySet[Invoice], filters: dict | None
+) -> InvoiceTotals:
+    """The totals of the invoice list: read from `InvoiceSummary` (a row per status, kept by
+    triggers) while the list shows every invoice, or every invoice of some statuses, to
+    someone who sees every tenant; else summed over the filtered `invoices`. `filters`: the
+    filter form's cleaned data (None: unknown, so summed). One query."""
+    if filters is None:
+        return invoice_totals(invoices=invoices)
+    narrowed = any(value not in (None, "", [], ()) for name, value in filters.items()
+                   if name not in SUMMARY_FILTERS)
+    if narrowed or not access_for(user).sees_all_tenants:
+        return invoice_totals(invoices=invoices)
+    return invoice_summary_totals(statuses=filters.get("status") or ())
+
+
+def invoice_summary_totals(*, statuses=()) -> InvoiceTotals:
+    """Count and sums of every invoice (of `statuses`, if given), from the summary table."""
+    rows = InvoiceSummary.objects.all()
+    if statuses:
+        rows = rows.filter(status__in=statuses)
+    count = drafts = 0
+    sums = dict.fromkeys(("subtotal", "discount", "tax", "total"), Decimal("0"))
+    for row in rows.values_list("status", "invoices", *sums):
+        status, invoices, *money = row
+        count += invoices
+        if status == InvoiceStatus.DRAFT:
+            drafts += invoices
+        for key, value in zip(sums, money, strict=True):
+            sums[key] += value
+    return InvoiceTotals(count=count, drafts=drafts,
+                         **{key: value.quantize(CENT) for key, value in sums.items()})
+
+
 def invoice_for_detail(*, user, invoice_id: int) -> Invoice:
-    """One invoice `user` may see (404 otherwise), with its lines and credit notes."""
-    invoice = invoice_get_for_user(user=user, invoice_id=invoice_id)
-    return (
-        Invoice.objects.filter(pk=invoice.pk)
+    """One invoice `user` may see (404 otherwise), with its lines and credit notes: one query
+    for the invoice (its tenant and people joined), one each for its lines and notes."""
+    return get_object_or_404(
+        invoices_visible_to(user)
         .select_related("tenant", "issued_by", "paid_by", "voided_by")
         .prefetch_related(
             Prefetch("lines", queryset=InvoiceLine.objects.order_by("position", "id")),
             Prefetch("credit_notes", queryset=CreditNote.objects.select_related("created_by")),
-        )
-        .get()
+        ),
+        pk=invoice_id,
     )
 
 
 def invoice_audit_trail(*, invoice: Invoice) -> QuerySet[AuditEvent]:
-    """What was done to the invoice and its credit notes, oldest first."""
-    notes = [str(pk) for pk in invoice.credit_notes.values_list("pk", flat=True)]
+    """What was done to the invoice and its credit notes, oldest first (the notes as
+    prefetched by `invoice_for_detail`)."""
+    notes = [str(note.pk) for note in invoice.credit_notes.all()]
     return AuditEvent.objects.filter(
         Q(object_type=Invoice._meta.label_lower, object_id=str(invoice.pk))
         | Q(object_type=CreditNote._meta.label_lower, object_id__in=notes)

@@ -11,7 +11,15 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import (
+    BinaryField,
+    F,
+    FilteredRelation,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+)
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
@@ -20,7 +28,8 @@ from tenants.access import access_for
 
 from .. import calculations, documents
 from ..calculations.invoicing import class_label
-from ..models import Invoice, InvoiceLine, InvoiceStatus, UsageRecord
+from ..exports import FILE_LAYOUT
+from ..models import Invoice, InvoiceFile, InvoiceLine, InvoiceStatus, UsageRecord
 
 
 def invoices_visible_to(user) -> QuerySet[Invoice]:
@@ -37,6 +46,26 @@ def invoices_visible_to(user) -> QuerySet[Invoice]:
 def invoice_get_for_user(*, user, invoice_id: int) -> Invoice:
     """The invoice `invoice_id` if `user` may see it, else 404."""
     return get_object_or_404(invoices_visible_to(user), pk=invoice_id)
+
+
+# The kept file an invoice is read with by `invoice_for_download`: its bytes, or None.
+STORED_FILE = "stored_file"
+
+
+def with_stored_file(invoices: QuerySet[Invoice], *, fmt: str) -> QuerySet[Invoice]:
+    """`invoices`, each with its kept `fmt` file (`STORED_FILE`) if it is current: rendered
+    for the status the invoice has now, in the current layout."""
+    stored = InvoiceFile.objects.filter(
+        invoice=OuterRef("pk"), fmt=fmt, status=OuterRef("status"), layout=FILE_LAYOUT
+    ).values("body")[:1]
+    return invoices.annotate(**{STORED_FILE: Subquery(stored, output_field=BinaryField())})
+
+
+def invoice_for_download(*, user, invoice_id: int, fmt: str) -> Invoice:
+    """The invoice `invoice_id` if `user` may see it (else 404), with its tenant and its kept
+    `fmt` file, in one query; its lines are read only if the file must be rendered."""
+    return get_object_or_404(with_stored_file(invoices_visible_to(user), fmt=fmt),
+                             pk=invoice_id)
 
 
 def _line(line: InvoiceLine) -> calculations.InvoiceLine:
@@ -108,24 +137,11 @@ def invoice_document(*, invoice: Invoice) -> documents.InvoiceDocument:
     )
 
 
-# Invoices read per query when exporting many: memory holds one chunk, queries grow by one per
-# chunk (two queries up to this many invoices).
-EXPORT_CHUNK = 1000
+# Rows fetched per round trip of an export's server-side cursor (memory holds about this many
+# invoice lines at a time, whatever the number exported).
+EXPORT_CHUNK = 2000
 
-
-def invoice_documents(*, invoices: QuerySet[Invoice]) -> Iterator[documents.InvoiceDocument]:
-    """The documents of many invoices (an export of a filtered list), one at a time: the
-    invoices read through a server-side cursor with their tenant, their lines a query per
-    `EXPORT_CHUNK` invoices, so that an export of every invoice holds one chunk at a time."""
-    rows = invoices.select_related("tenant").prefetch_related(
-        Prefetch("lines", queryset=InvoiceLine.objects.order_by("position", "pk"))
-    )
-    for invoice in rows.iterator(chunk_size=EXPORT_CHUNK):
-        yield invoice_document(invoice=invoice)
-
-
-# The CSV of a list reads plain values, not documents: building an `InvoiceDocument` (and
-# model instances) per invoice was most of that export's CPU.
+# What an export reads of each invoice and of each of its printed lines (usage, then credits).
 _EXPORT_INVOICE_FIELDS = (
     "pk",
     "number",
@@ -144,9 +160,9 @@ _EXPORT_INVOICE_FIELDS = (
     "tax",
     "total",
     "unpriced",
+    "subtotal",
 )
 _EXPORT_LINE_FIELDS = (
-    "invoice_id",
     "kind",
     "resource",
     "period_start",
@@ -156,34 +172,106 @@ _EXPORT_LINE_FIELDS = (
     "unit",
     "unit_price",
     "amount",
+    "unit_seconds",
 )
+_INVOICE_WIDTH = len(_EXPORT_INVOICE_FIELDS)
+_PRINTED_KINDS = (InvoiceLine.Kind.USAGE, InvoiceLine.Kind.CREDIT)
 
 
-def _export_lines(invoice_ids: list[int]) -> dict[int, list[tuple]]:
-    """Usage lines then credit lines, each in their printed order, as `invoice_document`
-    reads them (other kinds are not printed)."""
-    by_invoice: dict[int, list[tuple]] = defaultdict(list)
+def _invoices_with_lines(invoices: QuerySet[Invoice]) -> Iterator[tuple[tuple, list[tuple]]]:
+    """Each invoice of `invoices` (in their order) as a tuple of `_EXPORT_INVOICE_FIELDS`, with
+    its printed lines as tuples of the invoice's id and `_EXPORT_LINE_FIELDS`, usage lines
+    then credits, each in their printed order (position, id), as `invoice_computation` reads
+    them.
+
+    One query whatever the number: the invoices left-joined to their lines, read through a
+    server-side cursor `EXPORT_CHUNK` rows at a time, ordered by invoice (the list's order,
+    then the id, so that an invoice's rows come together) and line."""
+    order = [*(invoices.query.order_by or Invoice._meta.ordering), "pk"]
     rows = (
-        InvoiceLine.objects.filter(
-            invoice_id__in=invoice_ids,
-            kind__in=(InvoiceLine.Kind.USAGE, InvoiceLine.Kind.CREDIT),
+        invoices.annotate(
+            printed=FilteredRelation("lines", condition=Q(lines__kind__in=_PRINTED_KINDS))
         )
-        .order_by("invoice_id", "position", "pk")
-        .values_list(*_EXPORT_LINE_FIELDS)
+        .order_by(
+            *order,
+            # "usage" sorts after "credit": descending puts usage lines first.
+            F("printed__kind").desc(),
+            "printed__position",
+            "printed__pk",
+        )
+        .values_list(*_EXPORT_INVOICE_FIELDS, *(f"printed__{f}" for f in _EXPORT_LINE_FIELDS))
     )
-    for row in rows:
-        by_invoice[row[0]].append(row)
+    current: tuple | None = None
+    lines: list[tuple] = []
+    for row in rows.iterator(chunk_size=EXPORT_CHUNK):
+        facts = row[:_INVOICE_WIDTH]
+        if current is None or facts[0] != current[0]:
+            if current is not None:
+                yield current, lines
+            current, lines = facts, []
+        if row[_INVOICE_WIDTH] is not None:  # an invoice without printed lines has one row
+            lines.append((facts[0], *row[_INVOICE_WIDTH:]))
+    if current is not None:
+        yield current, lines
+
+
+def _computation(facts: tuple, lines: list[tuple]) -> calculations.InvoiceComputation:
+    """`invoice_computation` of an invoice read as `_invoices_with_lines` reads it."""
+    (_, _, _, _, _, start, end, _, _, _, _, discount_percent, discount, tax_percent, tax,
+     total, unpriced, subtotal) = facts  # fmt: skip
+    labels: dict[str, str] = {}
+
+    def line(values: tuple) -> calculations.InvoiceLine:
+        (_, kind, resource, line_start, line_end, hours, quantity, unit, price, amount,
+         seconds) = values  # fmt: skip
+        label = labels.get(resource) or labels.setdefault(resource, class_label(resource))
+        return calculations.InvoiceLine(
+            kind=kind, resource=resource, label=label, period_start=line_start,
+            period_end=line_end, unit_seconds=seconds, quantity_hours=hours, quantity=quantity,
+            unit=unit, unit_price=price, amount=amount,
+        )
+
     usage = InvoiceLine.Kind.USAGE
-    return {
-        invoice_id: [line for line in lines if line[1] == usage]
-        + [line for line in lines if line[1] != usage]
-        for invoice_id, lines in by_invoice.items()
-    }
+    return calculations.InvoiceComputation(
+        period_start=start,
+        period_end=end,
+        lines=tuple(line(values) for values in lines if values[1] == usage),
+        credit_lines=tuple(line(values) for values in lines if values[1] != usage),
+        unpriced=tuple(_unpriced(item) for item in unpriced or []),
+        subtotal=subtotal,
+        discount_percent=discount_percent,
+        discount=discount,
+        tax_percent=tax_percent,
+        tax=tax,
+        total=total,
+    )
+
+
+def invoice_documents(*, invoices: QuerySet[Invoice]) -> Iterator[documents.InvoiceDocument]:
+    """The documents of many invoices (an export of a filtered list), one at a time, what
+    `invoice_document` says of each: one query whatever their number, and memory bounded
+    (see `_invoices_with_lines`)."""
+    today = timezone.localdate()
+    for facts, lines in _invoices_with_lines(invoices):
+        number, tenant_name, slug, cost_center = facts[1:5]
+        issue, due, currency, status = facts[7:11]
+        issue_date = issue or today
+        yield documents.invoice_document(
+            computation=_computation(facts, lines),
+            number=number or "DRAFT",
+            tenant_name=tenant_name,
+            tenant_slug=slug,
+            cost_center=cost_center,
+            issue_date=issue_date,
+            due_date=due or issue_date + timedelta(days=settings.BILLING_PAYMENT_TERMS_DAYS),
+            currency=currency or settings.BILLING_CURRENCY,
+            status=status,
+        )
 
 
 def _export_facts(row: tuple, today: date) -> documents.ExportInvoice:
     (_, number, tenant_name, slug, cost_center, start, end, issue, due, currency, status,
-     discount_percent, discount, tax_percent, tax, total, unpriced) = row  # fmt: skip
+     discount_percent, discount, tax_percent, tax, total, unpriced, _) = row  # fmt: skip
     issue_date = issue or today
     return documents.ExportInvoice(
         number=number or "DRAFT",
@@ -208,26 +296,15 @@ def _export_facts(row: tuple, today: date) -> documents.ExportInvoice:
 
 def invoice_export_values(*, invoices: QuerySet[Invoice]) -> Iterator[documents.ExportInvoice]:
     """The invoices of a list export as plain values, what `invoice_document` would say of
-    each: the invoices through a server-side cursor, their lines a query per `EXPORT_CHUNK`
-    invoices, so memory holds one chunk whatever the number exported."""
+    each (the CSV of a list reads these: building an `InvoiceDocument`, and model instances,
+    per invoice was most of that export's CPU). One query whatever their number, and memory
+    bounded (see `_invoices_with_lines`); each line a tuple (invoice id, kind, resource, period
+    start and end, quantity in hours, quantity, unit, unit price, amount)."""
     today = timezone.localdate()
-    rows = invoices.values_list(*_EXPORT_INVOICE_FIELDS).iterator(chunk_size=EXPORT_CHUNK)
-    chunk: list[tuple] = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) == EXPORT_CHUNK:
-            yield from _export_chunk(chunk, today)
-            chunk = []
-    if chunk:
-        yield from _export_chunk(chunk, today)
-
-
-def _export_chunk(chunk: list[tuple], today: date) -> Iterator[documents.ExportInvoice]:
-    lines = _export_lines([row[0] for row in chunk])
-    for row in chunk:
-        facts = _export_facts(row, today)
-        facts.lines.extend(lines.get(row[0], ()))
-        yield facts
+    for facts, lines in _invoices_with_lines(invoices):
+        invoice = _export_facts(facts, today)
+        invoice.lines.extend(line[:10] for line in lines)
+        yield invoice
 
 
 # --- the downtime credit ----------------------------------------------------------------------

@@ -32,6 +32,7 @@ from ..calculations.money import (
     round_to,
 )
 from ..models import BillingAccount, BudgetAlert, Invoice, InvoiceStatus
+from .invoices import with_stored_file
 from .rates import rate_card
 from .usage import usage_amounts
 
@@ -257,9 +258,13 @@ def tenant_invoices(*, tenant: Tenant) -> QuerySet[Invoice]:
     )
 
 
-def tenant_invoice_get(*, tenant: Tenant, invoice_id: int) -> Invoice:
-    """One of the tenant's invoices; a draft, or another tenant's, is a 404."""
-    return get_object_or_404(tenant_invoices(tenant=tenant), pk=invoice_id)
+def tenant_invoice_get(*, tenant: Tenant, invoice_id: int, fmt: str | None = None) -> Invoice:
+    """One of the tenant's invoices; a draft, or another tenant's, is a 404. With `fmt`, read
+    with its kept file of that format (`invoices.with_stored_file`)."""
+    invoices = tenant_invoices(tenant=tenant)
+    if fmt is not None:
+        invoices = with_stored_file(invoices, fmt=fmt)
+    return get_object_or_404(invoices, pk=invoice_id)
 
 
 # --- quotes -------------------------------------------------------------------------------------

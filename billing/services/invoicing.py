@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from portal.audit import audit
 from portal.errors import DomainError, InvalidTransition, RuleViolation
+from portal.queueing import enqueue_on_commit
 from tenants.models import Tenant
 
 from .. import calculations
@@ -49,6 +50,8 @@ from .invoicing_drafts import (
 logger = logging.getLogger(__name__)
 
 INVOICE_PREFIX = "INV"
+# Renders an issued invoice's files once its status changed (billing.services.invoice_files).
+RENDER_FILES = "billing.tasks.invoice_files_render_task"
 CREDIT_NOTE_PREFIX = "CN"
 
 
@@ -256,6 +259,7 @@ def invoice_issue(*, invoice_id: int, actor, issue_date: date | None = None) -> 
             **totals(invoice),
         },
     )
+    enqueue_on_commit(RENDER_FILES, invoice.pk)
     return invoice
 
 
@@ -305,6 +309,7 @@ def invoice_mark_paid(
         changes={"paid_at": paid_at.isoformat(), "reference": reference,
                  "total": str(invoice.total)},
     )
+    enqueue_on_commit(RENDER_FILES, invoice.pk)
     return invoice
 
 
@@ -328,6 +333,7 @@ def invoice_void(*, invoice_id: int, actor, reason: str) -> Invoice:
         tenant=invoice.tenant,
         changes={"reason": reason, "total": str(invoice.total)},
     )
+    enqueue_on_commit(RENDER_FILES, invoice.pk)
     return invoice
 
 

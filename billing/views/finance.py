@@ -7,7 +7,6 @@ the page the person came from, in one place: portal.middleware.DomainErrorMiddle
 """
 
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import ROUND_HALF_UP, Decimal
 
 from django.conf import settings
 from django.contrib import messages
@@ -25,14 +24,16 @@ from ..documents import last_day
 from ..downloads import CONTENT_TYPES, invoice_file, invoices_file
 from ..filters import InvoiceFilterSet, filter_errors
 from ..forms import BulkIssueForm, CreditNoteForm, DraftMonthForm, PaymentForm, VoidForm
+from ..invoice_rows import audit_event_item, invoice_row
 from ..models import Invoice, InvoiceLine, InvoiceStatus
 from ..selectors.finance import (
     invoice_audit_trail,
     invoice_filter_choices,
     invoice_for_detail,
-    invoice_totals,
+    invoice_list_totals,
     invoices_for_list,
 )
+from ..selectors.invoices import invoice_for_download
 from ..selectors.tenant_filter import tenant_choice
 from ..services import invoicing
 from ..services.exports import invoices_export_record
@@ -120,15 +121,22 @@ def _back_to_list(request) -> str:
 def invoice_list(request):
     filters, errors, invoices = _filtered(request)
     rows = invoices.select_related(None).select_related("tenant").only(*LIST_FIELDS)
-    page = Paginator(rows, page_size(request)).get_page(request.GET.get("page"))
-    for invoice in page.object_list:
-        _label_row(invoice)
+    totals = invoice_list_totals(user=request.user, invoices=invoices,
+                                 filters=None if errors else filters.form.cleaned_data)
+    paginator = Paginator(rows, page_size(request))
+    # The totals counted the same rows: the paginator need not count them again.
+    paginator.count = totals.count
+    page = paginator.get_page(request.GET.get("page"))
+    # Each row links to its invoice: the prefix reversed once, not once per row.
+    detail_prefix = reverse("billing:invoices")
+    rows_html = [invoice_row(invoice, detail_prefix=detail_prefix) for invoice in page]
     sort = request.GET.get("sort", "")
     context = {
         "filters": filters,
         "filter_errors": errors,
         "page": page,
-        "totals": invoice_totals(invoices=invoices),
+        "rows": rows_html,
+        "totals": totals,
         "choices": invoice_filter_choices(user=request.user),
         # The tenant is a slug typed in, not a select of every tenant (thousands of them).
         "tenant_choice": tenant_choice(request.GET.get("tenant")),
@@ -140,8 +148,6 @@ def invoice_list(request):
         "export_query": query_without(request, "page", "sort"),
         "last_month": _last_month(),
         "full_path": request.get_full_path(),
-        # Each row links to its invoice: the prefix reversed once, not once per row.
-        "detail_prefix": reverse("billing:invoices"),
         "currency": settings.BILLING_CURRENCY,
     }
     if request.htmx:
@@ -149,25 +155,6 @@ def invoice_list(request):
         return render(request, "billing/finance/invoices.html#invoice-table", context)
     return render(request, "billing/finance/invoices.html", context,
                   status=400 if errors else 200)
-
-
-TWO_PLACES = Decimal("0.01")
-
-
-def money_shown(value: Decimal) -> str:
-    """What `floatformat:"2g"` shows in English: thousands grouped, two places."""
-    return f"{value.quantize(TWO_PLACES, ROUND_HALF_UP):,}"
-
-
-def _label_row(invoice: Invoice) -> None:
-    """The row's dates and amounts formatted once in Python, as the template's `date` and
-    `floatformat` filters showed them (five filter calls a row were a good part of a page of
-    rows' rendering)."""
-    invoice.period_label = f"{timezone.localtime(invoice.period_start):%Y-%m}"
-    invoice.issue_label = invoice.issue_date.isoformat() if invoice.issue_date else "—"
-    invoice.due_label = invoice.due_date.isoformat() if invoice.due_date else "—"
-    invoice.subtotal_label = money_shown(invoice.subtotal)
-    invoice.total_label = money_shown(invoice.total)
 
 
 def _last_month() -> date:
@@ -219,6 +206,11 @@ def _events_of(line: InvoiceLine) -> list[dict]:
     return [event for event in (line.events or []) if isinstance(event, dict)]
 
 
+def _trail(invoice: Invoice) -> list:
+    """The invoice's audit events, each written once in Python (`audit_event_item`)."""
+    return [audit_event_item(event) for event in invoice_audit_trail(invoice=invoice)]
+
+
 def _detail_context(request, invoice: Invoice, **forms) -> dict:
     rows = [
         {"line": line, "last_day": last_day(line.period_end), "events": _events_of(line)}
@@ -231,7 +223,7 @@ def _detail_context(request, invoice: Invoice, **forms) -> dict:
         "credit_lines": [row for row in rows if row["line"].kind == InvoiceLine.Kind.CREDIT],
         "unpriced": [item for item in (invoice.unpriced or []) if isinstance(item, dict)],
         "credit_notes": list(invoice.credit_notes.all()),
-        "trail": list(invoice_audit_trail(invoice=invoice)),
+        "trail": _trail(invoice),
         "actions": ACTIONS_BY_STATUS.get(invoice.status, ()),
         "payment_form": forms.get("payment_form") or PaymentForm(),
         "void_form": forms.get("void_form") or VoidForm(),
@@ -360,7 +352,7 @@ def invoice_credit_note(request, invoice_id: int):
 def invoice_download(request, invoice_id: int, fmt: str):
     if fmt not in CONTENT_TYPES:
         raise Http404
-    invoice = _invoice(request, invoice_id)
+    invoice = invoice_for_download(user=request.user, invoice_id=invoice_id, fmt=fmt)
     response = invoice_file(invoice=invoice, fmt=fmt)
     invoices_export_record(actor=request.user, fmt=fmt, invoice=invoice)
     return response

@@ -22,14 +22,13 @@ from tenants.workloads.forms import FORMS
 from tenants.workloads.selectors import launch_context
 from tenants.workloads.services.lifecycle import workload_validate
 
-from ..exports import invoice_pdf
-from ..selectors.invoices import invoice_document
 from ..selectors.spend import (
     quote_demand,
     tenant_invoice_get,
     tenant_invoices,
     tenant_spend,
 )
+from ..services import invoice_files
 
 QUOTE_TEMPLATE = "billing/tenant/_quote.html"
 
@@ -64,8 +63,9 @@ def spend_card(request, slug: str):
 @login_required
 def invoice_pdf_download(request, slug: str, pk: int):
     tenant = tenant_get_for_user(user=request.user, slug=slug)
-    invoice = tenant_invoice_get(tenant=tenant, invoice_id=pk)
-    pdf = invoice_pdf(document=invoice_document(invoice=invoice))
+    invoice = tenant_invoice_get(tenant=tenant, invoice_id=pk, fmt="pdf")
+    # The same file finance downloads: kept once rendered.
+    pdf = invoice_files.invoice_file_body(invoice=invoice, fmt="pdf")
     response = HttpResponse(pdf, content_type="application/pdf")
     response["Content-Disposition"] = f'attachment; filename="{invoice.number}.pdf"'
     response["Cache-Control"] = "private, no-store"

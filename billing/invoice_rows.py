@@ -1,0 +1,101 @@
+"""The invoice list's rows and an invoice's audit trail, written in Python: the same markup the
+templates wrote per row (and per event).
+
+Django's template engine resolved about 25 variables and 4 conditions per row: most of a
+page's time once its queries were cheap. Each row is now one f-string (every text escaped as
+the template escaped it); tests/billing/test_invoice_rows.py holds the template these rows
+replaced and checks that every kind of row comes out the same.
+"""
+
+from decimal import ROUND_HALF_UP, Decimal
+from html import escape
+
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from .models import Invoice, InvoiceStatus
+
+TWO_PLACES = Decimal("0.01")
+_NO_COST_CENTER = SafeString('<span class="text-muted small">—</span>')
+# A status badge has no value of the invoice's own in it: one safe string per status.
+_BADGES = {
+    status: format_html(
+        '<span class="badge text-bg-{}" data-status="{}">{}</span>',
+        InvoiceStatus.color(status), status, label,
+    )
+    for status, label in InvoiceStatus.choices
+}
+
+
+def money_shown(value: Decimal) -> str:
+    """What `floatformat:"2g"` shows in English: thousands grouped, two places."""
+    return f"{value.quantize(TWO_PLACES, ROUND_HALF_UP):,}"
+
+
+def _badge(invoice: Invoice) -> SafeString:
+    badge = _BADGES.get(invoice.status)
+    if badge is None:  # a status the choices do not know (never stored: a check constraint)
+        return format_html('<span class="badge text-bg-{}" data-status="{}">{}</span>',
+                           invoice.status_color, invoice.status, invoice.get_status_display())
+    return badge
+
+
+def _select(invoice: Invoice) -> str:
+    if not invoice.is_draft:
+        return ""
+    return (
+        '<input class="form-check-input draft-check" type="checkbox" name="invoice"'
+        f' value="{invoice.pk}" id="select-{invoice.pk}" aria-label="Select the draft for'
+        f' {escape(invoice.tenant_name)}, {escape(invoice.month_label)}">'
+    )
+
+
+def invoice_row(invoice: Invoice, *, detail_prefix: str) -> SafeString:
+    """One `<tr>` of the invoice list (the invoice read with `LIST_FIELDS` and its tenant).
+
+    Every text is escaped as the template's autoescape did (`html.escape`, which Django's
+    `escape` calls; `format_html` cost more than the rest of the row, through its laziness
+    checks)."""
+    pk = invoice.pk
+    if invoice.cost_center:
+        cost_center = f'<span class="font-monospace small">{escape(invoice.cost_center)}</span>'
+    else:
+        cost_center = _NO_COST_CENTER
+    number = escape(invoice.number) if invoice.number else f"Draft #{pk}"
+    issued = invoice.issue_date.isoformat() if invoice.issue_date else "—"
+    due = invoice.due_date.isoformat() if invoice.due_date else "—"
+    return SafeString(
+        f'<tr data-invoice="{pk}" data-status="{escape(invoice.status)}">'
+        f'<td class="text-center">{_select(invoice)}</td>'
+        f'<td class="text-nowrap"><a class="fw-semibold" href="{escape(detail_prefix)}{pk}/">'
+        f"{number}</a></td>"
+        f'<td>{escape(invoice.tenant_name)} <span class="small text-muted">'
+        f"{escape(invoice.tenant.slug)}</span></td>"
+        f'<td class="text-nowrap">{cost_center}</td>'
+        f'<td class="text-nowrap">{timezone.localtime(invoice.period_start):%Y-%m}</td>'
+        f"<td>{_badge(invoice)}</td>"
+        f'<td class="text-nowrap small">{issued}</td>'
+        f'<td class="text-nowrap small">{due}</td>'
+        f'<td class="text-end text-nowrap">{money_shown(invoice.subtotal)}</td>'
+        f'<td class="text-end text-nowrap fw-semibold">{escape(invoice.currency)}'
+        f" {money_shown(invoice.total)}</td>"
+        "</tr>"
+    )
+
+
+def audit_event_item(event) -> SafeString:
+    """One `<li>` of an invoice's audit trail (an `AuditEvent`): when, who, what, and the
+    reason or the format of a download. Every download adds one: a trail can be long."""
+    changes = event.changes if isinstance(event.changes, dict) else {}
+    reason, fmt = changes.get("reason"), changes.get("format")
+    action = escape(str(event.action))
+    return SafeString(
+        f'<li class="list-group-item small" data-action="{action}">'
+        f'<span class="text-muted text-nowrap">'
+        f"{timezone.localtime(event.created_at):%Y-%m-%d %H:%M}</span>"
+        f" · <strong>{escape(str(event.actor_repr or 'system'))}</strong>"
+        f' <span class="font-monospace">{action}</span>'
+        f"{f': {escape(str(reason))}' if reason else ''}"
+        f"{f' ({escape(str(fmt))})' if fmt else ''}</li>"
+    )

@@ -1,0 +1,81 @@
+"""billing.invoice_rows writes each row of the invoice list, and each event of an invoice's
+audit trail, as the templates used to."""
+
+import pytest
+from django.template import Context, Template
+
+from billing.invoice_rows import audit_event_item, invoice_row
+from billing.models import Invoice
+from billing.services import invoicing
+from billing.views.finance import LIST_FIELDS
+from portal.audit import audit
+from portal.models import AuditEvent
+
+from .finance_data import FEB, JAN, bill, tenant_with_cost_center
+
+pytestmark = pytest.mark.django_db
+
+# The row of templates/billing/finance/invoices.html before it was written in Python.
+TEMPLATE_ROW = Template(
+    """{% load humanize %}<tr data-invoice="{{ invoice.pk }}" data-status="{{ invoice.status }}">
+<td class="text-center">{% if invoice.is_draft %}<input class="form-check-input draft-check" type="checkbox" name="invoice" value="{{ invoice.pk }}" id="select-{{ invoice.pk }}" aria-label="Select the draft for {{ invoice.tenant_name }}, {{ invoice.month_label }}">{% endif %}</td>
+<td class="text-nowrap"><a class="fw-semibold" href="{{ detail_prefix }}{{ invoice.pk }}/">{% if invoice.number %}{{ invoice.number }}{% else %}Draft #{{ invoice.pk }}{% endif %}</a></td>
+<td>{{ invoice.tenant_name }} <span class="small text-muted">{{ invoice.tenant.slug }}</span></td>
+<td class="text-nowrap">{% if invoice.cost_center %}<span class="font-monospace small">{{ invoice.cost_center }}</span>{% else %}<span class="text-muted small">—</span>{% endif %}</td>
+<td class="text-nowrap">{{ invoice.period_start|date:"Y-m" }}</td>
+<td><span class="badge text-bg-{{ invoice.status_color }}" data-status="{{ invoice.status }}">{{ invoice.get_status_display }}</span></td>
+<td class="text-nowrap small">{{ invoice.issue_date|date:"Y-m-d"|default:"—" }}</td>
+<td class="text-nowrap small">{{ invoice.due_date|date:"Y-m-d"|default:"—" }}</td>
+<td class="text-end text-nowrap">{{ invoice.subtotal|floatformat:"2g" }}</td>
+<td class="text-end text-nowrap fw-semibold">{{ invoice.currency }} {{ invoice.total|floatformat:"2g" }}</td>
+</tr>"""  # noqa: E501
+)
+
+
+def _squeezed(html: str) -> str:
+    return html.replace("\n", "")  # the template's line breaks (between tags) aside
+
+
+def test_every_kind_of_row_is_what_the_template_wrote(finance):
+    odd = tenant_with_cost_center("odd", 'Nova <b>&</b> "Co"', "<CC&1>")
+    plain = tenant_with_cost_center("plain", "Plain", "")
+    invoicing.invoice_issue(invoice_id=bill(odd, JAN, 700).pk, actor=finance)
+    paid = invoicing.invoice_issue(invoice_id=bill(plain, JAN, 3).pk, actor=finance)
+    invoicing.invoice_mark_paid(invoice_id=paid.pk, actor=finance)
+    void = invoicing.invoice_issue(invoice_id=bill(plain, FEB, 5).pk, actor=finance)
+    invoicing.invoice_void(invoice_id=void.pk, actor=finance, reason="wrong")
+    bill(odd, FEB, 1)
+    bill(plain, FEB, 7)
+    invoices = list(Invoice.objects.select_related("tenant").only(*LIST_FIELDS))
+
+    assert {i.status for i in invoices} == {"draft", "issued", "paid", "void"}
+    for invoice in invoices:
+        written = invoice_row(invoice, detail_prefix="/billing/invoices/")
+        context = Context({"invoice": invoice, "detail_prefix": "/billing/invoices/"})
+        assert _squeezed(written) == _squeezed(TEMPLATE_ROW.render(context)), invoice.pk
+
+
+# An event of the audit trail of templates/billing/finance/invoice_detail.html, before.
+TEMPLATE_EVENT = Template(
+    """<li class="list-group-item small" data-action="{{ event.action }}"><span class="text-muted text-nowrap">{{ event.created_at|date:"Y-m-d H:i" }}</span> · <strong>{{ event.actor_repr|default:"system" }}</strong> <span class="font-monospace">{{ event.action }}</span>{% if event.changes.reason %}: {{ event.changes.reason }}{% endif %}{% if event.changes.format %} ({{ event.changes.format }}){% endif %}</li>"""  # noqa: E501
+)
+
+
+def test_every_kind_of_trail_event_is_what_the_template_wrote(finance):
+    invoice = bill(tenant_with_cost_center("trail", "Trail", ""), JAN, 1)
+    for actor, action, changes in [
+        (finance, "invoice.export", {"format": "pdf"}),
+        (None, "invoice.void", {"reason": 'a <b>"wrong"</b> & late', "total": "1.00"}),
+        (finance, "invoice.pay", {"reason": "", "format": ""}),
+        (finance, "invoice.compute", {}),
+        (finance, "invoice.odd", ["a list", "not a dict"]),
+        (finance, "invoice.number", {"reason": 12, "format": 3.5}),
+    ]:
+        audit(actor=actor, action=action, obj=invoice, changes=changes)
+    AuditEvent.objects.filter(action="invoice.odd").update(changes=["a list", "not a dict"])
+
+    events = list(AuditEvent.objects.filter(object_id=str(invoice.pk)))
+    assert len(events) >= 6
+    for event in events:
+        expected = TEMPLATE_EVENT.render(Context({"event": event}))
+        assert audit_event_item(event) == expected, event.action
