@@ -143,7 +143,7 @@ def drop_triggers(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('billing', '0002_usage_daily'),
+        ('billing', '0003_usage_stamp'),
         ('tenants', '0007_remove_tenant_monthly_budget'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
