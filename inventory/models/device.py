@@ -2,6 +2,7 @@
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models import Q
 
 from portal.validators import validate_readable_name
 
@@ -47,6 +48,14 @@ class GPU(models.Model):
         ordering = ["node__hostname", "index"]
         verbose_name = "GPU"
         constraints = [models.UniqueConstraint(fields=["node", "index"], name="unique_gpu_index")]
+        indexes = [
+            # The few GPUs that are not healthy, by node: the node list's health badge and
+            # filter look for them (a scan of every GPU, 16,000 at fleet scale, was 10 ms).
+            models.Index(
+                fields=["health", "node"], condition=~Q(health="healthy"),
+                name="gpu_not_healthy",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.node.hostname} GPU{self.index} ({self.model})"

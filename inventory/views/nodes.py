@@ -8,6 +8,7 @@ from django.views.decorators.http import require_POST
 
 from portal.confirmation import confirmation_page, is_confirmed
 from portal.links import url_for_each
+from portal.stamps import read_stamps, stamped
 
 from ..filters import NodeFilterSet
 from ..forms import (
@@ -20,7 +21,7 @@ from ..forms import (
     actions_for,
 )
 from ..models import HealthEvent, Node, NodeState
-from ..node_rows import node_row
+from ..node_rows import grouped_numbers, node_row
 from ..selectors.nodes import (
     node_get_for_detail,
     node_open_critical_event_count,
@@ -28,6 +29,7 @@ from ..selectors.nodes import (
     node_timeline,
     nodes_for_list,
     reserved_tenants_in_use,
+    site_choices,
 )
 from ..services import health, lifecycle
 from .access import platform_admin_required
@@ -52,11 +54,13 @@ def _with_rows(nodes: list[Node]) -> list[Node]:
     once for the page (reverse() per row was a sixth of the page)."""
     node_url = url_for_each("inventory:node-detail")
     rack_url = url_for_each("inventory:rack-detail")
+    number = grouped_numbers()
     for node in nodes:
         node.row = node_row(
             node,
             detail_url=node_url(node.pk),
             rack_url=rack_url(node.rack_id) if node.rack_id is not None else "",
+            number=number,
         )
     return nodes
 
@@ -71,12 +75,19 @@ def node_list(request):
     page.object_list = _with_rows(list(page.object_list))
     query = request.GET.copy()
     query.pop("page", None)
+    # The filter's choices change only with the sites and reservations: read from the cache
+    # between two writes to them (portal.stamps).
+    stamps = read_stamps()
     context = {
         "filters": filters,
         "filter_errors": errors,
         "page": page,
         "query": query.urlencode(),
-        "reserved_tenants": reserved_tenants_in_use(),
+        "reserved_tenants": stamped(
+            "node-list:reserved-for", ["inventory_node"], reserved_tenants_in_use, stamps=stamps
+        ),
+        "site_choices": stamped("node-list:sites", ["inventory_site"], site_choices,
+                                stamps=stamps),
         "states": NodeState.choices,
     }
     template = "inventory/nodes.html#node-table" if request.htmx else "inventory/nodes.html"
