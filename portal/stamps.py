@@ -27,7 +27,7 @@ TABLE = "portal_datastamp"
 # The tables with the trigger (the migrations that add it keep this list).
 WATCHED = frozenset({
     "inventory_site", "inventory_rack", "inventory_node", "inventory_gpu",
-    "inventory_healthevent", "inventory_inventoryrun",
+    "inventory_healthevent", "inventory_inventoryrun", "inventory_nic", "inventory_nodevalidation",
     "tenants_tenant", "tenants_quota", "tenants_workload",
     "billing_usagerecord", "billing_usagedaily", "billing_meteringwindow",
 })

@@ -3,6 +3,7 @@
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
@@ -104,29 +105,54 @@ def node_detail(request, node_id: int):
         if node.state != NodeState.DRAINING:
             response["HX-Refresh"] = "true"
         return response
+    stamps = read_stamps()
+    # What the node's own rows say, cached between two writes to them; its timeline's audit
+    # trail (written by every service) is read on every view.
+    context = stamped(
+        "node-detail", NODE_DETAIL_TABLES, lambda: _node_detail(node_id), stamps=stamps,
+        extra=node_id,
+    )
+    return render(
+        request,
+        "inventory/node_detail.html",
+        {
+            **context,
+            "timeline": node_timeline(node=context["node"]),
+            "actions": actions_for(context["node"].state),
+            "action_form": NodeActionForm(),
+            "validation_form": ValidationResultForm(),
+            "retirement_form": RetirementRecordForm(),
+        },
+    )
+
+
+# The tables a node's page is drawn from (its timeline's audit trail aside).
+NODE_DETAIL_TABLES = (
+    "inventory_site", "inventory_rack", "inventory_node", "inventory_gpu", "inventory_nic",
+    "inventory_nodevalidation", "inventory_healthevent",
+)
+
+
+def _node_detail(node_id: int) -> dict:
     node = node_get_for_detail(node_id=node_id)
     gpus = list(node.gpus.all())
     registered = {d.get("index"): d for d in node.hami_devices or [] if isinstance(d, dict)}
     for gpu in gpus:
         gpu.hami_device = registered.get(gpu.index)  # what HAMi registered for it, if anything
     nics = list(node.nics.all())
-    return render(
-        request,
-        "inventory/node_detail.html",
-        {
-            "node": node,
-            "gpus": gpus,
-            "nics": nics,
-            "numa_nodes": sorted({d.numa_node for d in [*gpus, *nics] if d.numa_node is not None}),
-            "open_events": [e for e in node.health_events.all() if e.is_open],
-            "timeline": node_timeline(node=node),
-            "validations": list(node.validations.all()),
-            "actions": actions_for(node.state),
-            "action_form": NodeActionForm(),
-            "validation_form": ValidationResultForm(),
-            "retirement_form": RetirementRecordForm(),
-            },
-    )
+    data = {
+        "node": node,
+        "gpus": gpus,
+        "nics": nics,
+        "numa_nodes": sorted({d.numa_node for d in [*gpus, *nics] if d.numa_node is not None}),
+        "open_events": [e for e in node.health_events.all() if e.is_open],
+        "validations": list(node.validations.all()),
+    }
+    data["parts"] = {
+        part: render_to_string(f"inventory/node_detail.html#{part}", data)
+        for part in ("topology", "devices", "workloads")
+    }
+    return data
 
 
 def _service_call(request, call, success: str) -> None:

@@ -1,6 +1,7 @@
 """Data stamps (portal.stamps): a counter per watched table and backend, moved on in the same
 transaction by a statement-level trigger on every write to the table. Summaries computed from
-these tables are cached under their versions (the fleet overview, the node list's choices)."""
+these tables are cached under their versions (the fleet overview, the node list's choices,
+the node detail page)."""
 
 from django.db import migrations
 
@@ -8,7 +9,7 @@ from django.db import migrations
 # (a new migration: CREATE TRIGGER on it).
 WATCHED = (
     "inventory_site", "inventory_rack", "inventory_node", "inventory_gpu",
-    "inventory_healthevent", "inventory_inventoryrun",
+    "inventory_healthevent", "inventory_inventoryrun", "inventory_nic", "inventory_nodevalidation",
     "tenants_tenant", "tenants_quota", "tenants_workload",
     "billing_usagerecord", "billing_usagedaily", "billing_meteringwindow",
 )
