@@ -16,11 +16,13 @@ action checkbox, the link column. A changelist with editable rows or opened as a
 from __future__ import annotations
 
 import datetime
+import html
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from django import forms
 from django.contrib.admin import ModelAdmin
-from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME, ActionForm
 from django.contrib.admin.templatetags.admin_list import (
     ResultList,
     _coerce_field_name,
@@ -38,10 +40,13 @@ from django.contrib.admin.utils import (
 )
 from django.core.exceptions import FieldDoesNotExist, ObjectDoesNotExist
 from django.db import models
+from django.template.loader import get_template
 from django.urls import NoReverseMatch, reverse
-from django.utils.html import conditional_escape, escape, format_html
+from django.utils import dateformat, timezone
+from django.utils.formats import get_format, localize
+from django.utils.functional import Promise
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.translation import gettext
+from django.utils.translation import get_language, gettext
 
 # Stands for the pk in the change URL reversed once; only URL-safe characters, so the reversed
 # path and the preserved filters' query string come back with it unchanged.
@@ -61,6 +66,8 @@ class _Column:
     value_of: Callable | None = None  # for methods, callables and attributes
     boolean: bool = False
     empty: str = "-"
+    dates: _Dates | None = None  # for date and datetime fields: formats.localize, faster
+    text: bool = False  # a text field without choices: its text is what display_for_field shows
 
 
 def _plan(cl) -> list[_Column] | None:
@@ -91,6 +98,7 @@ def _plan(cl) -> list[_Column] | None:
             foreign_key = isinstance(field.remote_field, models.ManyToOneRel)
             if isinstance(field, (models.DateField, models.TimeField, models.ForeignKey)):
                 classes += " nowrap"
+            choices = dict(field.flatchoices) if getattr(field, "flatchoices", None) else None
             columns.append(
                 _Column(
                     name=field.name if foreign_key else name,
@@ -99,9 +107,11 @@ def _plan(cl) -> list[_Column] | None:
                     field=field,
                     foreign_key=foreign_key,
                     empty=empty,
-                    choices=dict(field.flatchoices)
-                    if getattr(field, "flatchoices", None)
-                    else None,
+                    choices=choices,
+                    dates=_Dates.for_field(field) if choices is None else None,
+                    text=choices is None
+                    and isinstance(field, (models.CharField, models.TextField))
+                    and not isinstance(field, models.URLField),
                 )
             )
             continue
@@ -128,16 +138,98 @@ def _plan(cl) -> list[_Column] | None:
     return columns
 
 
+def _escape(text) -> str:
+    """conditional_escape without its lazy-string wrapper (most of a row's time went there):
+    the same text, escaped unless it is safe already."""
+    if type(text) is str:
+        return html.escape(text)
+    if isinstance(text, Promise):
+        text = str(text)
+    if hasattr(text, "__html__"):
+        return text.__html__()
+    return html.escape(str(text))
+
+
+class _Dates:
+    """formats.localize of a date or datetime field's values (what display_for_field shows),
+    the localized format parsed once per page instead of once per cell: the same text."""
+
+    def __init__(self, format_name: str, local: bool):
+        self.local = local  # a datetime: shown in the current time zone
+        self.pieces: list[tuple[bool, str]] = []  # (is a format character, text)
+        fmt = str(get_format(format_name))
+        for index, piece in enumerate(dateformat.re_formatchars.split(fmt)):
+            if index % 2:
+                self.pieces.append((True, piece))
+            elif piece:
+                self.pieces.append((False, dateformat.re_escaped.sub(r"\1", piece)))
+        self.time_pieces = any(
+            is_char and hasattr(dateformat.TimeFormat, piece) for is_char, piece in self.pieces
+        )
+        self.seen: dict = {}
+        # A day's pieces (the month's name...) formatted once per day, a time's ("4:30 p.m.")
+        # once per minute: hundreds of rows span a few days.
+        self.by_day: dict = {}
+
+    @classmethod
+    def for_field(cls, field) -> _Dates | None:
+        if isinstance(field, models.DateTimeField):
+            return cls("DATETIME_FORMAT", local=True)
+        if isinstance(field, models.DateField):
+            return cls("DATE_FORMAT", local=False)
+        return None
+
+    def __call__(self, value) -> str:
+        text = self.seen.get(value)
+        if text is None:
+            text = self.seen[value] = self._format(value)
+        return text
+
+    def _format(self, value) -> str:
+        if self.local:
+            value = timezone.template_localtime(value)
+        if not isinstance(value, datetime.date) or (
+            type(value) is datetime.date and self.time_pieces
+        ):
+            return localize(value)  # Django's own answer (or its error)
+        formatter = None  # made at the first piece not known yet
+        day = value.toordinal()
+        texts = []
+        for index, (is_char, piece) in enumerate(self.pieces):
+            if not is_char:
+                texts.append(piece)
+                continue
+            key = None
+            if piece in _DAY_CHARS:
+                key = (index, day)
+            elif piece in _MINUTE_CHARS:
+                key = (index, value.hour, value.minute)
+            text = self.by_day.get(key) if key is not None else None
+            if text is None:
+                if formatter is None:
+                    formatter = dateformat.DateFormat(value)
+                text = str(getattr(formatter, piece)())
+                if key is not None:
+                    self.by_day[key] = text
+            texts.append(text)
+        return "".join(texts)
+
+
+# The format characters whose text depends only on the (local) day, or on its hour and minute.
+_DAY_CHARS = frozenset("bdDEFjlLmMnNSwWyYzot")
+_MINUTE_CHARS = frozenset("aAfgGhHiP")
+
+
 def _action_checkbox() -> Callable:
     """ModelAdmin.action_checkbox without a form widget rendered through its template per row
     (a quarter of the review queue's time): the same input, written out."""
     label = gettext("Select this object for an action - {}")
 
     def checkbox(obj) -> SafeString:
-        # Escaped here: the pk, and the object's name by format_html.
+        # Escaped here: the pk, and the object's name (as format_html would).
         return mark_safe(  # noqa: S308
-            f'<input type="checkbox" name="{ACTION_CHECKBOX_NAME}" value="{escape(obj.pk)}"'
-            f' class="action-select" aria-label="{format_html(label, str(obj))}">'
+            f'<input type="checkbox" name="{ACTION_CHECKBOX_NAME}" value="{_escape(obj.pk)}"'
+            f' class="action-select" aria-label="{label.format(_escape(str(obj)))}">'
         )
 
     return checkbox
@@ -149,13 +241,22 @@ def _cell(column: _Column, obj) -> tuple[object, str]:
         value = getattr(obj, column.name)
         if column.foreign_key:
             return (column.empty if value is None else value), column.classes
-        if isinstance(value, str) and value.strip() == "":
-            value = ""
+        if isinstance(value, str):
+            if not value.strip():
+                value = ""
+            elif column.text:
+                return value, column.classes
         if column.choices is not None:
             return column.choices.get(value, column.empty), column.classes
+        if column.dates is not None:
+            if value in column.field.empty_values:
+                return column.empty, column.classes
+            return column.dates(value), column.classes
         return display_for_field(value, column.field, column.empty, column.link), column.classes
     value = column.value_of(obj)
-    if isinstance(value, str) and value.strip() == "":
+    if isinstance(value, str) and not column.boolean:
+        if value.strip():
+            return value, column.classes  # what display_for_value answers for text
         value = ""
     classes = column.classes
     if isinstance(value, (datetime.date, datetime.time)):
@@ -187,19 +288,17 @@ def _rows(cl, columns: list[_Column]) -> Iterator[ResultList]:
                 content, classes = _cell(column, obj)
             except ObjectDoesNotExist:
                 content, classes = column.empty, column.classes
-            content = conditional_escape(content)
+            content = _escape(content)
             if column.link:
                 tag = "th" if first else "td"
                 first = False
                 if url is not None:
-                    href = conditional_escape(
-                        url.replace(_PK, str(quote(getattr(obj, pk_attname))))
-                    )
+                    href = html.escape(url.replace(_PK, str(quote(getattr(obj, pk_attname)))))
                     content = f'<a href="{href}">{content}</a>'
                 cells.append(f'<{tag} class="{classes}">{content}</{tag}>')
             else:
                 cells.append(f'<td class="{classes}">{content}</td>')
-        # Every cell's content went through conditional_escape above.
+        # Every cell's content was escaped above (unless safe already).
         yield ResultList(None, [mark_safe("".join(cells))])  # noqa: S308
 
 
@@ -209,6 +308,56 @@ def changelist_rows(cl) -> list[ResultList]:
     if columns is None:
         return list(results(cl))
     return list(_rows(cl, columns))
+
+
+_THEADS: dict[tuple, str] = {}
+_THEADS_MAX = 1000
+
+
+def result_list_html(cl) -> SafeString:
+    """Django's `{% result_list cl %}`: admin/change_list_results.html, the same HTML. Planned
+    rows come joined into one string (not a template loop over rows and cells), and the header
+    row, which depends only on the columns and the query string (the sort links), is rendered
+    once per query string."""
+    columns = None if (cl.formset or cl.is_popup or cl.to_field) else _plan(cl)
+    if columns is None:
+        return get_template("admin/change_list_results.html").render(result_list_context(cl))
+    rows = [row[0] for row in _rows(cl, columns)]
+    return get_template("admin/planned_change_list_results.html").render(
+        {
+            "result_hidden_fields": [],
+            "results": bool(rows),
+            "thead": _thead(cl) if rows else "",
+            # As the template's row loop prints them; each row was escaped cell by cell.
+            "rows": mark_safe("".join(f"\n\n<tr>{row}</tr>\n" for row in rows)),  # noqa: S308
+        }
+    )
+
+
+def _thead(cl) -> SafeString:
+    ordering = cl.get_ordering_field_columns()
+    key = (
+        type(cl.model_admin),
+        tuple(name if isinstance(name, str) else id(name) for name in cl.list_display),
+        tuple(cl.list_display_links or ()),
+        tuple(cl.sortable_by) if cl.sortable_by is not None else None,
+        tuple(sorted((name, tuple(values)) for name, values in cl.params.items())),
+        tuple(ordering.items()),
+        get_language(),
+    )
+    html_ = _THEADS.get(key)
+    if html_ is None:
+        headers = list(result_headers(cl))
+        html_ = get_template("admin/planned_change_list_thead.html").render(
+            {
+                "result_headers": headers,
+                "num_sorted_fields": sum(1 for h in headers if h["sortable"] and h["sorted"]),
+            }
+        )
+        if len(_THEADS) >= _THEADS_MAX:
+            _THEADS.clear()
+        _THEADS[key] = html_
+    return mark_safe(html_)  # noqa: S308 - rendered by Django's template, escaped there
 
 
 def result_list_context(cl) -> dict:
@@ -221,3 +370,59 @@ def result_list_context(cl) -> dict:
         "num_sorted_fields": sum(1 for h in headers if h["sortable"] and h["sorted"]),
         "results": changelist_rows(cl),
     }
+
+
+# --- the action form ---------------------------------------------------------------------------
+
+
+def _plain(choices) -> tuple:
+    """Choices as plain strings (lazy labels translated), for a cache key."""
+    return tuple(
+        (str(value), _plain(label) if isinstance(label, (list, tuple)) else str(label))
+        for value, label in choices
+    )
+
+
+class _RenderedOnce:
+    """A widget whose HTML, which depends only on its name, value, attributes, choices and the
+    language, is rendered once per process: the action form's select and hidden input went
+    through the form renderer's templates (select, option per action, attrs) on every page."""
+
+    _html: dict[tuple, str]
+    _HTML_MAX = 256
+
+    def render(self, name, value, attrs=None, renderer=None):
+        key = (
+            name,
+            repr(value),
+            repr(sorted(self.build_attrs(self.attrs, attrs).items())),
+            _plain(getattr(self, "choices", ())),
+            get_language(),
+            type(renderer),
+        )
+        html_ = self._html.get(key)
+        if html_ is None:
+            if len(self._html) >= self._HTML_MAX:
+                self._html.clear()
+            html_ = self._html[key] = super().render(name, value, attrs, renderer)
+        return html_
+
+
+class _Select(_RenderedOnce, forms.Select):
+    _html = {}
+
+
+class _HiddenInput(_RenderedOnce, forms.HiddenInput):
+    _html = {}
+
+
+class PlannedActionForm(ActionForm):
+    """Django admin's action form, its two widgets rendered once per process (same HTML)."""
+
+    action = forms.ChoiceField(label=ActionForm.base_fields["action"].label, widget=_Select)
+    select_across = forms.BooleanField(
+        label="",
+        required=False,
+        initial=0,
+        widget=_HiddenInput({"class": "select-across"}),
+    )

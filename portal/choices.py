@@ -11,6 +11,7 @@ a page without one. Django admin has no Bootstrap: `BADGE_HEX` gives it the same
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
@@ -55,6 +56,12 @@ def colored(colors: Mapping[str, str]) -> Callable[[C], C]:
 
 def admin_badge(*, value: str, label: str, color: str):
     """The badge Django admin's lists show for a state (the pages use Bootstrap's)."""
+    # A list shows a handful of states on hundreds of rows: each badge formatted once.
+    return _admin_badge(str(value), str(label), color)
+
+
+@functools.lru_cache(maxsize=512)
+def _admin_badge(value: str, label: str, color: str):
     return format_html(
         '<span class="status-{}" style="color:#fff;background:{};padding:1px 6px;'
         'border-radius:4px;white-space:nowrap">{}</span>',

@@ -29,6 +29,8 @@ def query_counts_by_scale(options: Options, rows: list[dict[str, Any]]) -> dict[
 
 
 def _verdict(row: dict[str, Any]) -> str:
+    if row.get("beyond_default"):
+        return f"not targeted: {row['beyond_default']}"
     if row["name"] == FLOOR or "meets_target" not in row:
         return ""
     return "met" if row["meets_target"] else "missed"

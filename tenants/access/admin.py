@@ -8,6 +8,7 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.utils.html import format_html
 
+from portal.admin_rows import PlannedActionForm
 from portal.choices import admin_badge
 
 from ..enforcement.changes import tenant_mark_changed
@@ -44,6 +45,7 @@ class TenantAdmin(admin.ModelAdmin):
     show_full_result_count = False
     # Django's changelist, its rows rendered per column plan (portal.admin_rows).
     change_list_template = "admin/planned_change_list.html"
+    action_form = PlannedActionForm
     inlines = [MembershipInline, QuotaInline]
     actions = ["reconcile_selected"]
     readonly_fields = [

@@ -6,7 +6,7 @@ tenant-owned data starts from it, so another tenant's object is simply not found
 
 from dataclasses import dataclass, field
 
-from django.db.models import QuerySet
+from django.db.models import IntegerField, QuerySet, Value
 from django.shortcuts import get_object_or_404
 
 from .models import Membership, RoleAssignment, Tenant
@@ -47,16 +47,26 @@ def access_for(user) -> Access:
     cached = getattr(user, _CACHE_ATTR, None)
     if cached is not None:
         return cached
-    # Unordered: the models' default orderings (by username, by tenant name) joined two more
-    # tables into both queries that every signed-in page makes, for sets and a dict.
-    roles = set(
-        RoleAssignment.objects.filter(user=user).order_by().values_list("role", flat=True)
+    # One query for both: the platform roles (no tenant) and the memberships of active tenants
+    # (tenant, role), every signed-in page reads them. Unordered: the models' default orderings
+    # (by username, by tenant name) would join two more tables to build a set and a dict.
+    platform = (
+        RoleAssignment.objects.filter(user=user).order_by()
+        .annotate(tenant=Value(None, output_field=IntegerField()))
+        .values_list("tenant", "role")
     )
-    tenant_roles = dict(
+    memberships = (
         Membership.objects.filter(user=user, tenant__status=Tenant.Status.ACTIVE)
         .order_by()
         .values_list("tenant_id", "role")
     )
+    roles: set[str] = set()
+    tenant_roles: dict[int, str] = {}
+    for tenant_id, role in platform.union(memberships, all=True):
+        if tenant_id is None:
+            roles.add(role)
+        else:
+            tenant_roles[tenant_id] = role
     access = Access(
         platform_admin=user.is_superuser or RoleAssignment.Role.PLATFORM_ADMIN in roles,
         finance=RoleAssignment.Role.FINANCE in roles,

@@ -3,6 +3,7 @@
 Every decision goes through a service (audit, reconcile and mail after commit).
 """
 
+import functools
 from datetime import timedelta
 
 from django import forms
@@ -10,21 +11,24 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.humanize.templatetags.humanize import intcomma
+from django.contrib.postgres.expressions import ArraySubquery
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html_join
+from django.utils.translation import get_language
 
 from inventory import resource_classes
+from portal.admin_rows import PlannedActionForm
 from portal.choices import admin_badge
 from portal.state_machine import InvalidTransition
 
 from . import services as quota_requests
 from .forms import QuotaDecisionForm, RejectForm
-from .models import Quota, QuotaRequest
+from .models import Quota, QuotaRequest, QuotaRequestLine, resource_label
 from .selectors import (
     quota_preview,
     quota_request_decision,
@@ -59,6 +63,7 @@ class QuotaInline(admin.TabularInline):
 
 class ResourceFilter(admin.SimpleListFilter):
     title = "resource"
+    static_choices = True  # fixed by code (portal_admin.planned_list_filter)
     parameter_name = "resource"
 
     def lookups(self, request, model_admin):
@@ -76,6 +81,7 @@ class TenantSlugFilter(admin.SimpleListFilter):
 
     title = "tenant"
     parameter_name = "tenant"
+    static_choices = True  # one input (portal_admin.planned_list_filter)
     template = "tenants/admin/slug_filter.html"
 
     def lookups(self, request, model_admin):
@@ -104,6 +110,7 @@ class TenantSlugFilter(admin.SimpleListFilter):
 
 class AgeFilter(admin.SimpleListFilter):
     title = "age"
+    static_choices = True  # fixed by code (portal_admin.planned_list_filter)
     parameter_name = "age"
     BUCKETS = {
         "day": ("Under a day", 0, 1),
@@ -129,7 +136,9 @@ class AgeFilter(admin.SimpleListFilter):
 class ReviewQueueChangeList(ChangeList):
     """The queue's rows load only what their cells show: not the requester's password hash, not
     the request's justification and decision, not the tenant's cluster bookkeeping (the review
-    page and the bulk decisions load whole rows)."""
+    page and the bulk decisions load whole rows). Each row's lines come as two arrays in its
+    own row (what the "asked" column shows), not as a prefetch of line objects: one query less,
+    and no related manager per row. COUNT(*) leaves the unused arrays out."""
 
     ROW_FIELDS = (
         "id", "status", "created_at", "ends_on", "tenant", "requested_by",
@@ -143,8 +152,33 @@ class ReviewQueueChangeList(ChangeList):
             .get_queryset(request, exclude_parameters)
             .select_related(None)
             .select_related("tenant", "requested_by")
+            .prefetch_related(None)
             .only(*self.ROW_FIELDS)
+            .annotate(
+                line_resources=ArraySubquery(_lines().values("resource")),
+                line_amounts=ArraySubquery(_lines().values("amount")),
+            )
         )
+
+
+def _lines():
+    """The lines of the outer query's request, in their order (QuotaRequestLine.Meta)."""
+    return QuotaRequestLine.objects.filter(request=OuterRef("pk")).order_by("id")
+
+
+@functools.lru_cache(maxsize=64)
+def _status_badge(status: str, language: str | None) -> str:
+    """A status's badge, its label translated once per language (not once per row)."""
+    status = QuotaRequest.Status(status)
+    return admin_badge(value=status, label=status.label, color=QuotaRequest.Status.color(status))
+
+
+@functools.lru_cache(maxsize=2048)
+def _asked(lines: tuple[tuple[int, str], ...], language: str | None) -> str:
+    """What a request asks for, as the queue shows it: the same few asks recur on every page."""
+    return format_html_join(
+        ", ", "+{} {}", ((intcomma(amount), resource_label(resource)) for amount, resource in lines)
+    )
 
 
 @admin.register(QuotaRequest)
@@ -168,7 +202,11 @@ class QuotaRequestAdmin(admin.ModelAdmin):
     change_form_template = "tenants/admin/quota_request_review.html"
     # Django's changelist, its rows rendered per column plan (portal.admin_rows).
     change_list_template = "admin/planned_change_list.html"
+    action_form = PlannedActionForm
     list_per_page = 50
+    # One COUNT(*) a page, of the requests the filters match: "N total" beside it counted every
+    # request ever made (10,000 at fleet scale, growing) on every page of the queue.
+    show_full_result_count = False
     # "Show all" serves every request awaiting review at fleet scale (400) on one page.
     list_max_show_all = 400
 
@@ -199,16 +237,16 @@ class QuotaRequestAdmin(admin.ModelAdmin):
 
     @admin.display(description="asked")
     def asked(self, obj: QuotaRequest) -> str:
-        return format_html_join(
-            ", ",
-            "+{} {}",
-            ((intcomma(line.amount), line.resource_label) for line in obj.lines.all()),
-        )
+        amounts = getattr(obj, "line_amounts", None)  # the queue's rows (ReviewQueueChangeList)
+        if amounts is None:
+            lines = tuple((line.amount, line.resource) for line in obj.lines.all())
+        else:
+            lines = tuple(zip(amounts, obj.line_resources, strict=True))
+        return _asked(lines, get_language())
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: QuotaRequest) -> str:
-        return admin_badge(value=obj.status, label=obj.get_status_display(),
-                           color=obj.status_color)
+        return _status_badge(obj.status, get_language())
 
     @admin.display(description="age")
     def age(self, obj: QuotaRequest) -> str:

@@ -154,7 +154,13 @@ class QuotaRequest(models.Model):
                 name="quota_request_status_known",
             )
         ]
-        indexes = [models.Index(fields=["tenant", "-created_at"])]
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"]),
+            # The review queue (portal, admin and API): the few requests awaiting a decision,
+            # oldest first, without walking every request ever made by date.
+            models.Index(fields=["created_at", "id"], name="quota_request_awaiting_idx",
+                         condition=models.Q(status="submitted")),
+        ]
 
     def __str__(self) -> str:
         return f"Quota request #{self.pk} ({self.tenant.slug})"

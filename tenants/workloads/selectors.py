@@ -88,8 +88,25 @@ def workload_events(*, workload: Workload) -> QuerySet[WorkloadEvent]:
 
 def demand_in_use(*, tenant_ids: list[int]) -> dict[int, dict[str, int]]:
     """Per tenant, what its workloads hold of each resource class (every one not deleted).
-    One query whatever the number of tenants."""
-    held: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    One query whatever the number of tenants. On PostgreSQL the database sums the demands
+    (a row per tenant and class instead of every workload's JSON: a tenant running 300
+    workloads decoded 300 documents on each of its pages)."""
+    if not tenant_ids:
+        return {}
+    held: dict[int, dict[str, int]] = defaultdict(dict)
+    if connection.vendor == "postgresql":
+        table = Workload._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f'SELECT w.tenant_id, d.key, SUM((d.value)::bigint) FROM "{table}" w '
+                "CROSS JOIN LATERAL jsonb_each_text(CASE jsonb_typeof(w.demand) WHEN 'object' "
+                "THEN w.demand ELSE '{}'::jsonb END) d "
+                "WHERE w.tenant_id = ANY(%s) AND w.status = ANY(%s) GROUP BY 1, 2",
+                [list(tenant_ids), sorted(HOLDING)],
+            )
+            for tenant_id, resource, amount in cursor.fetchall():
+                held[tenant_id][resource] = int(amount)
+        return dict(held)
     rows = (
         Workload.objects.filter(tenant_id__in=tenant_ids, status__in=HOLDING)
         .order_by()  # summed: the default ordering would only sort them
@@ -97,8 +114,8 @@ def demand_in_use(*, tenant_ids: list[int]) -> dict[int, dict[str, int]]:
     )
     for tenant_id, demand in rows:
         for resource, amount in (demand or {}).items():
-            held[tenant_id][resource] += int(amount)
-    return {tenant_id: dict(classes) for tenant_id, classes in held.items()}
+            held[tenant_id][resource] = held[tenant_id].get(resource, 0) + int(amount)
+    return dict(held)
 
 
 def tenant_demand_in_use(*, tenant: Tenant) -> dict[str, int]:

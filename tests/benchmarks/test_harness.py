@@ -69,7 +69,18 @@ def test_the_benchmark_harness_runs_at_a_small_scale_and_reports_every_measureme
         assert row["queries"] >= 1
         assert row["sequential"]["count"] == 2
         assert row["concurrent"]["count"] == 2
+        # A verdict for every page at its default size; the larger ones are reported without.
+        if page.targeted:
+            assert isinstance(row["meets_target"], bool), row
+        else:
+            assert "meets_target" not in row, row
+        if page.beyond_default:
+            assert f"not targeted: {page.beyond_default} |" in markdown
     assert rows[FLOOR]["sequential"]["p95_ratio"] == 1.0
+    assert {page.name for page in PAGES if not page.targeted} == {
+        FLOOR, "portal review queue, 400", "admin review queue ?all",
+        "api: quota requests awaiting review, 400", "finance invoice list, 250",
+        "export: invoice list CSV, every invoice", "export: invoice list XLSX, every invoice"}
     assert results["memory"]["web_worker_peak_rss_mib"] > 0
 
     batch = {row["name"]: row for row in results["batch"]}

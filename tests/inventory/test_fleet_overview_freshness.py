@@ -26,8 +26,9 @@ from tests.tenants.workloads.conftest import H100, INFERENCE_SPEC
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# session, user, roles, memberships, the tables' versions, pending quota requests (the nav).
-CACHED_OVERVIEW_QUERIES = 6
+# Session, user, roles and memberships (one query), the tables' versions, pending quota
+# requests (the nav).
+CACHED_OVERVIEW_QUERIES = 5
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from tests.factories import GPUFactory, NodeFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# Session, user, roles, memberships; the tables' versions; the timeline's audit trail; the
-# navigation's count of quota requests waiting for a decision.
-CACHED_NODE_DETAIL_QUERIES = 7
+# Session, user, roles and memberships (one query); the tables' versions; the timeline's audit
+# trail; the navigation's count of quota requests waiting for a decision.
+CACHED_NODE_DETAIL_QUERIES = 6
 
 
 @pytest.fixture

@@ -5,11 +5,18 @@ import datetime
 import re
 
 import pytest
-from django.contrib.admin.templatetags.admin_list import results
+from django.contrib import admin
+from django.contrib.admin import AdminSite
+from django.contrib.admin.helpers import ActionForm
+from django.contrib.admin.templatetags.admin_list import admin_list_filter, results
+from django.template import Context, Template
+from django.template.loader import get_template
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.formats import localize
 
-from portal.admin_rows import changelist_rows
+from portal.admin_rows import PlannedActionForm, _Dates, changelist_rows, result_list_html
+from portal.templatetags.portal_admin import planned_list_filter
 from tenants.models import QuotaRequest, Tenant
 from tenants.quota import services as quota_requests
 from tests.factories import MembershipFactory, TenantFactory
@@ -114,3 +121,152 @@ def test_the_tenant_list_rows_are_djangos_own(admin_client, query):
     planned, django = _both(admin_client, reverse("admin:tenants_tenant_changelist") + query)
 
     assert planned == django
+
+
+# --- the rest of the changelist: the same HTML as Django's own tags and templates ------------
+
+
+def _djangos_result_list(cl) -> str:
+    return Template("{% load admin_list %}{% result_list cl %}").render(
+        Context({"cl": cl, "opts": cl.opts})
+    )
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "?status__exact=submitted",
+        "?status__exact=submitted&o=-2.1",
+        "?o=6.-1&q=Lab",
+        "?tenant=nobody",  # no rows: no table
+    ],
+)
+def test_the_review_queue_table_is_djangos_result_list(admin_client, tenant, tenant_member, query):
+    """Header row (cached per query string) and rows (joined in Python) as Django renders them,
+    on first and second sight."""
+    _requests(tenant, tenant_member)
+    url = reverse("admin:tenants_quotarequest_changelist") + query
+
+    for _ in range(2):
+        response = admin_client.get(url)
+        cl = response.context["cl"]
+        planned = result_list_html(cl)
+        assert planned == _djangos_result_list(cl)
+        assert planned in response.content.decode()
+
+
+def test_the_tenant_table_header_follows_the_sort_order(admin_client):
+    TenantFactory(slug="b-lab", name="B Lab")
+    TenantFactory(slug="a-lab", name="A Lab")
+    url = reverse("admin:tenants_tenant_changelist")
+
+    tables = {}
+    for query in ["", "?o=2", "?o=-2", "?o=2.1"]:
+        cl = admin_client.get(url + query).context["cl"]
+        tables[query] = result_list_html(cl)
+        assert tables[query] == _djangos_result_list(cl)
+
+    assert len(set(tables.values())) == 4  # each order its own header (and rows)
+
+
+@pytest.mark.parametrize(
+    "query", ["", "?status__exact=submitted", "?status__exact=approved&resource=cpu", "?age=week"]
+)
+def test_the_review_queue_filters_are_djangos_own(admin_client, tenant, tenant_member, query):
+    """Filters with fixed choices come from a cache keyed by the query string: each query
+    shows its own selection, as Django's admin_list_filter renders it."""
+    _requests(tenant, tenant_member)
+    url = reverse("admin:tenants_quotarequest_changelist") + query
+
+    for _ in range(2):
+        cl = admin_client.get(url).context["cl"]
+        for spec in cl.filter_specs:
+            assert planned_list_filter(cl, spec) == admin_list_filter(cl, spec)
+
+
+def test_the_cohort_filter_lists_the_cohorts_there_are_now(admin_client):
+    """A filter whose choices come from the data is never cached."""
+    TenantFactory(slug="one-lab", cohort="research")
+    url = reverse("admin:tenants_tenant_changelist")
+    assert "teaching" not in admin_client.get(url).content.decode()
+
+    TenantFactory(slug="two-lab", cohort="teaching")
+
+    assert "?cohort=teaching" in admin_client.get(url).content.decode()
+
+
+def test_the_action_form_is_djangos_own(admin_client, tenant, tenant_member):
+    _requests(tenant, tenant_member)
+    response = admin_client.get(reverse("admin:tenants_quotarequest_changelist"))
+    planned = response.context["action_form"]
+    assert isinstance(planned, PlannedActionForm)
+
+    django = ActionForm(auto_id=None)
+    django.fields["action"].choices = planned.fields["action"].choices
+    for _ in range(2):
+        assert [str(field) for field in planned] == [str(field) for field in django]
+    assert 'value="approve_selected"' in str(planned["action"])
+
+
+# --- the nav sidebar -----------------------------------------------------------------------------
+
+
+def test_the_nav_sidebar_app_list_is_djangos_own(rf, platform_admin):
+    request = rf.get("/admin/")
+    request.user = platform_admin
+    cached = admin.site.get_app_list(request)
+    again = admin.site.get_app_list(request)
+
+    assert cached == AdminSite.get_app_list(admin.site, request)
+    assert again == cached and again is not cached
+    cached[0]["models"].clear()  # a caller's copy: the next page still lists every model
+    assert admin.site.get_app_list(request) == again
+
+
+def test_the_nav_sidebar_marks_the_page_it_is_on(admin_client):
+    def sidebar(url: str) -> str:
+        page = admin_client.get(url).content.decode()
+        return page[page.index('<nav class="sticky" id="nav-sidebar"') :]
+
+    tenants = sidebar(reverse("admin:tenants_tenant_changelist"))
+    requests = sidebar(reverse("admin:tenants_quotarequest_changelist"))
+
+    assert re.search(r'<tr class="model-tenant current-model">', tenants)
+    assert not re.search(r'<tr class="model-quotarequest current-model">', tenants)
+    assert re.search(r'<tr class="model-quotarequest current-model">', requests)
+    assert 'href="/admin/tenants/tenant/" aria-current="page"' in tenants
+    assert 'href="/admin/tenants/tenant/" aria-current="page"' not in requests
+    # The same HTML as Django's template renders from the same app list.
+    response = admin_client.get(reverse("admin:tenants_tenant_changelist"))
+    django = get_template("admin/app_list.html").render(
+        {
+            "app_list": response.context["available_apps"],
+            "show_changelinks": False,
+            "request": response.wsgi_request,
+        }
+    )
+    assert django.strip() in response.content.decode()
+
+
+def test_the_login_page_gets_no_app_list(client):
+    response = client.get(reverse("admin:login"))
+    assert response.status_code in (200, 302)
+    if response.status_code == 200:
+        assert not response.context["available_apps"]
+
+
+def test_planned_dates_are_djangos_localized_dates():
+    """Day and minute pieces come from a per-page memo: midnight, noon, mornings, evenings and
+    dates read as formats.localize (what display_for_field shows) puts them."""
+    stamps = _Dates.for_field(QuotaRequest._meta.get_field("created_at"))
+    days = _Dates.for_field(QuotaRequest._meta.get_field("ends_on"))
+    base = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    moments = [
+        base + datetime.timedelta(days=day, hours=hour, minutes=minute, seconds=second)
+        for day in (0, 1, 40)
+        for hour, minute in ((0, 0), (0, 5), (9, 0), (11, 59), (12, 0), (12, 30), (23, 1))
+        for second in (0, 17)
+    ]
+    for moment in moments * 2:
+        assert stamps(moment) == localize(timezone.template_localtime(moment))
+        assert days(moment.date()) == localize(moment.date())

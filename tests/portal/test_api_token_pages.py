@@ -149,8 +149,8 @@ def test_the_token_list_query_count_does_not_grow_with_tokens(
     client = login(tenant_member)
     client.get(PAGE)  # warm the per-session caches
 
-    # Session, user, platform roles, memberships (navigation), tokens: the same for 1 or 6.
-    with django_assert_num_queries(5):
+    # Session, user, platform roles and memberships (navigation), tokens: the same for 1 or 6.
+    with django_assert_num_queries(4):
         client.get(PAGE)
 
 

@@ -416,8 +416,8 @@ def test_a_non_numeric_or_absurd_id_is_a_json_404(as_user, tenant_member, chat):
 
 # --- query counts -----------------------------------------------------------------------------
 
-LIST_QUERIES = 6  # session, user, roles, memberships, count, page
-EVENTS_QUERIES = 7  # session, user, roles, memberships, the workload, count, page
+LIST_QUERIES = 5  # session, user, roles and memberships, count, page
+EVENTS_QUERIES = 6  # session, user, roles and memberships, the workload, count, page
 
 
 def _grow(tenant, other_tenant, user, n: int) -> Workload:

@@ -21,8 +21,8 @@ from .conftest import H100, INFERENCE_SPEC
 
 pytestmark = pytest.mark.django_db
 
-# session, user, roles, memberships, the page's tenant and switcher, the count, the rows.
-LIST_QUERIES = 7
+# session, user, roles and memberships, the page's tenant and switcher, the count, the rows.
+LIST_QUERIES = 6
 
 # The rows as the list's template wrote them before, a filter and an include per row.
 OLD_ROWS = engines["django"].from_string("""    {% for w in workloads %}

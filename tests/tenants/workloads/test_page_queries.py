@@ -17,11 +17,12 @@ from .conftest import H100, INFERENCE_SPEC
 
 pytestmark = pytest.mark.django_db
 
-# session, user, the user's roles and memberships (every signed-in page), then the page's own.
+# session, user, the user's roles and memberships in one query (every signed-in page), then the
+# page's own.
 # For a tenant's people the page's tenant and the switcher's are one query.
-DASHBOARD_QUERIES = 12  # tenant and switcher, held, temporary grants, quota, workloads,
+DASHBOARD_QUERIES = 11  # tenant and switcher, held, temporary grants, quota, workloads,
 #                         requests, their lines, members
-DETAIL_QUERIES = 7  # the workload with its tenant and launcher, switcher, timeline
+DETAIL_QUERIES = 6  # the workload with its tenant and launcher, switcher, timeline
 
 
 def _launch(tenant, who, n: int, prefix: str) -> list[Workload]:
