@@ -66,19 +66,30 @@ def _with_rows(nodes: list[Node]) -> list[Node]:
     return nodes
 
 
+# What the list's rows and count are drawn from.
+NODE_LIST_TABLES = ("inventory_site", "inventory_rack", "inventory_node", "inventory_gpu",
+                    "inventory_healthevent")
+
+
 @platform_admin_required
 def node_list(request):
     filters = NodeFilterSet(request.GET, queryset=node_rows_for_list())
     errors = _filter_errors(filters, request.GET)
     # A filter that cannot be applied shows no nodes rather than all of them as if it had been.
     nodes = filters.qs.none() if errors else filters.qs
-    page = Paginator(nodes, PAGE_SIZE).get_page(request.GET.get("page"))
-    page.object_list = _with_rows(list(page.object_list))
     query = request.GET.copy()
     query.pop("page", None)
-    # The filter's choices change only with the sites and reservations: read from the cache
-    # between two writes to them (portal.stamps).
+    # The filtered count and the filter's choices change only with the inventory: read from
+    # the cache between two writes to it (portal.stamps).
     stamps = read_stamps()
+    paginator = Paginator(nodes, PAGE_SIZE)
+    if not errors:
+        paginator.count = stamped(
+            "node-list:count", NODE_LIST_TABLES, nodes.count, stamps=stamps,
+            extra=sorted(query.lists()),
+        )
+    page = paginator.get_page(request.GET.get("page"))
+    page.object_list = _with_rows(list(page.object_list))
     context = {
         "filters": filters,
         "filter_errors": errors,
