@@ -9,6 +9,7 @@ lines refuse every change at all, through the model and its querysets alike.
 
 from __future__ import annotations
 
+from datetime import date
 from decimal import Decimal
 
 from django.conf import settings
@@ -200,6 +201,28 @@ class UsageDaily(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tenant_id} {self.resource} {self.day} {self.source}"
+
+
+class UsageStamp(models.Model):
+    """Writes counted per UTC day, so that the usage explorer's summaries may be cached under
+    the sum of their range's counts: it changes with every committed write to the range.
+
+    Counted by database triggers (migration 0003), whoever writes: a statement that inserts,
+    updates or deletes usage records, metering windows or OpenCost cross-checks counts one
+    change on each UTC day its rows' hours fall on; renaming a tenant (or changing its slug or
+    cost center), adding or removing one counts one on `ALL_DAYS`, which every range includes.
+    A statement appends a row per day rather than updating one, so that writers never wait for
+    each other here, and folds the day's earlier rows into it (a day keeps a row or two). The
+    sum only ever grows, so it never comes back to a value it had.
+    """
+
+    ALL_DAYS = date(1, 1, 1)
+
+    day = models.DateField(db_index=True)
+    changes = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.day} {self.changes}"
 
 
 @colored({"pending": "secondary", "done": "success", "gap": "danger"})

@@ -4,7 +4,9 @@ utilization; idle GPU-hours; the health of metering. Everything is summed in SQL
 GPU-hours by tenant, class and day are summed from `UsageDaily` (the records summed per day,
 kept equal to them by database triggers): a range of whole days needs nothing finer, and a
 month is then thousands of rows rather than millions. Utilization needs each tenant-hour (idle
-time is clamped per hour) and still reads the records, of measured hours only.
+time is clamped per hour) and still reads the records, of measured hours only. The page's
+summary is cached under a stamp of its range that database triggers move on every write (see
+`usage_explorer`), so it is summed once per metering run rather than per view.
 
 GPU-hours count GPU-equivalents, so that whole GPUs, MIG instances and HAMi shares add up: a
 whole GPU is 1, a MIG instance `<n>g.<mem>` is n/7 of its GPU (every MIG-capable model has
@@ -26,12 +28,14 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from fractions import Fraction
+from functools import cached_property
 
 from django.core.cache import cache
+from django.core.paginator import EmptyPage, Page, Paginator
 from django.db import connection, transaction
 from django.db.models import (
     Case,
@@ -53,7 +57,15 @@ from tenants.models import Tenant
 from .. import calculations
 from ..calculations.invoicing import class_label
 from ..calculations.money import SECONDS_PER_HOUR, floor_hour, month_start, round_to
-from ..models import CrossCheck, MeteringWindow, UsageDaily, UsageRecord, WindowStatus
+from ..models import (
+    CrossCheck,
+    MeteringWindow,
+    UsageDaily,
+    UsageRecord,
+    UsageStamp,
+    WindowStatus,
+)
+from .tenant_filter import few_choices
 
 ALLOCATED = UsageRecord.Source.ALLOCATED
 MEASURED = UsageRecord.Source.MEASURED
@@ -195,23 +207,24 @@ class UsageRow:
     resource: str
     unit_seconds: int
 
-    @property
+    # Cached: a row cached for the explorer's page keeps its figures, worked out once.
+    @cached_property
     def label(self) -> str:
         return class_label(self.resource)
 
-    @property
+    @cached_property
     def kind(self) -> str:
         return self.resource.partition(":")[0]
 
-    @property
+    @cached_property
     def unit(self) -> str:
         return unit_label(self.resource)
 
-    @property
+    @cached_property
     def unit_hours(self) -> Decimal:
         return hours(self.unit_seconds)
 
-    @property
+    @cached_property
     def gpu_hours(self) -> Decimal | None:
         share = gpu_equivalent(self.resource)
         if share is None:
@@ -279,10 +292,44 @@ def _series(totals: dict[str, dict[date, float]], days: list[date], labels: dict
     return series
 
 
+# GPU-seconds by (day, tenant, model) summed again in SQL: per model and day, per day for each
+# of the `top` tenants with the most GPU-seconds (ties by slug, in code-point order as Python
+# sorts) and for the rest together, and how many tenants there are. A few hundred rows
+# whatever the fleet, where the rows by (day, tenant, model) are tens of thousands a month.
+CHART_SQL = """
+WITH rows AS ({rows}),
+used AS (SELECT day, tenant_id, model, gpu_seconds FROM rows WHERE gpu_seconds <> 0),
+ranked AS (
+    SELECT used.tenant_id, t.slug, t.name, SUM(used.gpu_seconds) AS total
+    FROM used JOIN {tenants} t ON t.id = used.tenant_id
+    GROUP BY used.tenant_id, t.slug, t.name
+),
+top AS (
+    SELECT tenant_id, slug, name, total FROM ranked ORDER BY total DESC, slug COLLATE {code_points}
+    LIMIT %s
+)
+SELECT 0, model, '', 0.0, day, SUM(gpu_seconds) FROM used GROUP BY model, day
+UNION ALL
+SELECT 1, top.slug, top.name, top.total, used.day, SUM(used.gpu_seconds)
+FROM used JOIN top ON top.tenant_id = used.tenant_id
+GROUP BY top.slug, top.name, top.total, used.day
+UNION ALL
+SELECT 2, '', '', 0.0, day, SUM(gpu_seconds) FROM used
+WHERE tenant_id NOT IN (SELECT tenant_id FROM top) GROUP BY day
+UNION ALL
+SELECT 3, '', '', 0.0, NULL, COUNT(*) FROM ranked
+"""
+CODE_POINTS = {"postgresql": '"C"', "sqlite": "BINARY"}
+
+
+def _day(value) -> date:
+    return date.fromisoformat(value) if isinstance(value, str) else value
+
+
 def gpu_hours_chart(usage: UsageFilter, *, top: int = 8) -> DailyChart:
     """GPU-hours by day, stacked by GPU model and by tenant (the top `top`, then the rest).
 
-    One query: rows are (day, tenant, model), bounded by days x tenants x models.
+    One query, summed in SQL: its rows are bounded by days x (models + top + 1).
     """
     model_of = Case(
         *[When(_resource_q(key), then=Value(key)) for key in resource_classes.GPU_MODELS],
@@ -291,31 +338,50 @@ def gpu_hours_chart(usage: UsageFilter, *, top: int = 8) -> DailyChart:
     rows = (
         gpu_usage_days(usage)
         .annotate(model=model_of)
-        .values("day", "tenant__slug", "tenant__name", "model")
+        .values("day", "tenant_id", "model")
         .annotate(gpu_seconds=Sum(_gpu_seconds("unit_seconds")))
         .order_by()
-        # Tuples, not a dict a row: a month of a large fleet is tens of thousands of rows.
-        .values_list("day", "tenant__slug", "tenant__name", "model", "gpu_seconds")
     )
-    by_model: dict[str, dict[date, float]] = defaultdict(lambda: defaultdict(float))
-    by_tenant: dict[str, dict[date, float]] = defaultdict(lambda: defaultdict(float))
+    rows_sql, params = rows.query.sql_with_params()
+    # Only Django's own SQL (its values passed as parameters) and quoted names go in.
+    sql = CHART_SQL.format(
+        rows=rows_sql, tenants=connection.ops.quote_name(Tenant._meta.db_table),
+        code_points=CODE_POINTS.get(connection.vendor, '"C"'),
+    )
+    by_model: dict[str, dict[date, float]] = defaultdict(dict)
+    tops: dict[str, dict[date, float]] = defaultdict(dict)
+    ranks: dict[str, tuple[float, str]] = {}
     names: dict[str, str] = {}
-    total = 0.0
-    for day, slug, name, model, gpu_seconds in rows:
-        if not gpu_seconds:
-            continue
-        by_model[model][day] += gpu_seconds
-        by_tenant[slug][day] += gpu_seconds
-        names[slug] = name
-        total += gpu_seconds
+    rest: dict[date, float] = {}
+    tenants = 0
+    with connection.cursor() as cursor:
+        cursor.execute(sql, (*params, top))
+        for kind, key, label, total, day, gpu_seconds in cursor.fetchall():
+            if kind == 0:
+                by_model[key][_day(day)] = gpu_seconds
+            elif kind == 1:
+                tops[key][_day(day)] = gpu_seconds
+                ranks[key], names[key] = (-total, key), label
+            elif kind == 2:
+                rest[_day(day)] = gpu_seconds
+            else:
+                tenants = int(gpu_seconds)
     days = usage.days
     models = {key: model.display_name for key, model in resource_classes.GPU_MODELS.items()}
     models[""] = "Other GPU models"
+    by_tenant = [
+        {"key": slug, "label": names[slug],
+         "data": [float(hours(tops[slug].get(day, 0))) for day in days]}
+        for slug in sorted(tops, key=ranks.__getitem__)
+    ]
+    if tenants > top:
+        by_tenant.append({"key": "other", "label": f"{tenants - top} others",
+                          "data": [float(hours(rest.get(day, 0))) for day in days]})
     return DailyChart(
         days=[day.isoformat() for day in days],
         by_model=_series(by_model, days, models, top=top),
-        by_tenant=_series(by_tenant, days, names, top=top),
-        total_gpu_hours=hours(total),
+        by_tenant=by_tenant,
+        total_gpu_hours=hours(sum(sum(per_day.values()) for per_day in by_model.values())),
     )
 
 
@@ -334,7 +400,7 @@ class Utilization:
     tenant_name: str = ""
     cost_center: str = ""
 
-    @property
+    @cached_property
     def utilization(self) -> Decimal | None:
         """The share of allocated GPU-seconds in use (0 to 1), as the calculations count it."""
         return calculations.utilization(
@@ -342,24 +408,24 @@ class Utilization:
             measured={"all": self.allocated_seconds - self.idle_seconds},
         )
 
-    @property
+    @cached_property
     def utilization_percent(self) -> Decimal | None:
         share = self.utilization
         return None if share is None else (share * 100).quantize(Decimal("0.1"))
 
-    @property
+    @cached_property
     def allocated_hours(self) -> Decimal:
         return hours(self.allocated_seconds)
 
-    @property
+    @cached_property
     def measured_hours(self) -> Decimal:
         return hours(self.measured_seconds)
 
-    @property
+    @cached_property
     def busy_hours(self) -> Decimal:
         return hours(self.busy_seconds)
 
-    @property
+    @cached_property
     def idle_hours(self) -> Decimal:
         return hours(self.idle_seconds)
 
@@ -413,7 +479,8 @@ def utilization_by_tenant(usage: UsageFilter) -> list[Utilization]:
         # Over millions of usage records the planner's estimate crosses PostgreSQL's JIT
         # threshold, and compiling the query (~50 ms) cost more than running it: not for a page.
         # (SET LOCAL lasts to the end of the transaction; no savepoint needed for it.)
-        cursor.execute("SET LOCAL jit = off")
+        if connection.vendor == "postgresql":
+            cursor.execute("SET LOCAL jit = off")
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     return [
@@ -562,15 +629,27 @@ class MeteringHealth:
     windows: list[MeteringWindow]
     windows_total: int
     gaps_total: int
-    unmeasured_hours: int  # closed hours left out of utilization: no measured window done
+    measured_hours: int  # hours of the range whose measured window is done
     cross_checks: list[CrossCheck]
     cross_checks_total: int
+    unmeasured_hours: int = 0  # closed hours left out of utilization: no measured window done
+
+    def as_of(self, usage: UsageFilter, now: datetime) -> MeteringHealth:
+        """The same, with the hours unmeasured by `now` (the hour under way is metered once
+        closed)."""
+        closed_until = min(usage.end, floor_hour(now))
+        closed = max(0, int((closed_until - usage.start).total_seconds()) // SECONDS_PER_HOUR)
+        return replace(self, unmeasured_hours=max(0, closed - self.measured_hours))
 
 
 def metering_health(usage: UsageFilter, *, now: datetime, limit: int = 12) -> MeteringHealth:
     """Gaps (and pending windows) in the range, hours without a measurement, and flagged
     cross-checks of the filtered tenants, newest first, at most `limit` of each: four queries
     whatever the data."""
+    return _metering_health(usage, limit=limit).as_of(usage, now)
+
+
+def _metering_health(usage: UsageFilter, *, limit: int = 12) -> MeteringHealth:
     in_range = MeteringWindow.objects.filter(hour__gte=usage.start, hour__lt=usage.end)
     counts = in_range.aggregate(
         total=Count("id", filter=~Q(status=WindowStatus.DONE)),
@@ -578,8 +657,6 @@ def metering_health(usage: UsageFilter, *, now: datetime, limit: int = 12) -> Me
         measured=Count("id", filter=Q(source=MEASURED, status=WindowStatus.DONE)),
     )
     windows = in_range.exclude(status=WindowStatus.DONE)
-    closed_until = min(usage.end, floor_hour(now))  # the hour under way is metered once closed
-    closed_hours = max(0, int((closed_until - usage.start).total_seconds()) // SECONDS_PER_HOUR)
     checks = CrossCheck.objects.filter(
         _tenant_q(usage), flagged=True, hour__gte=usage.start, hour__lt=usage.end
     )
@@ -587,9 +664,164 @@ def metering_health(usage: UsageFilter, *, now: datetime, limit: int = 12) -> Me
         windows=list(windows.order_by("-hour", "source")[:limit]),
         windows_total=counts["total"],
         gaps_total=counts["gaps"],
-        unmeasured_hours=max(0, closed_hours - counts["measured"]),
+        measured_hours=counts["measured"],
         cross_checks=list(
             checks.select_related("tenant").order_by("-hour", "tenant__name")[:limit]
         ),
         cross_checks_total=checks.count(),
+    )
+
+
+# --- the explorer's page, cached under its range's usage stamps -------------------------------
+
+# A summary is computed once per change of what it is computed from: it is cached under the sum
+# of its range's `UsageStamp` changes, which database triggers count on every write of usage
+# records, metering windows and cross-checks (and of tenants' names, slugs and cost centers),
+# whoever makes it. Any worker's cache (per-process locmem or shared) stays correct: the stamp
+# is read from the database on every view, and a value is only cached when the stamp still
+# holds after computing it (so a write committed meanwhile is never cached under the stamp
+# before it). The hours left unmeasured depend on the clock too: they are worked out per view.
+EXPLORER_CACHE_SECONDS = 24 * 3600
+EXPLORER_PAGE_SIZE = 25
+
+
+STAMP_SQL = (
+    "SELECT COALESCE(SUM(changes), 0) FROM billing_usagestamp"
+    " WHERE day = %s OR (day >= %s AND day < %s)"
+)
+
+
+def usage_stamp(usage: UsageFilter) -> int:
+    """The changes counted on the range's days and on every day's, summed: one query."""
+    first, after = _days(usage)
+    with connection.cursor() as cursor:  # plain SQL: composing it cost more than running it
+        cursor.execute(STAMP_SQL, [UsageStamp.ALL_DAYS, first, after])
+        return int(cursor.fetchone()[0])
+
+
+@dataclass(frozen=True)
+class ExplorerSummary:
+    """What the explorer shows of a filter whatever the page of its table, its figures worked
+    out (rows' hours, the charts' data) before it is cached."""
+
+    rows_total: int  # rows of `gpu_usage_by_tenant_and_class`
+    chart: DailyChart
+    chart_data: dict  # the chart, for JSON
+    utilization: list[Utilization]
+    utilization_data: list[dict]  # busy and idle hours of the 15 most allocated, for JSON
+    fleet: Utilization
+    health: MeteringHealth  # as of no particular time: see `MeteringHealth.as_of`
+    cost_centers: list[str] | None  # the filter's choices (None: too many, a text box)
+
+
+def cost_center_choices() -> list[str] | None:
+    """The cost centers of the filter's select, or None when too many for one: one query."""
+    return few_choices(
+        Tenant.objects.exclude(cost_center="").order_by("cost_center")
+        .values_list("cost_center", flat=True).distinct()
+    )
+
+
+@dataclass(frozen=True)
+class Explorer:
+    summary: ExplorerSummary
+    page: Page  # of `UsageRow`s
+    health: MeteringHealth
+
+
+class _Rows:
+    """A paginator's object list that knows only its length (the page is read apart)."""
+
+    def __init__(self, count: int):
+        self.count_ = count
+
+    def __len__(self) -> int:
+        return self.count_
+
+
+def _page_number(page: str | int | None) -> int:
+    try:
+        return int(page)
+    except (TypeError, ValueError):
+        return 1
+
+
+def _explorer_key(usage: UsageFilter, stamp: int) -> str:
+    what = repr((usage.start.isoformat(), usage.end.isoformat(), usage.tenant_ids,
+                 usage.tenant_slug, usage.resource, usage.cost_center))
+    return f"usage-explorer:v1:{hashlib.sha256(what.encode()).hexdigest()[:32]}:{stamp}"
+
+
+def _worked_out(rows: list, *names: str) -> list:
+    """`rows` with the cached properties `names` worked out (so that they are cached too)."""
+    for row in rows:
+        for name in names:
+            getattr(row, name)
+    return rows
+
+
+UTILIZATION_FIGURES = ("utilization_percent", "allocated_hours", "measured_hours", "busy_hours",
+                       "idle_hours")
+
+
+def explorer_summary(usage: UsageFilter) -> ExplorerSummary:
+    """The summary computed afresh (nine queries whatever the data)."""
+    chart = gpu_hours_chart(usage)
+    utilization = _worked_out(utilization_by_tenant(usage), *UTILIZATION_FIGURES)
+    return ExplorerSummary(
+        rows_total=gpu_usage_by_tenant_and_class(usage).count(),
+        chart=chart,
+        chart_data=asdict(chart) | {"total_gpu_hours": float(chart.total_gpu_hours)},
+        utilization=utilization,
+        utilization_data=[
+            {"tenant": row.tenant_name, "allocated": float(row.allocated_hours),
+             "busy": float(row.allocated_hours - row.idle_hours),
+             "idle": float(row.idle_hours)}
+            for row in utilization[:15]
+        ],
+        fleet=_worked_out([utilization_total(utilization)], *UTILIZATION_FIGURES)[0],
+        health=_metering_health(usage),
+        cost_centers=cost_center_choices(),
+    )
+
+
+def _table_page(usage: UsageFilter, rows_total: int, requested: int) -> tuple[int, list[UsageRow]]:
+    """The number of the page shown for `requested` (as `Paginator.get_page` picks it) and its
+    rows: one query."""
+    paginator = Paginator(_Rows(rows_total), EXPLORER_PAGE_SIZE)
+    try:
+        number = paginator.validate_number(requested)
+    except EmptyPage:
+        number = paginator.num_pages
+    bottom = (number - 1) * EXPLORER_PAGE_SIZE
+    rows = gpu_usage_by_tenant_and_class(usage)[bottom:bottom + EXPLORER_PAGE_SIZE]
+    return number, _worked_out(
+        usage_rows(rows), "label", "kind", "unit", "unit_hours", "gpu_hours"
+    )
+
+
+def usage_explorer(usage: UsageFilter, *, page: str | int | None, now: datetime) -> Explorer:
+    """The explorer of a filter and one page of its table: from the cache in one query while
+    the range's stamp holds, else computed (twelve queries whatever the data; three when only
+    the page of the table is not cached)."""
+    stamp = usage_stamp(usage)
+    summary_key = _explorer_key(usage, stamp)
+    requested = _page_number(page)
+    page_key = f"{summary_key}:page:{requested}"
+    cached = cache.get_many([summary_key, page_key])
+    fresh = {}
+    summary = cached.get(summary_key)
+    if summary is None:
+        summary = fresh[summary_key] = explorer_summary(usage)
+    table = cached.get(page_key)
+    if table is None:
+        table = fresh[page_key] = _table_page(usage, summary.rows_total, requested)
+    if fresh and usage_stamp(usage) == stamp:
+        cache.set_many(fresh, timeout=EXPLORER_CACHE_SECONDS)
+    number, rows = table
+    paginator = Paginator(_Rows(summary.rows_total), EXPLORER_PAGE_SIZE)
+    return Explorer(
+        summary=summary,
+        page=Page(rows, number, paginator),
+        health=summary.health.as_of(usage, now),
     )

@@ -4,6 +4,7 @@ import html
 from decimal import Decimal, InvalidOperation
 
 from django import template
+from django.contrib.humanize.templatetags.humanize import intcomma
 from django.utils.safestring import SafeString, mark_safe
 
 from inventory import resource_classes
@@ -26,6 +27,16 @@ def select_options(choices, selected) -> SafeString:
         mark = " selected" if value == selected else ""
         options.append(f'<option value="{_escape(value)}"{mark}>{_escape(label)}</option>')
     return mark_safe("".join(options))  # noqa: S308 - every value and label escaped above
+
+
+@register.filter
+def grouped(value):
+    """`Decimal("1234.50")` → "1,234.50", as humanize's `intcomma` writes it in English, without
+    its look-up of the locale's format on every call (the usage explorer's rows call it twice
+    each); anything but an int or a finite Decimal goes through `intcomma` itself."""
+    if type(value) is int or (type(value) is Decimal and value.is_finite()):
+        return f"{value:,}"
+    return intcomma(value)
 
 
 def _escape(value) -> str:

@@ -1,36 +1,30 @@
 """The usage explorer (finance and platform admins) and the rate card (everyone signed in)."""
 
 import io
-from dataclasses import asdict
 from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
 from portal import csv_export
 from tenants.access import access_for
-from tenants.models import Tenant
 
 from ..calculations.invoicing import class_label
 from ..selectors.explorer import (
     UsageFilter,
-    gpu_hours_chart,
+    cost_center_choices,
     gpu_usage_by_tenant_and_class,
-    metering_health,
+    usage_explorer,
     usage_rows,
-    utilization_by_tenant,
-    utilization_total,
 )
 from ..selectors.rates import rate_card
-from ..selectors.tenant_filter import few_choices, tenant_choice
+from ..selectors.tenant_filter import tenant_choice
 from ..usage_filters import UsageFilterForm
 
-PAGE_SIZE = 25
 CSV_COLUMNS = [
     "tenant", "tenant_name", "cost_center", "resource_class", "resource_label",
     "period_start", "period_end", "unit", "unit_hours", "gpu_hours",
@@ -81,12 +75,9 @@ def usage(request):
         # The tenant is a slug typed in, not a select of every tenant (thousands of them).
         "tenant_choice": tenant_choice(request.GET.get("tenant")),
         "tenant_query": _query_without(request, "page", "format", "tenant"),
-        "cost_centers": few_choices(
-            Tenant.objects.exclude(cost_center="").order_by("cost_center")
-            .values_list("cost_center", flat=True).distinct()
-        ),
     }
     if not form.is_valid():
+        context["cost_centers"] = cost_center_choices()
         # A filter that cannot be applied shows nothing rather than everything as if it had.
         context["filter_errors"] = _filter_errors(form)
         return render(request, "billing/usage/explorer.html", context, status=400)
@@ -94,28 +85,22 @@ def usage(request):
     if request.GET.get("format") == "csv":
         return _usage_csv(usage_filter)
 
-    page = Paginator(gpu_usage_by_tenant_and_class(usage_filter), PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
-    utilization = utilization_by_tenant(usage_filter)
-    chart = gpu_hours_chart(usage_filter)
+    # Cached under the range's usage stamp: a repeat view between writes is one query.
+    explorer = usage_explorer(usage_filter, page=request.GET.get("page"), now=timezone.now())
+    summary = explorer.summary
     context |= {
         "usage": usage_filter,
         "last_day": usage_filter.days[-1],
-        "page": page,
-        "rows": usage_rows(page.object_list),
+        "page": explorer.page,
+        "rows": explorer.page.object_list,
         "query": _query_without(request, "page", "format"),
-        "chart": chart,
-        "chart_json": asdict(chart) | {"total_gpu_hours": float(chart.total_gpu_hours)},
-        "utilization": utilization,
-        "utilization_json": [
-            {"tenant": row.tenant_name, "allocated": float(row.allocated_hours),
-             "busy": float(row.allocated_hours - row.idle_hours),
-             "idle": float(row.idle_hours)}
-            for row in utilization[:15]
-        ],
-        "fleet": utilization_total(utilization),
-        "health": metering_health(usage_filter, now=timezone.now()),
+        "chart": summary.chart,
+        "chart_json": summary.chart_data,
+        "utilization": summary.utilization,
+        "utilization_json": summary.utilization_data,
+        "fleet": summary.fleet,
+        "health": explorer.health,
+        "cost_centers": summary.cost_centers,
     }
     return render(request, "billing/usage/explorer.html", context)
 

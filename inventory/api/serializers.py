@@ -4,6 +4,7 @@ import json
 
 from rest_framework import serializers
 
+from portal.api.fields import RowSerializerMixin
 from portal.validators import validate_readable_text
 
 from ..models import GPU, NIC, HealthEvent, Node, NodeState, NodeValidation, Rack, Site
@@ -64,7 +65,7 @@ class NodeValidationSerializer(serializers.ModelSerializer):
         fields = ["id", "kind", "passed", "summary", "metrics", "recorded_at"]
 
 
-class NodeListSerializer(serializers.ModelSerializer):
+class NodeListSerializer(RowSerializerMixin, serializers.ModelSerializer):
     site = serializers.SerializerMethodField()
     rack = serializers.SerializerMethodField()
     gpu_count = serializers.IntegerField(read_only=True)
@@ -81,10 +82,17 @@ class NodeListSerializer(serializers.ModelSerializer):
             "open_events", "k8s_ready", "k8s_unschedulable", "k8s_last_seen_at",
         ]
 
+    # The API's list annotates them (`site_slug`, `rack_name`); a node read otherwise (its own
+    # page) has its rack and site joined.
+
     def get_site(self, node: Node) -> str | None:
+        if "site_slug" in node.__dict__:
+            return node.site_slug
         return node.rack.site.slug if node.rack else None
 
     def get_rack(self, node: Node) -> str | None:
+        if "rack_name" in node.__dict__:
+            return node.rack_name
         return node.rack.name if node.rack else None
 
 

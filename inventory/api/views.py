@@ -2,7 +2,7 @@
 
 from dataclasses import asdict
 
-from django.db.models import Prefetch
+from django.db.models import OuterRef, Prefetch, Subquery
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -68,16 +68,28 @@ class FleetSummaryView(APIView):
 
 
 # The columns NodeListSerializer shows: its fields that are the node's own (not the
-# annotations of nodes_for_list, not site and rack), and its rack's name and site's slug.
-NODE_API_LIST_FIELDS = (
-    *(
-        name
-        for name in s.NodeListSerializer.Meta.fields
-        if name not in {"site", "rack", "gpu_count", "gpu_model", "health", "open_events"}
-    ),
-    "rack",
-    "rack__name",
-    "rack__site__slug",
+# annotations of nodes_for_list, not site and rack).
+NODE_API_LIST_FIELDS = tuple(
+    name
+    for name in s.NodeListSerializer.Meta.fields
+    if name not in {"site", "rack", "gpu_count", "gpu_model", "health", "open_events"}
+)
+# The list's queryset, built once: its seven subqueries took a millisecond and more to build
+# on every request. Each request works on a copy (`.all()`), as DRF does with `queryset`.
+# The rack's name and site's slug are annotated (not a rack and a site object per row); as
+# subqueries, so that the count reads the nodes alone.
+NODE_API_LIST = (
+    nodes_for_list()
+    .select_related(None)
+    .only(*NODE_API_LIST_FIELDS)
+    .annotate(
+        rack_name=Subquery(
+            Rack.objects.filter(pk=OuterRef("rack_id")).order_by().values("name")[:1]
+        ),
+        site_slug=Subquery(
+            Rack.objects.filter(pk=OuterRef("rack_id")).order_by().values("site__slug")[:1]
+        ),
+    )
 )
 
 
@@ -91,10 +103,10 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
             return Node.objects.none()
-        queryset = nodes_for_list()
         if self.action == "list":
             # The list's rows: not the JSON documents of the cluster sync, decoded per node.
-            queryset = queryset.only(*NODE_API_LIST_FIELDS)
+            return NODE_API_LIST.all()
+        queryset = nodes_for_list()
         if self.action == "retrieve":
             queryset = queryset.prefetch_related(
                 Prefetch("gpus", queryset=GPU.objects.select_related("node").order_by("index")),

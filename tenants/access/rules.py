@@ -6,7 +6,8 @@ tenant-owned data starts from it, so another tenant's object is simply not found
 
 from dataclasses import dataclass, field
 
-from django.db.models import IntegerField, QuerySet, Value
+from django.contrib.auth import get_user_model
+from django.db.models import IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.shortcuts import get_object_or_404
 
 from .models import Membership, RoleAssignment, Tenant
@@ -96,6 +97,30 @@ def tenants_visible_to(user) -> QuerySet[Tenant]:
     if access.sees_all_tenants:
         return Tenant.objects.all()
     return Tenant.objects.filter(pk__in=list(access.tenant_roles))
+
+
+def in_tenants_visible_to(queryset: QuerySet, user) -> QuerySet:
+    """`queryset` (of a model with a `tenant`) narrowed to the tenants `user` may see, as
+    `tenants_visible_to(user)`. For those who see every tenant it is left whole: an `IN` over
+    the tenants table filtered nothing and made every count a join of the two tables."""
+    access = access_for(user)
+    if access.sees_all_tenants:
+        return queryset
+    return queryset.filter(tenant_id__in=list(access.tenant_roles))
+
+
+def tenant_slug() -> Subquery:
+    """The slug of the row's `tenant`, for `annotate`: a subquery, not a join, so that the
+    list's count (which drops annotations it does not need) counts the rows alone."""
+    return Subquery(Tenant.objects.filter(pk=OuterRef("tenant_id")).order_by().values("slug")[:1])
+
+
+def username_of(user_field: str) -> Subquery:
+    """The username of the user the row's `user_field` (`launched_by_id`) names, or None; a
+    subquery for `annotate`, as `tenant_slug`."""
+    return Subquery(
+        get_user_model().objects.filter(pk=OuterRef(user_field)).values("username")[:1]
+    )
 
 
 def tenants_managed_by(user) -> QuerySet[Tenant]:

@@ -26,7 +26,13 @@ from ..api.lookups import operated_tenant
 from . import services
 from .models import Workload, WorkloadStatus
 from .registry import CHOICES as KIND_CHOICES
-from .selectors import demand_preview, workload_events, workload_get_for_user, workloads_visible_to
+from .selectors import (
+    demand_preview,
+    workload_events,
+    workload_get_for_user,
+    workloads_listed_to,
+    workloads_visible_to,
+)
 from .serializers import (
     WorkloadCheckResultSerializer,
     WorkloadCheckSerializer,
@@ -150,6 +156,8 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def get_queryset(self) -> QuerySet[Workload]:
         if getattr(self, "swagger_fake_view", False):
             return Workload.objects.none()
+        if self.action == "list":
+            return workloads_listed_to(self.request.user)
         return workloads_visible_to(self.request.user)
 
     def handle_exception(self, exc: Exception) -> Response:

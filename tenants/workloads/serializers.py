@@ -13,7 +13,13 @@ from typing import Any
 
 from rest_framework import serializers
 
-from portal.api.fields import MethodCharField, PrefixHyperlinkedIdentityField
+from portal.api.fields import (
+    ChoiceLabelField,
+    JoinedCharField,
+    MethodCharField,
+    PrefixHyperlinkedIdentityField,
+    RowSerializerMixin,
+)
 from portal.validators import validate_dns1123_label
 
 from ..access.serializers import ClusterStateSerializer
@@ -50,12 +56,12 @@ def unstorable_fields(field: str, value: Mapping[str, Any]) -> dict[str, list[st
 # --- what a workload looks like ---------------------------------------------------------------
 
 
-class ConnectionItemSerializer(serializers.Serializer):
+class ConnectionItemSerializer(RowSerializerMixin, serializers.Serializer):
     label = serializers.CharField()
     value = serializers.CharField()
 
 
-class ConnectionCommandSerializer(serializers.Serializer):
+class ConnectionCommandSerializer(RowSerializerMixin, serializers.Serializer):
     label = serializers.CharField()
     command = serializers.CharField()
 
@@ -68,7 +74,7 @@ def _pairs(rows: Any, second: str) -> list[dict[str, str]]:
     ]
 
 
-class ConnectionSerializer(serializers.Serializer):
+class ConnectionSerializer(RowSerializerMixin, serializers.Serializer):
     """How to use a ready workload: labelled values, commands to run, notes (empty lists until
     it is ready)."""
 
@@ -88,14 +94,14 @@ class ConnectionSerializer(serializers.Serializer):
         )
 
 
-class WorkloadSerializer(serializers.ModelSerializer):
+class WorkloadSerializer(RowSerializerMixin, serializers.ModelSerializer):
     """A workload: what was asked (spec), what it holds (demand), where its lifecycle is, what
     the cluster last said of it and how to use it."""
 
     url = PrefixHyperlinkedIdentityField(view_name="api:workload-detail")
-    tenant = serializers.CharField(source="tenant.slug", read_only=True)
+    tenant = JoinedCharField(source="tenant.slug", joined="tenant_slug")
     kind_label = serializers.CharField(read_only=True)
-    status_label = MethodCharField(source="get_status_display")
+    status_label = ChoiceLabelField(source="status")
     in_progress = serializers.BooleanField(
         read_only=True, help_text="Still being worked on: worth polling until false."
     )
@@ -113,8 +119,8 @@ class WorkloadSerializer(serializers.ModelSerializer):
         read_only=True, help_text="Kind-specific figures the cluster reported (replicas, IP…)."
     )
     connection = ConnectionSerializer(read_only=True)
-    launched_by = serializers.CharField(
-        source="launched_by.username", read_only=True, allow_null=True
+    launched_by = JoinedCharField(
+        source="launched_by.username", joined="launched_by_username", allow_null=True
     )
 
     class Meta:

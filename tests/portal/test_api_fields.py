@@ -86,7 +86,9 @@ def test_quota_requests_listed_are_what_drfs_own_list_gives(tenant, platform_adm
 
     assert light == stock
     assert [len(r["lines"]) for r in light] == [3, 2, 1]
-    assert all("lines" not in r._prefetched_objects_cache for r in listed)  # the plain lists
+    # The lines as plain lists, read with the requests: no query and no queryset per request.
+    assert all(isinstance(r.lines_prefetched, list) for r in listed)
+    assert all(not getattr(r, "_prefetched_objects_cache", None) for r in listed)
 
 
 def test_a_request_fetched_without_the_prefetch_reads_its_lines_as_before(tenant, platform_admin):
