@@ -8,9 +8,11 @@ allocated against measured GPU-hours, the last 7 days and this month.
 """
 
 from dataclasses import asdict
+from datetime import UTC
 
 from django.conf import settings
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.utils import timezone
 
 from billing.selectors.explorer import fleet_utilization_headline
@@ -25,39 +27,92 @@ from inventory.selectors.fleet import (
     inventory_last_runs,
 )
 from inventory.views.access import any_role_required, platform_admin_required
+from portal.stamps import read_stamps, stamped
 from tenants.access import is_platform_admin
 from tenants.quota.capacity import capacity_by_resource_class
 from tenants.workloads.selectors import gpu_holdings_page, gpu_holdings_summary
 
+# What each part of the overview reads: it is cached under these tables' versions (portal.stamps),
+# so between two writes to them every worker reads it from its cache.
+INVENTORY_TABLES = ("inventory_site", "inventory_rack", "inventory_node", "inventory_gpu",
+                    "inventory_healthevent", "inventory_inventoryrun")
+CAPACITY_TABLES = ("inventory_node", "inventory_gpu", "tenants_quota", "tenants_tenant")
+HOLDINGS_TABLES = ("tenants_workload", "tenants_quota", "tenants_tenant")
+UTILIZATION_TABLES = ("billing_usagerecord", "billing_usagedaily", "billing_meteringwindow")
 
-@platform_admin_required
-def fleet_overview(request):
+
+def _fleet_inventory() -> dict:
+    """The inventory's part: capacity, sharing, states, totals, health, open events, job runs."""
     # One scan of the GPUs for the capacity, sharing, health and totals summaries.
     gpu_counts = fleet_gpu_counts_by_model()
     capacity = fleet_capacity_by_model(gpu_counts)
     runs = inventory_last_runs()
-    return render(
-        request,
-        "inventory/fleet.html",
-        {
-            "capacity": capacity,
-            "capacity_json": [asdict(row) for row in capacity],
-            "states": fleet_nodes_by_state(),
-            "totals": fleet_totals(gpu_counts),
-            "health": fleet_health_summary(gpu_counts),
-            "open_events": health_events_open(limit=8),
-            "sync_run": runs["cluster-sync"],
-            "ingest_run": runs["health-ingest"],
-            "prometheus_configured": bool(settings.PROMETHEUS_URL),
-            "resource_capacity": capacity_by_resource_class(),
-            "sharing": fleet_gpu_sharing_by_model(gpu_counts),
-            # Summed per GPU class, with the tenants over quota: a row per tenant (2,000 at
-            # fleet scale) is the holdings page's, a page at a time.
-            "holdings": gpu_holdings_summary(),
-            # Billing's metering: the fleet's GPU utilization and idle GPU-hours (2 queries).
-            "utilization_headline": fleet_utilization_headline(now=timezone.now()),
+    return {
+        "capacity": capacity,
+        "capacity_json": [asdict(row) for row in capacity],
+        "states": fleet_nodes_by_state(),
+        "totals": fleet_totals(gpu_counts),
+        "health": fleet_health_summary(gpu_counts),
+        "open_events": list(health_events_open(limit=8)),
+        "sync_run": runs["cluster-sync"],
+        "ingest_run": runs["health-ingest"],
+        "sharing": fleet_gpu_sharing_by_model(gpu_counts),
+    }
+
+
+def _with_parts(data: dict, *partials: str) -> dict:
+    """`data` and, under "parts", the overview's partials drawn from it (rendered HTML)."""
+    return {
+        **data,
+        "parts": {
+            name.replace("-", "_"): render_to_string(f"inventory/fleet.html#{name}", data)
+            for name in partials
         },
+    }
+
+
+def _stamped_part(name, tables, compute, *partials, stamps, extra=None) -> dict:
+    """A part of the overview, its data and its partials' HTML, computed and rendered once per
+    version of the tables it is drawn from (see portal.stamps)."""
+    return stamped(
+        f"fleet-overview:{name}", tables, lambda: _with_parts(compute(), *partials),
+        stamps=stamps, extra=extra,
     )
+
+
+@platform_admin_required
+def fleet_overview(request):
+    stamps = read_stamps()
+    now = timezone.now()
+    inventory = _stamped_part(
+        "inventory", INVENTORY_TABLES, _fleet_inventory, "stats", "chart-and-states", "sharing",
+        stamps=stamps,
+    )
+    capacity = _stamped_part(
+        "capacity", CAPACITY_TABLES,
+        lambda: {"resource_capacity": capacity_by_resource_class()}, "capacity-by-class",
+        stamps=stamps,
+    )
+    # Summed per GPU class, with the tenants over quota: a row per tenant (2,000 at fleet
+    # scale) is the holdings page's, a page at a time.
+    holdings = _stamped_part(
+        "holdings", HOLDINGS_TABLES, lambda: {"holdings": gpu_holdings_summary()}, "holdings",
+        stamps=stamps,
+    )
+    # Billing's metering: the fleet's GPU utilization and idle GPU-hours. Its periods end with
+    # today, so the day is part of the key.
+    utilization = _stamped_part(
+        "utilization", UTILIZATION_TABLES,
+        lambda: {"utilization_headline": fleet_utilization_headline(now=now)}, "utilization",
+        stamps=stamps, extra=now.astimezone(UTC).date(),
+    )
+    parts = {}
+    context = {"prometheus_configured": bool(settings.PROMETHEUS_URL), "parts": parts}
+    for part in (inventory, capacity, holdings, utilization):
+        context.update(part)
+        parts.update(part["parts"])
+    context["parts"] = parts
+    return render(request, "inventory/fleet.html", context)
 
 
 @platform_admin_required

@@ -3,11 +3,13 @@
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from portal.confirmation import confirmation_page, is_confirmed
 from portal.links import url_for_each
+from portal.stamps import read_stamps, stamped
 
 from ..filters import NodeFilterSet
 from ..forms import (
@@ -20,7 +22,7 @@ from ..forms import (
     actions_for,
 )
 from ..models import HealthEvent, Node, NodeState
-from ..node_rows import node_row
+from ..node_rows import grouped_numbers, node_row
 from ..selectors.nodes import (
     node_get_for_detail,
     node_open_critical_event_count,
@@ -28,6 +30,7 @@ from ..selectors.nodes import (
     node_timeline,
     nodes_for_list,
     reserved_tenants_in_use,
+    site_choices,
 )
 from ..services import health, lifecycle
 from .access import platform_admin_required
@@ -52,13 +55,20 @@ def _with_rows(nodes: list[Node]) -> list[Node]:
     once for the page (reverse() per row was a sixth of the page)."""
     node_url = url_for_each("inventory:node-detail")
     rack_url = url_for_each("inventory:rack-detail")
+    number = grouped_numbers()
     for node in nodes:
         node.row = node_row(
             node,
             detail_url=node_url(node.pk),
             rack_url=rack_url(node.rack_id) if node.rack_id is not None else "",
+            number=number,
         )
     return nodes
+
+
+# What the list's rows and count are drawn from.
+NODE_LIST_TABLES = ("inventory_site", "inventory_rack", "inventory_node", "inventory_gpu",
+                    "inventory_healthevent")
 
 
 @platform_admin_required
@@ -67,16 +77,29 @@ def node_list(request):
     errors = _filter_errors(filters, request.GET)
     # A filter that cannot be applied shows no nodes rather than all of them as if it had been.
     nodes = filters.qs.none() if errors else filters.qs
-    page = Paginator(nodes, PAGE_SIZE).get_page(request.GET.get("page"))
-    page.object_list = _with_rows(list(page.object_list))
     query = request.GET.copy()
     query.pop("page", None)
+    # The filtered count and the filter's choices change only with the inventory: read from
+    # the cache between two writes to it (portal.stamps).
+    stamps = read_stamps()
+    paginator = Paginator(nodes, PAGE_SIZE)
+    if not errors:
+        paginator.count = stamped(
+            "node-list:count", NODE_LIST_TABLES, nodes.count, stamps=stamps,
+            extra=sorted(query.lists()),
+        )
+    page = paginator.get_page(request.GET.get("page"))
+    page.object_list = _with_rows(list(page.object_list))
     context = {
         "filters": filters,
         "filter_errors": errors,
         "page": page,
         "query": query.urlencode(),
-        "reserved_tenants": reserved_tenants_in_use(),
+        "reserved_tenants": stamped(
+            "node-list:reserved-for", ["inventory_node"], reserved_tenants_in_use, stamps=stamps
+        ),
+        "site_choices": stamped("node-list:sites", ["inventory_site"], site_choices,
+                                stamps=stamps),
         "states": NodeState.choices,
     }
     template = "inventory/nodes.html#node-table" if request.htmx else "inventory/nodes.html"
@@ -93,29 +116,54 @@ def node_detail(request, node_id: int):
         if node.state != NodeState.DRAINING:
             response["HX-Refresh"] = "true"
         return response
+    stamps = read_stamps()
+    # What the node's own rows say, cached between two writes to them; its timeline's audit
+    # trail (written by every service) is read on every view.
+    context = stamped(
+        "node-detail", NODE_DETAIL_TABLES, lambda: _node_detail(node_id), stamps=stamps,
+        extra=node_id,
+    )
+    return render(
+        request,
+        "inventory/node_detail.html",
+        {
+            **context,
+            "timeline": node_timeline(node=context["node"]),
+            "actions": actions_for(context["node"].state),
+            "action_form": NodeActionForm(),
+            "validation_form": ValidationResultForm(),
+            "retirement_form": RetirementRecordForm(),
+        },
+    )
+
+
+# The tables a node's page is drawn from (its timeline's audit trail aside).
+NODE_DETAIL_TABLES = (
+    "inventory_site", "inventory_rack", "inventory_node", "inventory_gpu", "inventory_nic",
+    "inventory_nodevalidation", "inventory_healthevent",
+)
+
+
+def _node_detail(node_id: int) -> dict:
     node = node_get_for_detail(node_id=node_id)
     gpus = list(node.gpus.all())
     registered = {d.get("index"): d for d in node.hami_devices or [] if isinstance(d, dict)}
     for gpu in gpus:
         gpu.hami_device = registered.get(gpu.index)  # what HAMi registered for it, if anything
     nics = list(node.nics.all())
-    return render(
-        request,
-        "inventory/node_detail.html",
-        {
-            "node": node,
-            "gpus": gpus,
-            "nics": nics,
-            "numa_nodes": sorted({d.numa_node for d in [*gpus, *nics] if d.numa_node is not None}),
-            "open_events": [e for e in node.health_events.all() if e.is_open],
-            "timeline": node_timeline(node=node),
-            "validations": list(node.validations.all()),
-            "actions": actions_for(node.state),
-            "action_form": NodeActionForm(),
-            "validation_form": ValidationResultForm(),
-            "retirement_form": RetirementRecordForm(),
-            },
-    )
+    data = {
+        "node": node,
+        "gpus": gpus,
+        "nics": nics,
+        "numa_nodes": sorted({d.numa_node for d in [*gpus, *nics] if d.numa_node is not None}),
+        "open_events": [e for e in node.health_events.all() if e.is_open],
+        "validations": list(node.validations.all()),
+    }
+    data["parts"] = {
+        part: render_to_string(f"inventory/node_detail.html#{part}", data)
+        for part in ("topology", "devices", "workloads")
+    }
+    return data
 
 
 def _service_call(request, call, success: str) -> None:

@@ -5,10 +5,17 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from inventory.models import HealthEvent, Node, NodeState
+from inventory.models import GPU, HealthEvent, Node, NodeState
 from portal.models import AuditEvent
 from tenants.workloads.models import Workload, WorkloadStatus
-from tests.factories import GPUFactory, NodeFactory, QuotaFactory, TenantFactory, hami_gpu_node
+from tests.factories import (
+    GPUFactory,
+    NodeFactory,
+    QuotaFactory,
+    SiteFactory,
+    TenantFactory,
+    hami_gpu_node,
+)
 
 from .fleets import build_fleet
 
@@ -319,7 +326,9 @@ def test_node_list_rows_link_each_node_and_rack_and_show_their_badges(login, pla
     assert '<i class="bi bi-lock"></i> nova</span>' in page
 
 
-@pytest.mark.django_db
+# Committed, as a request's data is: the filter's choices and counts are then read from the
+# cache (the count of a filter once per version of the inventory).
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("size", [50, 2000])
 def test_node_list_page_makes_the_same_queries_at_50_and_2000_nodes(
     login, platform_admin, size, django_assert_num_queries
@@ -327,10 +336,52 @@ def test_node_list_page_makes_the_same_queries_at_50_and_2000_nodes(
     build_fleet(size)
     client = login(platform_admin)
     client.get("/fleet/nodes/")  # warm the session and caches
+    filtered = "/fleet/nodes/?health=critical&state=available&state=cordoned"
 
+    with django_assert_num_queries(NODE_LIST_PAGE_QUERIES + 1):  # the filter's count
+        first = client.get(filtered)
     with django_assert_num_queries(NODE_LIST_PAGE_QUERIES):
-        response = client.get("/fleet/nodes/?health=critical&state=available&state=cordoned")
-    assert response.status_code == 200
+        again = client.get(filtered)
+    assert first.status_code == again.status_code == 200
+    count = Node.objects.filter(state__in=["available", "cordoned"]).count()
+    assert first.context["page"].paginator.count == again.context["page"].paginator.count
+    assert 0 < again.context["page"].paginator.count < count
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_node_lists_count_follows_the_inventory(login, platform_admin):
+    nodes = build_fleet(6)
+    client = login(platform_admin)
+
+    def count(query=""):
+        return client.get(f"/fleet/nodes/{query}").context["page"].paginator.count
+
+    assert count() == 6 and count("?q=extra") == 0
+    NodeFactory(hostname="extra-1")
+    assert count() == 7 and count("?q=extra") == 1
+    critical = count("?health=critical")
+    healthy = next(n for n in nodes if n.gpus.exists()
+                   and not n.gpus.exclude(health="healthy").exists()
+                   and not n.health_events.filter(resolved_at__isnull=True).exists())
+    GPU.objects.filter(node=healthy).update(health="failed")
+    assert count("?health=critical") == critical + 1
+    Node.objects.filter(hostname="extra-1").delete()
+    assert count() == 6
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_node_lists_filter_choices_follow_the_sites_and_reservations(login, platform_admin):
+    build_fleet(3)
+    client = login(platform_admin)
+    page = client.get("/fleet/nodes/").content.decode()
+    assert '<option value="far">' not in page and '<option value="nova">' not in page
+    SiteFactory(slug="far", name="Far away")
+    Node.objects.filter(pk=Node.objects.first().pk).update(reserved_for="nova")
+    page = client.get("/fleet/nodes/?site=far").content.decode()
+    assert '<option value="far" selected>Far away</option>' in page
+    assert '<option value="nova">nova</option>' in page
+    Node.objects.update(reserved_for="")
+    assert '<option value="nova">' not in client.get("/fleet/nodes/").content.decode()
 
 
 @pytest.mark.django_db
@@ -348,10 +399,10 @@ def test_node_list_api_makes_the_same_queries_at_50_and_2000_nodes(
     assert response.json()["count"] == (size + 2) // 3
 
 
-# 9 (roles and memberships are one query) with the count of quota requests waiting for a decision
-# that the navigation shows admins: one COUNT,
-# whatever the fleet's size.
-NODE_LIST_PAGE_QUERIES = 9
+# Session, user, roles and memberships (one query); the tables' versions (the filter's site
+# and reserved-for choices and the filtered count are cached under them, portal.stamps); the
+# page of nodes; and the navigation's count of quota requests waiting for a decision.
+NODE_LIST_PAGE_QUERIES = 6
 NODE_LIST_API_QUERIES = 5
 
 
