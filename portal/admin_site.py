@@ -10,13 +10,7 @@ from django.utils.translation import get_language
 
 from tenants.access import is_platform_admin
 
-
-class CachedAppList(list):
-    """A copy of an app list the site built once; `key` names it (the nav sidebar's cache)."""
-
-    def __init__(self, key: tuple, apps: list[dict]):
-        super().__init__(apps)
-        self.key = key
+from .templatetags.portal_admin import CachedAppList
 
 
 class PortalAdminSite(admin.AdminSite):

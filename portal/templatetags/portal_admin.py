@@ -10,9 +10,18 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import get_language
 
 from portal.admin_rows import result_list_html
-from portal.admin_site import CachedAppList
 
 register = template.Library()
+
+
+class CachedAppList(list):
+    """A copy of an app list the admin site built once; `key` names it (the nav sidebar's
+    cache, below). Here, not in portal.admin_site: infrastructure imports no app."""
+
+    def __init__(self, key: tuple, apps: list[dict]):
+        super().__init__(apps)
+        self.key = key
+
 
 # admin/app_list.html as the nav sidebar shows it, by everything that the output depends on.
 _APP_LISTS: dict[tuple, str] = {}
