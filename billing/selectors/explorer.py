@@ -519,9 +519,11 @@ class FleetHeadline:
 # windows change is summed again. Each request then aggregates the hourly records of today (and
 # of any day not cached) only, instead of a month of them.
 PER_TENANT_DAY_SQL = (
-    "SELECT h.tenant_id, (h.hour AT TIME ZONE 'UTC')::date, SUM(h.allocated), SUM(h.measured),"
+    "SELECT h.tenant_id, {day}, SUM(h.allocated), SUM(h.measured),"
     " SUM(h.busy), SUM(h.idle) FROM ({hourly}) h GROUP BY 1, 2"
 )
+# The UTC day of an hour: SQLite (the demo) keeps times as UTC text.
+UTC_DAY = {"postgresql": "(h.hour AT TIME ZONE 'UTC')::date", "sqlite": "date(h.hour)"}
 HEADLINE_CACHE_SECONDS = 40 * 24 * 3600
 
 
@@ -566,8 +568,11 @@ def _tenant_days(start: datetime, end: datetime) -> dict[date, dict[int, list[fl
     hourly, params = _hourly_utilization_sql(UsageFilter(start=start, end=end))
     days: dict[date, dict[int, list[float]]] = defaultdict(dict)
     with connection.cursor() as cursor:
-        cursor.execute(PER_TENANT_DAY_SQL.format(hourly=hourly), params)
+        cursor.execute(
+            PER_TENANT_DAY_SQL.format(hourly=hourly, day=UTC_DAY[connection.vendor]), params
+        )
         for tenant_id, day, *values in cursor.fetchall():
+            day = date.fromisoformat(day) if isinstance(day, str) else day
             days[day][tenant_id] = [value or 0.0 for value in values]
     return days
 

@@ -70,7 +70,7 @@ _NODE = '"inventory_node"."id"'
 _GPUS = f"FROM inventory_gpu g WHERE g.node_id = {_NODE}"
 _OPEN = f"FROM inventory_healthevent e WHERE e.node_id = {_NODE} AND e.resolved_at IS NULL"
 _GPU_COUNT = "SELECT COUNT(*) " + _GPUS
-_GPU_MODEL = "SELECT g.model " + _GPUS + " ORDER BY g.index LIMIT 1"
+_GPU_MODEL = "SELECT g.model " + _GPUS + " ORDER BY g.\"index\" LIMIT 1"  # SQLite: a keyword
 _OPEN_EVENTS = "SELECT COUNT(*) " + _OPEN
 
 

@@ -11,7 +11,6 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.humanize.templatetags.humanize import intcomma
-from django.contrib.postgres.expressions import ArraySubquery
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import OuterRef, QuerySet
 from django.http import HttpResponseRedirect
@@ -24,6 +23,7 @@ from django.utils.translation import get_language
 from inventory import resource_classes
 from portal.admin_rows import PlannedActionForm
 from portal.choices import admin_badge
+from portal.list_subquery import ListSubquery
 from portal.state_machine import InvalidTransition
 
 from . import services as quota_requests
@@ -155,8 +155,8 @@ class ReviewQueueChangeList(ChangeList):
             .prefetch_related(None)
             .only(*self.ROW_FIELDS)
             .annotate(
-                line_resources=ArraySubquery(_lines().values("resource")),
-                line_amounts=ArraySubquery(_lines().values("amount")),
+                line_resources=ListSubquery(_lines().values("resource")),
+                line_amounts=ListSubquery(_lines().values("amount")),
             )
         )
 

@@ -8,12 +8,12 @@ import functools
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import Min, OuterRef, Prefetch, QuerySet, Sum
 from django.db.models.functions import JSONObject
 from django.shortcuts import get_object_or_404
 
 from inventory import resource_classes
+from portal.list_subquery import ListSubquery
 from portal.models import AuditEvent
 
 from ..access.models import Tenant
@@ -160,7 +160,7 @@ def _quota_requests_listed() -> QuerySet[QuotaRequest]:
             tenant_slug=tenant_slug(),
             requested_by_username=username_of("requested_by_id"),
             decided_by_username=username_of("decided_by_id"),
-            lines_prefetched=ArraySubquery(
+            lines_prefetched=ListSubquery(
                 QuotaRequestLine.objects.filter(request=OuterRef("pk"))
                 .order_by("id")
                 .values(line=JSONObject(**{name: name for name in QUOTA_LINE_API_FIELDS}))
