@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import Count, DecimalField, Prefetch, Q, QuerySet, Sum, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Count, DecimalField, F, Prefetch, Q, QuerySet, Sum, Value, Window
+from django.db.models.functions import Coalesce, RowNumber
 from django.shortcuts import get_object_or_404
 
 from portal.models import AuditEvent
@@ -111,14 +111,41 @@ def invoice_for_detail(*, user, invoice_id: int) -> Invoice:
     )
 
 
-def invoice_audit_trail(*, invoice: Invoice) -> QuerySet[AuditEvent]:
+# Every download of an invoice is audited: its trail shows the latest this many, and says how
+# many earlier ones there were (the decisions are always shown whole).
+TRAIL_DOWNLOADS_SHOWN = 10
+DOWNLOAD_ACTION = "invoice.export"
+
+
+@dataclass(frozen=True)
+class AuditTrail:
+    events: list[AuditEvent]  # oldest first
+    earlier_downloads: int  # downloads older than those in `events`
+
+
+def invoice_audit_trail(*, invoice: Invoice) -> AuditTrail:
     """What was done to the invoice and its credit notes, oldest first (the notes as
-    prefetched by `invoice_for_detail`)."""
+    prefetched by `invoice_for_detail`): every decision, and the latest
+    `TRAIL_DOWNLOADS_SHOWN` downloads with the number of earlier ones. One query, whose rows do
+    not grow with the downloads."""
     notes = [str(note.pk) for note in invoice.credit_notes.all()]
-    return AuditEvent.objects.filter(
-        Q(object_type=Invoice._meta.label_lower, object_id=str(invoice.pk))
-        | Q(object_type=CreditNote._meta.label_lower, object_id__in=notes)
-    ).order_by("created_at", "id")
+    is_download = Q(action=DOWNLOAD_ACTION)
+    events = list(
+        AuditEvent.objects.filter(
+            Q(object_type=Invoice._meta.label_lower, object_id=str(invoice.pk))
+            | Q(object_type=CreditNote._meta.label_lower, object_id__in=notes)
+        )
+        .annotate(
+            rank=Window(RowNumber(), partition_by=[F("action")],
+                        order_by=[F("created_at").desc(), F("id").desc()]),
+            of_action=Window(Count("id"), partition_by=[F("action")]),
+        )
+        .filter(~is_download | Q(rank__lte=TRAIL_DOWNLOADS_SHOWN))
+        .order_by("created_at", "id")
+    )
+    downloads = next((e.of_action for e in events if e.action == DOWNLOAD_ACTION), 0)
+    return AuditTrail(events=events,
+                      earlier_downloads=max(0, downloads - TRAIL_DOWNLOADS_SHOWN))
 
 
 def invoice_filter_choices(*, user) -> dict[str, list]:

@@ -206,9 +206,11 @@ def _events_of(line: InvoiceLine) -> list[dict]:
     return [event for event in (line.events or []) if isinstance(event, dict)]
 
 
-def _trail(invoice: Invoice) -> list:
-    """The invoice's audit events, each written once in Python (`audit_event_item`)."""
-    return [audit_event_item(event) for event in invoice_audit_trail(invoice=invoice)]
+def _trail(invoice: Invoice) -> tuple[list, int]:
+    """The invoice's audit events, each written once in Python (`audit_event_item`), and how
+    many earlier downloads are not shown."""
+    trail = invoice_audit_trail(invoice=invoice)
+    return [audit_event_item(event) for event in trail.events], trail.earlier_downloads
 
 
 def _detail_context(request, invoice: Invoice, **forms) -> dict:
@@ -216,6 +218,7 @@ def _detail_context(request, invoice: Invoice, **forms) -> dict:
         {"line": line, "last_day": last_day(line.period_end), "events": _events_of(line)}
         for line in invoice.lines.all()
     ]
+    trail, earlier_downloads = _trail(invoice)
     return {
         "invoice": invoice,
         "period_last_day": last_day(invoice.period_end),
@@ -223,7 +226,8 @@ def _detail_context(request, invoice: Invoice, **forms) -> dict:
         "credit_lines": [row for row in rows if row["line"].kind == InvoiceLine.Kind.CREDIT],
         "unpriced": [item for item in (invoice.unpriced or []) if isinstance(item, dict)],
         "credit_notes": list(invoice.credit_notes.all()),
-        "trail": _trail(invoice),
+        "trail": trail,
+        "earlier_downloads": earlier_downloads,
         "actions": ACTIONS_BY_STATUS.get(invoice.status, ()),
         "payment_form": forms.get("payment_form") or PaymentForm(),
         "void_form": forms.get("void_form") or VoidForm(),

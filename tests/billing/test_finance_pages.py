@@ -734,6 +734,36 @@ def test_the_detail_makes_the_same_queries_whatever_its_lines_and_trail(login, f
     assert counts[0] == counts[1], counts
 
 
+def test_the_trail_shows_every_decision_and_the_latest_downloads_with_a_count_of_the_rest(
+        login, finance, tenant):
+    from billing.selectors.finance import TRAIL_DOWNLOADS_SHOWN
+
+    invoice = invoicing.invoice_issue(invoice_id=bill(tenant, JAN, 1).pk, actor=finance)
+    client = login(finance)
+    downloads = TRAIL_DOWNLOADS_SHOWN + 7
+    for n in range(downloads):
+        assert client.get(f"{LIST}{invoice.pk}/invoice.{('csv', 'xlsx')[n % 2]}").status_code == 200
+    invoicing.credit_note_create(invoice_id=invoice.pk, actor=finance, amount=Decimal("1.00"),
+                                 reason="Goodwill after the downloads")
+
+    response = client.get(f"{LIST}{invoice.pk}/")
+    body = response.content.decode()
+
+    assert response.status_code == 200
+    trail = body[body.index('id="audit-trail"'):]
+    trail = trail[:trail.index("</ul>")]
+    # Every decision, whenever it was made: the issue before the downloads, the credit after;
+    # and the latest downloads.
+    assert "invoice.issue" in trail and "Goodwill after the downloads" in trail
+    decisions = AuditEvent.objects.filter(object_type__in=["billing.invoice", "billing.creditnote"]
+                                          ).exclude(action="invoice.export").count()
+    assert decisions >= 2
+    assert trail.count("<li") == decisions + TRAIL_DOWNLOADS_SHOWN
+    assert "7 earlier downloads not shown" in trail
+    assert AuditEvent.objects.filter(action="invoice.export", object_id=str(invoice.pk)).count() \
+        == downloads
+
+
 def test_bulk_issue_of_ids_that_are_not_invoices_says_so_and_issues_nothing(login, finance,
                                                                             books):
     client = login(finance)
