@@ -206,29 +206,20 @@ def tenant_quota_requests_recent(*, tenant: Tenant, limit: int) -> QuerySet[Quot
 
 def quota_requests_waiting() -> QuerySet:
     """Requests waiting for a platform admin's decision, oldest first (the review queue), as
-    rows of what the queue shows: the tenant's name and isolation and who asked, not whole
-    requests, tenants and users (a page holds up to 400). Lines: `quota_request_lines_asked`."""
+    rows of what the queue shows: the tenant's name and isolation, who asked, and what each
+    line asks (`line_resources` and `line_amounts`, in the order asked, read in the same row);
+    not whole requests, tenants and users (a page holds up to 400)."""
+    lines = QuotaRequestLine.objects.filter(request=OuterRef("pk")).order_by("id")
     return (
         QuotaRequest.objects.filter(status=QuotaRequest.Status.SUBMITTED)
         .order_by("created_at", "id")
         .values(
             "id", "created_at", "ends_on", "tenant__name", "tenant__isolation",
             "requested_by__username", "requested_by__first_name", "requested_by__last_name",
+            line_resources=ListSubquery(lines.values("resource")),
+            line_amounts=ListSubquery(lines.values("amount")),
         )
     )
-
-
-def quota_request_lines_asked(request_ids) -> dict[int, list[tuple[str, int]]]:
-    """What each request asks for, (resource class, amount) in the order asked: one query."""
-    asked: dict[int, list[tuple[str, int]]] = {}
-    rows = (
-        QuotaRequestLine.objects.filter(request_id__in=list(request_ids))
-        .order_by("id")
-        .values_list("request_id", "resource", "amount")
-    )
-    for request_id, resource, amount in rows:
-        asked.setdefault(request_id, []).append((resource, amount))
-    return asked
 
 
 def quota_requests_on_the_way() -> QuerySet[QuotaRequest]:

@@ -25,7 +25,6 @@ from .models import QuotaRequest, resource_label
 from .selectors import (
     quota_preview,
     quota_request_get_for_user,
-    quota_request_lines_asked,
     quota_requests_on_the_way,
     quota_requests_waiting,
     tenant_quota_lines,
@@ -217,8 +216,6 @@ def request_queue(request):
 def _queue_rows(requests, review_url) -> list[dict]:
     """The queue's rows, every cell already text: a template filter or `{% url %}` per cell
     cost more than the rest of a 400-row page."""
-    requests = list(requests)
-    asked = quota_request_lines_asked(r["id"] for r in requests)
     label = cache(resource_label)  # a handful of classes among hundreds of lines
     ago = time_since(timezone.now())
     rows = []
@@ -230,7 +227,8 @@ def _queue_rows(requests, review_url) -> list[dict]:
             "pk": r["id"],
             "tenant": r["tenant__name"],
             "isolation": r["tenant__isolation"],
-            "asked": [f"+{grouped(n)} {label(resource)}" for resource, n in asked.get(r["id"], ())],
+            "asked": [f"+{grouped(n)} {label(resource)}"
+                      for resource, n in zip(r["line_resources"], r["line_amounts"], strict=True)],
             "ago": ago(r["created_at"]),
             "who": who or r["requested_by__username"] or "—",
             "until": iso_date(r["ends_on"]) or "—",
