@@ -8,7 +8,7 @@ import functools
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db.models import Min, OuterRef, Prefetch, QuerySet, Sum
+from django.db.models import Min, OuterRef, Prefetch, QuerySet, Subquery, Sum
 from django.db.models.functions import JSONObject
 from django.shortcuts import get_object_or_404
 
@@ -57,19 +57,29 @@ def _order() -> dict[str, int]:
 def tenant_quota_lines(*, tenant: Tenant) -> list[QuotaLine]:
     """Granted quota per resource class; in use is what the tenant's workloads hold, with the
     cluster's own last figure beside it where the two differ (pods run outside the portal, or
-    a workload still starting). Three queries."""
+    a workload still starting). Two queries."""
     held = demand_in_use(tenant_ids=[tenant.pk]).get(tenant.pk, {})
-    temporary = {
-        row["resource"]: row
-        for row in QuotaRequestLine.objects.filter(
-            request__tenant=tenant,
+    # What of each quota is a temporary grant (applied requests with an end), in the quota's row.
+    temporary = (
+        QuotaRequestLine.objects.filter(
+            request__tenant=OuterRef("tenant_id"),
             request__status=QuotaRequest.Status.APPLIED,
             request__ends_on__isnull=False,
+            resource=OuterRef("resource"),
         )
-        .values("resource")
-        .annotate(amount=Sum("approved_amount"), ends_on=Min("request__ends_on"))
         .order_by()
-    }
+        .values("resource")
+    )
+    quotas = (
+        # Unordered: sorted below (the default ordering joined the tenant to sort by its name).
+        Quota.objects.filter(tenant=tenant).order_by()
+        .annotate(
+            temporary_amount=Subquery(
+                temporary.annotate(amount=Sum("approved_amount")).values("amount")[:1]),
+            temporary_ends_on=Subquery(
+                temporary.annotate(ends_on=Min("request__ends_on")).values("ends_on")[:1]),
+        )
+    )
     order = _order()
     lines = [
         QuotaLine(
@@ -78,13 +88,12 @@ def tenant_quota_lines(*, tenant: Tenant) -> list[QuotaLine]:
             limit=q.limit,
             used=held.get(q.resource, 0),
             cluster_used=q.in_use if q.in_use != held.get(q.resource, 0) else None,
-            temporary=min(q.limit, (temporary.get(q.resource) or {}).get("amount") or 0),
-            ends_on=(temporary.get(q.resource) or {}).get("ends_on"),
+            temporary=min(q.limit, q.temporary_amount or 0),
+            ends_on=q.temporary_ends_on,
             borrowing_limit=q.borrowing_limit,
             lending_limit=q.lending_limit,
         )
-        # Unordered: sorted below (the default ordering joined the tenant to sort by its name).
-        for q in Quota.objects.filter(tenant=tenant).order_by()
+        for q in quotas
     ]
     return sorted(lines, key=lambda line: order.get(line.resource, len(order)))
 
