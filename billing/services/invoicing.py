@@ -52,6 +52,13 @@ logger = logging.getLogger(__name__)
 INVOICE_PREFIX = "INV"
 # Renders an issued invoice's files once its status changed (billing.services.invoice_files).
 RENDER_FILES = "billing.tasks.invoice_files_render_task"
+
+
+def _render_files_after_commit(invoice: Invoice) -> None:
+    """Have a worker render the invoice's kept files once the decision commits (see
+    settings.INVOICE_FILES_PRERENDER); otherwise its first download renders them."""
+    if settings.INVOICE_FILES_PRERENDER:
+        enqueue_on_commit(RENDER_FILES, invoice.pk)
 CREDIT_NOTE_PREFIX = "CN"
 
 
@@ -259,7 +266,7 @@ def invoice_issue(*, invoice_id: int, actor, issue_date: date | None = None) -> 
             **totals(invoice),
         },
     )
-    enqueue_on_commit(RENDER_FILES, invoice.pk)
+    _render_files_after_commit(invoice)
     return invoice
 
 
@@ -309,7 +316,7 @@ def invoice_mark_paid(
         changes={"paid_at": paid_at.isoformat(), "reference": reference,
                  "total": str(invoice.total)},
     )
-    enqueue_on_commit(RENDER_FILES, invoice.pk)
+    _render_files_after_commit(invoice)
     return invoice
 
 
@@ -333,7 +340,7 @@ def invoice_void(*, invoice_id: int, actor, reason: str) -> Invoice:
         tenant=invoice.tenant,
         changes={"reason": reason, "total": str(invoice.total)},
     )
-    enqueue_on_commit(RENDER_FILES, invoice.pk)
+    _render_files_after_commit(invoice)
     return invoice
 
 

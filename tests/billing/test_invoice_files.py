@@ -65,8 +65,9 @@ def test_a_kept_file_is_what_rendering_it_now_gives(login, finance, issued):
 
 
 def test_issuing_paying_and_voiding_render_the_files_after_the_commit(
-    acme, finance, django_capture_on_commit_callbacks
+    acme, finance, django_capture_on_commit_callbacks, settings
 ):
+    settings.INVOICE_FILES_PRERENDER = True  # as with a worker (the tests run tasks eagerly)
     with django_capture_on_commit_callbacks(execute=True):
         invoice = invoicing.invoice_issue(invoice_id=bill(acme, JAN, 10).pk, actor=finance)
     files = {f.fmt: f for f in InvoiceFile.objects.filter(invoice=invoice)}
@@ -85,6 +86,18 @@ def test_issuing_paying_and_voiding_render_the_files_after_the_commit(
     assert InvoiceFile.objects.get(invoice=other, fmt="csv").status == "void"
     # Nothing left to render: the task does nothing the second time.
     assert invoice_files.invoice_files_render(invoice_id=other.pk) == []
+
+
+def test_without_a_worker_issuing_renders_nothing_and_the_first_download_does(
+    login, acme, finance, django_capture_on_commit_callbacks
+):
+    # Eager mode (the demo, the tests): rendering after the decision would run in the request.
+    with django_capture_on_commit_callbacks(execute=True):
+        invoice = invoicing.invoice_issue(invoice_id=bill(acme, JAN, 1).pk, actor=finance)
+    assert not InvoiceFile.objects.filter(invoice=invoice).exists()
+
+    assert login(finance).get(f"/billing/invoices/{invoice.pk}/invoice.pdf").status_code == 200
+    assert InvoiceFile.objects.filter(invoice=invoice, fmt="pdf").exists()
 
 
 @pytest.mark.parametrize("move", ["pay", "void"])
