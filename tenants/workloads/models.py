@@ -110,6 +110,13 @@ class Workload(Reconciled):
         indexes = [
             models.Index(fields=["tenant", "status"]),
             models.Index(fields=["status", "kind"]),
+            # A tenant's live workloads, newest first: the workload list's pages and the
+            # dashboard's latest ones read an index range instead of sorting every workload.
+            models.Index(
+                fields=["tenant", "-created_at", "-id"],
+                condition=~models.Q(status="deleted"),
+                name="workload_live_recent_idx",
+            ),
         ]
 
     def __str__(self) -> str:
