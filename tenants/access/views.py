@@ -14,10 +14,12 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
 from portal.confirmation import confirmation_page, is_confirmed
+from portal.display import grouped
 from portal.paging import url_maker
 from portal.templatetags.portal_format import money
 
 from ..pages import redirect_to_current, tenant_page
+from ..quota.models import resource_label
 from ..quota.selectors import tenant_quota_lines, tenant_quota_requests_recent
 from ..workloads.selectors import tenant_workloads_recent
 from . import services
@@ -111,6 +113,10 @@ def dashboard(request, slug: str):
     recent_requests = list(tenant_quota_requests_recent(tenant=tenant, limit=5))
     for r in recent_requests:
         r.detail_url = request_url(tenant.slug, r.pk)
+        r.asked = ", ".join(
+            f"+{grouped(n)} {resource_label(resource)}"
+            for resource, n in zip(r.line_resources, r.line_granted, strict=True)
+        )
     context |= {
         "members": tenant_members(tenant=tenant),
         "quota_lines": tenant_quota_lines(tenant=tenant),

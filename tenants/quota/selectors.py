@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db.models import Min, OuterRef, Prefetch, QuerySet, Subquery, Sum
-from django.db.models.functions import JSONObject
+from django.db.models.functions import Coalesce, JSONObject
 from django.shortcuts import get_object_or_404
 
 from inventory import resource_classes
@@ -198,17 +198,20 @@ def tenant_quota_requests(*, tenant: Tenant) -> QuerySet[QuotaRequest]:
 
 def tenant_quota_requests_recent(*, tenant: Tenant, limit: int) -> QuerySet[QuotaRequest]:
     """The tenant's latest requests with what a summary shows of them (the dashboard's card):
-    status, dates, who asked and the lines, not the decision or the cluster's progress."""
-    lines = QuotaRequestLine.objects.only(
-        "id", "request_id", "resource", "amount", "approved_amount"
-    ).order_by("id")
+    status, dates, who asked and what each line grants (`line_resources` and `line_granted`,
+    in the order asked, read in the same row); not the decision or the cluster's progress."""
+    lines = QuotaRequestLine.objects.filter(request=OuterRef("pk")).order_by("id")
     return (
         tenant.quota_requests.select_related("requested_by")
         .only(
             "id", "tenant_id", "status", "created_at", "ends_on", "requested_by__username",
             "requested_by__first_name", "requested_by__last_name",
         )
-        .prefetch_related(Prefetch("lines", queryset=lines))
+        .annotate(
+            line_resources=ListSubquery(lines.values("resource")),
+            line_granted=ListSubquery(
+                lines.values(granted=Coalesce("approved_amount", "amount"))),
+        )
         .order_by("-created_at", "-id")[:limit]
     )
 

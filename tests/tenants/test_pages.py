@@ -57,6 +57,19 @@ def test_dashboard_shows_quota_bars_recent_requests_members_and_cluster_state(
     assert reverse(NEW, args=["acme"]) in html
 
 
+def test_dashboard_requests_show_each_line_granted_in_the_order_asked(
+    login, tenant_member, tenant, granted, submit
+):
+    """Each recent request's lines, read in its own row: what was granted where a platform
+    admin granted less than asked, else what was asked."""
+    request = submit({"gpu:nvidia-h100-80gb": 4, "cpu": 1500})
+    request.lines.filter(resource="gpu:nvidia-h100-80gb").update(approved_amount=2)
+    submit({"cpu": 8})
+    html = login(tenant_member).get(reverse("tenants:dashboard", args=["acme"])).content.decode()
+    assert '<div class="small">+2 NVIDIA H100 80GB HBM3 GPUs, +1,500 vCPU</div>' in html
+    assert '<div class="small">+8 vCPU</div>' in html
+
+
 def test_viewer_sees_quota_but_no_request_button(login, tenant_viewer, tenant, granted):
     html = login(tenant_viewer).get(reverse("tenants:quota-detail", args=["acme"])).content.decode()
     assert "NVIDIA H100 80GB HBM3 GPUs" in html

@@ -20,8 +20,8 @@ pytestmark = pytest.mark.django_db
 # session, user, the user's roles and memberships in one query (every signed-in page), then the
 # page's own.
 # For a tenant's people the page's tenant and the switcher's are one query.
-DASHBOARD_QUERIES = 10  # tenant and switcher, held, quota with its temporary grants, workloads,
-#                         requests, their lines, members
+DASHBOARD_QUERIES = 9  # tenant and switcher, held, quota with its temporary grants, workloads,
+#                        requests with their lines, members
 DETAIL_QUERIES = 6  # the workload with its tenant and launcher, switcher, timeline
 
 
