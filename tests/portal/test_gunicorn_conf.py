@@ -1,7 +1,9 @@
 """gunicorn's config: the application is loaded once in the master, and each worker freezes the
-start-up heap so full garbage collections stop walking it."""
+start-up heap, then what its first requests keep, so full garbage collections stop walking
+them."""
 
 import http.client
+import itertools
 import os
 import socket
 import subprocess
@@ -30,28 +32,51 @@ def _get(port: int) -> str:
         conn.close()
 
 
-def test_a_worker_starts_with_the_preloaded_start_up_heap_frozen():
-    port = _free_port()
+def _serve(port: int) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO_"))}
     env |= {"DJANGO_SETTINGS_MODULE": "portal.settings", "SECRET_KEY": "a-key-for-this-test"}
-    server = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "--config", "python:portal.gunicorn_conf",
          "tests.support.gc_probe_app:application", "--bind", f"127.0.0.1:{port}",
          "--workers", "1", "--log-level", "warning"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
+
+
+def _first_answer(server: subprocess.Popen, port: int) -> int:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert server.poll() is None, server.stdout.read().decode()
+        try:
+            return int(_get(port))
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError("gunicorn did not answer")
+
+
+def test_a_worker_starts_with_the_preloaded_start_up_heap_frozen():
+    port = _free_port()
+    server = _serve(port)
     try:
-        deadline, frozen = time.monotonic() + 60, None
-        while frozen is None and time.monotonic() < deadline:
-            assert server.poll() is None, server.stdout.read().decode()
-            try:
-                frozen = int(_get(port))
-            except OSError:
-                time.sleep(0.2)
-        assert frozen is not None, "gunicorn did not answer"
+        frozen = _first_answer(server, port)
         # Django, the apps and their URL patterns: tens of thousands of objects, none of which a
         # full collection in the worker has to walk again.
         assert frozen > 20_000
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_what_the_first_requests_keep_is_frozen_after_the_1st_2nd_4th_request():
+    port = _free_port()
+    server = _serve(port)
+    try:
+        # Each answer is the count frozen before that request; every request keeps 1,000 more.
+        counts = [_first_answer(server, port)] + [int(_get(port)) for _ in range(4)]
+        after_1st, after_2nd, after_3rd, after_4th = (b - a for a, b in itertools.pairwise(counts))
+        assert after_1st >= 1000 and after_2nd >= 1000  # frozen after the 1st and the 2nd
+        assert after_3rd == 0  # not after the 3rd
+        assert after_4th >= 2000  # after the 4th: what the 3rd and the 4th kept
     finally:
         server.terminate()
         server.wait(timeout=30)
