@@ -3,11 +3,13 @@
 import django_filters
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from portal.api.filtering import FormOnceFilterSet
+
 from .models import GPU, GpuSharing, Node, NodeState, Site
 from .selectors.nodes import NodeHealth
 
 
-class NodeFilterSet(django_filters.FilterSet):
+class NodeFilterSet(FormOnceFilterSet):
     q = django_filters.CharFilter(method="filter_search", label="Search")
     site = django_filters.ModelChoiceFilter(
         field_name="rack__site", to_field_name="slug", queryset=Site.objects.order_by("name"),

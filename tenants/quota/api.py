@@ -18,6 +18,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.api.filtering import FormOnceFilterSet
+
 from ..access.rules import access_for
 from ..api.lookups import operated_tenant
 from . import services as quota_requests
@@ -40,7 +42,7 @@ from .serializers import (
 )
 
 
-class QuotaRequestFilter(django_filters.FilterSet):
+class QuotaRequestFilter(FormOnceFilterSet):
     tenant = django_filters.CharFilter(field_name="tenant__slug")
     status = django_filters.ChoiceFilter(choices=QuotaRequest.Status.choices)
 

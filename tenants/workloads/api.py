@@ -21,6 +21,8 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from portal.api.filtering import FormOnceFilterSet
+
 from ..access.rules import tenants_operated_by
 from ..api.lookups import operated_tenant
 from . import services
@@ -114,7 +116,7 @@ LOCATION = OpenApiParameter(
 )
 
 
-class WorkloadFilter(django_filters.FilterSet):
+class WorkloadFilter(FormOnceFilterSet):
     tenant = django_filters.CharFilter(field_name="tenant__slug", help_text="A tenant's slug.")
     kind = django_filters.ChoiceFilter(choices=KIND_CHOICES)
     status = django_filters.ChoiceFilter(

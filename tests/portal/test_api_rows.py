@@ -224,3 +224,31 @@ def test_the_lists_show_a_member_their_tenants_rows_only(
     api_client.force_authenticate(finance)  # sees every tenant
     assert api_client.get("/api/v1/workloads/").json()["count"] == 2
     assert api_client.get("/api/v1/quota-requests/").json()["count"] == 2
+
+
+def test_a_row_serializer_builds_its_fields_once_and_each_request_gets_its_own_urls(tenant):
+    Workload.objects.create(tenant=tenant, kind="vm", name="box", status="ready")
+    rows = list(Workload.objects.all())
+    factory = APIRequestFactory()
+    first = Request(factory.get("/api/v1/workloads/"))
+    second = Request(factory.get("/api/v1/workloads/", secure=True))
+
+    one = WorkloadSerializer(rows, many=True, context={"request": first})
+    one_data = one.data
+    two = WorkloadSerializer(rows, many=True, context={"request": second})
+    two_data = two.data
+
+    assert one.child.fields is two.child.fields  # built once (per thread and class)
+    assert one_data[0]["url"].startswith("http://testserver/api/v1/workloads/")
+    assert two_data[0]["url"].startswith("https://testserver/api/v1/workloads/")
+    # Used again after another serializer took the fields: its own request again.
+    assert one.child.to_representation(rows[0])["url"] == one_data[0]["url"]
+
+
+def test_a_row_serializer_validating_data_builds_fields_of_its_own():
+    listed = FastSerializer([], many=True)
+    listed.data  # noqa: B018
+    validating = FastSerializer(data={"word": "hi"})
+
+    assert validating.fields is not listed.child.fields
+    assert validating.fields is validating.fields
