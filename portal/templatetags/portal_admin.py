@@ -46,6 +46,8 @@ def planned_list_filter(cl, spec) -> SafeString:
     if not static or cl.add_facets:  # counts come from the data
         return admin_list_filter(cl, spec)
     key = (
+        # Two models' fields of one name and title ("status") have different choices.
+        cl.model,
         type(spec),
         getattr(spec, "field_path", None),
         getattr(spec, "parameter_name", None),

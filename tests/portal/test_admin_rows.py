@@ -184,6 +184,15 @@ def test_the_review_queue_filters_are_djangos_own(admin_client, tenant, tenant_m
             assert planned_list_filter(cl, spec) == admin_list_filter(cl, spec)
 
 
+def test_a_filter_of_one_name_on_two_models_shows_each_models_choices(admin_client):
+    """The tenant list's "status" filter and the review queue's share a field name and title:
+    each list shows its own model's statuses, whichever was rendered first."""
+    admin_client.get(reverse("admin:tenants_tenant_changelist"))
+    html = admin_client.get(reverse("admin:tenants_quotarequest_changelist")).content.decode()
+    assert "?status__exact=submitted" in html
+    assert "?status__exact=suspended" not in html
+
+
 def test_the_cohort_filter_lists_the_cohorts_there_are_now(admin_client):
     """A filter whose choices come from the data is never cached."""
     TenantFactory(slug="one-lab", cohort="research")
