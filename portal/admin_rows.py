@@ -152,7 +152,7 @@ def _escape(text) -> str:
 
 class _Dates:
     """formats.localize of a date or datetime field's values (what display_for_field shows),
-    the localized format parsed once per page instead of once per cell: the same text."""
+    the localized format parsed once per process instead of once per cell: the same text."""
 
     def __init__(self, format_name: str, local: bool):
         self.local = local  # a datetime: shown in the current time zone
@@ -173,15 +173,28 @@ class _Dates:
 
     @classmethod
     def for_field(cls, field) -> _Dates | None:
+        """The formatter of a field's values in the current language and time zone, one per
+        process: what it has formatted stays known from page to page (the same rows' dates,
+        or their days and minutes, come back on every view of a list)."""
         if isinstance(field, models.DateTimeField):
-            return cls("DATETIME_FORMAT", local=True)
-        if isinstance(field, models.DateField):
-            return cls("DATE_FORMAT", local=False)
-        return None
+            key = ("DATETIME_FORMAT", True, get_language(), timezone.get_current_timezone())
+        elif isinstance(field, models.DateField):
+            key = ("DATE_FORMAT", False, get_language(), None)
+        else:
+            return None
+        dates = _DATES.get(key)
+        if dates is None:
+            if len(_DATES) >= _DATES_MAX:
+                _DATES.clear()
+            dates = _DATES[key] = cls(key[0], local=key[1])
+        return dates
 
     def __call__(self, value) -> str:
         text = self.seen.get(value)
         if text is None:
+            if len(self.seen) >= _DATES_SEEN_MAX:
+                self.seen.clear()
+                self.by_day.clear()
             text = self.seen[value] = self._format(value)
         return text
 
@@ -214,6 +227,10 @@ class _Dates:
             texts.append(text)
         return "".join(texts)
 
+
+_DATES: dict[tuple, _Dates] = {}
+_DATES_MAX = 64
+_DATES_SEEN_MAX = 20_000  # values, and as many day and minute pieces: a few MB at most
 
 # The format characters whose text depends only on the (local) day, or on its hour and minute.
 _DAY_CHARS = frozenset("bdDEFjlLmMnNSwWyYzot")
@@ -278,28 +295,42 @@ def _change_url(cl) -> str | None:
 
 
 def _rows(cl, columns: list[_Column]) -> Iterator[ResultList]:
+    for row in _row_html(cl, columns):
+        yield ResultList(None, [row])
+
+
+def _row_html(cl, columns: list[_Column]) -> Iterator[SafeString]:
+    """Each row's cells joined into one string. The tags each column's cells open and close
+    with, and the change URL around its pk, are written once per page, not once per cell."""
     url = _change_url(cl)
+    before, _, after = html.escape(url).partition(_PK) if url is not None else ("", "", "")
     pk_attname = cl.pk_attname
+    escape = html.escape
+    cells_of = []  # (column, tag, its opening with the column's class, its closing)
+    first = True
+    for column in columns:
+        tag = "td"
+        if column.link:
+            tag = "th" if first else "td"
+            first = False
+        cells_of.append((column, tag, f'<{tag} class="{column.classes}">', f"</{tag}>"))
     for obj in cl.result_list:
         cells = []
-        first = True
-        for column in columns:
+        for column, tag, opening, closing in cells_of:
             try:
                 content, classes = _cell(column, obj)
             except ObjectDoesNotExist:
                 content, classes = column.empty, column.classes
-            content = _escape(content)
-            if column.link:
-                tag = "th" if first else "td"
-                first = False
-                if url is not None:
-                    href = html.escape(url.replace(_PK, str(quote(getattr(obj, pk_attname)))))
-                    content = f'<a href="{href}">{content}</a>'
-                cells.append(f'<{tag} class="{classes}">{content}</{tag}>')
-            else:
-                cells.append(f'<td class="{classes}">{content}</td>')
+            content = escape(content) if type(content) is str else _escape(content)
+            if column.link and url is not None:
+                pk = escape(str(quote(getattr(obj, pk_attname))))
+                content = f'<a href="{before}{pk}{after}">{content}</a>'
+            if classes is column.classes:
+                cells.append(f"{opening}{content}{closing}")
+            else:  # a value that adds to the column's class (a date's "nowrap")
+                cells.append(f'<{tag} class="{classes}">{content}{closing}')
         # Every cell's content was escaped above (unless safe already).
-        yield ResultList(None, [mark_safe("".join(cells))])  # noqa: S308
+        yield mark_safe("".join(cells))  # noqa: S308
 
 
 def changelist_rows(cl) -> list[ResultList]:
@@ -322,7 +353,7 @@ def result_list_html(cl) -> SafeString:
     columns = None if (cl.formset or cl.is_popup or cl.to_field) else _plan(cl)
     if columns is None:
         return get_template("admin/change_list_results.html").render(result_list_context(cl))
-    rows = [row[0] for row in _rows(cl, columns)]
+    rows = list(_row_html(cl, columns))
     return get_template("admin/planned_change_list_results.html").render(
         {
             "result_hidden_fields": [],

@@ -12,7 +12,7 @@ from django.contrib.admin.templatetags.admin_list import admin_list_filter, resu
 from django.template import Context, Template
 from django.template.loader import get_template
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.formats import localize
 
 from portal.admin_rows import PlannedActionForm, _Dates, changelist_rows, result_list_html
@@ -265,7 +265,7 @@ def test_the_login_page_gets_no_app_list(client):
 
 
 def test_planned_dates_are_djangos_localized_dates():
-    """Day and minute pieces come from a per-page memo: midnight, noon, mornings, evenings and
+    """Day and minute pieces come from a per-process memo: midnight, noon, mornings, evenings and
     dates read as formats.localize (what display_for_field shows) puts them."""
     stamps = _Dates.for_field(QuotaRequest._meta.get_field("created_at"))
     days = _Dates.for_field(QuotaRequest._meta.get_field("ends_on"))
@@ -279,3 +279,18 @@ def test_planned_dates_are_djangos_localized_dates():
     for moment in moments * 2:
         assert stamps(moment) == localize(timezone.template_localtime(moment))
         assert days(moment.date()) == localize(moment.date())
+
+
+def test_planned_dates_follow_the_language_and_time_zone_of_each_page():
+    """The formatters are kept per process: one per language and time zone, each answering
+    what formats.localize answers there, whichever was asked first."""
+    field = QuotaRequest._meta.get_field("created_at")
+    moment = timezone.now().replace(hour=22, minute=30, second=0, microsecond=0)
+    english = _Dates.for_field(field)(moment)
+    with translation.override("de"), timezone.override("Asia/Tokyo"):
+        german = _Dates.for_field(field)(moment)
+        assert german == localize(timezone.template_localtime(moment))
+    assert english == localize(timezone.template_localtime(moment))
+    assert _Dates.for_field(field)(moment) == english
+    assert german != english
+    assert _Dates.for_field(field) is _Dates.for_field(field)
