@@ -138,7 +138,12 @@ class ReviewQueueChangeList(ChangeList):
     the request's justification and decision, not the tenant's cluster bookkeeping (the review
     page and the bulk decisions load whole rows). Each row's lines come as two arrays in its
     own row (what the "asked" column shows), not as a prefetch of line objects: one query less,
-    and no related manager per row. COUNT(*) leaves the unused arrays out."""
+    and no related manager per row. COUNT(*) leaves the unused arrays out.
+
+    The rows' queryset is built once per process (its joins, columns and the two subqueries
+    took a third of a millisecond to chain on every page); each request's filters, search and
+    order go on a copy. QuotaRequestAdmin.get_queryset only chooses what to load (it restricts
+    nothing), so the list's own choice replaces it."""
 
     ROW_FIELDS = (
         "id", "status", "created_at", "ends_on", "tenant", "requested_by",
@@ -147,18 +152,21 @@ class ReviewQueueChangeList(ChangeList):
     )
 
     def get_queryset(self, request, exclude_parameters=None):
-        return (
-            super()
-            .get_queryset(request, exclude_parameters)
-            .select_related(None)
-            .select_related("tenant", "requested_by")
-            .prefetch_related(None)
-            .only(*self.ROW_FIELDS)
-            .annotate(
-                line_resources=ListSubquery(_lines().values("resource")),
-                line_amounts=ListSubquery(_lines().values("amount")),
-            )
+        self.root_queryset = _queue_rows().all()
+        return super().get_queryset(request, exclude_parameters)
+
+
+@functools.cache
+def _queue_rows() -> QuerySet[QuotaRequest]:
+    """The queue's rows, as ReviewQueueChangeList loads them (never evaluated itself)."""
+    return (
+        QuotaRequest.objects.select_related("tenant", "requested_by")
+        .only(*ReviewQueueChangeList.ROW_FIELDS)
+        .annotate(
+            line_resources=ListSubquery(_lines().values("resource")),
+            line_amounts=ListSubquery(_lines().values("amount")),
         )
+    )
 
 
 def _lines():

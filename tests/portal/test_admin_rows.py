@@ -19,6 +19,7 @@ from portal.admin_rows import PlannedActionForm, _Dates, changelist_rows, result
 from portal.templatetags.portal_admin import planned_list_filter
 from tenants.models import QuotaRequest, Tenant
 from tenants.quota import services as quota_requests
+from tenants.quota.admin import _queue_rows
 from tests.factories import MembershipFactory, TenantFactory
 
 pytestmark = pytest.mark.django_db
@@ -153,6 +154,27 @@ def test_the_review_queue_table_is_djangos_result_list(admin_client, tenant, ten
         planned = result_list_html(cl)
         assert planned == _djangos_result_list(cl)
         assert planned in response.content.decode()
+
+
+def test_the_review_queue_rows_queryset_built_once_is_never_shared(
+    admin_client, platform_admin, tenant, tenant_member
+):
+    """The queue's rows queryset is built once per process: every view filters a copy of it
+    (one view's rows never leak into the next), and it is never evaluated itself."""
+    created = _requests(tenant, tenant_member)
+    url = reverse("admin:tenants_quotarequest_changelist")
+
+    everyone = admin_client.get(url).context["cl"].result_list
+    odd = admin_client.get(url + "?tenant=odd-lab").context["cl"].result_list
+    quota_requests.quota_request_reject(
+        request_id=created[1].pk, approver=platform_admin, reason="No room."
+    )
+    waiting = admin_client.get(url + "?status__exact=submitted").context["cl"].result_list
+
+    assert [r.pk for r in everyone] == [created[1].pk, created[0].pk]
+    assert [r.pk for r in odd] == [created[1].pk]
+    assert [r.pk for r in waiting] == [created[0].pk]
+    assert _queue_rows()._result_cache is None
 
 
 def test_the_tenant_table_header_follows_the_sort_order(admin_client):
