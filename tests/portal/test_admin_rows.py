@@ -18,6 +18,7 @@ from django.utils.formats import localize
 from portal.admin_rows import PlannedActionForm, _Dates, changelist_rows, result_list_html
 from portal.templatetags.portal_admin import planned_list_filter
 from tenants.models import QuotaRequest, Tenant
+from tenants.quota import admin as quota_admin
 from tenants.quota import services as quota_requests
 from tenants.quota.admin import _queue_rows
 from tests.factories import MembershipFactory, TenantFactory
@@ -175,6 +176,24 @@ def test_the_review_queue_rows_queryset_built_once_is_never_shared(
     assert [r.pk for r in odd] == [created[1].pk]
     assert [r.pk for r in waiting] == [created[0].pk]
     assert _queue_rows()._result_cache is None
+
+
+def test_the_review_queue_reads_the_language_once_per_page_not_per_row(
+    admin_client, tenant, tenant_member, monkeypatch
+):
+    """"asked" and "status" answer for a whole page at once (planned_per_page): the same cells
+    as the methods give row by row, the language read once per column."""
+    for _ in range(3):
+        _requests(tenant, tenant_member)
+    cl = admin_client.get(reverse("admin:tenants_quotarequest_changelist")).context["cl"]
+    reads = []
+    language = quota_admin.get_language
+    monkeypatch.setattr(quota_admin, "get_language", lambda: reads.append(1) or language())
+
+    planned = [as_html(row) for row in changelist_rows(cl)]
+    assert len(reads) == 2
+    assert planned == [as_html(row) for row in results(cl)]  # the methods, once per row
+    assert len(reads) == 2 + 2 * len(planned) == 14
 
 
 def test_the_tenant_table_header_follows_the_sort_order(admin_client):
