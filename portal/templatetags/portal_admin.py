@@ -2,7 +2,11 @@
 the nav sidebar's app list rendered once per process for each page that it marks."""
 
 from django import template
-from django.contrib.admin.filters import BooleanFieldListFilter, ChoicesFieldListFilter
+from django.contrib.admin.filters import (
+    AllValuesFieldListFilter,
+    BooleanFieldListFilter,
+    ChoicesFieldListFilter,
+)
 from django.contrib.admin.templatetags.admin_list import admin_list_filter
 from django.template.defaultfilters import urlencode
 from django.template.loader import get_template
@@ -39,11 +43,15 @@ def planned_list_filter(cl, spec) -> SafeString:
     fixed by code (a field's choices, a boolean, a SimpleListFilter that says
     `static_choices = True`): its HTML then depends only on the page's query string (which
     choice is selected, what each link keeps) and the language. The review queue's resource
-    filter alone is 39 links, each a query string built and a template row rendered."""
+    filter alone is 39 links, each a query string built and a template row rendered. A filter
+    of the values a column holds (AllValuesFieldListFilter) is cached under those values too,
+    as its own query reads them on every page."""
     static = isinstance(spec, (ChoicesFieldListFilter, BooleanFieldListFilter)) or getattr(
         spec, "static_choices", False
     )
-    if not static or cl.add_facets:  # counts come from the data
+    # A filter of the values there are (the tenants' cohorts): its HTML is its values' too.
+    values = isinstance(spec, AllValuesFieldListFilter)
+    if not (static or values) or cl.add_facets:  # counts come from the data
         return admin_list_filter(cl, spec)
     key = (
         # Two models' fields of one name and title ("status") have different choices.
@@ -56,6 +64,8 @@ def planned_list_filter(cl, spec) -> SafeString:
         tuple(sorted((name, tuple(values)) for name, values in cl.params.items())),
         cl.is_popup,
         get_language(),
+        # Read here by the filter's own query, once: its choices() reuses the rows read.
+        (tuple(spec.lookup_choices), str(spec.empty_value_display)) if values else None,
     )
     html = _FILTERS.get(key)
     if html is None:
