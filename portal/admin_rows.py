@@ -41,7 +41,7 @@ from django.contrib.admin.utils import (
 from django.core.exceptions import FieldDoesNotExist, ObjectDoesNotExist
 from django.db import models
 from django.template.loader import get_template
-from django.urls import NoReverseMatch, reverse
+from django.urls import NoReverseMatch, get_script_prefix, get_urlconf, reverse
 from django.utils import dateformat, timezone
 from django.utils.formats import get_format, localize
 from django.utils.functional import Promise
@@ -285,8 +285,31 @@ def _cell(column: _Column, obj) -> tuple[object, str]:
     return display_for_value(value, column.empty, column.boolean), classes
 
 
+_CHANGE_URLS: dict[tuple, str | None] = {}
+_CHANGE_URLS_MAX = 1000
+
+
 def _change_url(cl) -> str | None:
-    """The change URL with the page's filters kept, `_PK` standing for the row's pk."""
+    """The change URL with the page's filters kept, `_PK` standing for the row's pk: once per
+    model, site, URL prefix and filters kept (merging the filters resolves the URL again)."""
+    key = (
+        cl.opts.label,
+        cl.model_admin.admin_site.name,
+        get_script_prefix(),
+        get_urlconf(),
+        cl.preserved_filters,
+    )
+    try:
+        return _CHANGE_URLS[key]
+    except KeyError:
+        pass
+    if len(_CHANGE_URLS) >= _CHANGE_URLS_MAX:
+        _CHANGE_URLS.clear()
+    url = _CHANGE_URLS[key] = _reverse_change_url(cl)
+    return url
+
+
+def _reverse_change_url(cl) -> str | None:
     try:
         url = reverse(
             f"admin:{cl.opts.app_label}_{cl.opts.model_name}_change",
@@ -449,6 +472,42 @@ class _Select(_RenderedOnce, forms.Select):
 
 class _HiddenInput(_RenderedOnce, forms.HiddenInput):
     _html = {}
+
+
+def action_bar_key(context) -> tuple | None:
+    """Everything admin/actions.html shows (the `{% admin_actions %}` bar) on a changelist: the
+    action form's fields, which bar of the page it is, the rows on the page and in all, the
+    selection notes and the language. None for a bound form (its errors and values)."""
+    form = context.get("action_form")
+    cl = context.get("cl")
+    if form is None or cl is None or form.is_bound:
+        return None
+    return (
+        cl.opts.label,
+        type(form),
+        form.prefix,
+        form.auto_id,
+        repr(sorted(form.initial.items())),
+        tuple(
+            (
+                name,
+                type(field.widget),
+                str(field.label),
+                repr(field.initial),
+                repr(sorted(field.widget.attrs.items())),
+                _plain(getattr(field, "choices", ())),
+            )
+            for name, field in form.fields.items()
+        ),
+        context.get("action_index", -1) + 1,
+        bool(context.get("actions_selection_counter")),
+        len(cl.result_list),
+        cl.result_count,
+        str(context.get("selection_note")),
+        str(context.get("selection_note_all")),
+        str(context.get("module_name")),
+        get_language(),
+    )
 
 
 class PlannedActionForm(ActionForm):

@@ -7,13 +7,14 @@ from django.contrib.admin.filters import (
     BooleanFieldListFilter,
     ChoicesFieldListFilter,
 )
-from django.contrib.admin.templatetags.admin_list import admin_list_filter
+from django.contrib.admin.templatetags.admin_list import admin_actions, admin_list_filter
+from django.contrib.admin.templatetags.base import InclusionAdminNode
 from django.template.defaultfilters import urlencode
 from django.template.loader import get_template
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import get_language
 
-from portal.admin_rows import result_list_html
+from portal.admin_rows import action_bar_key, result_list_html
 
 register = template.Library()
 
@@ -92,6 +93,36 @@ def planned_media_js(media) -> SafeString:
             _MEDIA.clear()
         html = _MEDIA[key] = str(media["js"])
     return mark_safe(html)  # noqa: S308 - Django's Media rendering, escaped there
+
+
+_ACTION_BARS: dict[tuple, str] = {}
+_ACTION_BARS_MAX = 1000
+
+
+class _PlannedActionsNode(InclusionAdminNode):
+    """`{% admin_actions %}` (its template found per model, app or site as Django finds it),
+    rendered once for everything it shows (portal.admin_rows.action_bar_key): the action
+    form's label, select and hidden input, the counter and its notes went through half a
+    dozen templates on every page."""
+
+    def render(self, context):
+        key = action_bar_key(context)
+        if key is None:
+            return super().render(context)
+        html = _ACTION_BARS.get(key)
+        if html is None:
+            html = super().render(context)  # counts the bar in context["action_index"]
+            if len(_ACTION_BARS) >= _ACTION_BARS_MAX:
+                _ACTION_BARS.clear()
+            _ACTION_BARS[key] = html
+        else:
+            context["action_index"] = context.get("action_index", -1) + 1  # as Django's tag
+        return html
+
+
+@register.tag(name="planned_admin_actions")
+def planned_admin_actions(parser, token):
+    return _PlannedActionsNode(parser, token, func=admin_actions, template_name="actions.html")
 
 
 @register.simple_tag

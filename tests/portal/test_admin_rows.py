@@ -265,6 +265,38 @@ def test_the_action_form_is_djangos_own(admin_client, tenant, tenant_member):
     assert 'value="approve_selected"' in str(planned["action"])
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        reverse("admin:tenants_quotarequest_changelist"),
+        reverse("admin:tenants_quotarequest_changelist") + "?status__exact=submitted",
+        reverse("admin:tenants_quotarequest_changelist") + "?status__exact=submitted&all=",
+        reverse("admin:tenants_tenant_changelist"),
+    ],
+)
+def test_the_action_bars_are_djangos_own(admin_client, tenant, tenant_member, url):
+    """Each action bar of a page (the top one, the bottom one) as Django's admin_actions
+    renders it, on first and second sight: its index, the counts and notes of its page."""
+    _requests(tenant, tenant_member)
+    for _ in range(2):
+        response = admin_client.get(url)
+        assert response.status_code == 200
+        context = {}
+        for layer in response.context:
+            context.update(layer.flatten())
+        context.pop("action_index", None)
+        planned = Template(
+            "{% load portal_admin %}{% planned_admin_actions %}|{% planned_admin_actions %}"
+        ).render(Context(dict(context)))
+        django = Template("{% load admin_list %}{% admin_actions %}|{% admin_actions %}").render(
+            Context(dict(context))
+        )
+        assert planned == django
+        assert 'name="index" value="1"' in planned
+        top = planned.split("|")[0]
+        assert top in response.content.decode()
+
+
 # --- the nav sidebar -----------------------------------------------------------------------------
 
 
