@@ -510,6 +510,24 @@ def action_bar_key(context) -> tuple | None:
     )
 
 
+def pagination_key(cl) -> tuple:
+    """Everything admin/pagination.html shows of `cl`: the page and the pages, the count, the
+    query string each page's link keeps, whether "Show all" is offered, the language."""
+    return (
+        cl.opts.label,
+        type(cl.paginator),
+        cl.paginator.num_pages,
+        cl.page_num,
+        cl.result_count,
+        cl.show_all,
+        cl.can_show_all,
+        cl.multi_page,
+        bool(cl.formset),
+        repr(sorted(cl.filter_params.items())),
+        get_language(),
+    )
+
+
 class PlannedActionForm(ActionForm):
     """Django admin's action form, its two widgets rendered once per process (same HTML)."""
 

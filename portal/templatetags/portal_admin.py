@@ -7,14 +7,18 @@ from django.contrib.admin.filters import (
     BooleanFieldListFilter,
     ChoicesFieldListFilter,
 )
-from django.contrib.admin.templatetags.admin_list import admin_actions, admin_list_filter
+from django.contrib.admin.templatetags.admin_list import (
+    admin_actions,
+    admin_list_filter,
+    pagination,
+)
 from django.contrib.admin.templatetags.base import InclusionAdminNode
 from django.template.defaultfilters import urlencode
 from django.template.loader import get_template
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import get_language
 
-from portal.admin_rows import action_bar_key, result_list_html
+from portal.admin_rows import action_bar_key, pagination_key, result_list_html
 
 register = template.Library()
 
@@ -123,6 +127,32 @@ class _PlannedActionsNode(InclusionAdminNode):
 @register.tag(name="planned_admin_actions")
 def planned_admin_actions(parser, token):
     return _PlannedActionsNode(parser, token, func=admin_actions, template_name="actions.html")
+
+
+_PAGINATIONS: dict[tuple, str] = {}
+_PAGINATIONS_MAX = 1000
+
+
+class _PlannedPaginationNode(InclusionAdminNode):
+    """`{% pagination cl %}`, rendered once for everything it shows
+    (portal.admin_rows.pagination_key): a link and a query string per page number."""
+
+    def render(self, context):
+        key = pagination_key(self.args[0].resolve(context))
+        html = _PAGINATIONS.get(key)
+        if html is None:
+            html = super().render(context)
+            if len(_PAGINATIONS) >= _PAGINATIONS_MAX:
+                _PAGINATIONS.clear()
+            _PAGINATIONS[key] = html
+        return html
+
+
+@register.tag(name="planned_pagination")
+def planned_pagination(parser, token):
+    return _PlannedPaginationNode(
+        parser, token, func=pagination, template_name="pagination.html", takes_context=False
+    )
 
 
 @register.simple_tag

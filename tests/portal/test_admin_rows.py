@@ -297,6 +297,29 @@ def test_the_action_bars_are_djangos_own(admin_client, tenant, tenant_member, ur
         assert top in response.content.decode()
 
 
+def test_the_pagination_is_djangos_own(admin_client):
+    """Page links, count and "Show all" as Django's pagination tag renders them, for each
+    page, filter and count, on first and second sight."""
+    TenantFactory.create_batch(120, name="Some lab")
+    url = reverse("admin:tenants_tenant_changelist")
+    planned_tag = Template("{% load portal_admin %}{% planned_pagination cl %}")
+    djangos_tag = Template("{% load admin_list %}{% pagination cl %}")
+    seen = set()
+    for query in ["", "?p=2", "?p=3", "?status__exact=active&p=2", "?q=Some", "?all=", ""]:
+        for _ in range(2):
+            cl = admin_client.get(url + query).context["cl"]
+            context = {"cl": cl, "opts": cl.opts}
+            planned = planned_tag.render(Context(context))
+            assert planned == djangos_tag.render(Context(context))
+            seen.add(planned)
+    TenantFactory(name="Some lab")  # one more: the count moves
+    cl = admin_client.get(url).context["cl"]
+    planned = planned_tag.render(Context({"cl": cl, "opts": cl.opts}))
+    assert planned == djangos_tag.render(Context({"cl": cl, "opts": cl.opts}))
+    assert planned not in seen
+    assert len(seen) == 6
+
+
 # --- the nav sidebar -----------------------------------------------------------------------------
 
 
