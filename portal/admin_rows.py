@@ -41,7 +41,7 @@ from django.contrib.admin.utils import (
 from django.core.exceptions import FieldDoesNotExist, ObjectDoesNotExist
 from django.db import models
 from django.template.loader import get_template
-from django.urls import NoReverseMatch, reverse
+from django.urls import NoReverseMatch, get_script_prefix, get_urlconf, reverse
 from django.utils import dateformat, timezone
 from django.utils.formats import get_format, localize
 from django.utils.functional import Promise
@@ -125,12 +125,16 @@ def _plan(cl) -> list[_Column] | None:
             classes = "action-checkbox"
             if type(model_admin).action_checkbox is ModelAdmin.action_checkbox:
                 attr = _action_checkbox()
+        # A method may say how to answer for every row of one page at once (what it reads
+        # per call, the language say, read once): `planned_per_page(model_admin)` gives the
+        # function of a row, whose answers are the method's.
+        per_page = getattr(attr, "planned_per_page", None)
         columns.append(
             _Column(
                 name=name if isinstance(name, str) else "",
                 classes=classes,
                 link=link,
-                value_of=attr,
+                value_of=attr if per_page is None else per_page(model_admin),
                 boolean=getattr(attr, "boolean", False),
                 empty=getattr(attr, "empty_value_display", empty),
             )
@@ -152,7 +156,7 @@ def _escape(text) -> str:
 
 class _Dates:
     """formats.localize of a date or datetime field's values (what display_for_field shows),
-    the localized format parsed once per page instead of once per cell: the same text."""
+    the localized format parsed once per process instead of once per cell: the same text."""
 
     def __init__(self, format_name: str, local: bool):
         self.local = local  # a datetime: shown in the current time zone
@@ -173,15 +177,28 @@ class _Dates:
 
     @classmethod
     def for_field(cls, field) -> _Dates | None:
+        """The formatter of a field's values in the current language and time zone, one per
+        process: what it has formatted stays known from page to page (the same rows' dates,
+        or their days and minutes, come back on every view of a list)."""
         if isinstance(field, models.DateTimeField):
-            return cls("DATETIME_FORMAT", local=True)
-        if isinstance(field, models.DateField):
-            return cls("DATE_FORMAT", local=False)
-        return None
+            key = ("DATETIME_FORMAT", True, get_language(), timezone.get_current_timezone())
+        elif isinstance(field, models.DateField):
+            key = ("DATE_FORMAT", False, get_language(), None)
+        else:
+            return None
+        dates = _DATES.get(key)
+        if dates is None:
+            if len(_DATES) >= _DATES_MAX:
+                _DATES.clear()
+            dates = _DATES[key] = cls(key[0], local=key[1])
+        return dates
 
     def __call__(self, value) -> str:
         text = self.seen.get(value)
         if text is None:
+            if len(self.seen) >= _DATES_SEEN_MAX:
+                self.seen.clear()
+                self.by_day.clear()
             text = self.seen[value] = self._format(value)
         return text
 
@@ -215,6 +232,10 @@ class _Dates:
         return "".join(texts)
 
 
+_DATES: dict[tuple, _Dates] = {}
+_DATES_MAX = 64
+_DATES_SEEN_MAX = 20_000  # values, and as many day and minute pieces: a few MB at most
+
 # The format characters whose text depends only on the (local) day, or on its hour and minute.
 _DAY_CHARS = frozenset("bdDEFjlLmMnNSwWyYzot")
 _MINUTE_CHARS = frozenset("aAfgGhHiP")
@@ -227,7 +248,7 @@ def _action_checkbox() -> Callable:
 
     def checkbox(obj) -> SafeString:
         # Escaped here: the pk, and the object's name (as format_html would).
-        return mark_safe(  # noqa: S308
+        return SafeString(
             f'<input type="checkbox" name="{ACTION_CHECKBOX_NAME}" value="{_escape(obj.pk)}"'
             f' class="action-select" aria-label="{label.format(_escape(str(obj)))}">'
         )
@@ -264,8 +285,31 @@ def _cell(column: _Column, obj) -> tuple[object, str]:
     return display_for_value(value, column.empty, column.boolean), classes
 
 
+_CHANGE_URLS: dict[tuple, str | None] = {}
+_CHANGE_URLS_MAX = 1000
+
+
 def _change_url(cl) -> str | None:
-    """The change URL with the page's filters kept, `_PK` standing for the row's pk."""
+    """The change URL with the page's filters kept, `_PK` standing for the row's pk: once per
+    model, site, URL prefix and filters kept (merging the filters resolves the URL again)."""
+    key = (
+        cl.opts.label,
+        cl.model_admin.admin_site.name,
+        get_script_prefix(),
+        get_urlconf(),
+        cl.preserved_filters,
+    )
+    try:
+        return _CHANGE_URLS[key]
+    except KeyError:
+        pass
+    if len(_CHANGE_URLS) >= _CHANGE_URLS_MAX:
+        _CHANGE_URLS.clear()
+    url = _CHANGE_URLS[key] = _reverse_change_url(cl)
+    return url
+
+
+def _reverse_change_url(cl) -> str | None:
     try:
         url = reverse(
             f"admin:{cl.opts.app_label}_{cl.opts.model_name}_change",
@@ -278,28 +322,42 @@ def _change_url(cl) -> str | None:
 
 
 def _rows(cl, columns: list[_Column]) -> Iterator[ResultList]:
+    for row in _row_html(cl, columns):
+        yield ResultList(None, [row])
+
+
+def _row_html(cl, columns: list[_Column]) -> Iterator[SafeString]:
+    """Each row's cells joined into one string. The tags each column's cells open and close
+    with, and the change URL around its pk, are written once per page, not once per cell."""
     url = _change_url(cl)
+    before, _, after = html.escape(url).partition(_PK) if url is not None else ("", "", "")
     pk_attname = cl.pk_attname
+    escape = html.escape
+    cells_of = []  # (column, tag, its opening with the column's class, its closing)
+    first = True
+    for column in columns:
+        tag = "td"
+        if column.link:
+            tag = "th" if first else "td"
+            first = False
+        cells_of.append((column, tag, f'<{tag} class="{column.classes}">', f"</{tag}>"))
     for obj in cl.result_list:
         cells = []
-        first = True
-        for column in columns:
+        for column, tag, opening, closing in cells_of:
             try:
                 content, classes = _cell(column, obj)
             except ObjectDoesNotExist:
                 content, classes = column.empty, column.classes
-            content = _escape(content)
-            if column.link:
-                tag = "th" if first else "td"
-                first = False
-                if url is not None:
-                    href = html.escape(url.replace(_PK, str(quote(getattr(obj, pk_attname)))))
-                    content = f'<a href="{href}">{content}</a>'
-                cells.append(f'<{tag} class="{classes}">{content}</{tag}>')
-            else:
-                cells.append(f'<td class="{classes}">{content}</td>')
+            content = escape(content) if type(content) is str else _escape(content)
+            if column.link and url is not None:
+                pk = escape(str(quote(getattr(obj, pk_attname))))
+                content = f'<a href="{before}{pk}{after}">{content}</a>'
+            if classes is column.classes:
+                cells.append(f"{opening}{content}{closing}")
+            else:  # a value that adds to the column's class (a date's "nowrap")
+                cells.append(f'<{tag} class="{classes}">{content}{closing}')
         # Every cell's content was escaped above (unless safe already).
-        yield ResultList(None, [mark_safe("".join(cells))])  # noqa: S308
+        yield SafeString("".join(cells))
 
 
 def changelist_rows(cl) -> list[ResultList]:
@@ -322,7 +380,7 @@ def result_list_html(cl) -> SafeString:
     columns = None if (cl.formset or cl.is_popup or cl.to_field) else _plan(cl)
     if columns is None:
         return get_template("admin/change_list_results.html").render(result_list_context(cl))
-    rows = [row[0] for row in _rows(cl, columns)]
+    rows = list(_row_html(cl, columns))
     return get_template("admin/planned_change_list_results.html").render(
         {
             "result_hidden_fields": [],
@@ -414,6 +472,60 @@ class _Select(_RenderedOnce, forms.Select):
 
 class _HiddenInput(_RenderedOnce, forms.HiddenInput):
     _html = {}
+
+
+def action_bar_key(context) -> tuple | None:
+    """Everything admin/actions.html shows (the `{% admin_actions %}` bar) on a changelist: the
+    action form's fields, which bar of the page it is, the rows on the page and in all, the
+    selection notes and the language. None for a bound form (its errors and values)."""
+    form = context.get("action_form")
+    cl = context.get("cl")
+    if form is None or cl is None or form.is_bound:
+        return None
+    return (
+        cl.opts.label,
+        type(form),
+        form.prefix,
+        form.auto_id,
+        repr(sorted(form.initial.items())),
+        tuple(
+            (
+                name,
+                type(field.widget),
+                str(field.label),
+                repr(field.initial),
+                repr(sorted(field.widget.attrs.items())),
+                _plain(getattr(field, "choices", ())),
+            )
+            for name, field in form.fields.items()
+        ),
+        context.get("action_index", -1) + 1,
+        bool(context.get("actions_selection_counter")),
+        len(cl.result_list),
+        cl.result_count,
+        str(context.get("selection_note")),
+        str(context.get("selection_note_all")),
+        str(context.get("module_name")),
+        get_language(),
+    )
+
+
+def pagination_key(cl) -> tuple:
+    """Everything admin/pagination.html shows of `cl`: the page and the pages, the count, the
+    query string each page's link keeps, whether "Show all" is offered, the language."""
+    return (
+        cl.opts.label,
+        type(cl.paginator),
+        cl.paginator.num_pages,
+        cl.page_num,
+        cl.result_count,
+        cl.show_all,
+        cl.can_show_all,
+        cl.multi_page,
+        bool(cl.formset),
+        repr(sorted(cl.filter_params.items())),
+        get_language(),
+    )
 
 
 class PlannedActionForm(ActionForm):

@@ -2,14 +2,23 @@
 the nav sidebar's app list rendered once per process for each page that it marks."""
 
 from django import template
-from django.contrib.admin.filters import BooleanFieldListFilter, ChoicesFieldListFilter
-from django.contrib.admin.templatetags.admin_list import admin_list_filter
+from django.contrib.admin.filters import (
+    AllValuesFieldListFilter,
+    BooleanFieldListFilter,
+    ChoicesFieldListFilter,
+)
+from django.contrib.admin.templatetags.admin_list import (
+    admin_actions,
+    admin_list_filter,
+    pagination,
+)
+from django.contrib.admin.templatetags.base import InclusionAdminNode
 from django.template.defaultfilters import urlencode
 from django.template.loader import get_template
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import get_language
 
-from portal.admin_rows import result_list_html
+from portal.admin_rows import action_bar_key, pagination_key, result_list_html
 
 register = template.Library()
 
@@ -39,13 +48,19 @@ def planned_list_filter(cl, spec) -> SafeString:
     fixed by code (a field's choices, a boolean, a SimpleListFilter that says
     `static_choices = True`): its HTML then depends only on the page's query string (which
     choice is selected, what each link keeps) and the language. The review queue's resource
-    filter alone is 39 links, each a query string built and a template row rendered."""
+    filter alone is 39 links, each a query string built and a template row rendered. A filter
+    of the values a column holds (AllValuesFieldListFilter) is cached under those values too,
+    as its own query reads them on every page."""
     static = isinstance(spec, (ChoicesFieldListFilter, BooleanFieldListFilter)) or getattr(
         spec, "static_choices", False
     )
-    if not static or cl.add_facets:  # counts come from the data
+    # A filter of the values there are (the tenants' cohorts): its HTML is its values' too.
+    values = isinstance(spec, AllValuesFieldListFilter)
+    if not (static or values) or cl.add_facets:  # counts come from the data
         return admin_list_filter(cl, spec)
     key = (
+        # Two models' fields of one name and title ("status") have different choices.
+        cl.model,
         type(spec),
         getattr(spec, "field_path", None),
         getattr(spec, "parameter_name", None),
@@ -54,6 +69,8 @@ def planned_list_filter(cl, spec) -> SafeString:
         tuple(sorted((name, tuple(values)) for name, values in cl.params.items())),
         cl.is_popup,
         get_language(),
+        # Read here by the filter's own query, once: its choices() reuses the rows read.
+        (tuple(spec.lookup_choices), str(spec.empty_value_display)) if values else None,
     )
     html = _FILTERS.get(key)
     if html is None:
@@ -80,6 +97,62 @@ def planned_media_js(media) -> SafeString:
             _MEDIA.clear()
         html = _MEDIA[key] = str(media["js"])
     return mark_safe(html)  # noqa: S308 - Django's Media rendering, escaped there
+
+
+_ACTION_BARS: dict[tuple, str] = {}
+_ACTION_BARS_MAX = 1000
+
+
+class _PlannedActionsNode(InclusionAdminNode):
+    """`{% admin_actions %}` (its template found per model, app or site as Django finds it),
+    rendered once for everything it shows (portal.admin_rows.action_bar_key): the action
+    form's label, select and hidden input, the counter and its notes went through half a
+    dozen templates on every page."""
+
+    def render(self, context):
+        key = action_bar_key(context)
+        if key is None:
+            return super().render(context)
+        html = _ACTION_BARS.get(key)
+        if html is None:
+            html = super().render(context)  # counts the bar in context["action_index"]
+            if len(_ACTION_BARS) >= _ACTION_BARS_MAX:
+                _ACTION_BARS.clear()
+            _ACTION_BARS[key] = html
+        else:
+            context["action_index"] = context.get("action_index", -1) + 1  # as Django's tag
+        return html
+
+
+@register.tag(name="planned_admin_actions")
+def planned_admin_actions(parser, token):
+    return _PlannedActionsNode(parser, token, func=admin_actions, template_name="actions.html")
+
+
+_PAGINATIONS: dict[tuple, str] = {}
+_PAGINATIONS_MAX = 1000
+
+
+class _PlannedPaginationNode(InclusionAdminNode):
+    """`{% pagination cl %}`, rendered once for everything it shows
+    (portal.admin_rows.pagination_key): a link and a query string per page number."""
+
+    def render(self, context):
+        key = pagination_key(self.args[0].resolve(context))
+        html = _PAGINATIONS.get(key)
+        if html is None:
+            html = super().render(context)
+            if len(_PAGINATIONS) >= _PAGINATIONS_MAX:
+                _PAGINATIONS.clear()
+            _PAGINATIONS[key] = html
+        return html
+
+
+@register.tag(name="planned_pagination")
+def planned_pagination(parser, token):
+    return _PlannedPaginationNode(
+        parser, token, func=pagination, template_name="pagination.html", takes_context=False
+    )
 
 
 @register.simple_tag

@@ -5,6 +5,7 @@ input.
 """
 
 from django.contrib import admin
+from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
 from django.utils.html import format_html
 
@@ -24,6 +25,21 @@ class MembershipInline(admin.TabularInline):
     extra = 0
     autocomplete_fields = ["user"]
     fields = ["user", "role", "source"]
+
+
+class TenantChangeList(ChangeList):
+    """The list's rows load only what their cells show: not the manifests last applied (a JSON
+    document per tenant, the largest column by far) nor the rest of the cluster bookkeeping.
+    The change page and the action load whole rows."""
+
+    ROW_FIELDS = (
+        "id", "name", "slug", "isolation", "status", "cohort", "cost_center",
+        # the cluster column (Reconciled.reconcile_state)
+        "reconcile_error", "applied_version", "desired_version",
+    )
+
+    def get_queryset(self, request, exclude_parameters=None):
+        return super().get_queryset(request, exclude_parameters).only(*self.ROW_FIELDS)
 
 
 @admin.register(Tenant)
@@ -73,6 +89,9 @@ class TenantAdmin(admin.ModelAdmin):
             },
         ),
     ]
+
+    def get_changelist(self, request, **kwargs):
+        return TenantChangeList
 
     def has_delete_permission(self, request, obj=None) -> bool:
         # Deleting would orphan the namespace and queues on the cluster: suspend instead.
@@ -133,7 +152,7 @@ class TenantAdmin(admin.ModelAdmin):
 
     @admin.action(description="Apply on the cluster now")
     def reconcile_selected(self, request, queryset: QuerySet[Tenant]) -> None:
-        tenants = list(queryset)
+        tenants = list(queryset.defer(None))  # whole rows, not the list's few columns
         tenant_mark_changed(tenants=tenants)
         self.message_user(request, f"Queued {len(tenants)} tenant(s) for the cluster.")
 

@@ -138,7 +138,12 @@ class ReviewQueueChangeList(ChangeList):
     the request's justification and decision, not the tenant's cluster bookkeeping (the review
     page and the bulk decisions load whole rows). Each row's lines come as two arrays in its
     own row (what the "asked" column shows), not as a prefetch of line objects: one query less,
-    and no related manager per row. COUNT(*) leaves the unused arrays out."""
+    and no related manager per row. COUNT(*) leaves the unused arrays out.
+
+    The rows' queryset is built once per process (its joins, columns and the two subqueries
+    took a third of a millisecond to chain on every page); each request's filters, search and
+    order go on a copy. QuotaRequestAdmin.get_queryset only chooses what to load (it restricts
+    nothing), so the list's own choice replaces it."""
 
     ROW_FIELDS = (
         "id", "status", "created_at", "ends_on", "tenant", "requested_by",
@@ -147,18 +152,21 @@ class ReviewQueueChangeList(ChangeList):
     )
 
     def get_queryset(self, request, exclude_parameters=None):
-        return (
-            super()
-            .get_queryset(request, exclude_parameters)
-            .select_related(None)
-            .select_related("tenant", "requested_by")
-            .prefetch_related(None)
-            .only(*self.ROW_FIELDS)
-            .annotate(
-                line_resources=ListSubquery(_lines().values("resource")),
-                line_amounts=ListSubquery(_lines().values("amount")),
-            )
+        self.root_queryset = _queue_rows().all()
+        return super().get_queryset(request, exclude_parameters)
+
+
+@functools.cache
+def _queue_rows() -> QuerySet[QuotaRequest]:
+    """The queue's rows, as ReviewQueueChangeList loads them (never evaluated itself)."""
+    return (
+        QuotaRequest.objects.select_related("tenant", "requested_by")
+        .only(*ReviewQueueChangeList.ROW_FIELDS)
+        .annotate(
+            line_resources=ListSubquery(_lines().values("resource")),
+            line_amounts=ListSubquery(_lines().values("amount")),
         )
+    )
 
 
 def _lines():
@@ -179,6 +187,20 @@ def _asked(lines: tuple[tuple[int, str], ...], language: str | None) -> str:
     return format_html_join(
         ", ", "+{} {}", ((intcomma(amount), resource_label(resource)) for amount, resource in lines)
     )
+
+
+def _asked_of(obj: QuotaRequest, language: str | None) -> str:
+    amounts = getattr(obj, "line_amounts", None)  # the queue's rows (ReviewQueueChangeList)
+    if amounts is None:
+        lines = tuple((line.amount, line.resource) for line in obj.lines.all())
+    else:
+        lines = tuple(zip(amounts, obj.line_resources, strict=True))
+    return _asked(lines, language)
+
+
+def _status_badges(language: str | None):
+    """The status badge of each row of a page in `language`."""
+    return lambda obj: _status_badge(obj.status, language)
 
 
 @admin.register(QuotaRequest)
@@ -237,16 +259,17 @@ class QuotaRequestAdmin(admin.ModelAdmin):
 
     @admin.display(description="asked")
     def asked(self, obj: QuotaRequest) -> str:
-        amounts = getattr(obj, "line_amounts", None)  # the queue's rows (ReviewQueueChangeList)
-        if amounts is None:
-            lines = tuple((line.amount, line.resource) for line in obj.lines.all())
-        else:
-            lines = tuple(zip(amounts, obj.line_resources, strict=True))
-        return _asked(lines, get_language())
+        return _asked_of(obj, get_language())
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: QuotaRequest) -> str:
         return _status_badge(obj.status, get_language())
+
+    # The planned rows (portal.admin_rows) read the language once per page, not twice per row.
+    asked.planned_per_page = lambda model_admin: functools.partial(
+        _asked_of, language=get_language()
+    )
+    status_badge.planned_per_page = lambda model_admin: _status_badges(get_language())
 
     @admin.display(description="age")
     def age(self, obj: QuotaRequest) -> str:

@@ -12,13 +12,15 @@ from django.contrib.admin.templatetags.admin_list import admin_list_filter, resu
 from django.template import Context, Template
 from django.template.loader import get_template
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
 from django.utils.formats import localize
 
 from portal.admin_rows import PlannedActionForm, _Dates, changelist_rows, result_list_html
 from portal.templatetags.portal_admin import planned_list_filter
 from tenants.models import QuotaRequest, Tenant
+from tenants.quota import admin as quota_admin
 from tenants.quota import services as quota_requests
+from tenants.quota.admin import _queue_rows
 from tests.factories import MembershipFactory, TenantFactory
 
 pytestmark = pytest.mark.django_db
@@ -155,6 +157,45 @@ def test_the_review_queue_table_is_djangos_result_list(admin_client, tenant, ten
         assert planned in response.content.decode()
 
 
+def test_the_review_queue_rows_queryset_built_once_is_never_shared(
+    admin_client, platform_admin, tenant, tenant_member
+):
+    """The queue's rows queryset is built once per process: every view filters a copy of it
+    (one view's rows never leak into the next), and it is never evaluated itself."""
+    created = _requests(tenant, tenant_member)
+    url = reverse("admin:tenants_quotarequest_changelist")
+
+    everyone = admin_client.get(url).context["cl"].result_list
+    odd = admin_client.get(url + "?tenant=odd-lab").context["cl"].result_list
+    quota_requests.quota_request_reject(
+        request_id=created[1].pk, approver=platform_admin, reason="No room."
+    )
+    waiting = admin_client.get(url + "?status__exact=submitted").context["cl"].result_list
+
+    assert [r.pk for r in everyone] == [created[1].pk, created[0].pk]
+    assert [r.pk for r in odd] == [created[1].pk]
+    assert [r.pk for r in waiting] == [created[0].pk]
+    assert _queue_rows()._result_cache is None
+
+
+def test_the_review_queue_reads_the_language_once_per_page_not_per_row(
+    admin_client, tenant, tenant_member, monkeypatch
+):
+    """"asked" and "status" answer for a whole page at once (planned_per_page): the same cells
+    as the methods give row by row, the language read once per column."""
+    for _ in range(3):
+        _requests(tenant, tenant_member)
+    cl = admin_client.get(reverse("admin:tenants_quotarequest_changelist")).context["cl"]
+    reads = []
+    language = quota_admin.get_language
+    monkeypatch.setattr(quota_admin, "get_language", lambda: reads.append(1) or language())
+
+    planned = [as_html(row) for row in changelist_rows(cl)]
+    assert len(reads) == 2
+    assert planned == [as_html(row) for row in results(cl)]  # the methods, once per row
+    assert len(reads) == 2 + 2 * len(planned) == 14
+
+
 def test_the_tenant_table_header_follows_the_sort_order(admin_client):
     TenantFactory(slug="b-lab", name="B Lab")
     TenantFactory(slug="a-lab", name="A Lab")
@@ -184,8 +225,19 @@ def test_the_review_queue_filters_are_djangos_own(admin_client, tenant, tenant_m
             assert planned_list_filter(cl, spec) == admin_list_filter(cl, spec)
 
 
+def test_a_filter_of_one_name_on_two_models_shows_each_models_choices(admin_client):
+    """The tenant list's "status" filter and the review queue's share a field name and title:
+    each list shows its own model's statuses, whichever was rendered first."""
+    admin_client.get(reverse("admin:tenants_tenant_changelist"))
+    html = admin_client.get(reverse("admin:tenants_quotarequest_changelist")).content.decode()
+    assert "?status__exact=submitted" in html
+    assert "?status__exact=suspended" not in html
+
+
 def test_the_cohort_filter_lists_the_cohorts_there_are_now(admin_client):
-    """A filter whose choices come from the data is never cached."""
+    """A filter whose choices come from the data is cached under the values it read: a new
+    cohort shows on the next page, and each query string shows its own selection, as
+    Django's admin_list_filter renders it."""
     TenantFactory(slug="one-lab", cohort="research")
     url = reverse("admin:tenants_tenant_changelist")
     assert "teaching" not in admin_client.get(url).content.decode()
@@ -193,6 +245,11 @@ def test_the_cohort_filter_lists_the_cohorts_there_are_now(admin_client):
     TenantFactory(slug="two-lab", cohort="teaching")
 
     assert "?cohort=teaching" in admin_client.get(url).content.decode()
+    TenantFactory(slug="three-lab", cohort="")
+    for query in ["", "?cohort=teaching", "?cohort=research&status__exact=active", ""]:
+        cl = admin_client.get(url + query).context["cl"]
+        (cohorts,) = [s for s in cl.filter_specs if getattr(s, "field_path", "") == "cohort"]
+        assert planned_list_filter(cl, cohorts) == admin_list_filter(cl, cohorts)
 
 
 def test_the_action_form_is_djangos_own(admin_client, tenant, tenant_member):
@@ -206,6 +263,61 @@ def test_the_action_form_is_djangos_own(admin_client, tenant, tenant_member):
     for _ in range(2):
         assert [str(field) for field in planned] == [str(field) for field in django]
     assert 'value="approve_selected"' in str(planned["action"])
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        reverse("admin:tenants_quotarequest_changelist"),
+        reverse("admin:tenants_quotarequest_changelist") + "?status__exact=submitted",
+        reverse("admin:tenants_quotarequest_changelist") + "?status__exact=submitted&all=",
+        reverse("admin:tenants_tenant_changelist"),
+    ],
+)
+def test_the_action_bars_are_djangos_own(admin_client, tenant, tenant_member, url):
+    """Each action bar of a page (the top one, the bottom one) as Django's admin_actions
+    renders it, on first and second sight: its index, the counts and notes of its page."""
+    _requests(tenant, tenant_member)
+    for _ in range(2):
+        response = admin_client.get(url)
+        assert response.status_code == 200
+        context = {}
+        for layer in response.context:
+            context.update(layer.flatten())
+        context.pop("action_index", None)
+        planned = Template(
+            "{% load portal_admin %}{% planned_admin_actions %}|{% planned_admin_actions %}"
+        ).render(Context(dict(context)))
+        django = Template("{% load admin_list %}{% admin_actions %}|{% admin_actions %}").render(
+            Context(dict(context))
+        )
+        assert planned == django
+        assert 'name="index" value="1"' in planned
+        top = planned.split("|")[0]
+        assert top in response.content.decode()
+
+
+def test_the_pagination_is_djangos_own(admin_client):
+    """Page links, count and "Show all" as Django's pagination tag renders them, for each
+    page, filter and count, on first and second sight."""
+    TenantFactory.create_batch(120, name="Some lab")
+    url = reverse("admin:tenants_tenant_changelist")
+    planned_tag = Template("{% load portal_admin %}{% planned_pagination cl %}")
+    djangos_tag = Template("{% load admin_list %}{% pagination cl %}")
+    seen = set()
+    for query in ["", "?p=2", "?p=3", "?status__exact=active&p=2", "?q=Some", "?all=", ""]:
+        for _ in range(2):
+            cl = admin_client.get(url + query).context["cl"]
+            context = {"cl": cl, "opts": cl.opts}
+            planned = planned_tag.render(Context(context))
+            assert planned == djangos_tag.render(Context(context))
+            seen.add(planned)
+    TenantFactory(name="Some lab")  # one more: the count moves
+    cl = admin_client.get(url).context["cl"]
+    planned = planned_tag.render(Context({"cl": cl, "opts": cl.opts}))
+    assert planned == djangos_tag.render(Context({"cl": cl, "opts": cl.opts}))
+    assert planned not in seen
+    assert len(seen) == 6
 
 
 # --- the nav sidebar -----------------------------------------------------------------------------
@@ -256,7 +368,7 @@ def test_the_login_page_gets_no_app_list(client):
 
 
 def test_planned_dates_are_djangos_localized_dates():
-    """Day and minute pieces come from a per-page memo: midnight, noon, mornings, evenings and
+    """Day and minute pieces come from a per-process memo: midnight, noon, mornings, evenings and
     dates read as formats.localize (what display_for_field shows) puts them."""
     stamps = _Dates.for_field(QuotaRequest._meta.get_field("created_at"))
     days = _Dates.for_field(QuotaRequest._meta.get_field("ends_on"))
@@ -270,3 +382,18 @@ def test_planned_dates_are_djangos_localized_dates():
     for moment in moments * 2:
         assert stamps(moment) == localize(timezone.template_localtime(moment))
         assert days(moment.date()) == localize(moment.date())
+
+
+def test_planned_dates_follow_the_language_and_time_zone_of_each_page():
+    """The formatters are kept per process: one per language and time zone, each answering
+    what formats.localize answers there, whichever was asked first."""
+    field = QuotaRequest._meta.get_field("created_at")
+    moment = timezone.now().replace(hour=22, minute=30, second=0, microsecond=0)
+    english = _Dates.for_field(field)(moment)
+    with translation.override("de"), timezone.override("Asia/Tokyo"):
+        german = _Dates.for_field(field)(moment)
+        assert german == localize(timezone.template_localtime(moment))
+    assert english == localize(timezone.template_localtime(moment))
+    assert _Dates.for_field(field)(moment) == english
+    assert german != english
+    assert _Dates.for_field(field) is _Dates.for_field(field)
