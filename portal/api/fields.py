@@ -11,11 +11,12 @@ from collections.abc import Mapping
 from urllib.parse import quote
 
 from django.conf import settings
+from django.db import models
 from django.utils import timezone
 from django.utils.encoding import force_str
 from django.utils.hashable import make_hashable
 from rest_framework import ISO_8601, serializers
-from rest_framework.fields import SkipField
+from rest_framework.fields import SkipField, _UnvalidatedField
 from rest_framework.relations import PKOnlyObject
 from rest_framework.settings import api_settings
 from rest_framework.utils.serializer_helpers import BindingDict
@@ -136,7 +137,7 @@ def _reads_plainly(field: serializers.Field) -> bool:
 
 def _iso_datetime(field: serializers.Field):
     """A DateTimeField's `to_representation` for aware datetimes in the ISO 8601 format, with
-    the timezone looked up once per row (DRF looks it up for every value); anything else is
+    the timezone looked up once per list (DRF looks it up for every value); anything else is
     DRF's."""
     if (
         type(field) is not serializers.DateTimeField
@@ -183,19 +184,115 @@ class _RowFieldsByClass(threading.local):
 _ROW_FIELDS = _RowFieldsByClass()
 
 
+def _same(value):
+    return value
+
+
+def _plain_represent(field: serializers.Field):
+    """A callable that answers as `field.to_representation` for a value that is not None, for
+    DRF's fields whose answer is a builtin's (CharField's is `str(value)`, IntegerField's
+    `int(value)`) or a dict or list of such: no method call per value, and a dict or a list
+    without a call per item. None for any other field."""
+    represent = type(field).to_representation
+    if represent is serializers.CharField.to_representation:
+        return str
+    if represent is serializers.IntegerField.to_representation:
+        return int
+    if represent is serializers.FloatField.to_representation:
+        return float
+    if represent is _UnvalidatedField.to_representation:
+        return _same
+    if represent is serializers.BooleanField.to_representation:
+        drf = field.to_representation
+
+        def boolean(value):
+            return value if type(value) is bool else drf(value)
+
+        return boolean
+    if represent is serializers.ChoiceField.to_representation:
+        drf, table = field.to_representation, field.choice_strings_to_values
+
+        def choice(value):
+            return table.get(value, value) if type(value) is str and value else drf(value)
+
+        return choice
+    if represent in (serializers.DictField.to_representation,
+                     serializers.ListField.to_representation):
+        child = _plain_represent(field.child)
+        if child is None:
+            return None
+        if represent is serializers.ListField.to_representation:
+            if child is _same:
+                return list
+            return lambda data: [child(item) if item is not None else None for item in data]
+        if child is _same:
+            return lambda value: {str(key): val for key, val in value.items()}
+        return lambda value: {
+            str(key): child(val) if val is not None else None for key, val in value.items()
+        }
+    return None
+
+
+def _row_represent(field: serializers.Field):
+    """`represent(value, tz)` for a nested row serializer (`many=True` or not) that writes its
+    rows with RowSerializerMixin's, handed the timezone its parent's row looked up; None for
+    any other field."""
+    if isinstance(field, serializers.ListSerializer):
+        child = field.child
+        if (
+            type(field).to_representation is not serializers.ListSerializer.to_representation
+            or type(child).to_representation is not RowSerializerMixin.to_representation
+        ):
+            return None
+        row = child._row
+
+        def rows(data, tz):
+            iterable = data.all() if isinstance(data, models.manager.BaseManager) else data
+            return [row(item, tz) for item in iterable]
+
+        return rows
+    if type(field).to_representation is RowSerializerMixin.to_representation:
+        return field._row
+    return None
+
+
+class RowListSerializer(serializers.ListSerializer):
+    """A row serializer's `many=True` list: the timezone its rows' datetimes are written in
+    looked up once for the list, not once per row."""
+
+    def to_representation(self, data):
+        child = self.child
+        iterable = data.all() if isinstance(data, models.manager.BaseManager) else data
+        if type(child).to_representation is not RowSerializerMixin.to_representation:
+            return [child.to_representation(item) for item in iterable]
+        tz = child._timezone()
+        row = child._row
+        return [row(item, tz) for item in iterable]
+
+
 # A serializer's `to_representation` that answers exactly what DRF's answers, with less of its
 # work per row: the readable fields are listed once per serializer, not iterated through a
 # generator per row; a field's source path is read with getattr (DRF inspects every value's
-# signature to see whether to call it); datetimes look the timezone up once per row. Anything
-# unusual (a callable on the path, a missing attribute, a field with its own way of reading) is
-# left to DRF's own `get_attribute`, so defaults, `allow_null` and skipped fields behave as
-# DRF's. For the serializers of long lists; put it first among the bases.
+# signature to see whether to call it); DRF's plain fields are answered by builtins
+# (`_plain_represent`), nested row serializers by their rows directly; datetimes look the
+# timezone up once per list (or row). Anything unusual (a callable on the path, a missing
+# attribute, a field with its own way of reading) is left to DRF's own `get_attribute`, so
+# defaults, `allow_null` and skipped fields behave as DRF's. For the serializers of long
+# lists; put it first among the bases. Its `many=True` list is a RowListSerializer unless its
+# Meta names another.
 # Its fields are built once per thread and class, not per serializer: DRF builds them for every
 # request (a ModelSerializer reads its model's fields and deep-copies the declared ones, about
 # 1 ms for a workload's), and they hold nothing of a request but their parent, which is moved
 # to the serializer using them. A serializer given data to validate builds its own.
 # (No docstring: drf-spectacular would describe every serializer that uses it with it.)
 class RowSerializerMixin:
+    @classmethod
+    def many_init(cls, *args, **kwargs):
+        serializer = super().many_init(*args, **kwargs)
+        if type(serializer) is serializers.ListSerializer:
+            serializer.__class__ = RowListSerializer
+        return serializer
+
     @property
     def fields(self) -> BindingDict:
         return self._row_fields().fields
@@ -221,16 +318,25 @@ class RowSerializerMixin:
         return fields
 
     def to_representation(self, instance):
+        return self._row(instance, self._timezone())
+
+    def _timezone(self):
+        """The timezone its rows' datetimes are written in, if it writes any."""
+        if self._planned().dates and settings.USE_TZ:
+            return timezone.get_current_timezone()
+        return None
+
+    def _planned(self) -> _RowFields:
         built = self._row_fields()
-        plan = built.plan
-        if plan is None:
-            plan = built.plan = self._build_row_plan()
-            built.dates = any(step[4] for step in plan)
-        tz = None
-        if built.dates:
-            tz = timezone.get_current_timezone() if settings.USE_TZ else None
+        if built.plan is None:
+            built.plan = self._build_row_plan()
+            built.dates = any(step[4] for step in built.plan)
+        return built
+
+    def _row(self, instance, tz):
+        """The row of `instance`, its datetimes written in `tz` (the current timezone)."""
         row = {}
-        for name, field, attrs, represent, dated in plan:
+        for name, field, attrs, represent, dated in self._planned().plan:
             if attrs is None:
                 try:
                     value = field.get_attribute(instance)
@@ -263,9 +369,10 @@ class RowSerializerMixin:
         plan = []
         for field in self._readable_fields:
             attrs = list(field.source_attrs) if _reads_plainly(field) else None
-            datetime_represent = _iso_datetime(field)
-            if datetime_represent is not None:
-                plan.append((field.field_name, field, attrs, datetime_represent, True))
+            with_tz = _iso_datetime(field) or _row_represent(field)
+            if with_tz is not None:
+                plan.append((field.field_name, field, attrs, with_tz, True))
             else:
-                plan.append((field.field_name, field, attrs, field.to_representation, False))
+                represent = _plain_represent(field) or field.to_representation
+                plan.append((field.field_name, field, attrs, represent, False))
         return plan

@@ -83,15 +83,15 @@ class ConnectionSerializer(RowSerializerMixin, serializers.Serializer):
     notes = serializers.ListField(child=serializers.CharField())
 
     def to_representation(self, instance: Mapping[str, Any]) -> dict[str, Any]:
-        # Stored as the kind's Connection (pairs as lists): named fields for API clients.
+        # Stored as the kind's Connection (pairs as lists): named fields for API clients. The
+        # fields above would answer this same mapping (every value a string already), through a
+        # serializer per item and a list per row.
         connection = instance if isinstance(instance, Mapping) else {}
-        return super().to_representation(
-            {
-                "items": _pairs(connection.get("items"), "value"),
-                "commands": _pairs(connection.get("commands"), "command"),
-                "notes": [str(note) for note in connection.get("notes") or []],
-            }
-        )
+        return {
+            "items": _pairs(connection.get("items"), "value"),
+            "commands": _pairs(connection.get("commands"), "command"),
+            "notes": [str(note) for note in connection.get("notes") or []],
+        }
 
 
 class WorkloadSerializer(RowSerializerMixin, serializers.ModelSerializer):

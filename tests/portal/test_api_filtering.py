@@ -15,7 +15,7 @@ def test_the_form_class_is_made_once_and_each_request_validates_its_own_data():
     first = NodeFilterSet({"q": "keep"}, queryset=Node.objects.all())
     second = NodeFilterSet({"state": ["no-such-state"]}, queryset=Node.objects.all())
 
-    assert type(first.form) is type(second.form)  # noqa: E721
+    assert type(first.form) is type(second.form)
     assert first.form is not second.form
     assert list(first.qs) == [kept]
     assert not second.is_valid()

@@ -22,7 +22,7 @@ from tenants.quota.selectors import quota_requests_listed_to, quota_requests_vis
 from tenants.quota.serializers import QuotaRequestSerializer
 from tenants.workloads.models import Workload, WorkloadStatus
 from tenants.workloads.selectors import workloads_listed_to, workloads_visible_to
-from tenants.workloads.serializers import WorkloadSerializer
+from tenants.workloads.serializers import ConnectionSerializer, WorkloadSerializer
 from tests.factories import GPUFactory, NodeFactory
 
 pytestmark = pytest.mark.django_db
@@ -60,6 +60,10 @@ class PlainSerializer(serializers.Serializer):
     facts = serializers.DictField()
     choice = serializers.ChoiceField(choices=[("a", "A"), (1, "One")])
     whole = serializers.SerializerMethodField()
+    flag = serializers.BooleanField(source="choice")  # "a", 1, "zz": DRF's own reading
+    counts = serializers.DictField(child=serializers.IntegerField())
+    ratios = serializers.ListField(child=serializers.FloatField())
+    table = serializers.ListField(child=serializers.DictField(child=serializers.CharField()))
 
     def get_whole(self, thing) -> str:
         return f"{thing.word}-{thing.number}"
@@ -80,7 +84,9 @@ class FastPairSerializer(RowSerializerMixin, PlainPairSerializer):
 
 def _things() -> list:
     aware = datetime.datetime(2026, 3, 4, 5, 6, 7, 890, tzinfo=UTC)
-    common = {"tags": ["x", 2], "facts": {"a": 1, 2: None}, "day": datetime.date(2026, 1, 2)}
+    common = {"tags": ["x", 2], "facts": {"a": 1, 2: None}, "day": datetime.date(2026, 1, 2),
+              "counts": {"a": "3", 4: None, "b": True}, "ratios": [1, "2.5", None],
+              "table": [{"k": 1, 2: None}, None, {}]}
     return [
         _Thing(word="hi", number=3, price=Decimal("1.5"), when=aware, choice="a",
                inner=_Thing(word="in"), **common),
@@ -102,6 +108,48 @@ def test_the_fast_rows_are_drfs_rows_for_objects(zone):
     assert "missing_skipped" not in fast[0]
     assert fast[0]["when"] == ("2026-03-04T05:06:07.000890Z" if zone == "UTC" else
                                "2026-03-04T00:06:07.000890-05:00")
+
+
+class PlainInnerSerializer(serializers.Serializer):
+    word = serializers.CharField(allow_null=True)
+    when = serializers.DateTimeField(allow_null=True)
+    on = serializers.BooleanField(allow_null=True)
+
+
+class FastInnerSerializer(RowSerializerMixin, PlainInnerSerializer):
+    pass
+
+
+class PlainOuterSerializer(serializers.Serializer):
+    word = serializers.CharField()
+    inner = PlainInnerSerializer(allow_null=True)
+    itself = PlainInnerSerializer(source="*")
+    inners = PlainInnerSerializer(many=True)
+
+
+class FastOuterSerializer(RowSerializerMixin, serializers.Serializer):
+    word = serializers.CharField()
+    inner = FastInnerSerializer(allow_null=True)
+    itself = FastInnerSerializer(source="*")
+    inners = FastInnerSerializer(many=True)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York"])
+def test_nested_fast_rows_are_drfs_nested_rows(zone):
+    aware = datetime.datetime(2026, 3, 4, 5, 6, 7, tzinfo=UTC)
+    rows = [
+        _Thing(word="a", when=aware, on=True, inner=_Thing(word="b", when=None, on="no"),
+               inners=[_Thing(word="c", when=aware, on=0), {"word": 1, "when": None, "on": None}]),
+        _Thing(word="d", when=None, on=None, inner=None, inners=[]),
+    ]
+    with timezone.override(zoneinfo.ZoneInfo(zone)):
+        fast = FastOuterSerializer(rows, many=True).data
+        plain = PlainOuterSerializer(rows, many=True).data
+        one = FastOuterSerializer(rows[0]).data
+
+    assert fast == plain
+    assert one == plain[0]
+    assert fast[0]["inners"][0]["when"] == plain[0]["itself"]["when"]
 
 
 def test_the_fast_rows_are_drfs_rows_for_mappings():
@@ -252,3 +300,18 @@ def test_a_row_serializer_validating_data_builds_fields_of_its_own():
 
     assert validating.fields is not listed.child.fields
     assert validating.fields is validating.fields
+
+
+def test_a_workloads_connection_is_what_its_declared_fields_write():
+    stored = {"items": [["URL", "http://x"], ["bad"], [1, 2]], "commands": [("ssh", "ssh a")],
+              "notes": ["n", 3]}
+    serializer = ConnectionSerializer()
+    for connection in (stored, {}, None, {"items": None}):
+        fast = serializer.to_representation(connection)
+        # DRF's own loop over the declared fields, on the mapping the stored form is read as.
+        assert fast == serializers.Serializer.to_representation(serializer, dict(fast))
+    assert serializer.to_representation(stored) == {
+        "items": [{"label": "URL", "value": "http://x"}, {"label": "1", "value": "2"}],
+        "commands": [{"label": "ssh", "command": "ssh a"}],
+        "notes": ["n", "3"],
+    }
