@@ -22,8 +22,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from portal.api.filtering import FormOnceFilterSet
+from portal.api.pagination import CountStamp
 
-from ..access.rules import tenants_operated_by
+from ..access.rules import access_for, tenants_operated_by
 from ..api.lookups import operated_tenant
 from . import services
 from .models import Workload, WorkloadStatus
@@ -161,6 +162,21 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         if self.action == "list":
             return workloads_listed_to(self.request.user)
         return workloads_visible_to(self.request.user)
+
+    def paginate_queryset(self, queryset):
+        if self.action == "list" and self.paginator is not None:
+            # The list's count (every live workload, 20,000 at fleet scale, for those who see
+            # all) is kept until a workload or tenant is written: the same visible tenants
+            # and the same filters count the same rows.
+            access = access_for(self.request.user)
+            filters = sorted((name, tuple(values))
+                             for name, values in self.request.query_params.lists()
+                             if name in WorkloadFilter.base_filters)
+            self.paginator.count_stamp = CountStamp(
+                name="workloads", tables=("tenants_workload", "tenants_tenant"),
+                extra=(None if access.sees_all_tenants else sorted(access.tenant_roles), filters),
+            )
+        return super().paginate_queryset(queryset)
 
     def handle_exception(self, exc: Exception) -> Response:
         response = super().handle_exception(exc)
