@@ -142,19 +142,6 @@ DATABASES["default"].setdefault(
     "CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60 if PRODUCTION else 0)
 )
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-# On PostgreSQL, parameters are bound by the server and a statement run more than
-# DATABASE_PREPARE_THRESHOLD times on a connection (empty: 5) is prepared, psycopg's automatic
-# prepared statements: the server then skips parsing and planning it, which for the ORM's
-# annotated queries costs more than running them (0.5 to 1 ms of a page's 2 to 4 ms in the
-# database at fleet scale). With persistent connections a worker prepares its pages' queries
-# once. Behind a PgBouncer in transaction mode older than 1.21, set it to `off`: nothing is
-# prepared and parameters are bound on the client, as Django does by default.
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    _prepare_threshold = env.str("DATABASE_PREPARE_THRESHOLD", default="").strip().lower()
-    if _prepare_threshold != "off":
-        DATABASES["default"].setdefault("OPTIONS", {}).update(
-            server_side_binding=True, prepare_threshold=int(_prepare_threshold or 5)
-        )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # A permission is granted when any backend grants it, asked in this order: the role backend

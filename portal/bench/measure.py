@@ -73,11 +73,10 @@ WARM_UP_SECONDS = 2.0
 def warm_up(port: int, rows: list[dict[str, Any]], cookies: dict[str, str],
             options: Options) -> None:
     """Every page from as many clients as workers, several times each, before any timing: a
-    worker's first request of a page loads its URLconf and compiles its templates, and psycopg
-    prepares a statement on its sixth run on a connection (`DATABASE_PREPARE_THRESHOLD`), after
-    which PostgreSQL no longer plans it. Workers take requests as they come, so each page is
-    sent up to WARM_UP_MAX times per client for every worker to have served it that often:
-    the timings are of a server that has been serving, as a production worker has."""
+    worker's first request of a page loads its URLconf, compiles its templates and fills the
+    caches kept per process. Workers take requests as they come, so each page is sent up to
+    WARM_UP_MAX times per client for every worker to have served it: the timings are of a
+    server that has been serving, as a production worker has."""
 
     def client(row: dict[str, Any]) -> None:
         deadline = time.monotonic() + WARM_UP_SECONDS
