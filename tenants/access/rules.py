@@ -7,7 +7,8 @@ tenant-owned data starts from it, so another tenant's object is simply not found
 from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
-from django.db.models import IntegerField, OuterRef, QuerySet, Subquery, Value
+from django.db import connection
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
 from .models import Membership, RoleAssignment, Tenant
@@ -49,25 +50,17 @@ def access_for(user) -> Access:
     if cached is not None:
         return cached
     # One query for both: the platform roles (no tenant) and the memberships of active tenants
-    # (tenant, role), every signed-in page reads them. Unordered: the models' default orderings
-    # (by username, by tenant name) would join two more tables to build a set and a dict.
-    platform = (
-        RoleAssignment.objects.filter(user=user).order_by()
-        .annotate(tenant=Value(None, output_field=IntegerField()))
-        .values_list("tenant", "role")
-    )
-    memberships = (
-        Membership.objects.filter(user=user, tenant__status=Tenant.Status.ACTIVE)
-        .order_by()
-        .values_list("tenant_id", "role")
-    )
+    # (tenant, role); every signed-in page reads them. Written out: the ORM's union took four
+    # times as long to build as the database takes to answer it, on every page.
     roles: set[str] = set()
     tenant_roles: dict[int, str] = {}
-    for tenant_id, role in platform.union(memberships, all=True):
-        if tenant_id is None:
-            roles.add(role)
-        else:
-            tenant_roles[tenant_id] = role
+    with connection.cursor() as cursor:
+        cursor.execute(_ACCESS_SQL, [user.pk, user.pk, Tenant.Status.ACTIVE])
+        for tenant_id, role in cursor.fetchall():
+            if tenant_id is None:
+                roles.add(role)
+            else:
+                tenant_roles[tenant_id] = role
     access = Access(
         platform_admin=user.is_superuser or RoleAssignment.Role.PLATFORM_ADMIN in roles,
         finance=RoleAssignment.Role.FINANCE in roles,
@@ -75,6 +68,15 @@ def access_for(user) -> Access:
     )
     setattr(user, _CACHE_ATTR, access)
     return access
+
+
+_ACCESS_SQL = (
+    f'SELECT NULL, r."role" FROM "{RoleAssignment._meta.db_table}" r '  # noqa: S608 - no input in the text
+    'WHERE r."user_id" = %s UNION ALL '
+    f'SELECT m."tenant_id", m."role" FROM "{Membership._meta.db_table}" m '
+    f'JOIN "{Tenant._meta.db_table}" t ON t."id" = m."tenant_id" '
+    'WHERE m."user_id" = %s AND t."status" = %s'
+)
 
 
 def forget_access(user) -> None:
