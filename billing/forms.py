@@ -1,42 +1,22 @@
 """Forms of finance's invoice pages: what each action asks for, checked before a service runs."""
 
 from decimal import Decimal
-from typing import ClassVar
 
 from django import forms
-from django.template.loader import render_to_string
-from django.utils.safestring import SafeString
+
+from portal.forms import KeptWhenUnbound
 
 from .filters import MonthField
 
 
-class StyledForm(forms.Form):
+class StyledForm(KeptWhenUnbound, forms.Form):
     """Bootstrap's classes on every widget, and `is-invalid` on those with errors. `{{ form }}`
-    writes its fields with their labels, help and errors (`_form_fields.html`).
+    writes its fields with their labels, help and errors (`_form_fields.html`); an unbound one
+    is written once per process (`KeptWhenUnbound`: an invoice's page offers three, and the
+    widgets' templates were a tenth of the page's time). Keep subclasses free of choices or
+    initial values read from the database or the clock."""
 
-    An unbound form of these classes renders the same every time (no initial value that
-    changes, no choice read from the database: keep it so in subclasses), so its HTML is kept
-    per process after the first time: an invoice's page offers three of them, and the
-    widgets' templates were a tenth of the page's time. A bound form, or one given initial
-    values, is rendered each time."""
-
-    # Found by the project's template engine (the form renderer's knows only the apps' templates).
     fields_template = "billing/finance/_form_fields.html"
-    _unbound_html: ClassVar[dict[tuple, SafeString]] = {}
-
-    def render(self, template_name=None, context=None, renderer=None):
-        if template_name or context or renderer:
-            return super().render(template_name, context, renderer)
-        if self.is_bound or self._errors or self.initial:
-            return render_to_string(self.fields_template, {"form": self})
-        key = (type(self), self.prefix, self.auto_id)
-        html = self._unbound_html.get(key)
-        if html is None:
-            html = self._unbound_html[key] = render_to_string(self.fields_template, {"form": self})
-        return html
-
-    __str__ = render
-    __html__ = render
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

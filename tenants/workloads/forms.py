@@ -11,6 +11,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from inventory import resource_classes
+from portal.forms import KeptWhenUnbound
 
 from ..access.models import Tenant
 from .kinds import inference, vcluster
@@ -272,11 +273,16 @@ FORMS: dict[str, type[WorkloadForm]] = {
 }
 
 
-class ScaleForm(forms.Form):
-    """The fields of a running workload its kind lets change, prefilled with its spec."""
+class ScaleForm(KeptWhenUnbound, forms.Form):
+    """The fields of a running workload its kind lets change, prefilled with its spec.
+    `{{ form }}` writes them (`_scale_fields.html`); unbound, the HTML is kept per process for
+    the kind and the values it is prefilled with (the choices are the launch form's own)."""
+
+    fields_template = "tenants/workloads/_scale_fields.html"
 
     def __init__(self, *args, workload, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.kind = workload.kind
         launch = FORMS[workload.kind]
         for name in workload.kind_entry.scalable:
             if name not in workload.spec:
@@ -288,6 +294,9 @@ class ScaleForm(forms.Form):
                                         if isinstance(field, forms.ChoiceField) else {}),
             )
             self.initial[name] = workload.spec.get(name)
+
+    def unbound_key(self) -> tuple:
+        return (self.kind, *super().unbound_key())
 
     def changes(self, spec: Mapping[str, Any]) -> dict[str, Any]:
         return {name: value for name, value in self.cleaned_data.items()
