@@ -4,6 +4,7 @@ from typing import ClassVar
 
 from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
+from django.utils.translation import get_language
 
 # Entries kept at most per form class; beyond that the oldest half is dropped.
 KEPT_PER_CLASS = 256
@@ -13,9 +14,9 @@ class KeptWhenUnbound:
     """A form mixin: `{{ form }}` writes `fields_template` (found by the project's template
     engine, not the form renderer's, which knows only the apps' templates) with `form` in its
     context. An unbound form's HTML is kept per process under `unbound_key()`, so it must hold
-    everything the HTML depends on: by default the class, its prefix, its fields and its
-    initial values (a form whose fields read choices or values from the database or the clock
-    must not use this). A bound form, or one with errors, is written every time."""
+    everything the HTML depends on: by default the class, the language, its prefix, its fields
+    and its initial values (a form whose fields read choices or values from the database or
+    the clock must not use this). A bound form, or one with errors, is written every time."""
 
     fields_template: ClassVar[str]
     _kept: ClassVar[dict[tuple, SafeString]]
@@ -26,7 +27,7 @@ class KeptWhenUnbound:
 
     def unbound_key(self) -> tuple:
         return (
-            self.prefix, self.auto_id, tuple(self.fields),
+            get_language(), self.prefix, self.auto_id, tuple(self.fields),
             tuple(sorted((name, repr(value)) for name, value in self.initial.items())),
         )
 
@@ -44,7 +45,7 @@ class KeptWhenUnbound:
         if html is None:
             if len(kept) >= KEPT_PER_CLASS:
                 for old in list(kept)[: KEPT_PER_CLASS // 2]:
-                    del kept[old]
+                    kept.pop(old, None)
             html = kept[key] = self._write()
         return html
 
