@@ -14,15 +14,14 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
 from portal.confirmation import confirmation_page, is_confirmed
-from portal.display import grouped
 from portal.paging import url_maker
 from portal.templatetags.portal_format import money
 
 from ..pages import redirect_to_current, tenant_page
-from ..quota.models import resource_label
 from ..quota.selectors import tenant_quota_lines, tenant_quota_requests_recent
 from ..workloads.selectors import tenant_workloads_recent
 from . import services
+from .dashboard import member_items, quota_bars, request_items, workload_items
 from .forms import MemberAddForm, MemberRoleForm
 from .models import Membership, Source, Tenant
 from .rules import access_for
@@ -105,23 +104,15 @@ def _tenant_rows(tenants) -> list[SafeString]:
 @login_required
 def dashboard(request, slug: str):
     tenant, context = tenant_page(request, slug, "dashboard")
-    workload_url = url_maker("tenants:workload-detail", "slug", "pk")
-    request_url = url_maker("tenants:quota-request-detail", "slug", "pk")
-    recent_workloads = list(tenant_workloads_recent(tenant=tenant, limit=6))
-    for w in recent_workloads:
-        w.detail_url = workload_url(tenant.slug, w.pk)
-    recent_requests = list(tenant_quota_requests_recent(tenant=tenant, limit=5))
-    for r in recent_requests:
-        r.detail_url = request_url(tenant.slug, r.pk)
-        r.asked = ", ".join(
-            f"+{grouped(n)} {resource_label(resource)}"
-            for resource, n in zip(r.line_resources, r.line_granted, strict=True)
-        )
     context |= {
-        "members": tenant_members(tenant=tenant),
-        "quota_lines": tenant_quota_lines(tenant=tenant),
-        "recent_requests": recent_requests,
-        "recent_workloads": recent_workloads,
+        "quota_bars": quota_bars(tenant_quota_lines(tenant=tenant)),
+        "recent_requests": request_items(
+            tenant_quota_requests_recent(tenant=tenant, limit=5), tenant.slug
+        ),
+        "recent_workloads": workload_items(
+            tenant_workloads_recent(tenant=tenant, limit=6), tenant.slug
+        ),
+        "members": member_items(tenant_members(tenant=tenant)),
     }
     return render(request, "tenants/dashboard.html", context)
 

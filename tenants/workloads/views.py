@@ -24,6 +24,7 @@ from portal.paging import url_maker
 from ..pages import redirect_to_current, tenant_page
 from ..templatetags.workload_tags import held
 from . import services
+from .badges import status_badge
 from .forms import FORMS, ScaleForm
 from .models import Workload, WorkloadStatus
 from .registry import KINDS
@@ -71,18 +72,6 @@ def workload_list(request, slug: str):
     return render(request, "tenants/workloads/list.html", context)
 
 
-# The badge's pulsing dot: work is under way (as in _status_badge.html).
-_SPINNING = frozenset(
-    {WorkloadStatus.PROVISIONING, WorkloadStatus.DELETING, WorkloadStatus.PENDING}
-)
-
-
-_SPINNER = (
-    '<span class="spinner-grow spinner-grow-sm me-1" aria-hidden="true"'
-    ' style="width:.5rem;height:.5rem"></span>'
-)
-
-
 def _workload_rows(workloads, slug: str) -> list[SafeString]:
     """The list's rows, each one `<tr>` written here: an `{% include %}`, the `held` filter and
     a `date` filter per row cost more than the rest of the page, and then the template's
@@ -99,8 +88,6 @@ def _workload_rows(workloads, slug: str) -> list[SafeString]:
                 '<div class="small text-muted text-truncate" style="max-width:28rem"'
                 f' title="{escape(w.status_message)}">{escape(text)}</div>'
             )
-        status = w.status
-        border = " border" if status == WorkloadStatus.DELETED else ""
         holds = "<br>".join(
             f'<span class="text-nowrap me-2">{escape(words)}</span>' for words in held(w.demand)
         )
@@ -114,9 +101,7 @@ def _workload_rows(workloads, slug: str) -> list[SafeString]:
             f"\n          {note}</td>"
             f'\n        <td><i class="bi bi-{escape(w.kind_entry.icon)}" aria-hidden="true"></i>'
             f" {escape(w.kind_label)}</td>"
-            f'\n        <td><span class="badge text-bg-{WorkloadStatus.color(status)}{border}"'
-            f' data-status="{escape(status)}">{_SPINNER if status in _SPINNING else ""}'
-            f"{escape(w.get_status_display())}</span>\n</td>"
+            f"\n        <td>{status_badge(w.status, w.get_status_display())}\n</td>"
             f'\n        <td class="small">{holds}</td>'
             f'\n        <td class="small text-nowrap">{created}<div class="text-muted">'
             f"{escape(launcher)}</div></td>"

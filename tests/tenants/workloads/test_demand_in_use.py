@@ -1,4 +1,4 @@
-"""What tenants' workloads hold, summed by the database: per tenant and class, deleted
+"""What tenants' workloads hold, summed per tenant and class: deleted
 workloads left out, in one query however many tenants and workloads."""
 
 import pytest
@@ -22,6 +22,9 @@ def test_demand_in_use_sums_each_tenants_holding_workloads_by_class(tenant, othe
     _workload(tenant, "a", WorkloadStatus.READY, {H100: 2, "cpu": 8})
     _workload(tenant, "b", WorkloadStatus.PROVISIONING, {H100: 1, "memory-gib": 64})
     _workload(tenant, "c", WorkloadStatus.FAILED, {"cpu": 4})
+    # The same shape twice: grouped by their document, counted twice.
+    _workload(tenant, "d", WorkloadStatus.READY, {H100: 1, "cpu": 2})
+    _workload(tenant, "e", WorkloadStatus.DELETING, {H100: 1, "cpu": 2})
     _workload(tenant, "gone", WorkloadStatus.DELETED, {H100: 8})  # holds nothing any more
     _workload(tenant, "empty", WorkloadStatus.PENDING, {})
     _workload(other_tenant, "x", WorkloadStatus.DEGRADED, {H100: 3})
@@ -29,7 +32,7 @@ def test_demand_in_use_sums_each_tenants_holding_workloads_by_class(tenant, othe
     with CaptureQueriesContext(connection) as queries:
         held = demand_in_use(tenant_ids=[tenant.pk, other_tenant.pk])
 
-    assert held == {tenant.pk: {H100: 3, "cpu": 12, "memory-gib": 64},
+    assert held == {tenant.pk: {H100: 5, "cpu": 16, "memory-gib": 64},
                     other_tenant.pk: {H100: 3}}
     assert len(queries) == 1
     # The sum is the same as adding up each holding workload's demand.
