@@ -17,12 +17,24 @@ _CACHE_ATTR = "_portal_access"
 
 
 @dataclass(frozen=True)
+class MemberTenant:
+    """A tenant the user is a member of, as the tenant switcher links it."""
+
+    pk: int
+    slug: str
+    name: str
+    active: bool
+
+
+@dataclass(frozen=True)
 class Access:
     """What one user holds, read once per request."""
 
     platform_admin: bool = False
     finance: bool = False
-    tenant_roles: dict[int, str] = field(default_factory=dict)  # tenant id -> role
+    tenant_roles: dict[int, str] = field(default_factory=dict)  # tenant id -> role (active)
+    # Every tenant the user is a member of, active or not, by name (the switcher's links).
+    member_of: tuple[MemberTenant, ...] = ()
 
     @property
     def roles(self) -> list[str]:
@@ -49,33 +61,40 @@ def access_for(user) -> Access:
     cached = getattr(user, _CACHE_ATTR, None)
     if cached is not None:
         return cached
-    # One query for both: the platform roles (no tenant) and the memberships of active tenants
-    # (tenant, role); every signed-in page reads them. Written out: the ORM's union took four
-    # times as long to build as the database takes to answer it, on every page.
+    # One query for both: the platform roles (no tenant) and the memberships with their
+    # tenant's slug, name and status (a role counts in active tenants only); every signed-in
+    # page reads them, and the tenant pages' switcher links them. Written out: the ORM's union
+    # took four times as long to build as the database takes to answer it, on every page.
     roles: set[str] = set()
     tenant_roles: dict[int, str] = {}
+    member_of: list[MemberTenant] = []
     with connection.cursor() as cursor:
-        cursor.execute(_ACCESS_SQL, [user.pk, user.pk, Tenant.Status.ACTIVE])
-        for tenant_id, role in cursor.fetchall():
+        cursor.execute(_ACCESS_SQL, [user.pk, user.pk])
+        for tenant_id, role, slug, name, status in cursor.fetchall():
             if tenant_id is None:
                 roles.add(role)
-            else:
+                continue
+            active = status == Tenant.Status.ACTIVE
+            if active:
                 tenant_roles[tenant_id] = role
+            member_of.append(MemberTenant(pk=tenant_id, slug=slug, name=name, active=active))
     access = Access(
         platform_admin=user.is_superuser or RoleAssignment.Role.PLATFORM_ADMIN in roles,
         finance=RoleAssignment.Role.FINANCE in roles,
         tenant_roles=tenant_roles,
+        member_of=tuple(sorted(member_of, key=lambda t: (t.name, t.pk))),
     )
     setattr(user, _CACHE_ATTR, access)
     return access
 
 
 _ACCESS_SQL = (
-    f'SELECT NULL, r."role" FROM "{RoleAssignment._meta.db_table}" r '  # noqa: S608 - no input in the text
+    f'SELECT NULL, r."role", NULL, NULL, NULL FROM "{RoleAssignment._meta.db_table}" r '  # noqa: S608 - no input in the text
     'WHERE r."user_id" = %s UNION ALL '
-    f'SELECT m."tenant_id", m."role" FROM "{Membership._meta.db_table}" m '
+    f'SELECT m."tenant_id", m."role", t."slug", t."name", t."status" '
+    f'FROM "{Membership._meta.db_table}" m '
     f'JOIN "{Tenant._meta.db_table}" t ON t."id" = m."tenant_id" '
-    'WHERE m."user_id" = %s AND t."status" = %s'
+    'WHERE m."user_id" = %s'
 )
 
 

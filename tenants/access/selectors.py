@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Case, Q, QuerySet, Value, When
 
 from .models import Membership, Tenant
-from .rules import tenants_visible_to
+from .rules import MemberTenant, access_for, tenants_visible_to
 
 
 def tenant_members(*, tenant: Tenant) -> QuerySet[Membership]:
@@ -52,11 +52,9 @@ def tenants_for_list(*, user, search: str = "", status: str = "") -> QuerySet:
     )
 
 
-def tenants_of_member(*, user) -> QuerySet[Tenant]:
-    # The tenant switcher's links: a name and a slug each.
-    return (
-        tenants_visible_to(user)
-        .filter(memberships__user=user)
-        .only("id", "slug", "name")
-        .order_by("name")
-    )
+def tenants_of_member(*, user) -> list[MemberTenant]:
+    """The tenant switcher's links, by name: the tenants `user` is a member of and may see
+    (finance and platform admins see inactive ones too). No query: read with the user's roles
+    (`access_for`)."""
+    access = access_for(user)
+    return [t for t in access.member_of if t.active or access.sees_all_tenants]

