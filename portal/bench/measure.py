@@ -94,6 +94,13 @@ def warm_up(port: int, rows: list[dict[str, Any]], cookies: dict[str, str],
 
 
 def time_page(port: int, path: str, cookie: str, options: Options) -> dict[str, Any]:
+    """`path` timed: `options.requests` requests one after another, then as many from
+    `options.concurrency` clients; each mode's median and p95."""
+    return summarise(time_latencies(port, path, cookie, options))
+
+
+def time_latencies(port: int, path: str, cookie: str, options: Options) -> dict[str, Any]:
+    """The latencies (seconds) of `time_page`'s requests, per mode."""
     errors: list[int] = []
 
     def one(latencies: list[float]) -> None:
@@ -125,14 +132,40 @@ def time_page(port: int, path: str, cookie: str, options: Options) -> dict[str, 
         thread.start()
     for thread in threads:
         thread.join()
-    elapsed = time.perf_counter() - started
+    return {"sequential": sequential, "concurrent": concurrent, "clients": options.concurrency,
+            "elapsed": time.perf_counter() - started, "errors": errors}
+
+
+def summarise(timed: dict[str, Any]) -> dict[str, Any]:
+    """Medians and p95s of `time_latencies`' answer (or of several pooled by `pool`)."""
     return {
-        "sequential": _summary(sequential),
-        "concurrent": _summary(concurrent) | {
-            "clients": options.concurrency,
-            "requests_per_second": round(len(concurrent) / elapsed, 1),
+        "sequential": _summary(timed["sequential"]),
+        "concurrent": _summary(timed["concurrent"]) | {
+            "clients": timed["clients"],
+            "requests_per_second": round(len(timed["concurrent"]) / timed["elapsed"], 1),
         },
-        "errors": len(errors),
-        "error_statuses": sorted(set(errors)),
+        "errors": len(timed["errors"]),
+        "error_statuses": sorted(set(timed["errors"])),
     }
 
+
+def pool(windows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several `time_latencies` answers of one page as one: every request of every window."""
+    return {
+        "sequential": [t for w in windows for t in w["sequential"]],
+        "concurrent": [t for w in windows for t in w["concurrent"]],
+        "clients": windows[0]["clients"],
+        "elapsed": sum(w["elapsed"] for w in windows),
+        "errors": [e for w in windows for e in w["errors"]],
+    }
+
+
+def window_spread(windows: list[dict[str, Any]]) -> dict[str, Any]:
+    """How far the windows pooled by `pool` were from each other: each mode's lowest and
+    highest p95 (ms), and the first window's (the floor as one window measures it)."""
+    spread: dict[str, Any] = {"windows": len(windows)}
+    for mode in ("sequential", "concurrent"):
+        p95s = [_summary(w[mode])["p95_ms"] for w in windows]
+        spread[mode] = {"first_p95_ms": p95s[0], "lowest_p95_ms": min(p95s),
+                        "highest_p95_ms": max(p95s)}
+    return spread

@@ -46,7 +46,8 @@ def render_markdown(results: dict[str, Any]) -> str:
         f"CPUs; {meta['requests_per_page']} sequential requests per page, then as many from "
         f"{meta['concurrency']} concurrent clients. Ratios are p95 ÷ the floor's p95 "
         "(`/bench/floor/`: session, user and one query) in the same mode; the target is "
-        f"{meta['target_p95_ratio']:g} times with {meta['concurrency']} clients.",
+        f"{meta['target_p95_ratio']:g} times with {meta['concurrency']} clients. "
+        f"{_floor_sentence(results)}",
         "",
         "| page | status | queries | KiB | rows | median ms | p95 ms | p95 ÷ floor | "
         f"median ms ({meta['concurrency']}) | p95 ms ({meta['concurrency']}) | "
@@ -137,3 +138,20 @@ def _provisioning_lines(row: dict[str, Any] | None) -> list[str]:
         f"({'met' if details['worker_rss_meets_target'] else 'missed'}: "
         f"{details['worker_rss_target']}).",
     ]
+
+
+def _floor_sentence(results: dict) -> str:
+    """How the floor was timed: before every page, its figures over all those requests."""
+    floor = next((row for row in results["pages"] if row.get("name") == "floor"), {})
+    spread = floor.get("floor_windows")
+    if not spread:
+        return ""
+    seq, conc = spread["sequential"], spread["concurrent"]
+    return (
+        f"The floor was timed before every page ({spread['windows']} times); its figures are "
+        "those of all these requests (one window's p95 ranged from "
+        f"{seq['lowest_p95_ms']} to {seq['highest_p95_ms']} ms alone and from "
+        f"{conc['lowest_p95_ms']} to {conc['highest_p95_ms']} ms with "
+        f"{results['meta']['concurrency']} clients)."
+    )
+
