@@ -10,6 +10,8 @@ PORTAL_URL ?= http://$(HOST):$(PORT)
 # The suite runs on PostgreSQL and Redis (see README); override to point elsewhere.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/portal
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
+# The suite runs in parallel (pytest-xdist), one process per core; TEST_WORKERS=0 runs it in one.
+TEST_WORKERS ?= auto
 TEST_DEBIAN_PACKAGES := chromium prometheus
 
 .PHONY: demo serve install install-test debian-packages test lint bench clean
@@ -63,7 +65,7 @@ lint: install-test
 test: install-test
 	$(VENV)/bin/ruff check .
 	DATABASE_URL=$(TEST_DATABASE_URL) TEST_REDIS_URL=$(TEST_REDIS_URL) DJANGO_ALLOW_ASYNC_UNSAFE=true \
-	  $(VENV)/bin/pytest $(PYTEST_ARGS)
+	  $(VENV)/bin/pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # The fleet-scale benchmark (issue 13): builds the data set once per scale (cached as a template
 # database), serves it with gunicorn in the production posture, and writes artifacts/bench/

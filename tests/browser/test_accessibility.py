@@ -7,6 +7,7 @@
 """
 
 import re
+from collections.abc import Iterator
 from contextlib import suppress
 from io import StringIO
 from urllib.parse import urlsplit
@@ -58,19 +59,34 @@ def _horizontal_overflow(page) -> tuple[int, int]:
     )
 
 
-def _crawl(page, live_server, start: str) -> dict[str, str]:
-    """Every kind of page a role reaches by following links from its landing page."""
-    seen: dict[str, str] = {}
+def _too_wide(page, name: str) -> dict[int, int]:
+    """The widths (375 and 320 CSS px) at which the open page scrolls sideways, and how wide it
+    is there (with a screenshot named after `name`); the viewport is back at 375 afterwards."""
+    too_wide = {}
+    for width in (375, 320):
+        page.set_viewport_size({"width": width, "height": 800})
+        scroll_width, viewport = _horizontal_overflow(page)
+        if scroll_width > viewport:
+            too_wide[width] = scroll_width
+            screenshot(page, f"{name}-{width}")
+    page.set_viewport_size({"width": 375, "height": 800})
+    return too_wide
+
+
+def _crawl(page, live_server, start: str) -> Iterator[tuple[str, str]]:
+    """Every kind of page a role reaches by following links from its landing page: each is
+    yielded, as (kind, path), while it is open in `page`."""
+    seen: set[str] = set()
     queue = [start, "/account/tokens/", "/no-such-page/"]
     while queue and len(seen) < PAGES_PER_ROLE:
         path = queue.pop(0)
         kind = _page_kind(urlsplit(path).path)
         if kind in seen:
             continue
-        seen[kind] = path
+        seen.add(kind)
         page.goto(path)
+        yield kind, path
         queue += _internal_links(page, live_server.url)
-    return seen
 
 
 def test_no_page_scrolls_sideways_on_a_phone_for_any_role(browser, live_server, subtests):
@@ -80,18 +96,12 @@ def test_no_page_scrolls_sideways_on_a_phone_for_any_role(browser, live_server, 
             browser, live_server, viewport={"width": 375, "height": 800}
         ) as page:
             sign_in(page, username, password)
-            pages = _crawl(page, live_server, urlsplit(page.url).path)
-            assert len(pages) >= 5, pages  # the crawl really walked the role's pages
-            too_wide = {}
-            for kind, path in pages.items():
-                page.set_viewport_size({"width": 375, "height": 800})
-                page.goto(path)
-                for width in (375, 320):
-                    page.set_viewport_size({"width": width, "height": 800})
-                    scroll_width, viewport = _horizontal_overflow(page)
-                    if scroll_width > viewport:
-                        too_wide[f"{path} @{width}"] = scroll_width
-                        screenshot(page, f"reflow-{username}-{kind}-{width}")
+            too_wide, kinds = {}, []
+            for kind, path in _crawl(page, live_server, urlsplit(page.url).path):
+                kinds.append(kind)
+                for width, scroll_width in _too_wide(page, f"reflow-{username}-{kind}").items():
+                    too_wide[f"{path} @{width}"] = scroll_width
+            assert len(kinds) >= 5, kinds  # the crawl really walked the role's pages
             assert not too_wide, f"pages wider than the phone: {too_wide}"
 
 

@@ -173,6 +173,11 @@ def test_a_vm_without_gpu_and_stopped_from_the_start():
         openssh_keys.security_key_public(),
         f"  {openssh_keys.ed25519_public()}\n",
     ],
+    # The keys are made afresh on every run: named, so every process collects the same tests.
+    ids=[
+        "ed25519", "ed25519-no-comment", "ecdsa-p256", "ecdsa-p384", "ecdsa-p521", "rsa-2048",
+        "security-key", "ed25519-padded",
+    ],
 )
 def test_accepted_ssh_keys(key):
     assert clean(ssh_public_key=key)["ssh_public_key"] == key.strip()
@@ -183,28 +188,29 @@ def _truncated(key: str) -> str:
     return f"{key_type} {blob[:-12]}"
 
 
-@pytest.mark.parametrize(
-    ("key", "says"),
-    [
-        (_truncated(openssh_keys.ed25519_public()), "cut short"),
-        (openssh_keys.ed25519_public().replace("AAAA", "AA*A", 1), "base64"),
-        (openssh_keys.ed25519_private_text(), "private key"),
-        ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow...\n-----END RSA PRIVATE KEY-----", "private"),
-        (openssh_keys.rsa_public(1024), "1024 bits is too weak"),
-        (
-            "ssh-dss AAAAB3NzaC1kc3MAAACBAP1/U4EddRIpUt9KnC7s5Of2EbdSPO9EAMMeP4C2USZpRV1AIlH7 me",
-            "type",
-        ),
-        ("ecdsa-sha2-nistp256 " + openssh_keys.ed25519_public().split()[1], "not an ecdsa"),
-        ('from="10.0.0.0/8",no-pty ' + openssh_keys.ed25519_public(), "Options"),
-        (openssh_keys.ed25519_public() + "\n" + openssh_keys.rsa_public(2048), "One key"),
-        ("ssh-ed25519", "missing"),
-        ("", "Paste"),
-        (["ssh-ed25519", "AAAA"], "Paste"),
-        ("---- BEGIN SSH2 PUBLIC KEY ----\nAAAAC3Nza\n---- END SSH2 PUBLIC KEY ----", "RFC 4716"),
-        (openssh_keys.ed25519_public(comment="bell\x07"), "comment"),
-    ],
-)
+INVALID_KEYS = [
+    (_truncated(openssh_keys.ed25519_public()), "cut short"),
+    (openssh_keys.ed25519_public().replace("AAAA", "AA*A", 1), "base64"),
+    (openssh_keys.ed25519_private_text(), "private key"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow...\n-----END RSA PRIVATE KEY-----", "private"),
+    (openssh_keys.rsa_public(1024), "1024 bits is too weak"),
+    (
+        "ssh-dss AAAAB3NzaC1kc3MAAACBAP1/U4EddRIpUt9KnC7s5Of2EbdSPO9EAMMeP4C2USZpRV1AIlH7 me",
+        "type",
+    ),
+    ("ecdsa-sha2-nistp256 " + openssh_keys.ed25519_public().split()[1], "not an ecdsa"),
+    ('from="10.0.0.0/8",no-pty ' + openssh_keys.ed25519_public(), "Options"),
+    (openssh_keys.ed25519_public() + "\n" + openssh_keys.rsa_public(2048), "One key"),
+    ("ssh-ed25519", "missing"),
+    ("", "Paste"),
+    (["ssh-ed25519", "AAAA"], "Paste"),
+    ("---- BEGIN SSH2 PUBLIC KEY ----\nAAAAC3Nza\n---- END SSH2 PUBLIC KEY ----", "RFC 4716"),
+    (openssh_keys.ed25519_public(comment="bell\x07"), "comment"),
+]
+
+
+# Named by what the error says: the keys are made afresh on every run.
+@pytest.mark.parametrize(("key", "says"), INVALID_KEYS, ids=[says for _, says in INVALID_KEYS])
 def test_an_invalid_ssh_key_is_a_field_error(key, says):
     fields = refused(asked(ssh_public_key=key))
 
