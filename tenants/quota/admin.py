@@ -10,9 +10,10 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
+from django.contrib.auth import get_user_model
 from django.contrib.humanize.templatetags.humanize import intcomma
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import OuterRef, QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -26,6 +27,7 @@ from portal.choices import admin_badge
 from portal.list_subquery import ListSubquery
 from portal.state_machine import InvalidTransition
 
+from ..access.models import Tenant
 from . import services as quota_requests
 from .forms import QuotaDecisionForm, RejectForm
 from .models import Quota, QuotaRequest, QuotaRequestLine, resource_label
@@ -134,38 +136,41 @@ class AgeFilter(admin.SimpleListFilter):
 
 
 class ReviewQueueChangeList(ChangeList):
-    """The queue's rows load only what their cells show: not the requester's password hash, not
-    the request's justification and decision, not the tenant's cluster bookkeeping (the review
-    page and the bulk decisions load whole rows). Each row's lines come as two arrays in its
-    own row (what the "asked" column shows), not as a prefetch of line objects: one query less,
-    and no related manager per row. COUNT(*) leaves the unused arrays out.
+    """The queue's rows load only what their cells show: no tenant or requester objects (the
+    tenant's name and the requester's username come in the row, annotated), not the request's
+    justification and decision. Each row's lines come as two arrays in its own row (what the
+    "asked" column shows), not as a prefetch of line objects: one query less, and no related
+    manager per row. COUNT(*) leaves the unused arrays out.
 
     The rows' queryset is built once per process (its joins, columns and the two subqueries
     took a third of a millisecond to chain on every page); each request's filters, search and
     order go on a copy. QuotaRequestAdmin.get_queryset only chooses what to load (it restricts
     nothing), so the list's own choice replaces it."""
 
-    ROW_FIELDS = (
-        "id", "status", "created_at", "ends_on", "tenant", "requested_by",
-        "tenant__id", "tenant__slug", "tenant__name",
-        "requested_by__id", "requested_by__username",
-    )
+    ROW_FIELDS = ("id", "status", "created_at", "ends_on", "tenant", "requested_by")
 
     def get_queryset(self, request, exclude_parameters=None):
         self.root_queryset = _queue_rows().all()
         return super().get_queryset(request, exclude_parameters)
 
+    def apply_select_related(self, qs):
+        return qs  # the rows' names are annotated: no related objects to load
+
 
 @functools.cache
 def _queue_rows() -> QuerySet[QuotaRequest]:
     """The queue's rows, as ReviewQueueChangeList loads them (never evaluated itself)."""
-    return (
-        QuotaRequest.objects.select_related("tenant", "requested_by")
-        .only(*ReviewQueueChangeList.ROW_FIELDS)
-        .annotate(
-            line_resources=ListSubquery(_lines().values("resource")),
-            line_amounts=ListSubquery(_lines().values("amount")),
-        )
+    # Subqueries, not joins: COUNT(*) leaves them out (a join to the tenants and users made the
+    # count of 400 requests awaiting review 30 times slower, at 1.6 ms).
+    return QuotaRequest.objects.only(*ReviewQueueChangeList.ROW_FIELDS).annotate(
+        tenant_name=Subquery(
+            Tenant.objects.filter(pk=OuterRef("tenant_id")).order_by().values("name")
+        ),
+        requester=Subquery(
+            get_user_model().objects.filter(pk=OuterRef("requested_by_id")).values("username")
+        ),
+        line_resources=ListSubquery(_lines().values("resource")),
+        line_amounts=ListSubquery(_lines().values("amount")),
     )
 
 
@@ -207,10 +212,10 @@ def _status_badges(language: str | None):
 class QuotaRequestAdmin(admin.ModelAdmin):
     list_display = [
         "number",
-        "tenant",
+        "tenant_name",
         "asked",
         "status_badge",
-        "requested_by",
+        "requester",
         "created_at",
         "age",
         "ends_on",
@@ -218,7 +223,6 @@ class QuotaRequestAdmin(admin.ModelAdmin):
     list_display_links = ["number"]
     list_filter = ["status", TenantSlugFilter, ResourceFilter, AgeFilter]
     search_fields = ["tenant__slug", "tenant__name", "requested_by__username", "justification"]
-    list_select_related = ["tenant", "requested_by"]
     ordering = ["created_at", "id"]
     actions = ["approve_selected", "reject_selected"]
     change_form_template = "tenants/admin/quota_request_review.html"
@@ -256,6 +260,15 @@ class QuotaRequestAdmin(admin.ModelAdmin):
     @admin.display(description="#", ordering="id")
     def number(self, obj: QuotaRequest) -> str:
         return f"#{obj.pk}"
+
+    # The queue's rows carry the names (ReviewQueueChangeList), not the tenant and user objects.
+    @admin.display(description="tenant", ordering="tenant__name")
+    def tenant_name(self, obj: QuotaRequest) -> str:
+        return obj.tenant_name
+
+    @admin.display(description="requested by", ordering="requested_by__username")
+    def requester(self, obj: QuotaRequest) -> str | None:
+        return obj.requester
 
     @admin.display(description="asked")
     def asked(self, obj: QuotaRequest) -> str:

@@ -257,6 +257,25 @@ def test_queue_rows_load_no_password_hash_and_no_decision_fields(
         assert '"decision_note"' not in sql and '"justification"' not in sql
 
 
+def test_queue_rows_name_their_tenant_and_requester_without_loading_them(
+    admin_client, submit
+):
+    """The tenant's name and the requester's username come in the rows' own query, and the
+    count of the queue (every page asks it) reads the requests alone: no join, no objects."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    submit({"cpu": 1})
+    with CaptureQueriesContext(connection) as captured:
+        response = admin_client.get(CHANGELIST + "?status__exact=submitted")
+    counts = [q["sql"] for q in captured.captured_queries
+              if 'FROM "tenants_quotarequest"' in q["sql"] and "COUNT(" in q["sql"]]
+    assert counts and all("JOIN" not in sql for sql in counts)
+    (row,) = response.context["cl"].result_list
+    assert not row._state.fields_cache  # the tenant and the user were not loaded with the row
+    assert (row.tenant_name, row.requester) == (row.tenant.name, row.requested_by.username)
+
+
 def test_show_all_serves_the_400_requests_a_fleet_has_awaiting_review(
     admin_client, tenant, tenant_member
 ):
