@@ -112,9 +112,18 @@ def dashboard(request, slug: str):
         "recent_workloads": workload_items(
             tenant_workloads_recent(tenant=tenant, limit=6), tenant.slug
         ),
-        "members": member_items(tenant_members(tenant=tenant)),
+        "members": member_items(
+            tenant_members(tenant=tenant).only(*DASHBOARD_MEMBER_FIELDS)
+        ),
     }
     return render(request, "tenants/dashboard.html", context)
+
+
+# What the dashboard's card shows of each member (not the password hash, nor the dates).
+DASHBOARD_MEMBER_FIELDS = (
+    "tenant", "role", "source", "user__username", "user__first_name", "user__last_name",
+    "user__email",
+)
 
 
 # --- members ----------------------------------------------------------------------------------
