@@ -130,6 +130,9 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
+# Django's PostgreSQL backend, with timestamps read by psycopg's compiled loader (portal.db).
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"]["ENGINE"] = "portal.db.postgresql"
 # The cache holds the API's throttle counters and the OIDC discovery and signing keys. Local
 # memory counts per process; production points it at Redis so that every worker counts together.
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
