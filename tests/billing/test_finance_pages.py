@@ -48,7 +48,7 @@ def books(tenant, other_tenant, finance):
 
 
 def _rows(response) -> list[int]:
-    return [invoice.pk for invoice in response.context["page"].object_list]
+    return [row.id for row in response.context["page"].object_list]
 
 
 def _messages(response) -> list[str]:
@@ -412,6 +412,30 @@ def test_a_credit_note_larger_than_the_invoice_is_a_form_error_and_nothing_is_cr
     assert 'data-credit-note="CN-2026-0001"' in page and "credit_note.create" in page
 
 
+def _credit_note_reads(client, path: str) -> int:
+    """How many queries of `path` read the credit notes table itself (not in a subquery)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(path).status_code == 200
+    return sum(1 for query in queries
+               if query["sql"].startswith('SELECT "billing_creditnote".'))
+
+
+def test_an_invoice_reads_its_credit_notes_only_when_it_has_some(login, finance, books):
+    client = login(finance)
+    invoice = books["acme_jan"]
+    path = f"{LIST}{invoice.pk}/"
+    client.get(path)  # the session and its user, warmed up
+
+    assert _credit_note_reads(client, path) == 0
+    invoicing.credit_note_create(invoice_id=invoice.pk, actor=finance, amount=Decimal("2.00"),
+                                 reason="Outage")
+    assert _credit_note_reads(client, path) == 1
+    assert 'data-credit-note="CN-2026-0001"' in client.get(path).content.decode()
+
+
 def test_an_illegal_move_is_refused_with_a_message(login, finance, books):
     draft = books["acme_feb"]
 
@@ -714,7 +738,10 @@ def test_the_detail_makes_the_same_queries_whatever_its_lines_and_trail(login, f
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    small = bill(tenant, JAN, 1)
+    # Both with credit notes (one without reads one query fewer: the test above).
+    small = invoicing.invoice_issue(invoice_id=bill(tenant, JAN, 1).pk, actor=finance)
+    invoicing.credit_note_create(invoice_id=small.pk, actor=finance, amount=Decimal("0.50"),
+                                 reason="Goodwill")
     for hour in range(6):
         UsageRecord.objects.create(tenant=tenant, source=UsageRecord.Source.ALLOCATED,
                                    resource=L40S, hour=utc(2026, 2, 2, hour), unit_seconds=3600)
