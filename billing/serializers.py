@@ -11,6 +11,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from portal.api.fields import JoinedCharField
+
 from .models import CreditNote, Invoice, InvoiceLine, Rate
 
 MONEY = {"max_digits": 14, "decimal_places": 2}
@@ -85,7 +87,10 @@ class InvoiceSerializer(serializers.ModelSerializer):
 
 
 class InvoiceDetailSerializer(InvoiceSerializer):
-    issued_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    # Read from invoice_for_detail's annotations (no tenant or user object), else along source.
+    tenant = JoinedCharField(source="tenant.slug", joined="tenant_slug")
+    issued_by = JoinedCharField(source="issued_by.username", joined="issued_by_username",
+                                allow_null=True)
     lines = InvoiceLineSerializer(many=True, read_only=True)
     credit_notes = CreditNoteSerializer(many=True, read_only=True)
     unpriced = UnpricedUsageSerializer(

@@ -2,10 +2,12 @@
 cost center. Every query starts from `invoices_visible_to`, and each is a fixed number of SQL
 queries whatever the number of invoices."""
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+from django.contrib.auth import get_user_model
 from django.db.models import (
     Count,
     DecimalField,
@@ -14,6 +16,7 @@ from django.db.models import (
     Prefetch,
     Q,
     QuerySet,
+    Subquery,
     Sum,
     Value,
     prefetch_related_objects,
@@ -22,7 +25,7 @@ from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
 from portal.models import AuditEvent
-from tenants.access import access_for
+from tenants.access import access_for, tenant_slug, username_of
 
 from ..models import CreditNote, Invoice, InvoiceLine, InvoiceStatus, InvoiceSummary
 from .invoices import invoices_visible_to
@@ -108,16 +111,41 @@ def invoice_summary_totals(*, statuses=()) -> InvoiceTotals:
                          **{key: value.quantize(CENT) for key, value in sums.items()})
 
 
+def _of_user(user_field: str, column: str) -> Subquery:
+    """The `column` of the user the row's `user_field` names, or None, for `annotate`."""
+    return Subquery(
+        get_user_model().objects.filter(pk=OuterRef(user_field)).values(column)[:1]
+    )
+
+
+@functools.cache
+def _invoices_detailed() -> QuerySet[Invoice]:
+    """Invoices with the annotations of `invoice_for_detail`: built once per process (six
+    subqueries took longer to build than to run), only ever handed out as a copy (`.all()`)."""
+    return Invoice.objects.annotate(
+        tenant_slug=tenant_slug(),
+        issued_by_username=username_of("issued_by_id"),
+        issued_by_first_name=_of_user("issued_by_id", "first_name"),
+        issued_by_last_name=_of_user("issued_by_id", "last_name"),
+        paid_by_username=username_of("paid_by_id"),
+        voided_by_username=username_of("voided_by_id"),
+        has_credit_notes=Exists(CreditNote.objects.filter(invoice=OuterRef("pk"))),
+    )
+
+
 def invoice_for_detail(*, user, invoice_id: int) -> Invoice:
     """One invoice `user` may see (404 otherwise), with its lines and credit notes: one query
-    for the invoice (its tenant and people joined, and whether it has credit notes), one for
-    its lines and one for its notes if it has any (most have none: 220 of 24,000 at fleet
-    scale)."""
+    for the invoice, one for its lines and one for its notes if it has any (most have none:
+    220 of 24,000 at fleet scale).
+
+    The invoice's row carries what its page and API answer show of its tenant and people, as
+    annotations: `tenant_slug`, `issued_by_username` (and `_first_name`, `_last_name`),
+    `paid_by_username`, `voided_by_username`, and `has_credit_notes`. Joined instead (the
+    tenant and three users), the statement took PostgreSQL longer to plan (about 0.8 ms) than
+    all of this to plan and run (about 0.15 ms). The tenant and the users are still there
+    as relations, read when asked for (the actions that need them)."""
     invoice = get_object_or_404(
-        invoices_visible_to(user)
-        .select_related("tenant", "issued_by", "paid_by", "voided_by")
-        .annotate(has_credit_notes=Exists(CreditNote.objects.filter(invoice=OuterRef("pk")))),
-        pk=invoice_id,
+        invoices_visible_to(user, _invoices_detailed().all()), pk=invoice_id
     )
     notes = (CreditNote.objects.select_related("created_by") if invoice.has_credit_notes
              else CreditNote.objects.none())

@@ -32,10 +32,12 @@ from ..exports import FILE_LAYOUT
 from ..models import Invoice, InvoiceFile, InvoiceLine, InvoiceStatus, UsageRecord
 
 
-def invoices_visible_to(user) -> QuerySet[Invoice]:
-    """The invoices `user` may read, with their tenant joined."""
+def invoices_visible_to(user, invoices: QuerySet[Invoice] | None = None) -> QuerySet[Invoice]:
+    """The invoices `user` may read among `invoices` (by default every invoice, with its
+    tenant joined)."""
     access = access_for(user)
-    invoices = Invoice.objects.select_related("tenant")
+    if invoices is None:
+        invoices = Invoice.objects.select_related("tenant")
     if access.sees_all_tenants:
         return invoices
     return invoices.filter(tenant_id__in=list(access.tenant_roles)).exclude(

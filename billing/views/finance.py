@@ -214,8 +214,11 @@ def _detail_context(request, invoice: Invoice, **forms) -> dict:
         for line in invoice.lines.all()
     ]
     trail, earlier_downloads = _trail(invoice)
+    # As the user's get_full_name() gives it, else the username (invoice_for_detail's names).
+    full_name = f"{invoice.issued_by_first_name or ''} {invoice.issued_by_last_name or ''}"
     return {
         "invoice": invoice,
+        "issued_by_name": full_name.strip() or invoice.issued_by_username,
         "period_last_day": last_day(invoice.period_end),
         "usage_lines": [row for row in rows if row["line"].kind == InvoiceLine.Kind.USAGE],
         "credit_lines": [row for row in rows if row["line"].kind == InvoiceLine.Kind.CREDIT],

@@ -14,11 +14,13 @@ from .rules import (
     role_in_tenant,
     tenant_get_for_user,
     tenant_owner_emails,
+    tenant_slug,
     tenant_slugs,
     tenant_slugs_for_namespaces,
     tenants_managed_by,
     tenants_operated_by,
     tenants_visible_to,
+    username_of,
 )
 
 __all__ = [
@@ -31,9 +33,11 @@ __all__ = [
     "role_in_tenant",
     "tenant_get_for_user",
     "tenant_owner_emails",
+    "tenant_slug",
     "tenant_slugs",
     "tenant_slugs_for_namespaces",
     "tenants_managed_by",
     "tenants_operated_by",
     "tenants_visible_to",
+    "username_of",
 ]

@@ -412,6 +412,37 @@ def test_a_credit_note_larger_than_the_invoice_is_a_form_error_and_nothing_is_cr
     assert 'data-credit-note="CN-2026-0001"' in page and "credit_note.create" in page
 
 
+def test_the_detail_names_its_tenant_and_who_issued_paid_and_voided_it(
+    login, finance, books, api_client
+):
+    from tenants.models import RoleAssignment
+    from tests.factories import RoleAssignmentFactory, UserFactory
+
+    cashier = RoleAssignmentFactory(user=UserFactory(username="cashier", first_name="",
+                                                     last_name=""),
+                                    role=RoleAssignment.Role.FINANCE).user
+    type(finance).objects.filter(pk=finance.pk).update(first_name="Fiona", last_name="Ledger")
+    paid = books["acme_jan"]  # issued by finance
+    invoicing.invoice_mark_paid(invoice_id=paid.pk, actor=cashier, reference="TX-1")
+    void = invoicing.invoice_issue(invoice_id=books["acme_feb"].pk, actor=cashier)
+    invoicing.invoice_void(invoice_id=void.pk, actor=finance, reason="Billed twice.")
+    client = login(finance)
+
+    paid_page = client.get(f"{LIST}{paid.pk}/").content.decode()
+    void_page = client.get(f"{LIST}{void.pk}/").content.decode()
+
+    slug = paid.tenant.slug
+    assert f'<span class="text-muted small">{slug}</span>' in paid_page
+    assert "Fiona Ledger" in paid_page and "recorded by cashier" in paid_page
+    assert 'Issued by</dt><dd class="col-sm-8">cashier ' in void_page  # no name: the username
+    assert "by finance</span>" in void_page
+    api_client.force_authenticate(finance)
+    answer = api_client.get(f"/api/v1/billing/invoices/{paid.pk}/").json()
+    assert (answer["tenant"], answer["issued_by"]) == (slug, "finance")
+    answer = api_client.get(f"/api/v1/billing/invoices/{books['globex_jan'].pk}/").json()
+    assert answer["issued_by"] is None  # a draft
+
+
 def _credit_note_reads(client, path: str) -> int:
     """How many queries of `path` read the credit notes table itself (not in a subquery)."""
     from django.db import connection
