@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from django.contrib.auth import get_user_model
 from django.db.models import (
     Count,
     DecimalField,
@@ -16,7 +15,6 @@ from django.db.models import (
     Prefetch,
     Q,
     QuerySet,
-    Subquery,
     Sum,
     Value,
     prefetch_related_objects,
@@ -111,13 +109,6 @@ def invoice_summary_totals(*, statuses=()) -> InvoiceTotals:
                          **{key: value.quantize(CENT) for key, value in sums.items()})
 
 
-def _of_user(user_field: str, column: str) -> Subquery:
-    """The `column` of the user the row's `user_field` names, or None, for `annotate`."""
-    return Subquery(
-        get_user_model().objects.filter(pk=OuterRef(user_field)).values(column)[:1]
-    )
-
-
 @functools.cache
 def _invoices_detailed() -> QuerySet[Invoice]:
     """Invoices with the annotations of `invoice_for_detail`: built once per process (six
@@ -125,8 +116,8 @@ def _invoices_detailed() -> QuerySet[Invoice]:
     return Invoice.objects.annotate(
         tenant_slug=tenant_slug(),
         issued_by_username=username_of("issued_by_id"),
-        issued_by_first_name=_of_user("issued_by_id", "first_name"),
-        issued_by_last_name=_of_user("issued_by_id", "last_name"),
+        issued_by_first_name=username_of("issued_by_id", "first_name"),
+        issued_by_last_name=username_of("issued_by_id", "last_name"),
         paid_by_username=username_of("paid_by_id"),
         voided_by_username=username_of("voided_by_id"),
         has_credit_notes=Exists(CreditNote.objects.filter(invoice=OuterRef("pk"))),

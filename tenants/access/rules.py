@@ -136,11 +136,11 @@ def tenant_slug() -> Subquery:
     return Subquery(Tenant.objects.filter(pk=OuterRef("tenant_id")).order_by().values("slug")[:1])
 
 
-def username_of(user_field: str) -> Subquery:
-    """The username of the user the row's `user_field` (`launched_by_id`) names, or None; a
-    subquery for `annotate`, as `tenant_slug`."""
+def username_of(user_field: str, column: str = "username") -> Subquery:
+    """The username (or another `column`) of the user the row's `user_field`
+    (`launched_by_id`) names, or None; a subquery for `annotate`, as `tenant_slug`."""
     return Subquery(
-        get_user_model().objects.filter(pk=OuterRef(user_field)).values("username")[:1]
+        get_user_model().objects.filter(pk=OuterRef(user_field)).values(column)[:1]
     )
 
 
