@@ -42,6 +42,10 @@ class TenantChangeList(ChangeList):
     def get_queryset(self, request, exclude_parameters=None):
         return super().get_queryset(request, exclude_parameters).only(*self.ROW_FIELDS)
 
+    def row_key(self, tenant: Tenant) -> tuple:
+        """Everything a row shows (portal.admin_rows writes its HTML once per key)."""
+        return tuple(getattr(tenant, name) for name in self.ROW_FIELDS)
+
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):

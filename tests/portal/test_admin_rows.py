@@ -9,15 +9,17 @@ from django.contrib import admin
 from django.contrib.admin import AdminSite
 from django.contrib.admin.helpers import ActionForm
 from django.contrib.admin.templatetags.admin_list import admin_list_filter, results
+from django.contrib.auth import get_user_model
 from django.template import Context, Template
 from django.template.loader import get_template
 from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.formats import localize
 
+from portal import admin_rows
 from portal.admin_rows import PlannedActionForm, _Dates, changelist_rows, result_list_html
 from portal.templatetags.portal_admin import planned_list_filter
-from tenants.models import QuotaRequest, Tenant
+from tenants.models import QuotaRequest, QuotaRequestLine, Tenant
 from tenants.quota import admin as quota_admin
 from tenants.quota import services as quota_requests
 from tenants.quota.admin import _queue_rows
@@ -123,6 +125,92 @@ def test_the_tenant_list_rows_are_djangos_own(admin_client, query):
     planned, django = _both(admin_client, reverse("admin:tenants_tenant_changelist") + query)
 
     assert planned == django
+
+
+def test_the_review_queue_rows_are_written_once(admin_client, tenant, tenant_member):
+    """A row's HTML is written once per process, under everything it shows: a second view of
+    the same rows writes none."""
+    _requests(tenant, tenant_member)
+    url = reverse("admin:tenants_quotarequest_changelist")
+    planned, _ = _both(admin_client, url)
+    written = len(admin_rows._ROWS)
+
+    again = [as_html(row) for row in changelist_rows(admin_client.get(url).context["cl"])]
+
+    assert again == planned
+    assert len(admin_rows._ROWS) == written
+
+
+def _rename_tenant(first, member):
+    Tenant.objects.filter(pk=first.tenant_id).update(name="Renamed <Lab> & Co")
+    return "Renamed &lt;Lab&gt; &amp; Co"
+
+
+def _rename_requester(first, member):
+    get_user_model().objects.filter(pk=member.pk).update(username="renamed-member")
+    return "renamed-member"
+
+
+def _reject(first, member):
+    QuotaRequest.objects.filter(pk=first.pk).update(status=QuotaRequest.Status.REJECTED)
+    return "Rejected"
+
+
+def _age(first, member):
+    QuotaRequest.objects.filter(pk=first.pk).update(
+        created_at=timezone.now() - datetime.timedelta(days=9)
+    )
+    return "9 d"
+
+
+def _end(first, member):
+    QuotaRequest.objects.filter(pk=first.pk).update(ends_on=datetime.date(2031, 1, 31))
+    return "Jan. 31, 2031"
+
+
+def _change_line(first, member):
+    QuotaRequestLine.objects.filter(request=first, resource="cpu").update(amount=1300)
+    return "+1,300"
+
+
+@pytest.mark.parametrize(
+    "change", [_rename_tenant, _rename_requester, _reject, _age, _end, _change_line]
+)
+def test_a_review_queue_row_follows_every_value_it_shows(
+    admin_client, tenant, tenant_member, change
+):
+    """Each value a row shows, changed alone, is on the next page (the row written anew), as
+    Django's own row code renders it."""
+    first, _ = _requests(tenant, tenant_member)
+    url = reverse("admin:tenants_quotarequest_changelist")
+    _both(admin_client, url)
+
+    shown = change(first, tenant_member)
+    planned, django = _both(admin_client, url)
+
+    assert planned == django
+    assert shown in "".join(planned)
+
+
+def test_the_tenant_list_rows_follow_every_value_they_show(admin_client):
+    TenantFactory(slug="plain-lab", name="Plain Lab")
+    url = reverse("admin:tenants_tenant_changelist")
+    _both(admin_client, url)
+
+    Tenant.objects.filter(slug="plain-lab").update(
+        name="Plain <Lab>", status=Tenant.Status.SUSPENDED, cohort="research",
+        cost_center="CC-9", isolation="dedicated", reconcile_error="quota rejected",
+    )
+    planned, django = _both(admin_client, url)
+
+    assert planned == django
+    page = "".join(planned)
+    for shown in ["Plain &lt;Lab&gt;", "Suspended", "research", "CC-9", "quota rejected"]:
+        assert shown in page
+    Tenant.objects.filter(slug="plain-lab").update(reconcile_error="", applied_version=0,
+                                                   desired_version=1)
+    planned, django = _both(admin_client, url)
+    assert planned == django and "quota rejected" not in "".join(planned)
 
 
 # --- the rest of the changelist: the same HTML as Django's own tags and templates ------------
