@@ -15,6 +15,8 @@ from django.contrib.admin.templatetags.admin_list import (
 from django.contrib.admin.templatetags.base import InclusionAdminNode
 from django.template.defaultfilters import urlencode
 from django.template.loader import get_template
+from django.urls import get_script_prefix, get_urlconf
+from django.utils.functional import Promise
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import get_language
 
@@ -222,3 +224,54 @@ def _content_key(app_list, path: str) -> tuple:
             for app in app_list
         ),
     )
+
+
+# A fragment's HTML by where it is in which template and everything it says it varies on.
+_FRAGMENTS: dict[tuple, str] = {}
+_FRAGMENTS_MAX = 2000
+
+
+def _hashable(value):
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _hashable(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, Promise):
+        return str(value)
+    return value
+
+
+class _FragmentNode(template.Node):
+    def __init__(self, nodelist, vary_on):
+        self.nodelist = nodelist
+        self.vary_on = vary_on
+
+    def render(self, context):
+        key = (
+            self.origin.name,
+            self.token.position,
+            tuple(_hashable(value.resolve(context)) for value in self.vary_on),
+            get_language(),
+            get_script_prefix(),
+            get_urlconf(),
+        )
+        html = _FRAGMENTS.get(key)
+        if html is None:
+            if len(_FRAGMENTS) >= _FRAGMENTS_MAX:
+                _FRAGMENTS.clear()
+            html = _FRAGMENTS[key] = self.nodelist.render(context)
+        return html
+
+
+@register.tag(name="planned_fragment")
+def planned_fragment(parser, token):
+    """`{% planned_fragment value... %}...{% endplanned_fragment %}`: what is inside, rendered
+    once per process for each set of values (and the language and URL prefix). Everything the
+    fragment shows must be named among the values, and nothing in it may be a request's own
+    (a CSRF token, a message): the admin changelist's breadcrumbs, object tools and search
+    form went through three templates, five URL reversals and half a dozen translations on
+    every page, for HTML that only changes with the list and its query string."""
+    vary_on = [parser.compile_filter(bit) for bit in token.split_contents()[1:]]
+    nodelist = parser.parse(("endplanned_fragment",))
+    parser.delete_first_token()
+    return _FragmentNode(nodelist, vary_on)

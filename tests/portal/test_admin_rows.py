@@ -19,6 +19,7 @@ from django.utils.formats import localize
 from portal import admin_rows
 from portal.admin_rows import PlannedActionForm, _Dates, changelist_rows, result_list_html
 from portal.templatetags.portal_admin import planned_list_filter
+from tenants.access.admin import TenantAdmin
 from tenants.models import QuotaRequest, QuotaRequestLine, Tenant
 from tenants.quota import admin as quota_admin
 from tenants.quota import services as quota_requests
@@ -485,3 +486,42 @@ def test_planned_dates_follow_the_language_and_time_zone_of_each_page():
     assert _Dates.for_field(field)(moment) == english
     assert german != english
     assert _Dates.for_field(field) is _Dates.for_field(field)
+
+
+# --- the whole page: the same HTML as Django's own changelist template ------------------------
+
+
+def _normalised(html: str) -> str:
+    html = re.sub(r'name="csrfmiddlewaretoken" value="[^"]+"', 'name="csrfmiddlewaretoken"', html)
+    return re.sub(r"\s+", " ", re.sub(r">\s+<", "><", html)).strip()
+
+
+QUERIES = ["", "?status__exact=submitted", "?q=Lab", "?q=Lab&o=-1", "?tenant=odd-lab", "?all="]
+
+
+@pytest.mark.parametrize(
+    "model_admin, url",
+    [
+        (quota_admin.QuotaRequestAdmin, "admin:tenants_quotarequest_changelist"),
+        (TenantAdmin, "admin:tenants_tenant_changelist"),
+    ],
+)
+@pytest.mark.parametrize("query", QUERIES)
+def test_the_planned_changelist_page_is_djangos_own(
+    admin_client, tenant, tenant_member, monkeypatch, model_admin, url, query
+):
+    """Every part of the page rendered once per process (rows, header, filters, action bars,
+    pagination, breadcrumbs, object tools, search form, scripts) adds up to the page Django's
+    own changelist template renders, on first and later sight, whatever the query string."""
+    _requests(tenant, tenant_member)
+    TenantFactory(slug="plain-lab", name="Plain <Lab>", cost_center="CC-1")
+    for other in QUERIES:  # every other page first: what they leave cached must not show
+        admin_client.get(reverse(url) + other)
+    url = reverse(url) + query
+    planned = [_normalised(admin_client.get(url).content.decode()) for _ in range(2)]
+
+    monkeypatch.setattr(model_admin, "change_list_template", None)
+    monkeypatch.setattr(model_admin, "action_form", ActionForm)
+    django = _normalised(admin_client.get(url).content.decode())
+
+    assert planned == [django, django]
