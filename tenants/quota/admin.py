@@ -64,13 +64,20 @@ class QuotaInline(admin.TabularInline):
 # --- the quota review queue -------------------------------------------------------------------
 
 
+@functools.cache
+def _resource_choices() -> tuple[tuple[str, str], ...]:
+    """Every resource class and its label, fixed by code: read once per process, not on every
+    page of the queue (39 classes parsed and labelled)."""
+    return tuple((key, resource_classes.parse(key).label) for key in resource_classes.all_keys())
+
+
 class ResourceFilter(admin.SimpleListFilter):
     title = "resource"
     static_choices = True  # fixed by code (portal_admin.planned_list_filter)
     parameter_name = "resource"
 
     def lookups(self, request, model_admin):
-        return [(key, resource_classes.parse(key).label) for key in resource_classes.all_keys()]
+        return list(_resource_choices())
 
     def queryset(self, request, queryset):
         if self.value():
