@@ -388,7 +388,7 @@ def _row_html(cl, columns: list[_Column]) -> Iterator[SafeString]:
         yield row
 
 
-# Rows' HTML by their page's columns and their own values (_row_html): at about 1.5 KiB a row,
+# Rows' HTML by their page's columns and their own values (_row_html): under 1 KiB a row,
 # a few MiB at most.
 _ROWS: dict[tuple, SafeString] = {}
 _ROWS_MAX = 4000

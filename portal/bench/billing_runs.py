@@ -31,6 +31,7 @@ from billing.services.metering_allocated import allocated_usage_between
 
 INGESTION_TARGET = 0.5  # at least half COPY's rows per second
 INVOICING_TARGET = 2.0  # at most twice the SQL's wall time
+INVOICING_ROUNDS = 2  # each side runs this many times, in turn; its faster run counts
 HOUR = datetime.timedelta(hours=1)
 # The columns the metering path writes (the id comes from the table's identity, as in COPY).
 COPY_COLUMNS = ("tenant_id", "workload_id", "hostname", "source", "resource", "hour",
@@ -150,14 +151,26 @@ def measure_invoicing() -> dict[str, Any]:
             sql = _invoicing_sql()
             cursor.execute(sql, [start, end])  # warms the buffers for both runs
             cursor.fetchall()
-        started = time.perf_counter()
-        drafts = invoices_draft_month(month=start.date())
-        portal_seconds = time.perf_counter() - started
-        with connection.cursor() as cursor:
+        # Each side twice, in turn, and the faster of its two runs: on a shared machine one
+        # run of a few seconds is one moment of it (the same code measured 1.5 and then 2.0
+        # times the SQL). Each portal run drafts from nothing and is rolled back after.
+        portal_runs, sql_runs, details = [], [], {}
+        for _ in range(INVOICING_ROUNDS):
+            savepoint = transaction.savepoint()
             started = time.perf_counter()
-            cursor.execute(sql, [start, end])
-            groups = cursor.fetchall()
-            sql_seconds = time.perf_counter() - started
+            drafts = invoices_draft_month(month=start.date())
+            portal_runs.append(time.perf_counter() - started)
+            details = details or {
+                "drafts": len(drafts),
+                "lines": InvoiceLine.objects.filter(invoice__in=drafts).count(),
+            }
+            transaction.savepoint_rollback(savepoint)
+            with connection.cursor() as cursor:
+                started = time.perf_counter()
+                cursor.execute(sql, [start, end])
+                groups = cursor.fetchall()
+                sql_runs.append(time.perf_counter() - started)
+        portal_seconds, sql_seconds = min(portal_runs), min(sql_runs)
         ratio = portal_seconds / sql_seconds if sql_seconds else 0.0
         return {
             "name": "month-end invoicing", "unit": "s",
@@ -167,11 +180,12 @@ def measure_invoicing() -> dict[str, Any]:
             "meets_target": ratio <= INVOICING_TARGET,
             "details": {
                 "month": f"{start:%Y-%m}", "invoices_replaced": len(invoice_ids),
-                "drafts": len(drafts),
-                "lines": InvoiceLine.objects.filter(invoice__in=drafts).count(),
+                **details,
                 "sql_groups": len(groups),
                 "usage_rows": UsageRecord.objects.filter(
                     source=UsageRecord.Source.ALLOCATED, hour__gte=start, hour__lt=end).count(),
+                "portal_runs_s": [round(seconds, 3) for seconds in portal_runs],
+                "sql_runs_s": [round(seconds, 4) for seconds in sql_runs],
             },
         }
 
