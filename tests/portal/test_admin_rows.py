@@ -525,3 +525,19 @@ def test_the_planned_changelist_page_is_djangos_own(
     django = _normalised(admin_client.get(url).content.decode())
 
     assert planned == [django, django]
+
+
+@pytest.mark.parametrize("query", ["?_popup=1", "?_popup=1&_to_field=id"])
+def test_a_popup_of_the_review_queue_goes_through_djangos_own_rows(
+    admin_client, tenant, tenant_member, query
+):
+    """A popup (the "+" of a foreign key) keeps Django's row code and its model instances:
+    each row's link hands the pk back to the opener."""
+    first, second = _requests(tenant, tenant_member)
+    response = admin_client.get(reverse("admin:tenants_quotarequest_changelist") + query)
+
+    assert response.status_code == 200
+    assert all(isinstance(row, QuotaRequest) for row in response.context["cl"].result_list)
+    page = response.content.decode()
+    for request in (first, second):
+        assert f'data-popup-opener="{request.pk}"' in page
