@@ -157,16 +157,15 @@ class QueueRow(NamedTuple):
     line_resources: list[str]
     line_amounts: list[int]
 
+    # What Django's row code asks of an instance: its fields (_meta), the value of its pk for
+    # the link (serializable_value) and its name, "Quota request #<pk>", for each checkbox.
+    _meta = QuotaRequest._meta
+    serializable_value = QuotaRequest.serializable_value
+    __str__ = QuotaRequest.__str__
+
     @property
     def pk(self) -> int:
         return self.id
-
-
-# What Django's row code asks of an instance: its fields (_meta), the value of its pk for the
-# link (serializable_value) and its name, "Quota request #<pk>", for each checkbox's label.
-QueueRow._meta = QuotaRequest._meta
-QueueRow.serializable_value = QuotaRequest.serializable_value
-QueueRow.__str__ = QuotaRequest.__str__
 
 
 class ReviewQueueChangeList(ChangeList):
