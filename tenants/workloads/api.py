@@ -21,9 +21,9 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from portal.api.cached_rows import CachedRows
 from portal.api.filtering import FormOnceFilterSet
 from portal.api.pagination import CountStamp
+from portal.cached_rows import CachedRows
 
 from ..access.rules import access_for, tenants_operated_by
 from ..api.lookups import operated_tenant
@@ -183,7 +183,7 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return super().paginate_queryset(queryset)
 
     def list(self, request: Request, *args, **kwargs) -> Response:
-        # Each row is written once per set of values it shows (portal.api.cached_rows).
+        # Each row is written once per set of values it shows (portal.cached_rows).
         return _LISTED_ROWS.response(self, self.filter_queryset(self.get_queryset()))
 
     def handle_exception(self, exc: Exception) -> Response:

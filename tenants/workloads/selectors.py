@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from inventory import resource_classes
@@ -79,20 +79,25 @@ def tenant_workloads(
 # or the manifests a workload keeps, nor its tenant (the page's) and launcher's password hash.
 LIST_FIELDS = (
     "id", "tenant_id", "kind", "name", "status", "status_reason", "status_message", "demand",
-    "created_at", "desired_version", "applied_version", "reconcile_error",
-    "launched_by__username", "launched_by__first_name", "launched_by__last_name",
+    "created_at", "desired_version", "applied_version", "reconcile_error", "launched_by",
 )
 
 
 def tenant_workloads_for_list(
     *, tenant: Tenant, kind: str | None = None, status: str | None = None
 ) -> QuerySet[Workload]:
-    """`tenant_workloads` with only what the list's rows show."""
+    """`tenant_workloads` with only what the list's rows show; its launcher's names as
+    `launched_by_username`, `launched_by_first_name` and `launched_by_last_name` (joined), not
+    as a user object per row."""
     return (
         tenant_workloads(tenant=tenant, kind=kind, status=status)
         .select_related(None)
-        .select_related("launched_by")
         .only(*LIST_FIELDS)
+        .annotate(
+            launched_by_username=F("launched_by__username"),
+            launched_by_first_name=F("launched_by__first_name"),
+            launched_by_last_name=F("launched_by__last_name"),
+        )
     )
 
 

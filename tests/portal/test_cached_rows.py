@@ -1,4 +1,4 @@
-"""The workload list API writes each row once per set of values (portal.api.cached_rows): its
+"""The workload list API writes each row once per set of values (portal.cached_rows): its
 rows are always DRF's own rows of the workloads as they are now, whichever value changed, and a
 list asked again builds no row again."""
 
@@ -13,7 +13,7 @@ from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
-from portal.api.cached_rows import BoundedMemo
+from portal.cached_rows import BoundedMemo
 from tenants.models import Tenant
 from tenants.workloads import api as workloads_api
 from tenants.workloads.models import Workload, WorkloadStatus
@@ -87,7 +87,7 @@ def test_a_listed_row_follows_each_value_it_shows(api_client, workloads, platfor
 def test_a_list_asked_again_builds_no_row_again(api_client, workloads, platform_admin):
     api_client.force_authenticate(platform_admin)
     first = _listed(api_client)
-    memo = workloads_api._LISTED_ROWS.rows
+    memo = workloads_api._LISTED_ROWS.memo
     built = len(memo)
 
     with CaptureQueriesContext(connection) as queries:

@@ -4,6 +4,7 @@ list makes a pinned number of queries."""
 
 # ruff: noqa: E501 (the old rows' template, line for line)
 
+import datetime
 import re
 
 import pytest
@@ -13,7 +14,8 @@ from django.template import engines
 from django.test.utils import CaptureQueriesContext
 
 from inventory import resource_classes
-from tenants.workloads import services
+from tenants.models import Membership
+from tenants.workloads import services, views
 from tenants.workloads.models import Workload, WorkloadStatus
 from tenants.workloads.selectors import tenant_workloads_for_list
 
@@ -146,3 +148,86 @@ def test_a_workload_whose_launcher_left_shows_a_dash(login, tenant, tenant_membe
     html = response.content.decode()
     row = html[html.index(">w-1</a>") :]
     assert row[: row.index("</tr>")].endswith('<div class="text-muted">—</div></td>\n      ')
+
+
+def _first(tenant) -> Workload:
+    return tenant_workloads_for_list(tenant=tenant)[0]
+
+
+# Each value a row shows, changed alone on the list's first row (rows are kept per process
+# under the values they show: views._LISTED_ROWS).
+CHANGES = {
+    "name": lambda w: {"name": "renamed"},
+    "kind": lambda w: {"kind": "vm"},
+    "status": lambda w: {"status": "failed" if w.status != "failed" else "pending"},
+    "status reason": lambda w: {"status": "failed", "status_message": "m",
+                                "status_reason": "Other"},
+    "status message": lambda w: {"status": "failed", "status_message": "<new> message"},
+    "demand": lambda w: {"demand": {"cpu": 99}},
+    "created": lambda w: {"created_at": w.created_at - datetime.timedelta(minutes=3)},
+    "launcher": lambda w: {"launched_by": Membership.objects.exclude(user=w.launched_by_id)
+                           .filter(tenant=w.tenant_id).values("user")[:1]},
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_a_row_follows_each_value_it_shows(login, tenant, tenant_member, varied, change):
+    client = login(tenant_member)
+    before = _rows(client.get("/t/acme/workloads/").content.decode())
+    assert before == _old_rows(tenant)
+
+    first = _first(tenant)
+    Workload.objects.filter(pk=first.pk).update(**CHANGES[change](first))
+    after = _rows(client.get("/t/acme/workloads/").content.decode())
+
+    assert after == _old_rows(tenant)
+    assert after != before
+
+
+@pytest.mark.parametrize("name", ["first_name", "last_name", "username"])
+def test_a_row_follows_its_launchers_names(login, tenant, tenant_member, varied, name):
+    client = login(tenant_member)
+    before = _rows(client.get("/t/acme/workloads/").content.decode())
+    launcher = _first(tenant).launched_by
+    launcher.first_name = launcher.last_name = ""  # so that the username shows
+    setattr(launcher, name, "Changed")
+    launcher.save()
+
+    after = _rows(client.get("/t/acme/workloads/").content.decode())
+
+    assert after == _old_rows(tenant)
+    assert after != before
+
+
+def test_rows_follow_the_time_zone_and_a_list_asked_again_writes_no_row(
+    login, tenant, tenant_member, varied, settings
+):
+    client = login(tenant_member)
+    utc = _rows(client.get("/t/acme/workloads/").content.decode())
+    memo = views._LISTED_ROWS.memo
+    written = len(memo)
+    assert _rows(client.get("/t/acme/workloads/").content.decode()) == utc
+    assert len(memo) == written
+
+    settings.TIME_ZONE = "Asia/Kolkata"
+    kolkata = _rows(client.get("/t/acme/workloads/").content.decode())
+    assert kolkata == _old_rows(tenant) != utc
+
+
+def test_the_list_polls_while_a_workload_on_it_is_in_progress(login, tenant, tenant_member,
+                                                               varied):
+    client = login(tenant_member)
+    assert _polls(client)
+
+    Workload.objects.filter(tenant=tenant).update(
+        status=WorkloadStatus.READY, desired_version=1, applied_version=1, reconcile_error=""
+    )
+    assert not _polls(client)
+
+    Workload.objects.filter(pk=_first(tenant).pk).update(desired_version=2)  # not applied yet
+    assert _polls(client)
+
+
+def _polls(client) -> bool:
+    html = client.get("/t/acme/workloads/").content.decode()
+    return '<div id="workload-rows" hx-get=' in html
