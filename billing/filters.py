@@ -6,6 +6,8 @@ import django_filters
 from django import forms
 from django.db.models import Q, QuerySet
 
+from portal.api.filtering import FormOnceFilterSet
+
 from .models import Invoice, InvoiceStatus
 
 MONTH_FORMAT = "%Y-%m"
@@ -70,7 +72,7 @@ SORTS = (
 )
 
 
-class InvoiceFilterSet(django_filters.FilterSet):
+class InvoiceFilterSet(FormOnceFilterSet):
     period = MonthFilter(field_name="period_start", label="Period",
                          help_text="The invoiced month, YYYY-MM.")
     period_from = MonthFilter(field_name="period_start", lookup_expr="gte", label="From month",

@@ -14,6 +14,8 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from portal.cached_rows import BoundedMemo
+
 from .models import InvoiceStatus
 
 TWO_PLACES = Decimal("0.01")
@@ -48,6 +50,19 @@ def _badge(status: str) -> SafeString:
         return format_html('<span class="badge text-bg-{}" data-status="{}">{}</span>',
                            InvoiceStatus.color(status), status, _LABELS.get(status, status))
     return badge
+
+
+# Each row's HTML by its values, the link prefix and the time zone (all a row depends on).
+_ROWS = BoundedMemo(4000)
+
+
+def invoice_rows(page, *, detail_prefix: str) -> list[SafeString]:
+    """The `<tr>` of each invoice of `page` (`LIST_COLUMNS` values), each written once per
+    process for the values it shows (`invoice_row`)."""
+    return _ROWS.written(
+        (detail_prefix, timezone.get_current_timezone()), page,
+        lambda values: invoice_row(values, detail_prefix=detail_prefix),
+    )
 
 
 def invoice_row(values: tuple, *, detail_prefix: str) -> SafeString:

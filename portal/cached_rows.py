@@ -38,6 +38,19 @@ class BoundedMemo(dict):
         self[key] = value
         return value
 
+    def written(self, context: tuple, items: Iterable, write: Callable) -> list:
+        """`write(item)` for each of `items` (hashable: a row's values), from the memo where
+        the same item was written in the same `context` (everything else its answer depends
+        on) before."""
+        answers = []
+        for item in items:
+            key = (context, item)
+            answer = self.get(key)
+            if answer is None:
+                answer = self.put(key, write(item))
+            answers.append(answer)
+        return answers
+
 
 class RowValues(NamedTuple):
     """A list's queryset read as values: its concrete fields (its `only()` columns, in the
@@ -80,14 +93,9 @@ class CachedRows:
         """`write(instance)` of each row of `page` (rows of `values.queryset`); `context` is
         everything else the written row depends on."""
         connection = connections[values.queryset.db]
-        rows = []
-        for row_values in page:
-            key = (context, row_values)
-            row = self.memo.get(key)
-            if row is None:
-                row = self.memo.put(key, write(self._instance(values, row_values, connection)))
-            rows.append(row)
-        return rows
+        return self.memo.written(
+            context, page, lambda row_values: write(self._instance(values, row_values, connection))
+        )
 
     def response(self, view, queryset: models.QuerySet) -> Response:
         """What `ListModelMixin.list` answers for `queryset` (filtered), through the view's

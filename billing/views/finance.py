@@ -24,7 +24,7 @@ from ..documents import last_day
 from ..downloads import CONTENT_TYPES, invoice_file, invoices_file
 from ..filters import InvoiceFilterSet, filter_errors
 from ..forms import BulkIssueForm, CreditNoteForm, DraftMonthForm, PaymentForm, VoidForm
-from ..invoice_rows import LIST_COLUMNS, audit_event_item, invoice_row
+from ..invoice_rows import LIST_COLUMNS, audit_event_item, invoice_rows
 from ..models import Invoice, InvoiceLine, InvoiceStatus
 from ..selectors.finance import (
     invoice_audit_trail,
@@ -124,7 +124,7 @@ def invoice_list(request):
     page = paginator.get_page(request.GET.get("page"))
     # Each row links to its invoice: the prefix reversed once, not once per row.
     detail_prefix = reverse("billing:invoices")
-    rows_html = [invoice_row(values, detail_prefix=detail_prefix) for values in page]
+    rows_html = invoice_rows(page, detail_prefix=detail_prefix)
     sort = request.GET.get("sort", "")
     context = {
         "filters": filters,

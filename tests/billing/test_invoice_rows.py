@@ -79,3 +79,65 @@ def test_every_kind_of_trail_event_is_what_the_template_wrote(finance):
     for event in events:
         expected = TEMPLATE_EVENT.render(Context({"event": event}))
         assert audit_event_item(event) == expected, event.action
+
+
+def _page_rows(client) -> dict[int, str]:
+    html = client.get("/billing/invoices/?sort=number").content.decode()
+    rows = {}
+    for part in html.split('<tr data-invoice="')[1:]:
+        pk = int(part[: part.index('"')])
+        rows[pk] = '<tr data-invoice="' + part[: part.index("</tr>") + len("</tr>")]
+    return rows
+
+
+def _template_rows() -> dict[int, str]:
+    return {
+        invoice.pk: _squeezed(TEMPLATE_ROW.render(Context(
+            {"invoice": invoice, "detail_prefix": "/billing/invoices/"})))
+        for invoice in Invoice.objects.select_related("tenant")
+    }
+
+
+# Each value a row of the list shows, changed alone on a draft (rows are kept per process under
+# the values they show: invoice_rows._ROWS).
+CHANGES = {
+    "tenant name": {"tenant_name": "Renamed <Co>"},
+    "cost center": {"cost_center": "CC-NEW"},
+    "period": {"period_start": "2026-03-01T00:00:00Z"},
+    "subtotal": {"subtotal": "1234567.89"},
+    "total": {"total": "0.10"},
+    "currency": {"currency": "CHF"},
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_a_listed_row_follows_each_value_it_shows(login, finance, change):
+    draft = bill(tenant_with_cost_center("odd", "Odd", "CC1"), JAN, 3)
+    bill(tenant_with_cost_center("plain", "Plain", ""), JAN, 5)
+    client = login(finance)
+    before = _page_rows(client)
+    assert before == _template_rows()
+
+    Invoice.objects.filter(pk=draft.pk).update(**CHANGES[change])
+    after = _page_rows(client)
+
+    assert after == _template_rows()
+    assert after[draft.pk] != before[draft.pk]
+
+
+def test_a_listed_row_follows_its_status_and_tenant_and_the_time_zone(login, finance, settings):
+    tenant = tenant_with_cost_center("odd", "Odd", "CC1")
+    draft = bill(tenant, JAN, 3)
+    client = login(finance)
+    before = _page_rows(client)
+
+    invoicing.invoice_issue(invoice_id=draft.pk, actor=finance)  # status, number, dates
+    issued = _page_rows(client)
+    type(tenant).objects.filter(pk=tenant.pk).update(slug="renamed")
+    renamed = _page_rows(client)
+    settings.TIME_ZONE = "America/New_York"  # the period's first instant is in December there
+    new_york = _page_rows(client)
+
+    assert before != issued != renamed != new_york
+    assert new_york == _template_rows()
+    assert "<td class=\"text-nowrap\">2025-12</td>" in new_york[draft.pk]
