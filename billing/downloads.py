@@ -6,6 +6,7 @@ invoice, and a "Lines" sheet, a row per line). Rendered by `billing.exports` fro
 import io
 import tempfile
 from collections.abc import Iterable, Iterator
+from typing import IO
 
 from django.db.models import QuerySet
 from django.http import FileResponse, HttpResponse, HttpResponseBase, StreamingHttpResponse
@@ -78,6 +79,17 @@ def _xlsx_file(documents: Iterable[InvoiceDocument], *, filename: str) -> FileRe
     )
     response["Cache-Control"] = "no-store"
     return response
+
+
+def write_invoices(*, invoices: QuerySet[Invoice], fmt: str, out: IO[bytes]) -> None:
+    """The list's CSV or XLSX written to the binary file `out` (a background export's)."""
+    if fmt == "csv":
+        for chunk in _csv_chunks(invoices):
+            out.write(chunk.encode())
+    elif fmt == "xlsx":
+        exports.write_invoice_list_xlsx(documents=invoice_documents(invoices=invoices), out=out)
+    else:
+        raise ValueError(f"No invoice list export of format {fmt!r}.")
 
 
 def invoices_file(*, invoices: QuerySet[Invoice], fmt: str) -> HttpResponseBase:

@@ -13,7 +13,7 @@ from rest_framework import serializers
 
 from portal.api.fields import JoinedCharField
 
-from .models import CreditNote, Invoice, InvoiceLine, Rate
+from .models import CreditNote, ExportStatus, Invoice, InvoiceExport, InvoiceLine, Rate
 
 MONEY = {"max_digits": 14, "decimal_places": 2}
 
@@ -154,3 +154,42 @@ class CreditNoteCreateSerializer(serializers.Serializer):
         help_text="At most what is left of the invoice's total after earlier credit notes.",
     )
     reason = serializers.CharField(max_length=500, help_text="What the credit corrects.")
+
+
+class InvoiceExportCreateSerializer(serializers.Serializer):
+    format = serializers.ChoiceField(choices=["csv", "xlsx"])
+    filters = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField(max_length=200), max_length=50),
+        required=False, default=dict,
+        help_text="The invoice list's filters, each a list of values, e.g. "
+                  '{"period": ["2026-10"], "status": ["issued", "paid"]}; none: every invoice.',
+    )
+
+    def validate_filters(self, value: dict) -> dict:
+        if len(value) > 20:
+            raise serializers.ValidationError("At most 20 filters.")
+        return value
+
+
+class InvoiceExportSerializer(serializers.ModelSerializer):
+    format = serializers.CharField(source="fmt", read_only=True)
+    filters = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()), read_only=True
+    )
+    file_url = serializers.SerializerMethodField(
+        help_text="Where to download it, once its status is ready."
+    )
+
+    class Meta:
+        model = InvoiceExport
+        fields = ["id", "format", "filters", "invoice_count", "status", "error", "size",
+                  "created_at", "started_at", "finished_at", "file_url"]
+        read_only_fields = fields
+
+    @extend_schema_field({"type": "string", "format": "uri", "nullable": True})
+    def get_file_url(self, export) -> str | None:
+        if export.status != ExportStatus.READY:
+            return None
+        path = reverse("api:invoice-export-file", args=[export.pk])
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request is not None else path

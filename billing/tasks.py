@@ -3,6 +3,7 @@
 from datetime import datetime, timedelta
 
 from celery import shared_task
+from django.conf import settings
 from django.db import OperationalError
 from django.utils import timezone
 
@@ -10,7 +11,7 @@ from portal.prometheus import PrometheusUnavailable
 from portal.queueing import retry_policy
 
 from .models import UsageRecord, WindowStatus
-from .services import budgets, invoice_files, invoicing, metering
+from .services import budgets, invoice_exports, invoice_files, invoicing, metering
 
 
 @shared_task(**retry_policy(PrometheusUnavailable, OperationalError, max_retries=3))
@@ -53,3 +54,26 @@ def invoice_files_render_task(invoice_id: int) -> list[str]:
     """After an invoice is issued, paid or voided: render and keep its PDF, CSV and XLSX for
     its status now (a download renders any that is missing anyway); returns those rendered."""
     return invoice_files.invoice_files_render(invoice_id=invoice_id)
+
+
+# Not acknowledged late: an export may take longer than the broker's visibility timeout, and
+# Redis would hand it to a second worker. A worker that dies leaves it `running`; the sweep
+# queues it again once past the time limit.
+@shared_task(
+    acks_late=False,
+    autoretry_for=(OperationalError,),
+    retry_backoff=5,
+    retry_backoff_max=settings.TASK_RETRY_BACKOFF_MAX,
+    max_retries=3,
+    time_limit=settings.INVOICE_EXPORT_TIME_LIMIT,
+    soft_time_limit=max(1, settings.INVOICE_EXPORT_TIME_LIMIT - 30),
+)
+def invoice_export_render_task(export_id: int) -> str:
+    """Write an invoice list export asked for in the background; returns its status."""
+    return invoice_exports.invoice_export_render(export_id=export_id)
+
+
+@shared_task(**retry_policy(OperationalError, max_retries=3))
+def invoice_exports_sweep_task() -> tuple[int, int]:
+    """Beat, every 5 minutes: queue again the exports no worker is writing; delete old ones."""
+    return invoice_exports.invoice_exports_sweep()

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import cost_centers, finance, tenant, usage
+from .views import cost_centers, exports, finance, tenant, usage
 
 app_name = "billing"
 
@@ -21,6 +21,9 @@ urlpatterns = [
     path("invoices/issue/", finance.invoices_issue_bulk, name="invoices-issue"),
     path("invoices/draft-month/", finance.invoices_draft_month, name="invoices-draft-month"),
     path("invoices/export.<str:fmt>", finance.invoices_export, name="invoices-export"),
+    path("invoices/exports/", exports.export_list, name="invoice-exports"),
+    path("invoices/exports/<int:export_id>/download/", exports.export_download,
+         name="invoice-export-download"),
     path("invoices/<int:invoice_id>/", finance.invoice_detail, name="invoice-detail"),
     path("invoices/<int:invoice_id>/recompute/", finance.invoice_recompute,
          name="invoice-recompute"),

@@ -281,6 +281,21 @@ CELERY_TASK_EAGER_PROPAGATES = True
 # mode) that rendering would run inside the request, about 80 ms per invoice of a bulk issue:
 # there the files are rendered at their first download instead.
 INVOICE_FILES_PRERENDER = env.bool("INVOICE_FILES_PRERENDER", default=not CELERY_TASK_ALWAYS_EAGER)
+# An invoice list export of more invoices than this (per format) is written by a worker, not
+# while its requester waits (about 5 s of writing each here); kept for INVOICE_EXPORT_KEEP_DAYS;
+# a worker writes one for at most INVOICE_EXPORT_TIME_LIMIT seconds.
+INVOICE_EXPORT_INLINE_MAX = {
+    "csv": env.int("INVOICE_EXPORT_INLINE_MAX_CSV", default=20_000),
+    "xlsx": env.int("INVOICE_EXPORT_INLINE_MAX_XLSX", default=2_000),
+}
+INVOICE_EXPORT_KEEP_DAYS = env.int("INVOICE_EXPORT_KEEP_DAYS", default=7)
+INVOICE_EXPORT_TIME_LIMIT = env.int("INVOICE_EXPORT_TIME_LIMIT", default=1800)
+if min(INVOICE_EXPORT_INLINE_MAX.values()) < 0 or INVOICE_EXPORT_KEEP_DAYS < 1:
+    raise environ.ImproperlyConfigured(
+        "INVOICE_EXPORT_INLINE_MAX_* must be 0 or more and INVOICE_EXPORT_KEEP_DAYS at least 1."
+    )
+if INVOICE_EXPORT_TIME_LIMIT < 60:
+    raise environ.ImproperlyConfigured("INVOICE_EXPORT_TIME_LIMIT must be at least 60 seconds.")
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=None)
 # The queue tasks go to (and workers read when started without -Q).
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
@@ -355,6 +370,7 @@ SWEEPS_AT_WORKER_START = [
     "tenants.workloads.tasks.workloads_reconcile_sweep_task",
     "portal.tasks.outbox_sweep_task",
     "inventory.tasks.cluster_sync_task",
+    "billing.tasks.invoice_exports_sweep_task",
 ]
 
 # The fleet: "simulated" (demo, state in the database) or "kubernetes" (official client).
@@ -601,5 +617,9 @@ CELERY_BEAT_SCHEDULE |= {
     "billing-budget-alerts-hourly": {
         "task": "billing.tasks.budget_alerts_task",
         "schedule": crontab(minute=20),
+    },
+    "billing-invoice-exports-sweep": {
+        "task": "billing.tasks.invoice_exports_sweep_task",
+        "schedule": 300.0,
     },
 }

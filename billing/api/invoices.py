@@ -9,6 +9,7 @@ there is no PUT, PATCH or DELETE.
 
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
+from django.urls import reverse
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
@@ -19,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.errors import RuleViolation
 from tenants.access import access_for
 
 from ..downloads import CONTENT_TYPES, invoice_file, invoices_file
@@ -35,7 +37,7 @@ from ..serializers import (
     InvoiceSerializer,
     InvoiceVoidSerializer,
 )
-from ..services import invoicing
+from ..services import invoice_exports, invoicing
 from ..services.exports import invoices_export_record
 
 
@@ -56,6 +58,12 @@ RENDERERS = {fmt: _renderer(fmt) for fmt in CONTENT_TYPES}
 def _file_response(fmt: str, what: str) -> dict:
     media_type = CONTENT_TYPES[fmt].split(";")[0]
     return {(200, media_type): OpenApiResponse(OpenApiTypes.BINARY, description=what)}
+
+
+def _list_file_response(fmt: str, what: str) -> dict:
+    return {**_file_response(fmt, what), 400: OpenApiResponse(
+        description="A filter that cannot be applied, or more invoices than are written while "
+                    "one waits (billing/invoice-exports/ writes any number in the background).")}
 
 
 class FileViewMixin:
@@ -240,10 +248,18 @@ class InvoiceListExportView(FileViewMixin, APIView):
         invoices = DjangoFilterBackend().filter_queryset(
             request, invoices_for_list(user=request.user), self
         )
-        invoices_export_record(
-            actor=request.user, fmt=self.fmt, invoice_count=invoices.count(),
-            filters={key: request.query_params.getlist(key) for key in request.query_params},
-        )
+        count = invoices.count()
+        filters = invoice_exports.export_filters(request.query_params)
+        if not invoice_exports.is_inline(fmt=self.fmt, invoice_count=count):
+            # Longer than a request may take to write: asked for in the background instead.
+            exports_url = request.build_absolute_uri(reverse("api:invoice-export-list"))
+            raise RuleViolation(
+                f"{count:,} invoices are more than the {invoice_exports.inline_limit(self.fmt):,}"
+                f" written while you wait: POST the filters to {exports_url} to have them "
+                "written in the background."
+            )
+        invoices_export_record(actor=request.user, fmt=self.fmt, invoice_count=count,
+                               filters=filters)
         return invoices_file(invoices=invoices, fmt=self.fmt)
 
 
@@ -251,7 +267,7 @@ class InvoiceListCsvView(InvoiceListExportView):
     fmt = "csv"
     renderer_classes = [JSONRenderer, RENDERERS["csv"]]
 
-    @extend_schema(filters=True, responses=_file_response(
+    @extend_schema(filters=True, responses=_list_file_response(
         "csv", "Every selected invoice's lines, one row each (streamed)."),
         operation_id="billing_invoices_export_csv")
     def get(self, request: Request) -> Response:
@@ -263,8 +279,8 @@ class InvoiceListXlsxView(InvoiceListExportView):
     fmt = "xlsx"
     renderer_classes = [JSONRenderer, RENDERERS["xlsx"]]
 
-    @extend_schema(filters=True, responses=_file_response(
-        "xlsx", "A summary sheet and a sheet per invoice."),
+    @extend_schema(filters=True, responses=_list_file_response(
+        "xlsx", "An Invoices sheet (a row per invoice) and a Lines sheet (a row per line)."),
         operation_id="billing_invoices_export_xlsx")
     def get(self, request: Request) -> Response:
         """The selected invoices as an XLSX workbook."""

@@ -4,11 +4,13 @@ from django.urls import path
 
 from portal.api.routers import PortalRouter
 
-from . import invoices, rates, spend, usage
+from . import exports, invoices, rates, spend, usage
 
 router = PortalRouter()
 router.register("billing/invoices", invoices.InvoiceViewSet, basename="invoice")
 router.register("billing/rates", rates.RateViewSet, basename="rate")
+router.register("billing/invoice-exports", exports.InvoiceExportViewSet,
+                basename="invoice-export")
 
 urlpatterns: list = [
     # A tenant's spend this month and the price of a launch or of resources.

@@ -18,7 +18,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ..documents import last_day
 from ..downloads import CONTENT_TYPES, invoice_file, invoices_file
@@ -35,7 +35,7 @@ from ..selectors.finance import (
 )
 from ..selectors.invoices import invoice_for_download
 from ..selectors.tenant_filter import tenant_choice
-from ..services import invoicing
+from ..services import invoice_exports, invoicing
 from ..services.exports import invoices_export_record
 from .access import finance_required
 
@@ -51,6 +51,12 @@ ACTIONS_BY_STATUS = {
     InvoiceStatus.VOID: (),
 }
 
+
+# The list's exports: (format, label, icon).
+EXPORT_FORMATS = (
+    ("csv", "CSV", "bi-filetype-csv"),
+    ("xlsx", "XLSX", "bi-file-earmark-spreadsheet"),
+)
 
 # The list's sortable columns: (sort key of InvoiceFilterSet, heading, alignment).
 COLUMNS = (
@@ -144,6 +150,11 @@ def invoice_list(request):
         "last_month": _last_month(),
         "full_path": request.get_full_path(),
         "currency": settings.BILLING_CURRENCY,
+        # Longer lists are written in the background: their export buttons ask for that.
+        "export_buttons": [
+            (fmt, label, icon, invoice_exports.is_inline(fmt=fmt, invoice_count=totals.count))
+            for fmt, label, icon in EXPORT_FORMATS
+        ],
     }
     if request.htmx:
         # htmx swaps only a 2xx answer: the table with the filter's errors is that answer.
@@ -360,17 +371,31 @@ def invoice_download(request, invoice_id: int, fmt: str):
     return response
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 @finance_required
 def invoices_export(request, fmt: str):
+    """The filtered list as a file: written now when short; when longer than is written while
+    one waits, a GET offers to write it in the background and a POST asks for that."""
     if fmt not in ("csv", "xlsx"):
         raise Http404
     _, errors, invoices = _filtered(request)
     if errors:
         messages.error(request, "This filter cannot be applied: " + "; ".join(errors))
         return redirect(reverse("billing:invoices"))
-    invoices_export_record(
-        actor=request.user, fmt=fmt, invoice_count=invoices.count(),
-        filters={key: request.GET.getlist(key) for key in request.GET},
-    )
+    count = invoices.count()
+    filters = invoice_exports.export_filters(request.GET)
+    if request.method == "POST":
+        export = invoice_exports.invoice_export_request(
+            actor=request.user, fmt=fmt, filters=filters, invoice_count=count
+        )
+        messages.success(
+            request, f"The {fmt.upper()} of {count:,} invoices is being written: it will be "
+            "ready to download here in a minute or two.")
+        return redirect(reverse("billing:invoice-exports") + f"?new={export.pk}")
+    if not invoice_exports.is_inline(fmt=fmt, invoice_count=count):
+        return render(request, "billing/finance/export_prepare.html", {
+            "fmt": fmt, "count": count, "limit": invoice_exports.inline_limit(fmt),
+            "filters": filters, "query": request.GET.urlencode(),
+        })
+    invoices_export_record(actor=request.user, fmt=fmt, invoice_count=count, filters=filters)
     return invoices_file(invoices=invoices, fmt=fmt)

@@ -56,11 +56,13 @@ def objects_for_paths() -> dict[str, Any]:
     tenant = dataset.BENCH_TENANT
     workload = (Workload.objects.filter(tenant__slug=tenant, status="ready")
                 .order_by("id").values_list("id", flat=True).first())
-    invoice = (Invoice.objects.exclude(status="draft").order_by("-period_start", "id")
-               .values_list("id", flat=True).first())
+    invoice, period_start = (Invoice.objects.exclude(status="draft")
+                             .order_by("-period_start", "id")
+                             .values_list("id", "period_start").first() or (None, None))
     return {"tenant": tenant, "workload": workload,
             "node": Node.objects.order_by("id").values_list("id", flat=True).first(),
-            "invoice": invoice}
+            "invoice": invoice,
+            "month": f"{period_start:%Y-%m}" if period_start else None}
 
 
 def resolves(path: str) -> bool:

@@ -64,7 +64,7 @@ def _summary(latencies: list[float]) -> dict[str, float]:
 
 
 # Warm-up per page: every client sends it at least WARM_UP_MIN times and up to WARM_UP_MAX
-# times while WARM_UP_SECONDS last (a page of several seconds, an export of every invoice, stops
+# times while WARM_UP_SECONDS last (a page of several seconds, a long export, stops
 # at the minimum).
 WARM_UP_MIN = 2
 WARM_UP_MAX = 8
@@ -84,7 +84,7 @@ def warm_up(port: int, rows: list[dict[str, Any]], cookies: dict[str, str],
         for sent in range(1, WARM_UP_MAX + 1):
             started = time.monotonic()
             _attempt(port, row["path"], cookies[row["user"]])
-            # A page that outlasts the whole warm-up (an export of every invoice) has been
+            # A page that outlasts the whole warm-up (a long export) has been
             # served by every worker after one round: its concurrent requests each held one.
             if sent == 1 and time.monotonic() - started > WARM_UP_SECONDS:
                 break

@@ -15,8 +15,9 @@ BASE_DIR = Path(settings.BASE_DIR)
 USERS = {"owner": dataset.BENCH_OWNER, "admin": dataset.BENCH_ADMIN,
          "finance": dataset.BENCH_FINANCE}
 SERVER_START_TIMEOUT = 60
-# gunicorn's worker timeout and the client's, per request: an export of every invoice (24,000 at
-# scale 1) takes about a minute alone on a 2-core machine, and twice that with 4 clients.
+# gunicorn's worker timeout and the client's, per request: generous, so that a slow page is
+# measured rather than killed (an export of every invoice, before such exports were written in
+# the background, took about a minute alone on a 2-core machine and twice that with 4 clients).
 REQUEST_TIMEOUT = 300
 
 

@@ -78,13 +78,15 @@ PAGES: tuple[Page, ...] = (
     Page("export: invoice CSV", "/billing/invoices/{invoice}/invoice.csv", "finance"),
     Page("export: invoice XLSX", "/billing/invoices/{invoice}/invoice.xlsx", "finance"),
     Page("export: invoice PDF", "/billing/invoices/{invoice}/invoice.pdf", "finance"),
-    # The invoice list's exports, unfiltered: every invoice of the data set (24,000 at scale 1).
-    # Their time grows with the rows by nature; what is held to a bound is their memory (the web
-    # worker's peak RSS) and their query count.
-    Page("export: invoice list CSV, every invoice", "/billing/invoices/export.csv", "finance",
-         beyond_default="every invoice of the data set"),
-    Page("export: invoice list XLSX, every invoice", "/billing/invoices/export.xlsx", "finance",
-         beyond_default="every invoice of the data set"),
+    # The invoice list's exports of one month's issued invoices (2,000 at scale 1), as written
+    # while one waits: their time grows with the rows by nature; what is held to a bound is
+    # their memory (the web worker's peak RSS) and their query count. A longer list (every
+    # invoice: 24,000 at scale 1, about a minute of XLSX) is written by a Celery worker in the
+    # background instead (billing.services.invoice_exports), not by a web request.
+    Page("export: invoice list CSV, one month", "/billing/invoices/export.csv?period={month}",
+         "finance", beyond_default="one month's invoices of the data set"),
+    Page("export: invoice list XLSX, one month", "/billing/invoices/export.xlsx?period={month}",
+         "finance", beyond_default="one month's invoices of the data set"),
 )
 
 # Issue 13's target: every page's p95 within this many times the floor's (4 clients).

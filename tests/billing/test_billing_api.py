@@ -33,15 +33,6 @@ def books(tenant, other_tenant, finance):
     return {"acme_jan": acme_jan, "acme_feb": bill(tenant, FEB, 4), "globex_jan": globex_jan}
 
 
-@pytest.fixture
-def as_user(api_client):
-    def _as(user):
-        api_client.force_authenticate(user)
-        return api_client
-
-    return _as
-
-
 def _ids(response) -> set[int]:
     return {row["id"] for row in response.json()["results"]}
 

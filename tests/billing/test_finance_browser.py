@@ -143,3 +143,28 @@ def test_finance_filters_issues_in_bulk_and_downloads_an_invoice(page, finance):
             timeout=3_000,
         )
     screenshot(page, "finance-cost-centers-phone")
+
+
+def test_finance_exports_a_long_list_in_the_background_and_downloads_it(page, finance, settings):
+    _books(finance)
+    settings.INVOICE_EXPORT_INLINE_MAX = {"csv": 1000, "xlsx": 2}  # six invoices: too many
+    sign_in(page, "finance", TEST_PASSWORD)
+    page.goto("/billing/invoices/")
+
+    # The XLSX of six invoices is asked for, not downloaded; the CSV still downloads at once.
+    assert page.get_attribute("#export-xlsx", "data-background") == "true"
+    assert page.get_attribute("#export-csv", "download") is not None
+    with page.expect_navigation():
+        page.click("#export-xlsx")
+
+    assert page.url.split("?")[0].endswith("/billing/invoices/exports/")
+    row = page.locator("tr[data-status]").first
+    assert row.get_attribute("data-status") == "ready"  # tasks run eagerly here
+    assert "is being written" in page.inner_text(".alert")
+    screenshot(page, "finance-exports")
+    name, body = _download(page, "a[id^=download-]")
+
+    assert name.startswith("invoices-") and name.endswith(".xlsx")
+    workbook = openpyxl.load_workbook(io.BytesIO(body))
+    assert workbook.sheetnames == ["Invoices", "Lines"]
+    assert workbook["Invoices"].max_row == 7  # the header and six invoices

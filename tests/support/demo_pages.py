@@ -24,6 +24,7 @@ objects = {
     "workload": Workload.objects.filter(tenant=tenant).values_list("pk", flat=True).first() or 0,
     "node": Node.objects.values_list("pk", flat=True).first(),
     "invoice": Invoice.objects.order_by("-status").values_list("pk", flat=True).first() or 0,
+    "month": f"{Invoice.objects.latest('period_start').period_start:%Y-%m}",
 }
 owner = tenant.memberships.filter(role=Membership.Role.OWNER).first().user
 people = {"owner": owner, "admin": get_user_model().objects.get(username="adam"),
