@@ -17,7 +17,7 @@ from datetime import timedelta
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import OperationalError, transaction
 from django.db.models import F, Q
 from django.http import QueryDict
 from django.utils import timezone
@@ -111,15 +111,15 @@ def _write(export: InvoiceExport) -> bytes:
 def invoice_export_render(*, export_id: int) -> str:
     """Write the export (the task's work); returns its status afterwards. An export that is not
     to be written by this call (written, failed, gone, in another worker's hands) is left alone.
-    A database failure puts it back in the queue and is raised for the task to retry; anything
-    else fails it, with the reason its page shows."""
+    A lost database connection puts it back in the queue and is raised for the task to retry;
+    anything else fails it, with the reason its page shows."""
     if not _claim(export_id):
         current = InvoiceExport.objects.filter(pk=export_id).values_list("status", flat=True)
         return current.first() or "gone"
     export = InvoiceExport.objects.select_related("requested_by").defer("body").get(pk=export_id)
     try:
         body = _write(export)
-    except DatabaseError as exc:
+    except OperationalError as exc:  # the database went away: the task retries, the sweep after
         InvoiceExport.objects.filter(pk=export_id).update(
             status=ExportStatus.QUEUED, error=f"Waiting for the database: {exc}"[:500]
         )
