@@ -14,9 +14,11 @@ The rows handed out are shared between requests: nothing may change them after.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import connections, models
 from django.db.models.functions import Cast
 from django.urls import get_script_prefix
@@ -38,27 +40,40 @@ class BoundedMemo(dict):
         self[key] = value
         return value
 
-    def written(self, context: tuple, items: Iterable, write: Callable) -> list:
-        """`write(item)` for each of `items` (hashable: a row's values), from the memo where
-        the same item was written in the same `context` (everything else its answer depends
-        on) before."""
+    def written(self, context: tuple, items: Iterable, write: Callable,
+                key: Callable | None = None) -> list:
+        """`write(item)` for each of `items` (a row's values: hashable, or made so by
+        `key(item)`), from the memo where the same item was written in the same `context`
+        (everything else its answer depends on) before."""
         answers = []
         for item in items:
-            key = (context, item)
-            answer = self.get(key)
+            key_of = (context, item if key is None else key(item))
+            answer = self.get(key_of)
             if answer is None:
-                answer = self.put(key, write(item))
+                answer = self.put(key_of, write(item))
             answers.append(answer)
         return answers
 
 
 class RowValues(NamedTuple):
     """A list's queryset read as values: its concrete fields (its `only()` columns, in the
-    model's order), its annotations, and the queryset of their values (JSON as its text)."""
+    model's order), its annotations, and the queryset of their values (JSON as its text).
+    `unhashable`: the positions of annotations read as lists or mappings (an ArraySubquery of
+    a row's lines, say), which a row's key holds as their JSON text."""
 
     fields: list[models.Field]
     annotations: list[str]
     queryset: models.QuerySet
+    unhashable: tuple[int, ...] = ()
+
+    def key(self, row_values: tuple) -> tuple:
+        """The row's values as a memo's key."""
+        if not self.unhashable:
+            return row_values
+        key = list(row_values)
+        for position in self.unhashable:
+            key[position] = json.dumps(key[position], sort_keys=True, default=str)
+        return tuple(key)
 
 
 class CachedRows:
@@ -81,12 +96,18 @@ class CachedRows:
             if field.primary_key or (field.name in names) != deferred
         ]
         annotations = list(queryset.query.annotation_select)
+        unhashable = tuple(
+            len(fields) + position
+            for position, expression in enumerate(queryset.query.annotation_select.values())
+            if isinstance(expression.output_field, (models.JSONField, ArrayField))
+        )
         columns = [
             Cast(field.attname, models.TextField())
             if isinstance(field, models.JSONField) else field.attname
             for field in fields
         ]
-        return RowValues(fields, annotations, queryset.values_list(*columns, *annotations))
+        return RowValues(fields, annotations, queryset.values_list(*columns, *annotations),
+                         unhashable)
 
     def rows(self, values: RowValues, page: Iterable[tuple], context: tuple,
              write: Callable[[models.Model], Any]) -> list:
@@ -94,7 +115,9 @@ class CachedRows:
         everything else the written row depends on."""
         connection = connections[values.queryset.db]
         return self.memo.written(
-            context, page, lambda row_values: write(self._instance(values, row_values, connection))
+            context, page,
+            lambda row_values: write(self._instance(values, row_values, connection)),
+            key=values.key if values.unhashable else None,
         )
 
     def response(self, view, queryset: models.QuerySet) -> Response:
