@@ -1,13 +1,12 @@
 """How billing's pages print quantities, prices and units."""
 
-import html
 from decimal import Decimal, InvalidOperation
 
 from django import template
 from django.contrib.humanize.templatetags.humanize import intcomma
-from django.utils.safestring import SafeString, mark_safe
 
 from inventory import resource_classes
+from portal.templatetags.portal_format import select_options
 
 register = template.Library()
 
@@ -15,18 +14,8 @@ _KIND_WORDS = {"gpu": "GPU", "mig": "GPU"}
 _SCALAR_WORDS = {"cpu": "vCPU", "memory-gib": "GiB", "storage-gib": "GiB"}
 
 
-@register.simple_tag
-def select_options(choices, selected) -> SafeString:
-    """The `<option>`s of a filter's select, the one equal to `selected` marked: one call for
-    them all rather than a template loop per option (a fleet has thousands of tenants), each
-    value and label escaped as the template would. Each choice is a (value, label) pair, or a
-    value that is its own label."""
-    options = []
-    for choice in choices:
-        value, label = choice if isinstance(choice, list | tuple) else (choice, choice)
-        mark = " selected" if value == selected else ""
-        options.append(f'<option value="{_escape(value)}"{mark}>{_escape(label)}</option>')
-    return mark_safe("".join(options))  # noqa: S308 - every value and label escaped above
+# The filter selects' options (one definition for every app's pages).
+register.simple_tag(select_options)
 
 
 @register.filter
@@ -37,11 +26,6 @@ def grouped(value):
     if type(value) is int or (type(value) is Decimal and value.is_finite()):
         return f"{value:,}"
     return intcomma(value)
-
-
-def _escape(value) -> str:
-    # The standard library's escape, as Django's `escape` is (without its lazy wrapper).
-    return html.escape(str(value))
 
 
 @register.filter

@@ -527,3 +527,35 @@ def test_node_detail_works_out_what_the_list_annotates_as_the_list_does():
         assert (detail.gpu_count, detail.gpu_model, detail.open_events, detail.health) == (
             node.gpu_count, node.gpu_model, node.open_events, node.health
         ), node.hostname
+
+
+# The node list's filter selects as the template wrote them before (a loop per select, the
+# form's value read again for each option).
+OLD_FILTER_SELECTS = """{% with chosen=filters.form.site.value %}{% for value, label in site_choices %}<option value="{{ value }}"{% if chosen == value %} selected{% endif %}>{{ label }}</option>{% endfor %}{% endwith %}
+{% for value, label in filters.form.fields.model.choices %}{% if value %}<option value="{{ value }}"{% if filters.form.model.value == value %} selected{% endif %}>{{ label }}</option>{% endif %}{% endfor %}
+{% for value, label in states %}<option value="{{ value }}"{% if value in filters.form.state.value %} selected{% endif %}>{{ label }}</option>{% endfor %}
+{% for value, label in filters.form.fields.health.choices %}{% if value %}<option value="{{ value }}"{% if filters.form.health.value == value %} selected{% endif %}>{{ label }}</option>{% endif %}{% endfor %}
+{% for slug in reserved_tenants %}<option value="{{ slug }}"{% if filters.form.reserved_for.value == slug %} selected{% endif %}>{{ slug }}</option>{% endfor %}"""  # noqa: E501
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("query", [
+    "", "site=bulk1", "site=<b>", "model=nvidia-l40s", "state=maintenance&state=cordoned",
+    "state=available", "health=critical", "reserved_for=nova&q=x", "reserved_for=<i>%26co",
+])
+def test_node_list_filter_selects_are_what_the_template_wrote(login, platform_admin, query):
+    from django.template import engines
+
+    build_fleet(3)
+    SiteFactory(slug="s-&-q", name='"Quoted" & <site>')
+    NodeFactory(hostname="lonely-1", reserved_for="<i>&co")
+    NodeFactory(hostname="lonely-2", reserved_for="nova")
+    response = login(platform_admin).get(f"/fleet/nodes/?{query}")
+    page = response.content.decode()
+
+    context = {name: response.context[name]
+               for name in ("filters", "site_choices", "states", "reserved_tenants")}
+    old = engines["django"].from_string(OLD_FILTER_SELECTS).render(context)
+    for select in old.split("\n"):
+        assert select in page
+    assert page.count(" selected>") == old.count(" selected>")
