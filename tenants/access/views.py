@@ -25,7 +25,7 @@ from .dashboard import member_items, quota_bars, request_items, workload_items
 from .forms import MemberAddForm, MemberRoleForm
 from .models import Membership, Source, Tenant
 from .rules import access_for
-from .selectors import tenant_members, tenants_for_list
+from .selectors import tenant_members, tenant_members_summary, tenants_for_list
 
 TENANT_PAGE_SIZE = 50
 
@@ -112,18 +112,10 @@ def dashboard(request, slug: str):
         "recent_workloads": workload_items(
             tenant_workloads_recent(tenant=tenant, limit=6), tenant.slug
         ),
-        "members": member_items(
-            tenant_members(tenant=tenant).only(*DASHBOARD_MEMBER_FIELDS)
-        ),
+        "members": member_items(tenant_members_summary(tenant=tenant)),
     }
     return render(request, "tenants/dashboard.html", context)
 
-
-# What the dashboard's card shows of each member (not the password hash, nor the dates).
-DASHBOARD_MEMBER_FIELDS = (
-    "tenant", "role", "source", "user__username", "user__first_name", "user__last_name",
-    "user__email",
-)
 
 
 # --- members ----------------------------------------------------------------------------------

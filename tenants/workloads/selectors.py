@@ -101,15 +101,25 @@ def tenant_workloads_for_list(
     )
 
 
-def tenant_workloads_recent(*, tenant: Tenant, limit: int) -> QuerySet[Workload]:
+def tenant_workloads_recent(*, tenant: Tenant, limit: int) -> list[Workload]:
     """The tenant's latest workloads (not deleted) with what a summary shows of them (the
-    dashboard's card): name, kind and state, not their specs and manifests."""
-    return (
-        Workload.objects.filter(tenant=tenant)
-        .exclude(status=WorkloadStatus.DELETED)
-        .only("id", "tenant_id", "kind", "name", "status")
-        .order_by("-created_at", "-id")[:limit]
-    )
+    dashboard's card): name, kind and state, not their specs and manifests. One query,
+    written out (the index of live workloads by tenant and age answers it): the ORM's
+    queryset took longer to build than its few rows take to read."""
+    with connection.cursor() as cursor:
+        cursor.execute(_RECENT_WORKLOADS_SQL, [tenant.pk, WorkloadStatus.DELETED, limit])
+        rows = cursor.fetchall()
+    return [
+        Workload(id=pk, tenant_id=tenant.pk, kind=kind, name=name, status=status)
+        for pk, kind, name, status in rows
+    ]
+
+
+_RECENT_WORKLOADS_SQL = (
+    'SELECT "id", "kind", "name", "status" '  # noqa: S608 - no input in the text
+    f'FROM "{Workload._meta.db_table}" WHERE "tenant_id" = %s AND NOT "status" = %s '
+    'ORDER BY "created_at" DESC, "id" DESC LIMIT %s'
+)
 
 
 def workload_events(*, workload: Workload) -> QuerySet[WorkloadEvent]:

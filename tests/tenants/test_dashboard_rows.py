@@ -123,3 +123,41 @@ def test_member_items_read_as_the_template_wrote_them():
     new = "".join(member_items(members))
     assert _same(new) == _same(OLD_MEMBERS.render({"members": members}))
     assert new.count("Keycloak</span>") == 1
+
+
+@pytest.mark.django_db
+def test_the_cards_read_the_members_and_latest_workloads_the_orm_reads(tenant, other_tenant):
+    from tenants.access.selectors import tenant_members, tenant_members_summary
+    from tenants.workloads.selectors import tenant_workloads_recent
+
+    for n, (username, role) in enumerate([("zed", "owner"), ("amy", "viewer"), ("bo", "owner")]):
+        user = User.objects.create_user(username=username, first_name=f"F{n}",
+                                        last_name="<L>", email=f"{username}@x.io")
+        Membership.objects.create(tenant=tenant, user=user, role=role)
+    Membership.objects.create(tenant=other_tenant, user=User.objects.create_user("else"),
+                              role="owner")
+    now = timezone.now()
+    for n, status in enumerate(["ready", "deleted", "failed", "pending", "ready", "deleting",
+                                "ready", "ready"]):
+        workload = Workload.objects.create(tenant=tenant, kind=("vm", "inference")[n % 2],
+                                           name=f"w{n}", status=status)
+        # Two share a creation time: the id breaks the tie, newest first.
+        Workload.objects.filter(pk=workload.pk).update(
+            created_at=now - datetime.timedelta(minutes=min(n, 8 - n)))
+    Workload.objects.create(tenant=other_tenant, kind="vm", name="theirs", status="ready")
+
+    members = tenant_members_summary(tenant=tenant)
+    expected = list(tenant_members(tenant=tenant))
+    assert [(m.pk, m.role, m.source, m.user.pk, m.user.username, m.user.get_full_name(),
+             m.user.email) for m in members] == [
+        (m.pk, m.role, m.source, m.user.pk, m.user.username, m.user.get_full_name(),
+         m.user.email) for m in expected]
+    assert member_items(members) == member_items(expected)
+
+    recent = tenant_workloads_recent(tenant=tenant, limit=6)
+    orm = list(Workload.objects.filter(tenant=tenant).exclude(status="deleted")
+               .order_by("-created_at", "-id")[:6])
+    assert [(w.pk, w.tenant_id, w.kind, w.name, w.status) for w in recent] == [
+        (w.pk, w.tenant_id, w.kind, w.name, w.status) for w in orm]
+    assert workload_items(recent, tenant.slug) == workload_items(orm, tenant.slug)
+    assert "w1" not in {w.name for w in recent} and len(recent) == 6
