@@ -24,7 +24,7 @@ from ..documents import last_day
 from ..downloads import CONTENT_TYPES, invoice_file, invoices_file
 from ..filters import InvoiceFilterSet, filter_errors
 from ..forms import BulkIssueForm, CreditNoteForm, DraftMonthForm, PaymentForm, VoidForm
-from ..invoice_rows import LIST_COLUMNS, audit_event_item, invoice_rows
+from ..invoice_rows import LIST_COLUMNS, audit_event_item, invoice_rows, usage_line_row
 from ..models import Invoice, InvoiceLine, InvoiceStatus
 from ..selectors.finance import (
     invoice_audit_trail,
@@ -220,10 +220,14 @@ def _trail(invoice: Invoice) -> tuple[list, int]:
 
 
 def _detail_context(request, invoice: Invoice, **forms) -> dict:
-    rows = [
-        {"line": line, "last_day": last_day(line.period_end), "events": _events_of(line)}
-        for line in invoice.lines.all()
-    ]
+    rows = []
+    for line in invoice.lines.all():
+        row = {"line": line, "last_day": last_day(line.period_end)}
+        if line.kind == InvoiceLine.Kind.USAGE:  # written in Python (billing.invoice_rows)
+            row["html"] = usage_line_row(line, last_day=row["last_day"])
+        else:
+            row["events"] = _events_of(line)
+        rows.append(row)
     trail, earlier_downloads = _trail(invoice)
     # As the user's get_full_name() gives it, else the username (invoice_for_detail's names).
     full_name = f"{invoice.issued_by_first_name or ''} {invoice.issued_by_last_name or ''}"

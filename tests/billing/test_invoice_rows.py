@@ -141,3 +141,58 @@ def test_a_listed_row_follows_its_status_and_tenant_and_the_time_zone(login, fin
     assert before != issued != renamed != new_york
     assert new_york == _template_rows()
     assert "<td class=\"text-nowrap\">2025-12</td>" in new_york[draft.pk]
+
+
+# A usage line of templates/billing/finance/invoice_detail.html, before it was written in
+# Python.
+TEMPLATE_USAGE_LINE = Template(
+    """{% load billing_tags %}{% with line=row.line %}
+      <tr data-line="usage">
+        <td>{{ line.description }}</td>
+        <td class="font-monospace small text-nowrap">{{ line.resource }}</td>
+        <td class="text-nowrap small">{{ line.period_start|date:"Y-m-d" }} – {{ row.last_day|date:"Y-m-d" }}</td>
+        <td class="text-end text-nowrap">{{ line.quantity_hours|decimal_shown:0 }}</td>
+        <td class="text-end text-nowrap">{{ line.quantity|decimal_shown:0 }} <span class="small text-muted">{{ line.resource|unit_hours:line.unit }}</span></td>
+        <td class="text-end text-nowrap">{{ line.unit_price|decimal_shown }} <span class="small text-muted">/ {{ line.unit }}</span></td>
+        <td class="text-end text-nowrap">{{ line.amount|floatformat:"2g" }}</td>
+      </tr>
+    {% endwith %}"""  # noqa: E501, RUF001
+)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Pacific/Auckland", "America/New_York"])
+def test_every_kind_of_usage_line_is_what_the_template_wrote(settings, zone):
+    from datetime import UTC, datetime
+    from decimal import Decimal
+
+    from django.utils import timezone
+
+    from billing.documents import last_day
+    from billing.invoice_rows import usage_line_row
+    from billing.models import InvoiceLine
+
+    settings.TIME_ZONE = zone
+    start, end = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC)
+    lines = [
+        InvoiceLine(description="NVIDIA H100 80GB GPUs", resource="gpu:nvidia-h100-80gb",
+                    period_start=start, period_end=end, quantity_hours=Decimal("1234.500000"),
+                    quantity=Decimal("1234.5"), unit="hour", unit_price=Decimal("2.125000"),
+                    amount=Decimal("2623.31")),
+        InvoiceLine(description='<b>"Odd"</b> & co', resource="cpu", period_start=start,
+                    period_end=datetime(2026, 1, 15, 13, tzinfo=UTC), quantity_hours=Decimal(0),
+                    quantity=Decimal("0.000001"), unit="month", unit_price=Decimal(1000000),
+                    amount=Decimal("1234567.89")),
+        InvoiceLine(description="Unknown", resource="<weird>&class", period_start=start,
+                    period_end=end, quantity_hours=Decimal("7"), quantity=Decimal("7"),
+                    unit="hour", unit_price=Decimal("0.000000"), amount=Decimal("0.00")),
+        InvoiceLine(description="MIG", resource="mig:nvidia-a100-80gb:1g.10gb",
+                    period_start=start, period_end=end, quantity_hours=Decimal("0.5"),
+                    quantity=Decimal("0.5"), unit="hour", unit_price=Decimal("0.333333"),
+                    amount=Decimal("0.17")),
+    ]
+    with timezone.override(zone):
+        for line in lines:
+            row = {"line": line, "last_day": last_day(line.period_end)}
+            written = usage_line_row(line, last_day=row["last_day"])
+            expected = TEMPLATE_USAGE_LINE.render(Context({"row": row}))
+            assert written.rstrip() == expected.rstrip(), line.description  # the loop's indent
