@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString
+from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
 from portal.confirmation import confirmation_page, is_confirmed
@@ -199,8 +200,6 @@ def request_queue(request):
     page = paginator.get_page(request.GET.get("page"))
     review_url = url_maker("admin:tenants_quotarequest_change", "pk")
     on_the_way = list(quota_requests_on_the_way()[: ON_THE_WAY_SHOWN + 1])
-    for r in on_the_way:
-        r.review_url = review_url(r.pk)
     return render(
         request,
         "tenants/requests.html",
@@ -209,10 +208,36 @@ def request_queue(request):
             "waiting": _queue_rows(page.object_list, review_url),
             "page_size": paginator.per_page,
             "default_page_size": QUEUE_PAGE_SIZE,
-            "on_the_way": on_the_way[:ON_THE_WAY_SHOWN],
+            "on_the_way": _on_the_way_rows(on_the_way[:ON_THE_WAY_SHOWN], review_url),
             "more_on_the_way": len(on_the_way) > ON_THE_WAY_SHOWN,
         },
     )
+
+
+_STATUS_LABELS = dict(QuotaRequest.Status.choices)
+
+
+def _on_the_way_rows(requests, review_url) -> list[SafeString]:
+    """The rows of the requests approved but not applied yet (`quota_requests_on_the_way`),
+    each one `<tr>` written here, as the template wrote them: an include of the status badge
+    per row was most of the page's template time (up to 50 rows)."""
+    rows = []
+    for pk, status, last_error, attempts, tenant_name in requests:
+        border = " border" if status == QuotaRequest.Status.WITHDRAWN else ""
+        label = _STATUS_LABELS.get(status, status)
+        if last_error:
+            cluster = (f'<span class="text-danger">{escape(Truncator(last_error).chars(120))}'
+                       f"</span> (attempt {attempts})")
+        else:
+            cluster = "applying\u2026"
+        rows.append(SafeString(
+            f'<tr><td><a href="{escape(review_url(pk))}">#{pk}</a></td>'
+            f"<td>{escape(tenant_name)}</td>"
+            f'<td><span class="badge text-bg-{QuotaRequest.Status.color(status)}{border}"'
+            f' data-status="{escape(status)}">{escape(label)}</span>\n</td>'
+            f'<td class="small">{cluster}</td></tr>'
+        ))
+    return rows
 
 
 def _queue_rows(requests, review_url) -> list[SafeString]:

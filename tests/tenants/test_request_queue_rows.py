@@ -76,3 +76,37 @@ def test_every_kind_of_row_is_what_the_template_wrote():
         expected = TEMPLATE_ROW.render(Context({"r": _cells(row, review_url, ago)}))
         assert html == expected, row["id"]
     assert "Nova &lt;b&gt;&amp;&lt;/b&gt; &quot;Co&quot;" in written[0]
+
+
+# A row of the queue's "on the way" table before it was written in Python.
+TEMPLATE_ON_THE_WAY = Template(
+    """<tr><td><a href="{{ r.review_url }}">#{{ r.pk }}</a></td><td>{{ r.tenant.name }}</td><td>{% include "tenants/_request_status.html" %}</td><td class="small">{% if r.last_error %}<span class="text-danger">{{ r.last_error|truncatechars:120 }}</span> (attempt {{ r.attempts }}){% else %}applying…{% endif %}</td></tr>"""  # noqa: E501
+)
+
+
+def test_every_kind_of_row_on_the_way_is_what_the_template_wrote():
+    from tenants.quota.selectors import quota_requests_on_the_way
+    from tenants.quota.views import _on_the_way_rows
+
+    odd = TenantFactory(slug="odd", name='Nova <b>&</b> "Co"')
+    plain = TenantFactory(slug="plain", name="Plain")
+    for tenant, status, error, attempts in [
+        (odd, QuotaRequest.Status.APPROVED, "", 0),
+        (plain, QuotaRequest.Status.FAILED, 'quota "x" <refused> & more ' * 9, 3),
+        (plain, QuotaRequest.Status.FAILED, "short", 1),
+        (plain, QuotaRequest.Status.APPLIED, "", 1),  # applied: not on the way
+    ]:
+        QuotaRequest.objects.create(tenant=tenant, justification="More.", status=status,
+                                    last_error=error, attempts=attempts)
+    review_url = url_maker("admin:tenants_quotarequest_change", "pk")
+
+    written = _on_the_way_rows(list(quota_requests_on_the_way()), review_url)
+
+    requests = list(QuotaRequest.objects.exclude(status="applied").select_related("tenant")
+                    .order_by("created_at", "id"))
+    assert len(written) == len(requests) == 3
+    for request, html in zip(requests, written, strict=True):
+        request.review_url = review_url(request.pk)
+        assert html == TEMPLATE_ON_THE_WAY.render(Context({"r": request})), request.pk
+    assert "Nova &lt;b&gt;&amp;&lt;/b&gt; &quot;Co&quot;" in written[0]
+    assert "…</span> (attempt 3)" in written[1]
