@@ -93,7 +93,8 @@ class CachedRows:
         names, deferred = queryset.query.deferred_loading
         fields = [
             field for field in self.model._meta.concrete_fields
-            if field.primary_key or (field.name in names) != deferred
+            # `only()` names a foreign key by its name or its column's ("rack_id").
+            if field.primary_key or (field.name in names or field.attname in names) != deferred
         ]
         annotations = list(queryset.query.annotation_select)
         unhashable = tuple(

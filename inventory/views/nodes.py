@@ -4,9 +4,12 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
-from django.urls import reverse
+from django.urls import get_script_prefix, reverse
+from django.utils.safestring import SafeString
+from django.utils.translation import get_language
 from django.views.decorators.http import require_POST
 
+from portal.cached_rows import CachedRows, RowValues
 from portal.confirmation import confirmation_page, is_confirmed
 from portal.links import url_for_each
 from portal.stamps import read_stamps, stamped
@@ -50,20 +53,26 @@ def _filter_errors(filters: NodeFilterSet, query) -> list[str]:
     return errors
 
 
-def _with_rows(nodes: list[Node]) -> list[Node]:
-    """Each node's row of the list (inventory.node_rows), its node and rack links reversed
-    once for the page (reverse() per row was a sixth of the page)."""
+# Each row of the list, written once per process for the values it shows (portal.cached_rows).
+_LISTED_ROWS = CachedRows(Node)
+
+
+def _node_rows(values: RowValues, page) -> list[SafeString]:
+    """Each node's row of the list (inventory.node_rows), written again only when a value it
+    shows changed, or the language or URL prefix; its node and rack links reversed once for
+    the page (reverse() per row was a sixth of the page)."""
     node_url = url_for_each("inventory:node-detail")
     rack_url = url_for_each("inventory:rack-detail")
     number = grouped_numbers()
-    for node in nodes:
-        node.row = node_row(
+    return _LISTED_ROWS.rows(
+        values, page, (get_language(), get_script_prefix()),
+        lambda node: node_row(
             node,
             detail_url=node_url(node.pk),
             rack_url=rack_url(node.rack_id) if node.rack_id is not None else "",
             number=number,
-        )
-    return nodes
+        ),
+    )
 
 
 # What the list's rows and count are drawn from.
@@ -82,14 +91,15 @@ def node_list(request):
     # The filtered count and the filter's choices change only with the inventory: read from
     # the cache between two writes to it (portal.stamps).
     stamps = read_stamps()
-    paginator = Paginator(nodes, PAGE_SIZE)
+    values = _LISTED_ROWS.values(nodes)
+    paginator = Paginator(values.queryset, PAGE_SIZE)
     if not errors:
         paginator.count = stamped(
             "node-list:count", NODE_LIST_TABLES, nodes.count, stamps=stamps,
             extra=sorted(query.lists()),
         )
     page = paginator.get_page(request.GET.get("page"))
-    page.object_list = _with_rows(list(page.object_list))
+    page.object_list = _node_rows(values, page.object_list)  # each row's <tr>
     context = {
         "filters": filters,
         "filter_errors": errors,

@@ -1,11 +1,14 @@
 """Fleet pages: who may see what, filters, htmx partials, actions, and pinned query counts."""
 
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from inventory.models import GPU, HealthEvent, Node, NodeState
+from inventory.selectors.nodes import nodes_for_list
 from portal.models import AuditEvent
 from tenants.workloads.models import Workload, WorkloadStatus
 from tests.factories import (
@@ -273,7 +276,7 @@ def test_node_list_filters_by_site_model_state_health_and_reserved_tenant(login,
     def hosts(query: str) -> list[str]:
         response = client.get(f"/fleet/nodes/?{query}")
         assert response.status_code == 200
-        return [node.hostname for node in response.context["page"].object_list]
+        return _listed_hostnames(response)
 
     assert len(hosts("site=bulk1")) == 48
     assert len(hosts("model=nvidia-l40s")) == 16
@@ -284,6 +287,12 @@ def test_node_list_filters_by_site_model_state_health_and_reserved_tenant(login,
     assert len(hosts("reserved_for=any")) == 6
     assert hosts("q=00042") == ["gpu-00042"]
     assert hosts("state=maintenance&model=nvidia-h100-80gb") == ["gpu-00015", "gpu-00039"]
+
+
+def _listed_hostnames(response) -> list[str]:
+    """The hostnames of the node list's rows, in their order (each row is its `<tr>`)."""
+    return [re.search(r'<tr data-node="([^"]*)">', row).group(1)
+            for row in response.context["page"].object_list]
 
 
 @pytest.mark.django_db
@@ -311,7 +320,9 @@ def test_node_list_rows_link_each_node_and_rack_and_show_their_badges(login, pla
     response = login(platform_admin).get("/fleet/nodes/")
 
     page = response.content.decode()
-    for node in response.context["page"].object_list:
+    listed = _listed_hostnames(response)
+    assert len(listed) == 21
+    for node in nodes_for_list().filter(hostname__in=listed).select_related("rack__site"):
         row = page[page.index(f'<tr data-node="{node.hostname}">') :]
         row = row[: row.index("</tr>")]
         assert f'href="{reverse("inventory:node-detail", args=[node.pk])}"' in row
