@@ -2,7 +2,7 @@
 
 Defaults give the embedded demo (SQLite, eager Celery, simulated fleet, local accounts).
 `PORTAL_ENV=production` turns on the production posture and refuses to start without
-SECRET_KEY and ALLOWED_HOSTS. Every variable is listed in `.env.example` and the README.
+SECRET_KEY and ALLOWED_HOSTS. Every variable is listed in `.env.example` and docs/configuration.md.
 """
 
 import os

@@ -1,4 +1,4 @@
-"""The README's configuration table and .env.example list exactly the same variables."""
+"""docs/configuration.md's table and .env.example list exactly the same variables."""
 
 import re
 from pathlib import Path
@@ -12,10 +12,9 @@ def _env_example() -> dict[str, str]:
     return dict(re.findall(r"^([A-Z][A-Z0-9_]*)=(.*)$", text, re.MULTILINE))
 
 
-def _readme_table() -> dict[str, str]:
-    """Variable -> default cell of the README's configuration table (test-only rows left out)."""
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+def _configuration_table() -> dict[str, str]:
+    """Variable -> default cell of docs/configuration.md's table (test-only rows left out)."""
+    section = (ROOT / "docs" / "configuration.md").read_text()
     rows: dict[str, str] = {}
     for line in section.splitlines():
         if TEST_ONLY_SECTION in line:
@@ -26,16 +25,17 @@ def _readme_table() -> dict[str, str]:
     return rows
 
 
-def test_readme_table_and_env_example_name_the_same_variables():
-    example, table = _env_example(), _readme_table()
+def test_configuration_table_and_env_example_name_the_same_variables():
+    example, table = _env_example(), _configuration_table()
 
-    assert sorted(set(example) - set(table)) == [], "in .env.example, not in the README"
-    assert sorted(set(table) - set(example)) == [], "in the README, not in .env.example"
+    assert sorted(set(example) - set(table)) == [], "only in .env.example"
+    assert sorted(set(table) - set(example)) == [], "only in docs/configuration.md"
 
 
-def test_readme_defaults_agree_with_env_example_values():
-    """Where the README gives one literal default and .env.example a value, they are equal."""
-    example, table = _env_example(), _readme_table()
+def test_configuration_page_defaults_agree_with_env_example_values():
+    """Where the configuration page gives one literal default and .env.example a value, they
+    are equal."""
+    example, table = _env_example(), _configuration_table()
     disagree = {}
     for name, cell in table.items():
         literal = re.fullmatch(r"`([^`]*)`", cell.strip())
@@ -44,9 +44,8 @@ def test_readme_defaults_agree_with_env_example_values():
     assert disagree == {}
 
 
-def test_the_readme_lists_each_variable_once():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+def test_the_configuration_page_lists_each_variable_once():
+    section = (ROOT / "docs" / "configuration.md").read_text()
     names = re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", section, re.MULTILINE)
     assert len(names) == len(set(names))
 
