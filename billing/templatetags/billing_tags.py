@@ -1,5 +1,6 @@
 """How billing's pages print quantities, prices and units."""
 
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
 from django import template
@@ -39,6 +40,18 @@ def decimal_shown(value, min_places: int = 2) -> str:
     whole, _, places = f"{number:,.6f}".partition(".")
     places = places.rstrip("0").ljust(int(min_places), "0")
     return f"{whole}.{places}" if places else whole
+
+
+@register.filter
+def month_value(value) -> str:
+    """A month filter's value as `<input type="month">` shows it (YYYY-MM): "2026-3" is
+    2026-03; what is no month is left out (the filter's error says why)."""
+    text = str(value or "").strip()
+    try:
+        month = datetime.strptime(text, "%Y-%m")
+    except ValueError:
+        return ""
+    return f"{month.year:04d}-{month.month:02d}"
 
 
 @register.filter
