@@ -142,3 +142,10 @@ def test_finance_picks_a_tenant_and_a_month_and_gets_their_invoices(page, financ
     page.click("#apply-filters")
     page.wait_for_url("**tenant=helix**")
     page.locator("#tenant-name", has_text="Helix Research").wait_for()
+    screenshot(page, "usage-explorer-tenant-picked")
+
+    # The roll-up's months show as months, whatever way the address wrote them.
+    page.goto("/billing/cost-centers/?period_from=2025-12&period_to=2026-1")
+    assert page.input_value("#id_period_from") == "2025-12"
+    assert page.input_value("#id_period_to") == "2026-01"
+    screenshot(page, "cost-centers-months")
