@@ -22,8 +22,10 @@ from PIL import Image
 from pypdf import PdfReader
 from reportlab.pdfbase.pdfmetrics import stringWidth
 
+from billing.calculations.invoicing import quantity_unit
 from billing.models import Rate, UsageRecord
 from billing.services import invoicing
+from inventory import resource_classes
 from tests.factories import TenantFactory
 
 pytestmark = pytest.mark.django_db
@@ -187,3 +189,16 @@ def test_the_pdf_renders_to_pages_with_nothing_in_the_margins(pdf, tmp_path):
         # And the page has content: dark text somewhere in its body.
         assert image.crop((margin, 0, width - margin, height)).getextrema()[0] < 100
 
+
+
+def test_every_class_of_the_vocabulary_counts_in_a_unit_of_its_own():
+    units = {key: quantity_unit(key, "hour") for key in resource_classes.all_keys()}
+
+    assert "unit-hours" not in units.values()  # only a class outside the vocabulary
+    assert units["gpu:nvidia-h200"] == "GPU-hours"
+    assert units["mig:nvidia-h100-80gb:1g.10gb"] == "MIG instance-hours"
+    assert units["hami:nvidia-l40s:cores"] == "HAMi compute unit-hours"
+    assert units["hami:nvidia-l40s:memory-gib"] == "HAMi memory GiB-hours"
+    assert units["count:vm"] == "VM-hours"
+    assert quantity_unit("storage-gib", "month") == "GiB-months"
+    assert quantity_unit("hami-core:nvidia-h100-80gb", "hour") == "unit-hours"
