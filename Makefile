@@ -12,7 +12,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/portal
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 # The suite runs in parallel (pytest-xdist), one process per core; TEST_WORKERS=0 runs it in one.
 TEST_WORKERS ?= auto
-TEST_DEBIAN_PACKAGES := chromium prometheus
+TEST_DEBIAN_PACKAGES := chromium prometheus poppler-utils
 
 .PHONY: demo serve install install-test debian-packages test lint bench clean
 

@@ -18,7 +18,7 @@
 import io
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import IO
 
 from django.template.loader import render_to_string
@@ -30,16 +30,15 @@ from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 from xhtml2pdf import pisa
 from xhtml2pdf.config.resources import ResourceAccessPolicy
 
-from inventory import resource_classes
 from portal import csv_export
 
-from .calculations.invoicing import class_label
+from .calculations.invoicing import class_label, class_order, quantity_unit
 from .documents import DocumentLine, ExportInvoice, InvoiceDocument, last_day
 
 # The layout of one invoice's files: an issued invoice's PDF, CSV and XLSX are rendered once
 # and kept (`billing.services.invoice_files`) while this stays the same. Bump it when what
 # they print changes (this module's layouts, templates/billing/invoice_pdf.html).
-FILE_LAYOUT = 1
+FILE_LAYOUT = 2
 
 CSV_COLUMNS = (
     "invoice_number",
@@ -515,38 +514,38 @@ def invoices_xlsx(*, documents: Iterable[InvoiceDocument]) -> bytes:
 
 # PDF
 
-_UNIT_WORDS = {"gpu": "GPU", "mig": "GPU", "scalar": "", "count": ""}
-_SCALAR_WORDS = {"cpu": "vCPU", "memory-gib": "GiB", "storage-gib": "GiB"}
 # Nothing an invoice shows needs a file or a URL: refuse them all (no SSRF, no local reads).
 _NO_RESOURCES = ResourceAccessPolicy.server(allow_remote=False)
-
-
-def _unit_name(resource: str, unit: str) -> str:
-    try:
-        kind = resource_classes.parse(resource).kind
-    except resource_classes.UnknownResourceClass:
-        kind = ""
-    word = _SCALAR_WORDS.get(resource) or _UNIT_WORDS.get(kind, "unit")
-    return f"{word}-{unit}s" if word else f"{unit}s"
+CENT = Decimal("0.01")
 
 
 def _shown(value: Decimal) -> str:
-    # Up to the 6 places quantities carry, at least the 2 of a price.
+    # A price: up to the 6 places it may carry, at least 2.
     whole, _, places = f"{value:,.6f}".partition(".")
     return f"{whole}.{places.rstrip('0').ljust(2, '0')}"
 
 
-def _pdf_line(line: DocumentLine, currency: str) -> dict[str, str]:
-    quantity = line.quantity if line.quantity is not None else line.quantity_hours
-    unit = _unit_name(line.resource_class, line.unit)
-    return {
-        "description": line.description,
-        "resource_class": line.resource_class,
-        "period": f"{line.period_start.isoformat()} to {line.period_end.isoformat()}",
-        "quantity": f"{_shown(quantity)} {unit}",
-        "unit_price": "" if line.unit_price is None else f"{_shown(line.unit_price)} / {line.unit}",
-        "amount": "" if line.amount is None else f"{currency} {line.amount:,.2f}",
-    }
+def _pdf_lines(lines: Iterable[DocumentLine]) -> list[dict[str, str]]:
+    """The lines as the PDF prints them: whole GPUs first, then MIG and HAMi shares, then CPU,
+    memory, storage and workloads; each quantity to two places in the unit its class counts
+    in (GPU-hours, MIG instance-hours, GiB-months…), amounts in the invoice's currency."""
+    ordered = sorted(lines, key=lambda line: (*class_order(line.resource_class),
+                                              line.period_start, line.description))
+    return [
+        {
+            "description": line.description,
+            "period": f"{line.period_start.isoformat()} to {line.period_end.isoformat()}",
+            "quantity": f"{_quantity(line).quantize(CENT, ROUND_HALF_UP):,.2f}",
+            "unit": quantity_unit(line.resource_class, line.unit),
+            "unit_price": "" if line.unit_price is None else _shown(line.unit_price),
+            "amount": "" if line.amount is None else f"{line.amount:,.2f}",
+        }
+        for line in ordered
+    ]
+
+
+def _quantity(line: DocumentLine) -> Decimal:
+    return line.quantity if line.quantity is not None else line.quantity_hours
 
 
 def invoice_pdf_html(*, document: InvoiceDocument) -> str:
@@ -558,9 +557,9 @@ def invoice_pdf_html(*, document: InvoiceDocument) -> str:
     }
     context = {
         "document": document,
-        "lines": [_pdf_line(line, currency) for line in document.lines],
-        "credit_lines": [_pdf_line(line, currency) for line in document.credit_lines],
-        "unpriced": [_pdf_line(line, currency) for line in document.unpriced],
+        "lines": _pdf_lines(document.lines),
+        "credit_lines": _pdf_lines(document.credit_lines),
+        "unpriced": _pdf_lines(document.unpriced),
         "totals": {
             **money,
             "discount": money["discount"] if totals.discount else "",

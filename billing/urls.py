@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import cost_centers, exports, finance, tenant, usage
+from .views import cost_centers, exports, finance, pickers, tenant, usage
 
 app_name = "billing"
 
@@ -35,4 +35,6 @@ urlpatterns = [
     path("invoices/<int:invoice_id>/invoice.<str:fmt>", finance.invoice_download,
          name="invoice-download"),
     path("cost-centers/", cost_centers.cost_center_list, name="cost-centers"),
+    # The options of the filters' tenant and cost-center pickers, as the person types.
+    path("filter-options/<str:kind>/", pickers.filter_options, name="filter-options"),
 ]

@@ -114,6 +114,15 @@ COUNT_LABELS: dict[str, str] = {
     "slurm": "Slurm clusters",
     "inference": "Inference endpoints",
 }
+# What one unit of a class is, as an invoice counts it ("GPU" in GPU-hours, "GiB" in GiB-months).
+SCALAR_UNITS: dict[str, str] = {"cpu": "vCPU", "memory-gib": "GiB", "storage-gib": "GiB"}
+HAMI_UNITS: dict[str, str] = {"memory-gib": "HAMi memory GiB", "cores": "HAMi compute unit"}
+COUNT_UNITS: dict[str, str] = {
+    "vcluster": "vCluster",
+    "vm": "VM",
+    "slurm": "Slurm cluster",
+    "inference": "endpoint",
+}
 
 
 class UnknownResourceClass(ValueError):
@@ -140,6 +149,20 @@ class ResourceClass:
             kind = self.key.split(":", 1)[1]
             return COUNT_LABELS.get(kind, f"{kind} workloads")
         return SCALAR_CLASSES[self.key]
+
+    @property
+    def unit_noun(self) -> str:
+        """One unit of this class, as a quantity counts it: "GPU", "MIG instance", "HAMi
+        compute unit" (1 % of one GPU's compute), "HAMi memory GiB", "vCPU", "GiB", "VM"."""
+        if self.kind == "gpu":
+            return "GPU"
+        if self.kind == "mig":
+            return "MIG instance"
+        if self.kind == "hami":
+            return HAMI_UNITS[self.hami_counter]
+        if self.kind == "count":
+            return COUNT_UNITS.get(self.key.split(":", 1)[1], "workload")
+        return SCALAR_UNITS[self.key]
 
     @property
     def kubernetes_resource(self) -> str:

@@ -1,7 +1,8 @@
 """Django admin for rate cards, billing accounts, invoices, credit notes and budget alerts.
 
 Every write goes through a service: rates through `rate_save`/`rate_delete` (their checks shown
-as form errors), accounts through `billing_account_update`, credit notes through
+as form errors, also when the service's own check refuses a save that lost a race:
+`portal.admin_saves`), accounts through `billing_account_update`, credit notes through
 `credit_note_create`; invoices only move through the actions (recompute drafts, issue, mark
 paid, void with a reason). An invoice is never edited here, and an issued one never changes.
 """
@@ -22,6 +23,7 @@ from django.utils.html import format_html
 
 from inventory import resource_classes
 from portal.admin import ReadOnlyModelAdmin
+from portal.admin_saves import ServiceSaveAdmin
 from portal.choices import admin_badge
 from portal.errors import DomainError
 
@@ -63,7 +65,7 @@ class RateForm(forms.ModelForm):
 
 
 @admin.register(Rate)
-class RateAdmin(admin.ModelAdmin):
+class RateAdmin(ServiceSaveAdmin):
     form = RateForm
     list_display = ["resource", "unit_price", "unit", "valid_from", "valid_to", "note"]
     list_filter = ["resource", "unit"]
@@ -436,7 +438,7 @@ class CreditNoteForm(forms.ModelForm):
 
 
 @admin.register(CreditNote)
-class CreditNoteAdmin(admin.ModelAdmin):
+class CreditNoteAdmin(ServiceSaveAdmin):
     form = CreditNoteForm
     list_display = ["number", "invoice", "tenant", "amount", "issue_date", "created_by"]
     list_select_related = ["invoice", "created_by"]

@@ -125,6 +125,29 @@ def class_label(resource: str) -> str:
         return resource
 
 
+def quantity_unit(resource: str, unit: str = "hour") -> str:
+    """What a line's quantity counts, for a rate per `unit` (hour or month): GPU-hours, MIG
+    instance-hours, HAMi compute unit-hours, GiB-months; unit-hours for an unknown class."""
+    try:
+        noun = resource_classes.parse(resource).unit_noun
+    except resource_classes.UnknownResourceClass:
+        noun = "unit"
+    return f"{noun}-{unit}s"
+
+
+# The order an invoice prints its lines in: whole GPUs, then their partitions, then the rest.
+_KIND_ORDER = {"gpu": 0, "mig": 1, "hami": 2, "scalar": 3, "count": 4}
+
+
+def class_order(resource: str) -> tuple[int, str]:
+    """A sort key putting GPU classes first, then MIG, HAMi, CPU/memory/storage, workloads."""
+    try:
+        kind = resource_classes.parse(resource).kind
+    except resource_classes.UnknownResourceClass:
+        return (len(_KIND_ORDER), resource)
+    return (_KIND_ORDER[kind], resource)
+
+
 def _known(resource: str) -> bool:
     try:
         resource_classes.parse(resource)

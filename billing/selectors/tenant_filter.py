@@ -52,3 +52,33 @@ def few_choices(values: QuerySet) -> list[str] | None:
     are usually few, but a fleet may give each of its thousands of tenants its own.)"""
     rows = list(values[: MAX_OPTIONS + 1])
     return None if len(rows) > MAX_OPTIONS else rows
+
+
+PICKER_OPTIONS = 20
+
+
+def tenant_options(*, text: str) -> list[dict]:
+    """What the tenant picker offers for `text`: up to PICKER_OPTIONS tenants whose slug or name
+    contains it, the exact slug first, then slugs starting with it, then by name (the first by
+    name without text). One query, however many tenants there are."""
+    text = (text or "").strip()[:100]
+    tenants = Tenant.objects.all()
+    if text:
+        tenants = tenants.filter(Q(slug__icontains=text) | Q(name__icontains=text)).annotate(
+            rank=Case(When(slug=text, then=Value(0)), When(slug__istartswith=text, then=Value(1)),
+                      default=Value(2))
+        ).order_by("rank", "name", "slug")
+    else:
+        tenants = tenants.order_by("name", "slug")
+    return list(tenants.values("slug", "name")[:PICKER_OPTIONS])
+
+
+def cost_center_options(*, text: str) -> list[str]:
+    """What the cost-center picker offers for `text` (when too many for a select): up to
+    PICKER_OPTIONS of the tenants' cost centers containing it, in order. One query."""
+    text = (text or "").strip()[:50]
+    centers = Tenant.objects.exclude(cost_center="")
+    if text:
+        centers = centers.filter(cost_center__icontains=text)
+    return list(centers.order_by("cost_center").values_list("cost_center", flat=True)
+                .distinct()[:PICKER_OPTIONS])

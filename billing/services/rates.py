@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 
 from portal.audit import audit
@@ -26,6 +26,8 @@ from ..models import InvoiceLine, InvoiceStatus, Rate
 
 FIELDS = ("resource", "unit_price", "unit", "valid_from", "valid_to", "note")
 FROZEN = (InvoiceStatus.ISSUED, InvoiceStatus.PAID)
+# PostgreSQL's exclusion constraint (migration 0006): no two rates of a class overlap in time.
+OVERLAP_CONSTRAINT = "billing_rate_periods_never_overlap"
 
 
 def _as_calculation(rate: Rate) -> calculations.Rate:
@@ -155,6 +157,25 @@ def rate_check(*, rate: Rate) -> None:
         _check_issued_prices_kept(stored, rate)
 
 
+def _save_without_overlap(rate: Rate) -> None:
+    """Save `rate`; a rate of its class written meanwhile by a path that skipped the class lock
+    trips the database's exclusion constraint, which is the same refusal as the check's."""
+    adding = rate._state.adding
+    try:
+        with transaction.atomic():
+            rate.save()
+    except IntegrityError as error:
+        if OVERLAP_CONSTRAINT not in str(error):
+            raise
+        rate._state.adding = adding
+        if adding:
+            rate.pk = None
+        rate_validate(rate=rate)  # names the overlapping rate, now committed
+        raise ValidationError({"valid_from": [
+            "Another rate of this class, saved at the same time, covers part of this period: "
+            "end it first, or start later."]}) from None
+
+
 @transaction.atomic
 def rate_save(*, actor, rate: Rate) -> Rate:
     """Create or change a rate (validated against the card and issued invoices; audited)."""
@@ -168,7 +189,7 @@ def rate_save(*, actor, rate: Rate) -> Rate:
     rate_validate(rate=rate)
     if stored is not None:
         _check_issued_prices_kept(stored, rate)
-    rate.save()
+    _save_without_overlap(rate)
     after = _snapshot(rate)
     changes = (
         {"created": after}

@@ -1,17 +1,16 @@
 """How billing's pages print quantities, prices and units."""
 
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
 from django import template
 from django.contrib.humanize.templatetags.humanize import intcomma
 
-from inventory import resource_classes
+from billing.calculations.invoicing import quantity_unit
 from portal.templatetags.portal_format import select_options
 
 register = template.Library()
 
-_KIND_WORDS = {"gpu": "GPU", "mig": "GPU"}
-_SCALAR_WORDS = {"cpu": "vCPU", "memory-gib": "GiB", "storage-gib": "GiB"}
 
 
 # The filter selects' options (one definition for every app's pages).
@@ -44,11 +43,18 @@ def decimal_shown(value, min_places: int = 2) -> str:
 
 
 @register.filter
-def unit_hours(resource: str, unit: str = "hour") -> str:
-    """What a line's quantity counts: GPU-hours, vCPU-hours, GiB-months…"""
+def month_value(value) -> str:
+    """A month filter's value as `<input type="month">` shows it (YYYY-MM): "2026-3" is
+    2026-03; what is no month is left out (the filter's error says why)."""
+    text = str(value or "").strip()
     try:
-        kind = resource_classes.parse(resource).kind
-    except resource_classes.UnknownResourceClass:
-        kind = ""
-    word = _SCALAR_WORDS.get(resource) or _KIND_WORDS.get(kind, "unit")
-    return f"{word}-{unit}s"
+        month = datetime.strptime(text, "%Y-%m")
+    except ValueError:
+        return ""
+    return f"{month.year:04d}-{month.month:02d}"
+
+
+@register.filter
+def unit_hours(resource: str, unit: str = "hour") -> str:
+    """What a line's quantity counts: GPU-hours, MIG instance-hours, GiB-months…"""
+    return quantity_unit(resource, unit)

@@ -337,7 +337,9 @@ def test_the_pdf_says_who_what_and_how_much():
     assert "INV-2025-03-0001" in text
     assert "Acme Labs" in text and "CC-4711" in text
     assert "2025-03-01 to 2025-03-31" in text
-    for expected in ("EUR 50.00", "EUR 30.00", "EUR 10.00", "EUR -2.50", "EUR -8.75", "EUR 14.96"):
+    # Line amounts under an "Amount (EUR)" heading; the totals name the currency.
+    assert "Amount (EUR)" in text
+    for expected in ("50.00", "30.00", "10.00", "-2.50", "EUR -8.75", "EUR 14.96"):
         assert expected in text
     assert "NVIDIA H200 141GB GPUs" in text and "Storage (GiB)" in text
     assert "Downtime credit" in text
