@@ -40,7 +40,14 @@ from portal.prometheus import PrometheusClient, PrometheusError, PrometheusUnava
 from tenants.models import Tenant
 
 from ..calculations.money import HOUR, floor_hour
-from ..models import CrossCheck, MeteringWindow, UsageRecord, WindowStatus
+from ..models import (
+    CrossCheck,
+    Invoice,
+    InvoiceStatus,
+    MeteringWindow,
+    UsageRecord,
+    WindowStatus,
+)
 from .metering_allocated import allocated_rows, allocated_usage
 from .metering_allocated_sql import allocated_insert
 from .metering_measured import Measurement, cross_checks, measure_hour
@@ -389,14 +396,34 @@ def usage_meter_hour(*, hour: datetime, actor: Any | None = None) -> list[Meteri
     return windows
 
 
-def due_windows(*, now: datetime) -> list[tuple[datetime, str]]:
-    """Every (hour, source) within the look-back (and after METERING_START) whose window is not
-    done — never metered, or a gap — oldest first, allocated before measured."""
-    last = floor_hour(now.astimezone(UTC)) - HOUR
+def open_periods_start(*, now: datetime) -> datetime:
+    """The first hour of the oldest billing period still open: the month before `now`'s (its
+    invoices are drafted and issued in the first days of this one), or an older month that
+    still has a draft invoice."""
+    this_month = floor_hour(now.astimezone(UTC)).replace(day=1, hour=0)
+    start = (this_month - timedelta(days=1)).replace(day=1)
+    oldest_draft = (
+        Invoice.objects.filter(status=InvoiceStatus.DRAFT)
+        .order_by("period_start").values_list("period_start", flat=True).first()
+    )
+    return min(start, oldest_draft.astimezone(UTC)) if oldest_draft else start
+
+
+def _first_hour(*, now: datetime) -> datetime:
     first = floor_hour(now.astimezone(UTC) - timedelta(hours=settings.METERING_LOOKBACK_HOURS))
+    first = min(first, open_periods_start(now=now))
     if settings.METERING_START is not None:
         start = settings.METERING_START.astimezone(UTC)
         first = max(first, start if start == floor_hour(start) else floor_hour(start) + HOUR)
+    return first
+
+
+def due_windows(*, now: datetime) -> list[tuple[datetime, str]]:
+    """Every (hour, source) of an open billing period or within the look-back (and after
+    METERING_START) whose window is not done — never metered, or a gap — oldest first,
+    allocated before measured."""
+    last = floor_hour(now.astimezone(UTC)) - HOUR
+    first = _first_hour(now=now)
     if first > last:
         return []
     sources = [ALLOCATED] + ([MEASURED] if measured_metering_enabled() else [])
@@ -412,23 +439,41 @@ def due_windows(*, now: datetime) -> list[tuple[datetime, str]]:
     return due
 
 
+def _runs(hours: list[datetime]) -> list[list[datetime]]:
+    """`hours` (sorted) cut into runs of consecutive hours."""
+    runs: list[list[datetime]] = []
+    for hour in hours:
+        if runs and runs[-1][-1] + HOUR == hour:
+            runs[-1].append(hour)
+        else:
+            runs.append([hour])
+    return runs
+
+
 def usage_meter_due(*, now: datetime | None = None) -> int:
-    """Meter every closed hour not yet done within the look-back, gaps included, at most
-    METERING_MAX_WINDOWS_PER_RUN windows (the oldest first). Returns how many became done.
+    """Meter every closed hour not yet done in an open billing period (or the look-back), gaps
+    included. The allocated hours are metered whole, each run of consecutive hours at once
+    (`usage_meter_span`: one statement however long the run), so that no hour of a month
+    being invoiced stays unmetered; the measured windows (one Prometheus reading each) at most
+    METERING_MAX_WINDOWS_PER_RUN, the oldest first. Returns how many windows became done.
 
     Once Prometheus is found unavailable, the run's other measured windows are recorded as gaps
     without asking it again (each would wait for its timeout)."""
     now = now or timezone.now()
+    due = due_windows(now=now)
     done = 0
+    for run in _runs([hour for hour, source in due if source == ALLOCATED]):
+        usage_meter_span(start=run[0], end=run[-1] + HOUR)
+        done += len(run)
     unavailable: str | None = None
-    for hour, source in due_windows(now=now)[: settings.METERING_MAX_WINDOWS_PER_RUN]:
-        if source == MEASURED and unavailable:
+    measured = [hour for hour, source in due if source == MEASURED]
+    for hour in measured[: settings.METERING_MAX_WINDOWS_PER_RUN]:
+        if unavailable:
             _record_gap(MEASURED, hour, unavailable, actor=None)
             continue
-        window = usage_meter_window(source=source, hour=hour)
+        window = usage_meter_window(source=MEASURED, hour=hour)
         if window.status == WindowStatus.DONE:
             done += 1
-        elif source == MEASURED and window.last_error.startswith(PrometheusUnavailable.__name__):
+        elif window.last_error.startswith(PrometheusUnavailable.__name__):
             unavailable = window.last_error
     return done
-

@@ -213,6 +213,7 @@ def test_prometheus_down_is_a_gap_and_a_later_sweep_fills_it(
     prometheus_server, prometheus_down_url, settings, tenant, other_tenant, allocations
 ):
     settings.METERING_LOOKBACK_HOURS = 2
+    settings.METERING_START = HOUR  # the open billing period would reach back to February
     now = utc(2026, 3, 3, 12, 5)
     settings.PROMETHEUS_URL = prometheus_down_url
 
