@@ -7,15 +7,18 @@ window queue on its row lock.
 
 - `allocated` (`metering_allocated`): what every workload held, from its lifecycle events.
 - `measured` (`metering_measured`): what the GPUs were seen doing, from DCGM series in
-  Prometheus; with the OpenCost cross-check, compared with the hour's allocated GPU-seconds as
-  they are stored when the measured window is metered (`usage_meter_hour` meters allocated
-  first).
+  Prometheus, each host-hour capped by the host's GPUs in the inventory (`metering_caps`:
+  what was capped is a `MeteringFlag`); with the OpenCost cross-check, compared with the
+  hour's allocated GPU-seconds as they are stored when the measured window is metered
+  (`usage_meter_hour` meters allocated first).
 
 When Prometheus cannot answer, the measured window becomes a GAP with the error: its records
 stay as they were (none, or those of an earlier run), never silently zero, and the sweep
-(`usage_meter_due`) meters it again. Without PROMETHEUS_URL, measured metering is off: the
-sweep and `usage_meter_hour` skip it (no window rows: nothing is pending), and only a direct
-`usage_meter_window(source="measured")` records a gap that says why.
+(`usage_meter_due`) meters it again. The sweep covers every hour of the open billing periods
+(last month, any older month with a draft invoice), not only the look-back: an invoice is
+never issued over hours left unmetered (`selectors.metering_gaps`). Without PROMETHEUS_URL,
+measured metering is off: the sweep and `usage_meter_hour` skip it (no window rows: nothing
+is pending), and only a direct `usage_meter_window(source="measured")` records a gap that says why.
 
 Every window metered is one audit event (system actor, or the admin who asked); a gap is
 audited when a window becomes one, not at every retry.
@@ -50,6 +53,7 @@ from ..models import (
 )
 from .metering_allocated import allocated_rows, allocated_usage
 from .metering_allocated_sql import allocated_insert
+from .metering_caps import measured_capped, measured_flags_replace
 from .metering_measured import Measurement, cross_checks, measure_hour
 
 logger = logging.getLogger(__name__)
@@ -175,16 +179,22 @@ def _allocated_gpu_seconds(hour: datetime) -> dict[int, int]:
 def _store_measured(hour: datetime, measurement: Measurement, *,
                     actor: Any | None) -> MeteringWindow:
     now = timezone.now()
+    usage, capped = measured_capped({hour: measurement.usage})
+    measured_flags_replace(hours=[hour], capped=capped)
     records = [
         UsageRecord(tenant_id=u.tenant_id, hostname=u.hostname, source=MEASURED,
                     resource=u.resource, hour=hour, unit_seconds=u.unit_seconds,
                     busy_seconds=u.busy_seconds, metered_at=now)
-        for u in measurement.usage
+        for u in usage[hour]
     ]
     details: dict[str, Any] = {
         "busy_seconds": sum(r.busy_seconds for r in records),
         "unattributed_seconds": measurement.unattributed_seconds,
     }
+    if capped:
+        details["capped_hosts"] = sorted(cap.hostname for cap in capped)
+        logger.warning("Measured GPU time above the inventory's GPUs on %s at %s: capped",
+                       details["capped_hosts"], hour.isoformat())
     CrossCheck.objects.filter(hour=hour).delete()
     if measurement.opencost is not None:
         checks = cross_checks(
@@ -350,10 +360,12 @@ def usage_meter_measurements(
     if hours[-1] - hours[0] != HOUR * (len(hours) - 1):
         raise ValidationError({"measurements": ["Give every hour of one span, without gaps."]})
     now = timezone.now()
+    usage, capped = measured_capped({hour: measurements[hour].usage for hour in hours})
+    measured_flags_replace(hours=hours, capped=capped)
     rows = [
         (u.tenant_id, None, u.hostname, MEASURED, u.resource, hour, u.unit_seconds,
          u.busy_seconds, now)
-        for hour in hours for u in measurements[hour].usage
+        for hour in hours for u in usage[hour]
     ]
     start, end = hours[0], hours[-1] + HOUR
     allocated: dict[datetime, dict[int, int]] = {}
@@ -380,7 +392,8 @@ def usage_meter_measurements(
         ]
     CrossCheck.objects.bulk_create(checks, batch_size=2000)
     return _replace_span(MEASURED, hours, lambda: _copy_counted(rows), actor=actor,
-                         details={"cross_checks_flagged": sum(c.flagged for c in checks)})
+                         details={"cross_checks_flagged": sum(c.flagged for c in checks),
+                                  "capped_host_hours": len(capped)})
 
 
 def measured_metering_enabled() -> bool:
