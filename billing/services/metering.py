@@ -468,7 +468,8 @@ def usage_meter_due(*, now: datetime | None = None) -> int:
     included. The allocated hours are metered whole, each run of consecutive hours at once
     (`usage_meter_span`: one statement however long the run), so that no hour of a month
     being invoiced stays unmetered; the measured windows (one Prometheus reading each) at most
-    METERING_MAX_WINDOWS_PER_RUN, the oldest first. Returns how many windows became done.
+    METERING_MAX_WINDOWS_PER_RUN, those of the look-back first, each part oldest first.
+    Returns how many windows became done.
 
     Once Prometheus is found unavailable, the run's other measured windows are recorded as gaps
     without asking it again (each would wait for its timeout)."""
@@ -479,7 +480,11 @@ def usage_meter_due(*, now: datetime | None = None) -> int:
         usage_meter_span(start=run[0], end=run[-1] + HOUR)
         done += len(run)
     unavailable: str | None = None
-    measured = [hour for hour, source in due if source == MEASURED]
+    # The look-back's measured windows first (the last hours, what the pages show), then the
+    # open periods' older ones.
+    recent = floor_hour(now.astimezone(UTC) - timedelta(hours=settings.METERING_LOOKBACK_HOURS))
+    measured = sorted((hour for hour, source in due if source == MEASURED),
+                      key=lambda hour: (hour < recent, hour))
     for hour in measured[: settings.METERING_MAX_WINDOWS_PER_RUN]:
         if unavailable:
             _record_gap(MEASURED, hour, unavailable, actor=None)

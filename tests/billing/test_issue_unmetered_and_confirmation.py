@@ -15,6 +15,8 @@ from billing.calculations.money import floor_hour
 from billing.models import Invoice, InvoiceStatus, MeteringWindow, UsageRecord
 from billing.services import invoicing
 from portal.models import AuditEvent
+from tests.factories import TEST_PASSWORD
+from tests.support.fixtures_browser import screenshot, sign_in
 
 from .finance_data import H100, rates
 
@@ -197,3 +199,32 @@ def test_a_total_that_changed_after_the_confirmation_is_not_issued(login, financ
 
     assert Invoice.objects.get(pk=metered_draft.pk).status == InvoiceStatus.DRAFT
     assert any("not the 10.00 EUR confirmed" in m for m in _messages(response))
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_finance_sees_the_gap_and_issues_over_it_with_a_reason_in_the_browser(
+    page, finance, november
+):
+    draft, lost = november
+    sign_in(page, "finance", TEST_PASSWORD)
+
+    page.goto(f"{LIST}{draft.pk}/")
+    gap = page.locator("#unmetered-warning")
+    gap.wait_for()
+    assert f"{lost[0]:%Y-%m-%d %H}:00 to {lost[-1]:%Y-%m-%d %H}:59 UTC" in gap.inner_text()
+    screenshot(page, "finance-invoice-unmetered-hours")
+    page.fill("#id_unmetered_reason", "Billed by the old cluster's meter for those hours.")
+    with page.expect_navigation():
+        page.click("#action-issue")
+
+    heading = page.locator("#confirm-page h1").inner_text()
+    assert f"to {draft.tenant_name} for 15.00 EUR?" in heading and "INV-" in heading
+    assert "3 hour(s)" in page.locator("#confirm-consequences").inner_text()
+    screenshot(page, "finance-invoice-issue-confirm")
+    assert Invoice.objects.get(pk=draft.pk).is_draft
+    with page.expect_navigation():
+        page.click("#confirm-submit")
+
+    page.locator("#invoice-title", has_text="INV-").wait_for()
+    assert Invoice.objects.get(pk=draft.pk).status == InvoiceStatus.ISSUED
