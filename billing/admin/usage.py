@@ -78,9 +78,13 @@ class CrossCheckAdmin(ReadOnlyModelAdmin):
 
 @admin.register(MeteringFlag)
 class MeteringFlagAdmin(ReadOnlyModelAdmin):
-    list_display = ["hour", "kind", "hostname", "tenant", "gpus", "capacity_seconds",
-                    "reported_seconds", "kept_seconds", "flagged_at"]
+    list_display = ["hour", "kind", "hostname", "tenant", "invoice_month", "gpus",
+                    "capacity_seconds", "reported_seconds", "kept_seconds", "flagged_at"]
     list_filter = ["kind", "hour", "tenant"]
     search_fields = ["hostname", "tenant__slug"]
     list_select_related = ["tenant"]
     date_hierarchy = "hour"
+
+    @admin.display(description="invoice month", ordering="invoice_period")
+    def invoice_month(self, obj: MeteringFlag) -> str:
+        return f"{obj.invoice_period:%Y-%m}" if obj.invoice_period else "—"
