@@ -57,6 +57,14 @@ def test_measured_gpu_time_above_the_hosts_gpus_is_capped_and_flagged(
         "measured_capped", "gpu-a-001", HOUR, 1)
     assert (flag.capacity_seconds, flag.reported_seconds, flag.kept_seconds) == (3600, 5400, 3600)
 
+    # Finance sees it where metering's health is shown.
+    explorer = login(platform_admin).get(
+        "/billing/usage/", {"start": "2026-03-03", "end": "2026-03-03"})
+    body = explorer.content.decode()
+    assert explorer.status_code == 200 and 'id="capped-hosts"' in body
+    row = body.split('data-capped="gpu-a-001-2026-03-03T10"')[1].split("</tr>")[0]
+    assert "5,400 s" in row and "3,600 s" in row
+
     # Metered again with the inventory right: the flag goes with the cap.
     GPUFactory(node=flag_node("gpu-a-001"), index=1, model="nvidia-h100-80gb")
     metering.usage_meter_window(source=MEASURED, hour=HOUR)
