@@ -284,6 +284,36 @@ class CrossCheck(models.Model):
         return f"{self.tenant_id} {self.hour:%Y-%m-%d %H}:00 {self.difference_percent} %"
 
 
+class MeteringFlag(models.Model):
+    """GPU-seconds above what a host's GPUs allow, capped when stored (measured usage) or
+    credited (downtime credit): admins look into the source that over-reported."""
+
+    class Kind(models.TextChoices):
+        MEASURED_CAPPED = "measured_capped", "Measured usage above the host's GPUs"
+        CREDIT_CAPPED = "credit_capped", "Downtime credit above the host's GPUs x outage"
+
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    hour = models.DateTimeField()
+    hostname = models.CharField(max_length=253)
+    # The tenant whose invoice a capped credit is on (a measured cap is the host's, all tenants).
+    tenant = models.ForeignKey(
+        Tenant, null=True, blank=True, on_delete=models.CASCADE, related_name="metering_flags"
+    )
+    invoice_period = models.DateTimeField(null=True, blank=True)
+    gpus = models.PositiveIntegerField(help_text="The host's GPUs in the inventory.")
+    capacity_seconds = models.BigIntegerField(help_text="GPU-seconds its GPUs allow.")
+    reported_seconds = models.BigIntegerField(help_text="GPU-seconds reported (or credited).")
+    kept_seconds = models.BigIntegerField(help_text="GPU-seconds kept after the cap.")
+    flagged_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-hour", "hostname"]
+        indexes = [models.Index(fields=["kind", "hour"]), models.Index(fields=["hour"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.hostname} {self.hour:%Y-%m-%d %H}:00"
+
+
 @colored({"draft": "secondary", "issued": "primary", "paid": "success", "void": "dark"})
 class InvoiceStatus(ColoredChoices):
     DRAFT = "draft", "Draft"

@@ -122,6 +122,15 @@ class InvoiceIssueSerializer(serializers.Serializer):
     issue_date = serializers.DateField(
         required=False, help_text="Default: today. Not before the month ends, not in the future."
     )
+    unmetered_reason = serializers.CharField(
+        max_length=500, required=False, allow_blank=True, default="",
+        help_text="Issue although hours of the month were never metered (refused without it), "
+                  "and why: kept in the audit trail.",
+    )
+    expected_total = serializers.DecimalField(
+        max_digits=14, decimal_places=2, required=False,
+        help_text="The total you reviewed: refused (400) if the recomputed draft differs.",
+    )
 
     def validate_issue_date(self, value):
         if value > timezone.localdate():

@@ -30,8 +30,9 @@ def usage_meter_task(hour_iso: str) -> list[str]:
 # Periodic and retried only a few times: the next hourly run comes soon and looks back anyway.
 @shared_task(**retry_policy(OperationalError, max_retries=3))
 def usage_meter_sweep_task() -> int:
-    """Hourly (beat "billing-meter-hourly"): meter every closed hour not done yet, gaps
-    included. Returns how many windows became done."""
+    """Hourly (beat "billing-meter-hourly"): meter every closed hour not done yet in the open
+    billing periods (and the look-back), gaps included. Returns how many windows became
+    done."""
     return metering.usage_meter_due()
 
 

@@ -14,11 +14,13 @@ import datetime
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from fractions import Fraction
 
 from django.conf import settings
 from django.utils import timezone
 
 from billing.calculations import month_forecast
+from billing.calculations.capacity import gpu_share
 from billing.models import Invoice, Rate, UsageRecord
 from billing.selectors.usage import month_spend
 from billing.services import accounts, budgets, invoicing, metering, rates
@@ -226,15 +228,25 @@ def rate_card(*, now: datetime.datetime) -> None:
     ))
 
 
-# Which hosts each GPU class of a tenant runs on (8 GPUs a node, filled in workload order).
-GPUS_PER_NODE = 8
+# Which hosts each GPU class of a tenant runs on, filled in workload order, each host up to the
+# GPUs the inventory lists on it (a MIG instance of g slices takes g/7 of one).
 GPU_PREFIXES = ("gpu:", "mig:")
 
 
-def _hosts_by_class() -> dict[str, list[str]]:
+@dataclass(frozen=True)
+class Hosts:
+    """The demo fleet as the generator places GPUs on it."""
+
+    by_class: dict[str, list[str]]  # the hostnames that carry each GPU class, in fleet order
+    gpus: dict[str, int]  # GPUs per hostname
+
+
+def _hosts_by_class() -> Hosts:
     """The hostnames that carry each GPU class, in the demo fleet's order (reserved first)."""
     hosts: dict[str, list[str]] = {}
+    gpus: dict[str, int] = {}
     for node in Node.objects.order_by("-reserved_for", "hostname").prefetch_related("gpus"):
+        gpus[node.hostname] = len(node.gpus.all())
         models = {gpu.model for gpu in node.gpus.all()}
         profiles = {p for gpu in node.gpus.all() for p in (gpu.mig_layout or [])}
         for model in models:
@@ -242,7 +254,7 @@ def _hosts_by_class() -> dict[str, list[str]]:
             hosts.setdefault(key, []).append(node.hostname)
             for profile in profiles:
                 hosts.setdefault(f"mig:{model}:{profile}", []).append(node.hostname)
-    return hosts
+    return Hosts(hosts, gpus)
 
 
 def _utilization(tenant_id: int, workload_id: int, hour: datetime.datetime) -> int:
@@ -255,11 +267,13 @@ def _utilization(tenant_id: int, workload_id: int, hour: datetime.datetime) -> i
 
 
 def measured_series(
-    *, since: datetime.datetime, until: datetime.datetime, hosts: dict[str, list[str]]
+    *, since: datetime.datetime, until: datetime.datetime, hosts: Hosts
 ) -> dict[datetime.datetime, Measurement]:
     """What the DCGM exporter would have shown, hour by hour: each workload's GPUs on the hosts
-    that carry its class, present most of the time it held them, busy as `_utilization` says;
-    and OpenCost's view of the same GPUs (one tenant-hour off, to show the cross-check)."""
+    that carry its class, never more than a host has (GPUs allocated beyond the fleet are not
+    seen: they do not exist), present most of the time they were held, busy as `_utilization`
+    says; and OpenCost's view of the same GPUs (one tenant-hour off, to show the
+    cross-check)."""
     records = (
         UsageRecord.objects.filter(
             source=UsageRecord.Source.ALLOCATED, hour__gte=since, hour__lt=until
@@ -279,21 +293,36 @@ def measured_series(
     return series
 
 
-def _measurement(hour: datetime.datetime, records: list[tuple],
-                 hosts: dict[str, list[str]]) -> Measurement:
+def _placed(resource: str, units: int, room: dict[str, Fraction], hosts: Hosts
+            ) -> list[tuple[str, int]]:
+    """Where `units` of `resource` go this hour: (host, units) on the class's hosts in order,
+    each taking what its GPUs left (`room`) allow."""
+    share = gpu_share(resource)
+    placed = []
+    for host in hosts.by_class.get(resource, []):
+        left = room.setdefault(host, Fraction(hosts.gpus.get(host, 0)))
+        fits = min(units, int(left / share))
+        if fits:
+            placed.append((host, fits))
+            room[host] = left - fits * share
+            units -= fits
+        if not units:
+            break
+    return placed
+
+
+def _measurement(hour: datetime.datetime, records: list[tuple], hosts: Hosts) -> Measurement:
     used: dict[tuple[int, str, str], list[int]] = {}
-    filled: dict[str, int] = {}
+    room: dict[str, Fraction] = {}
     opencost: dict[int, int] = {}
     for tenant_id, workload_id, resource, seconds in records:
-        candidates = hosts.get(resource) or ["gpu-unknown"]
-        slot = filled.get(resource, 0)
-        filled[resource] = slot + max(1, seconds // 3600)
-        host = candidates[(slot // GPUS_PER_NODE) % len(candidates)]
-        present = seconds * 97 // 100  # pods restarting now and then
-        busy = present * _utilization(tenant_id, workload_id, hour) // 100
-        total = used.setdefault((tenant_id, host, resource), [0, 0])
-        total[0] += present
-        total[1] += busy
+        units = -(-seconds // 3600)  # the GPUs held at once (for part of the hour, maybe)
+        for host, count in _placed(resource, units, room, hosts):
+            present = seconds * count // units * 97 // 100  # pods restarting now and then
+            busy = present * _utilization(tenant_id, workload_id, hour) // 100
+            total = used.setdefault((tenant_id, host, resource), [0, 0])
+            total[0] += present
+            total[1] += busy
         if resource.startswith("gpu:"):
             opencost[tenant_id] = opencost.get(tenant_id, 0) + seconds
     odd = hour.day == 9 and hour.hour == 14
@@ -301,6 +330,7 @@ def _measurement(hour: datetime.datetime, records: list[tuple],
         usage=[
             MeasuredUsage(tenant_id, host, resource, present, busy)
             for (tenant_id, host, resource), (present, busy) in sorted(used.items())
+            if present
         ],
         unattributed_seconds=0,
         opencost={t: s * (3 if odd and i == 0 else 1) for i, (t, s) in

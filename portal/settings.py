@@ -571,8 +571,10 @@ OIDC_INTROSPECT_ACCESS_TOKENS = env.bool("OIDC_INTROSPECT_ACCESS_TOKENS", defaul
 
 # Metering (issue 12): every closed UTC hour is metered from the workloads' histories
 # (allocated) and, with PROMETHEUS_URL, from DCGM series (measured), at METERING_MINUTE past
-# each hour. Hours not done within the look-back (never metered, or gaps while Prometheus was
-# down) are metered by the next run, at most METERING_MAX_WINDOWS_PER_RUN windows at a time.
+# each hour. Hours not done in an open billing period (last month, older months with a draft
+# invoice) or within the look-back (never metered, or gaps while Prometheus was down) are
+# metered by the next run: every allocated hour, at most METERING_MAX_WINDOWS_PER_RUN measured
+# windows at a time (docs/billing.md).
 METERING_LOOKBACK_HOURS = env.int("METERING_LOOKBACK_HOURS", default=48)
 METERING_MAX_WINDOWS_PER_RUN = env.int("METERING_MAX_WINDOWS_PER_RUN", default=24)
 METERING_MINUTE = env.int("METERING_MINUTE", default=5)

@@ -28,6 +28,7 @@ from portal.choices import admin_badge
 from portal.errors import DomainError
 
 from ..models import BillingAccount, BudgetAlert, CreditNote, Invoice, InvoiceLine, Rate
+from ..selectors.issuing import confirmation_name, issue_previews
 from ..services import invoicing, rates
 from ..services.accounts import billing_account_update
 
@@ -196,6 +197,12 @@ class DraftMonthForm(forms.Form):
         return f"{timezone.localdate().replace(day=1) - timedelta(days=1):%Y-%m}"
 
 
+class IssueConfirmForm(forms.Form):
+    """What the confirmation named (the numbers and totals): issued only if still true."""
+
+    confirm = forms.CharField(widget=forms.HiddenInput)
+
+
 class VoidForm(forms.Form):
     reason = forms.CharField(
         label="Reason", max_length=500, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
@@ -355,12 +362,34 @@ class InvoiceAdmin(admin.ModelAdmin):
                 errors[invoice.pk] = str(error)
         self._report(request, done, errors, "Recomputed")
 
-    @admin.action(description="Issue selected drafts (numbers them; they never change again)")
+    @admin.action(description="Issue selected drafts (asks first: they never change again)")
     def issue_selected(self, request, queryset: QuerySet[Invoice]):
-        issued, errors = invoicing.invoices_issue(
-            invoice_ids=list(queryset.values_list("pk", flat=True)), actor=request.user
+        invoices = list(queryset)
+        previews = issue_previews(invoices=invoices)
+        name = confirmation_name(previews)
+        form = IssueConfirmForm(request.POST if "apply" in request.POST else None,
+                                initial={"confirm": name})
+        confirmed = "apply" in request.POST and form.is_valid()
+        # No draft among them: nothing to ask, each refusal is reported.
+        if not previews or (confirmed and form.cleaned_data["confirm"] == name):
+            issued, errors = invoicing.invoices_issue(
+                invoice_ids=[invoice.pk for invoice in invoices], actor=request.user,
+                expected_totals={preview.invoice_id: preview.total for preview in previews},
+            )
+            self._report(request, issued, errors, "Issued")
+            return None
+        if confirmed:
+            form = IssueConfirmForm(initial={"confirm": name})
+            self.message_user(request, "Numbers or totals changed since you were asked: "
+                              "look again and confirm.", messages.WARNING)
+        response = self._intermediate(
+            request, queryset, form=form, action="issue_selected",
+            title=f"Issue {len(previews)} invoice(s)?", button=f"Issue {len(previews)}",
         )
-        self._report(request, issued, errors, "Issued")
+        response.template_name = "admin/billing/invoice/issue_form.html"
+        response.context_data |= {"previews": previews,
+                                  "skipped": len(invoices) - len(previews)}
+        return response
 
     def _intermediate(self, request, queryset, *, form, action: str, title: str, button: str):
         return TemplateResponse(

@@ -1,4 +1,5 @@
-"""Django admin for usage records, metering windows and OpenCost cross-checks (read-only).
+"""Django admin for usage records, metering windows, OpenCost cross-checks and metering flags
+(GPU time capped by a host's GPUs) — read-only.
 
 Metering writes them; an admin reads them and may ask for windows to be metered again (the
 service replaces their records and audits it, with the admin as the actor).
@@ -9,7 +10,7 @@ from django.contrib import admin, messages
 from portal.admin import ReadOnlyModelAdmin
 from portal.choices import admin_badge
 
-from ..models import CrossCheck, MeteringWindow, UsageRecord
+from ..models import CrossCheck, MeteringFlag, MeteringWindow, UsageRecord
 from ..services import metering
 
 # An admin action meters in the request (measured windows ask Prometheus): a few at a time.
@@ -73,3 +74,17 @@ class CrossCheckAdmin(ReadOnlyModelAdmin):
     search_fields = ["tenant__slug"]
     list_select_related = ["tenant"]
     date_hierarchy = "hour"
+
+
+@admin.register(MeteringFlag)
+class MeteringFlagAdmin(ReadOnlyModelAdmin):
+    list_display = ["hour", "kind", "hostname", "tenant", "invoice_month", "gpus",
+                    "capacity_seconds", "reported_seconds", "kept_seconds", "flagged_at"]
+    list_filter = ["kind", "hour", "tenant"]
+    search_fields = ["hostname", "tenant__slug"]
+    list_select_related = ["tenant"]
+    date_hierarchy = "hour"
+
+    @admin.display(description="invoice month", ordering="invoice_period")
+    def invoice_month(self, obj: MeteringFlag) -> str:
+        return f"{obj.invoice_period:%Y-%m}" if obj.invoice_period else "—"

@@ -126,13 +126,16 @@ class InvoiceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     @action(detail=True, methods=["post"], filter_backends=[])
     def issue(self, request: Request, pk: str) -> Response:
         """Issue a draft: recomputed, numbered INV-<year>-<0001>, dated, due after the payment
-        terms, immutable from then on (finance). Not a draft: 409; usage without a price or
-        a month not ended: 400."""
+        terms, immutable from then on (finance). Not a draft: 409; usage without a price, a
+        month not ended, hours never metered without `unmetered_reason`, or a total other
+        than `expected_total`: 400. The call itself is the confirmation (docs/billing.md)."""
         invoice = self._for_finance(pk, "issue invoices")
         body = InvoiceIssueSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         invoicing.invoice_issue(invoice_id=invoice.pk, actor=request.user,
-                                issue_date=body.validated_data.get("issue_date"))
+                                issue_date=body.validated_data.get("issue_date"),
+                                unmetered_reason=body.validated_data["unmetered_reason"],
+                                expected_total=body.validated_data.get("expected_total"))
         return self._detail(pk)
 
     @extend_schema(

@@ -13,7 +13,7 @@ money is rounded once per credit line, at the rate in force during the hour cred
 """
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
@@ -86,6 +86,17 @@ def downtime_credit_by_hour(
             share = Fraction(seconds * down, SECONDS_PER_HOUR)
             credit[hour, resource] += int(round_to(share, _SECOND))
     return {key: seconds for key, seconds in credit.items() if seconds}
+
+
+def seconds_down(events: Iterable[CriticalEvent]) -> Callable[[str, datetime], int]:
+    """(hostname, UTC hour start) → the seconds of that hour the host spent under an open
+    critical event (overlapping events counted once)."""
+    intervals = _merged(events)
+
+    def down(hostname: str, hour: datetime) -> int:
+        return _seconds_down(hour, intervals.get(hostname, []))
+
+    return down
 
 
 def downtime_credit_seconds(

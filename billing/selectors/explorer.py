@@ -28,7 +28,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from fractions import Fraction
@@ -59,6 +59,7 @@ from ..calculations.invoicing import class_label
 from ..calculations.money import SECONDS_PER_HOUR, floor_hour, month_start, round_to
 from ..models import (
     CrossCheck,
+    MeteringFlag,
     MeteringWindow,
     UsageDaily,
     UsageRecord,
@@ -638,6 +639,9 @@ class MeteringHealth:
     cross_checks: list[CrossCheck]
     cross_checks_total: int
     unmeasured_hours: int = 0  # closed hours left out of utilization: no measured window done
+    # Host-hours whose measured GPU time was capped by the host's GPUs (`metering_caps`).
+    capped: list[MeteringFlag] = field(default_factory=list)
+    capped_total: int = 0
 
     def as_of(self, usage: UsageFilter, now: datetime) -> MeteringHealth:
         """The same, with the hours unmeasured by `now` (the hour under way is metered once
@@ -648,9 +652,9 @@ class MeteringHealth:
 
 
 def metering_health(usage: UsageFilter, *, now: datetime, limit: int = 12) -> MeteringHealth:
-    """Gaps (and pending windows) in the range, hours without a measurement, and flagged
-    cross-checks of the filtered tenants, newest first, at most `limit` of each: four queries
-    whatever the data."""
+    """Gaps (and pending windows) in the range, hours without a measurement, flagged
+    cross-checks of the filtered tenants, and host-hours whose measured GPU time was capped by
+    the inventory, newest first, at most `limit` of each: six queries whatever the data."""
     return _metering_health(usage, limit=limit).as_of(usage, now)
 
 
@@ -665,6 +669,10 @@ def _metering_health(usage: UsageFilter, *, limit: int = 12) -> MeteringHealth:
     checks = CrossCheck.objects.filter(
         _tenant_q(usage), flagged=True, hour__gte=usage.start, hour__lt=usage.end
     )
+    # Written with the measured windows they belong to: the range's stamps move with them.
+    capped = MeteringFlag.objects.filter(
+        kind=MeteringFlag.Kind.MEASURED_CAPPED, hour__gte=usage.start, hour__lt=usage.end
+    )
     return MeteringHealth(
         windows=list(windows.order_by("-hour", "source")[:limit]),
         windows_total=counts["total"],
@@ -674,6 +682,8 @@ def _metering_health(usage: UsageFilter, *, limit: int = 12) -> MeteringHealth:
             checks.select_related("tenant").order_by("-hour", "tenant__name")[:limit]
         ),
         cross_checks_total=checks.count(),
+        capped=list(capped.order_by("-hour", "hostname")[:limit]),
+        capped_total=capped.count(),
     )
 
 

@@ -8,11 +8,12 @@ from collections import defaultdict
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db.models import (
     BinaryField,
+    Count,
     F,
     FilteredRelation,
     OuterRef,
@@ -23,10 +24,12 @@ from django.db.models import (
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from inventory.models import HealthEvent, Severity
+from inventory.models import GPU, HealthEvent, Severity
 from tenants.access import access_for
 
 from .. import calculations, documents
+from ..calculations.capacity import CappedHour, cap_to_capacity
+from ..calculations.downtime import seconds_down
 from ..calculations.invoicing import class_label
 from ..exports import FILE_LAYOUT
 from ..models import Invoice, InvoiceFile, InvoiceLine, InvoiceStatus, UsageRecord
@@ -338,6 +341,24 @@ def _event_json(event: HealthEvent) -> dict[str, Any]:
     }
 
 
+class DowntimeCredit(NamedTuple):
+    """A tenant's downtime credit for a period: its lines, the events behind each line (keyed
+    by resource class and line start), and the host-hours whose credit was capped by the
+    host's GPUs x its outage."""
+
+    lines: tuple[calculations.InvoiceLine, ...]
+    events_by_line: dict[tuple[str, datetime], list[dict]]
+    capped: list[CappedHour]
+
+
+def _host_gpus(hostnames: set[str]) -> dict[str, int]:
+    rows = (
+        GPU.objects.filter(node__hostname__in=sorted(hostnames))
+        .values("node__hostname").annotate(gpus=Count("id")).order_by()
+    )
+    return {row["node__hostname"]: row["gpus"] for row in rows}
+
+
 def downtime_credit(
     *,
     tenant_id: int,
@@ -345,12 +366,14 @@ def downtime_credit(
     end: datetime,
     rates: list[calculations.Rate],
     usage: list[calculations.UsageAmount],
-) -> tuple[tuple[calculations.InvoiceLine, ...], dict[tuple[str, datetime], list[dict]]]:
-    """Credit lines for the tenant's measured GPU time on hosts under a critical event, and
-    the events behind each line (keyed by resource class and line start).
+) -> DowntimeCredit:
+    """Credit lines for the tenant's measured GPU time on hosts under a critical event, the
+    events behind each line, and the host-hours capped.
 
-    An hour's credit never exceeds what was billed for it (its allocated unit-seconds): DCGM
-    may see a GPU busy a little longer than the reservation the invoice bills."""
+    A host-hour's credit never exceeds its GPUs (in the inventory) x the seconds of the hour it
+    was down, whatever was measured on it; and an hour's credit never exceeds what was billed
+    for it (its allocated unit-seconds): DCGM may see a GPU busy a little longer than the
+    reservation the invoice bills."""
     measured: dict[tuple[str, str, datetime], int] = defaultdict(int)
     rows = (
         UsageRecord.objects.filter(
@@ -367,34 +390,47 @@ def downtime_credit(
         measured[hostname, resource, hour] += seconds
     events = _critical_events({key[0] for key in measured}, start, end)
     if not events:
-        return (), {}
+        return DowntimeCredit((), {}, [])
     critical = [
         calculations.CriticalEvent(event.node.hostname, event.opened_at, event.resolved_at)
         for event in events
     ]
+    # Per host, hour and class, each host's credit capped by its GPUs x its outage.
+    by_host: dict[tuple[str, datetime, str], int] = {}
+    for hostname in sorted({event.hostname for event in critical}):
+        host_measured = {key: s for key, s in measured.items() if key[0] == hostname}
+        host_events = [event for event in critical if event.hostname == hostname]
+        for (hour, resource), seconds in calculations.downtime_credit_by_hour(
+            host_measured, host_events
+        ).items():
+            by_host[hostname, hour, resource] = seconds
+    down = seconds_down(critical)
+    gpus = _host_gpus({key[0] for key in by_host})
+    kept, capped = cap_to_capacity(
+        by_host, host_hour=lambda key: (key[0], key[1]), resource=lambda key: key[2],
+        gpus=gpus, capacity=lambda hostname, hour: gpus[hostname] * down(hostname, hour),
+    )
+    credited: dict[tuple[datetime, str], int] = defaultdict(int)
+    credited_hosts: dict[tuple[datetime, str], set[str]] = defaultdict(set)
+    for (hostname, hour, resource), seconds in kept.items():
+        if seconds:
+            credited[hour, resource] += seconds
+            credited_hosts[hour, resource].add(hostname)
     billed: dict[tuple[datetime, str], int] = defaultdict(int)
     for resource, hour, seconds in usage:
         billed[hour, resource] += seconds
     by_hour = {
-        key: min(seconds, billed[key])
-        for key, seconds in calculations.downtime_credit_by_hour(measured, critical).items()
-        if billed[key]
+        key: min(seconds, billed[key]) for key, seconds in credited.items() if billed[key]
     }
     lines = calculations.credit_lines(by_hour, rates, period_start=start, period_end=end)
     # Which hosts earned credit in which (hour, class): a line lists the events of those hosts.
-    credited_hosts: dict[tuple[datetime, str], set[str]] = defaultdict(set)
-    for hostname in {key[0] for key in measured}:
-        host_measured = {key: s for key, s in measured.items() if key[0] == hostname}
-        host_events = [event for event in critical if event.hostname == hostname]
-        for key in calculations.downtime_credit_by_hour(host_measured, host_events):
-            if key in by_hour:
-                credited_hosts[key].add(hostname)
     events_by_line: dict[tuple[str, datetime], list[dict]] = {}
     for line in lines:
         hosts = {
             hostname
             for (hour, resource), names in credited_hosts.items()
             if resource == line.resource and line.period_start <= hour < line.period_end
+            and (hour, resource) in by_hour
             for hostname in names
         }
         events_by_line[line.resource, line.period_start] = [
@@ -404,4 +440,4 @@ def downtime_credit(
             and event.opened_at < line.period_end
             and (event.resolved_at is None or event.resolved_at > line.period_start)
         ]
-    return lines, events_by_line
+    return DowntimeCredit(lines, events_by_line, capped)

@@ -37,6 +37,8 @@ from ..models import (
     Invoice,
     InvoiceStatus,
 )
+from ..selectors.issuing import INVOICE_PREFIX
+from ..selectors.metering_gaps import describe_spans, unmetered_spans
 from .accounts import billing_account_for
 from .invoicing_drafts import (
     MonthUsage,
@@ -49,7 +51,6 @@ from .invoicing_drafts import (
 
 logger = logging.getLogger(__name__)
 
-INVOICE_PREFIX = "INV"
 # Renders an issued invoice's files once its status changed (billing.services.invoice_files).
 RENDER_FILES = "billing.tasks.invoice_files_render_task"
 
@@ -60,6 +61,7 @@ def _render_files_after_commit(invoice: Invoice) -> None:
     if settings.INVOICE_FILES_PRERENDER:
         enqueue_on_commit(RENDER_FILES, invoice.pk)
 CREDIT_NOTE_PREFIX = "CN"
+UNMETERED_REASON_MAX_LENGTH = 500
 
 
 # --- the period -------------------------------------------------------------------------------
@@ -216,13 +218,19 @@ def _locked_with_account(invoice_id: int) -> tuple[Invoice, BillingAccount]:
 
 
 @transaction.atomic
-def invoice_issue(*, invoice_id: int, actor, issue_date: date | None = None) -> Invoice:
+def invoice_issue(
+    *, invoice_id: int, actor, issue_date: date | None = None, unmetered_reason: str = "",
+    expected_total: Decimal | None = None,
+) -> Invoice:
     """Issue a draft: recomputed first (what is issued is current), then numbered
     INV-<year>-<0001>, dated, due after the payment terms, and immutable from then on.
 
     Refused while some of its usage has no rate in force (add the rate, then issue: usage is
     never billed at zero); usage of a class outside the vocabulary, which no rate can price,
-    is issued as shown-but-not-billed.
+    is issued as shown-but-not-billed. Refused while hours of its month were never metered
+    (the sweep fills them), unless finance gives `unmetered_reason` (kept in the audit event
+    with the hours). With `expected_total` (what the person confirmed), refused when the
+    recomputed total differs: they confirm again.
     """
     invoice, account = _locked_with_account(invoice_id)
     if not invoice.is_draft:
@@ -244,6 +252,13 @@ def invoice_issue(*, invoice_id: int, actor, issue_date: date | None = None) -> 
             f"{invoice} has usage that no rate prices ({classes}): add rates for that period, "
             "then issue it. Usage is never billed at zero."
         )
+    unmetered = _unmetered_check(invoice, reason=unmetered_reason)
+    if expected_total is not None and invoice.total != expected_total:
+        raise RuleViolation(
+            f"{invoice} now comes to {invoice.total} {invoice.currency}, not the "
+            f"{expected_total} {invoice.currency} confirmed: its usage or rates changed. "
+            "Look at it again and confirm the new total."
+        )
     number = _next_number(INVOICE_PREFIX, issue_date.year)
     due_date = issue_date + timedelta(days=settings.BILLING_PAYMENT_TERMS_DAYS)
     invoice.move_to(
@@ -264,10 +279,38 @@ def invoice_issue(*, invoice_id: int, actor, issue_date: date | None = None) -> 
             "issue_date": issue_date.isoformat(),
             "due_date": due_date.isoformat(),
             **totals(invoice),
+            **unmetered,
         },
     )
     _render_files_after_commit(invoice)
     return invoice
+
+
+def _unmetered_check(invoice: Invoice, *, reason: str) -> dict[str, Any]:
+    """Refuse to issue over hours of the month never metered, unless finance says why; what
+    the audit event keeps of an override (the hours and the reason)."""
+    spans = unmetered_spans(start=invoice.period_start, end=invoice.period_end)
+    if not spans:
+        return {}
+    reason = (reason or "").strip()
+    hours = sum(span.hours for span in spans)
+    if not reason:
+        raise RuleViolation(
+            f"{invoice} covers {hours} hour(s) that were never metered "
+            f"({describe_spans(spans)}): the hourly sweep fills them; issue it once they are "
+            "metered, or give the reason to issue it without them."
+        )
+    if len(reason) > UNMETERED_REASON_MAX_LENGTH:
+        raise ValidationError(
+            {"unmetered_reason": [f"At most {UNMETERED_REASON_MAX_LENGTH} characters."]}
+        )
+    return {
+        "unmetered_override": {
+            "reason": reason,
+            "hours": hours,
+            "spans": [[span.start.isoformat(), span.end.isoformat()] for span in spans],
+        }
+    }
 
 
 def _error_text(error: Exception) -> str:
@@ -277,15 +320,19 @@ def _error_text(error: Exception) -> str:
 
 
 def invoices_issue(
-    *, invoice_ids: list[int], actor
+    *, invoice_ids: list[int], actor, expected_totals: dict[int, Decimal] | None = None
 ) -> tuple[list[Invoice], dict[int, str]]:
-    """Issue several drafts, each in its own transaction; returns those issued and, by id,
-    why each of the others was not."""
+    """Issue several drafts, each in its own transaction, in id order; returns those issued
+    and, by id, why each of the others was not (as `invoice_issue` refuses: no override of
+    unmetered hours here). `expected_totals`: what was confirmed of each, by id."""
     issued: list[Invoice] = []
     errors: dict[int, str] = {}
     for invoice_id in sorted(set(invoice_ids)):
         try:
-            issued.append(invoice_issue(invoice_id=invoice_id, actor=actor))
+            issued.append(invoice_issue(
+                invoice_id=invoice_id, actor=actor,
+                expected_total=(expected_totals or {}).get(invoice_id),
+            ))
         except (DomainError, ValidationError) as error:
             errors[invoice_id] = _error_text(error)
     return issued, errors

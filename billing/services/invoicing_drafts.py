@@ -41,7 +41,16 @@ from portal.request_context import current_request_id
 from tenants.models import Tenant
 
 from .. import calculations
-from ..models import BillingAccount, Invoice, InvoiceLine, InvoiceStatus, Rate, UsageRecord
+from ..calculations.capacity import CappedHour
+from ..models import (
+    BillingAccount,
+    Invoice,
+    InvoiceLine,
+    InvoiceStatus,
+    MeteringFlag,
+    Rate,
+    UsageRecord,
+)
 from ..selectors.invoices import downtime_credit
 from ..selectors.rates import rate_card
 from ..selectors.usage import usage_amounts
@@ -73,6 +82,8 @@ class Draft:
     tenant: Tenant
     computation: calculations.InvoiceComputation
     events_by_line: dict[tuple[str, datetime], list[dict]] = field(default_factory=dict)
+    # Host-hours whose downtime credit was capped by the host's GPUs x its outage.
+    capped: list[CappedHour] = field(default_factory=list)
 
 
 # --- reading the month ------------------------------------------------------------------------
@@ -222,9 +233,9 @@ def compute_drafts(
     for tenant in tenants:
         amounts = usage.amounts.get(tenant.pk, [])
         try:
-            credits, events_by_line = (), {}
+            credits, events_by_line, capped = (), {}, []
             if tenant.pk in usage.hourly:
-                credits, events_by_line = downtime_credit(
+                credits, events_by_line, capped = downtime_credit(
                     tenant_id=tenant.pk, start=start, end=end, rates=rates, usage=amounts
                 )
             computation = calculations.invoice_lines(
@@ -241,7 +252,7 @@ def compute_drafts(
                 f"The invoice of {tenant.name} for {start:%B %Y}: {error}"
             )
             continue
-        drafts.append(Draft(tenant, computation, events_by_line))
+        drafts.append(Draft(tenant, computation, events_by_line, capped))
     return drafts, errors
 
 
@@ -388,6 +399,32 @@ def _update_drafts(invoices: list[Invoice]) -> None:
         )
 
 
+def _credit_flags_replace(pairs: list[tuple[Invoice, Draft]]) -> None:
+    """The drafts' capped downtime credits as metering flags, in place of those the tenants'
+    earlier drafts of the month left (a month recomputed flags what it caps now)."""
+    if not pairs:
+        return
+    now = timezone.now()
+    MeteringFlag.objects.filter(
+        kind=MeteringFlag.Kind.CREDIT_CAPPED,
+        invoice_period__in={invoice.period_start for invoice, _ in pairs},
+        tenant_id__in=[draft.tenant.pk for _, draft in pairs],
+    ).delete()
+    MeteringFlag.objects.bulk_create(
+        [
+            MeteringFlag(
+                kind=MeteringFlag.Kind.CREDIT_CAPPED, hour=cap.hour, hostname=cap.hostname,
+                tenant=draft.tenant, invoice_period=invoice.period_start, gpus=cap.gpus,
+                capacity_seconds=cap.capacity_seconds, reported_seconds=cap.reported_seconds,
+                kept_seconds=cap.kept_seconds, flagged_at=now,
+            )
+            for invoice, draft in pairs
+            for cap in draft.capped
+        ],
+        batch_size=1000,
+    )
+
+
 def write_drafts(
     pairs: list[tuple[Invoice, Draft]], *, actor: Any | None, audited: bool = True
 ) -> None:
@@ -407,6 +444,7 @@ def write_drafts(
     InvoiceLine.objects.bulk_create(
         [row for invoice, draft in pairs for row in _lines(invoice, draft)], batch_size=1000
     )
+    _credit_flags_replace(pairs)
     if audited:
         AuditEvent.objects.bulk_create(
             [

@@ -7,15 +7,18 @@ window queue on its row lock.
 
 - `allocated` (`metering_allocated`): what every workload held, from its lifecycle events.
 - `measured` (`metering_measured`): what the GPUs were seen doing, from DCGM series in
-  Prometheus; with the OpenCost cross-check, compared with the hour's allocated GPU-seconds as
-  they are stored when the measured window is metered (`usage_meter_hour` meters allocated
-  first).
+  Prometheus, each host-hour capped by the host's GPUs in the inventory (`metering_caps`:
+  what was capped is a `MeteringFlag`); with the OpenCost cross-check, compared with the
+  hour's allocated GPU-seconds as they are stored when the measured window is metered
+  (`usage_meter_hour` meters allocated first).
 
 When Prometheus cannot answer, the measured window becomes a GAP with the error: its records
 stay as they were (none, or those of an earlier run), never silently zero, and the sweep
-(`usage_meter_due`) meters it again. Without PROMETHEUS_URL, measured metering is off: the
-sweep and `usage_meter_hour` skip it (no window rows: nothing is pending), and only a direct
-`usage_meter_window(source="measured")` records a gap that says why.
+(`usage_meter_due`) meters it again. The sweep covers every hour of the open billing periods
+(last month, any older month with a draft invoice), not only the look-back: an invoice is
+never issued over hours left unmetered (`selectors.metering_gaps`). Without PROMETHEUS_URL,
+measured metering is off: the sweep and `usage_meter_hour` skip it (no window rows: nothing
+is pending), and only a direct `usage_meter_window(source="measured")` records a gap that says why.
 
 Every window metered is one audit event (system actor, or the admin who asked); a gap is
 audited when a window becomes one, not at every retry.
@@ -40,9 +43,17 @@ from portal.prometheus import PrometheusClient, PrometheusError, PrometheusUnava
 from tenants.models import Tenant
 
 from ..calculations.money import HOUR, floor_hour
-from ..models import CrossCheck, MeteringWindow, UsageRecord, WindowStatus
+from ..models import (
+    CrossCheck,
+    Invoice,
+    InvoiceStatus,
+    MeteringWindow,
+    UsageRecord,
+    WindowStatus,
+)
 from .metering_allocated import allocated_rows, allocated_usage
 from .metering_allocated_sql import allocated_insert
+from .metering_caps import measured_capped, measured_flags_replace
 from .metering_measured import Measurement, cross_checks, measure_hour
 
 logger = logging.getLogger(__name__)
@@ -168,16 +179,22 @@ def _allocated_gpu_seconds(hour: datetime) -> dict[int, int]:
 def _store_measured(hour: datetime, measurement: Measurement, *,
                     actor: Any | None) -> MeteringWindow:
     now = timezone.now()
+    usage, capped = measured_capped({hour: measurement.usage})
+    measured_flags_replace(hours=[hour], capped=capped)
     records = [
         UsageRecord(tenant_id=u.tenant_id, hostname=u.hostname, source=MEASURED,
                     resource=u.resource, hour=hour, unit_seconds=u.unit_seconds,
                     busy_seconds=u.busy_seconds, metered_at=now)
-        for u in measurement.usage
+        for u in usage[hour]
     ]
     details: dict[str, Any] = {
         "busy_seconds": sum(r.busy_seconds for r in records),
         "unattributed_seconds": measurement.unattributed_seconds,
     }
+    if capped:
+        details["capped_hosts"] = sorted(cap.hostname for cap in capped)
+        logger.warning("Measured GPU time above the inventory's GPUs on %s at %s: capped",
+                       details["capped_hosts"], hour.isoformat())
     CrossCheck.objects.filter(hour=hour).delete()
     if measurement.opencost is not None:
         checks = cross_checks(
@@ -343,10 +360,12 @@ def usage_meter_measurements(
     if hours[-1] - hours[0] != HOUR * (len(hours) - 1):
         raise ValidationError({"measurements": ["Give every hour of one span, without gaps."]})
     now = timezone.now()
+    usage, capped = measured_capped({hour: measurements[hour].usage for hour in hours})
+    measured_flags_replace(hours=hours, capped=capped)
     rows = [
         (u.tenant_id, None, u.hostname, MEASURED, u.resource, hour, u.unit_seconds,
          u.busy_seconds, now)
-        for hour in hours for u in measurements[hour].usage
+        for hour in hours for u in usage[hour]
     ]
     start, end = hours[0], hours[-1] + HOUR
     allocated: dict[datetime, dict[int, int]] = {}
@@ -373,7 +392,8 @@ def usage_meter_measurements(
         ]
     CrossCheck.objects.bulk_create(checks, batch_size=2000)
     return _replace_span(MEASURED, hours, lambda: _copy_counted(rows), actor=actor,
-                         details={"cross_checks_flagged": sum(c.flagged for c in checks)})
+                         details={"cross_checks_flagged": sum(c.flagged for c in checks),
+                                  "capped_host_hours": len(capped)})
 
 
 def measured_metering_enabled() -> bool:
@@ -389,14 +409,34 @@ def usage_meter_hour(*, hour: datetime, actor: Any | None = None) -> list[Meteri
     return windows
 
 
-def due_windows(*, now: datetime) -> list[tuple[datetime, str]]:
-    """Every (hour, source) within the look-back (and after METERING_START) whose window is not
-    done — never metered, or a gap — oldest first, allocated before measured."""
-    last = floor_hour(now.astimezone(UTC)) - HOUR
+def open_periods_start(*, now: datetime) -> datetime:
+    """The first hour of the oldest billing period still open: the month before `now`'s (its
+    invoices are drafted and issued in the first days of this one), or an older month that
+    still has a draft invoice."""
+    this_month = floor_hour(now.astimezone(UTC)).replace(day=1, hour=0)
+    start = (this_month - timedelta(days=1)).replace(day=1)
+    oldest_draft = (
+        Invoice.objects.filter(status=InvoiceStatus.DRAFT)
+        .order_by("period_start").values_list("period_start", flat=True).first()
+    )
+    return min(start, oldest_draft.astimezone(UTC)) if oldest_draft else start
+
+
+def _first_hour(*, now: datetime) -> datetime:
     first = floor_hour(now.astimezone(UTC) - timedelta(hours=settings.METERING_LOOKBACK_HOURS))
+    first = min(first, open_periods_start(now=now))
     if settings.METERING_START is not None:
         start = settings.METERING_START.astimezone(UTC)
         first = max(first, start if start == floor_hour(start) else floor_hour(start) + HOUR)
+    return first
+
+
+def due_windows(*, now: datetime) -> list[tuple[datetime, str]]:
+    """Every (hour, source) of an open billing period or within the look-back (and after
+    METERING_START) whose window is not done — never metered, or a gap — oldest first,
+    allocated before measured."""
+    last = floor_hour(now.astimezone(UTC)) - HOUR
+    first = _first_hour(now=now)
     if first > last:
         return []
     sources = [ALLOCATED] + ([MEASURED] if measured_metering_enabled() else [])
@@ -412,23 +452,46 @@ def due_windows(*, now: datetime) -> list[tuple[datetime, str]]:
     return due
 
 
+def _runs(hours: list[datetime]) -> list[list[datetime]]:
+    """`hours` (sorted) cut into runs of consecutive hours."""
+    runs: list[list[datetime]] = []
+    for hour in hours:
+        if runs and runs[-1][-1] + HOUR == hour:
+            runs[-1].append(hour)
+        else:
+            runs.append([hour])
+    return runs
+
+
 def usage_meter_due(*, now: datetime | None = None) -> int:
-    """Meter every closed hour not yet done within the look-back, gaps included, at most
-    METERING_MAX_WINDOWS_PER_RUN windows (the oldest first). Returns how many became done.
+    """Meter every closed hour not yet done in an open billing period (or the look-back), gaps
+    included. The allocated hours are metered whole, each run of consecutive hours at once
+    (`usage_meter_span`: one statement however long the run), so that no hour of a month
+    being invoiced stays unmetered; the measured windows (one Prometheus reading each) at most
+    METERING_MAX_WINDOWS_PER_RUN, those of the look-back first, each part oldest first.
+    Returns how many windows became done.
 
     Once Prometheus is found unavailable, the run's other measured windows are recorded as gaps
     without asking it again (each would wait for its timeout)."""
     now = now or timezone.now()
+    due = due_windows(now=now)
     done = 0
+    for run in _runs([hour for hour, source in due if source == ALLOCATED]):
+        usage_meter_span(start=run[0], end=run[-1] + HOUR)
+        done += len(run)
     unavailable: str | None = None
-    for hour, source in due_windows(now=now)[: settings.METERING_MAX_WINDOWS_PER_RUN]:
-        if source == MEASURED and unavailable:
+    # The look-back's measured windows first (the last hours, what the pages show), then the
+    # open periods' older ones.
+    recent = floor_hour(now.astimezone(UTC) - timedelta(hours=settings.METERING_LOOKBACK_HOURS))
+    measured = sorted((hour for hour, source in due if source == MEASURED),
+                      key=lambda hour: (hour < recent, hour))
+    for hour in measured[: settings.METERING_MAX_WINDOWS_PER_RUN]:
+        if unavailable:
             _record_gap(MEASURED, hour, unavailable, actor=None)
             continue
-        window = usage_meter_window(source=source, hour=hour)
+        window = usage_meter_window(source=MEASURED, hour=hour)
         if window.status == WindowStatus.DONE:
             done += 1
-        elif source == MEASURED and window.last_error.startswith(PrometheusUnavailable.__name__):
+        elif window.last_error.startswith(PrometheusUnavailable.__name__):
             unavailable = window.last_error
     return done
-

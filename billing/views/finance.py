@@ -15,10 +15,13 @@ from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from portal.confirmation import confirmation_page, is_confirmed
 
 from ..documents import last_day
 from ..downloads import CONTENT_TYPES, invoice_file, invoices_file
@@ -34,6 +37,8 @@ from ..selectors.finance import (
     invoices_for_list,
 )
 from ..selectors.invoices import invoice_for_download
+from ..selectors.issuing import IssuePreview, confirmation_name, issue_previews
+from ..selectors.metering_gaps import describe_spans, unmetered_spans
 from ..selectors.tenant_filter import tenant_choice
 from ..services import invoice_exports, invoicing
 from ..services.exports import invoices_export_record
@@ -51,6 +56,9 @@ ACTIONS_BY_STATUS = {
     InvoiceStatus.VOID: (),
 }
 
+
+NOT_UNDONE = ("Issuing cannot be undone: an issued invoice never changes again; a mistake is "
+              "corrected with a credit note, or by voiding it (it stays on record).")
 
 # The list's exports: (format, label, icon).
 EXPORT_FORMATS = (
@@ -177,8 +185,13 @@ def invoices_issue_bulk(request):
     if not form.is_valid():
         messages.error(request, "Select the drafts to issue.")
         return redirect(_back_to_list(request))
+    ids = form.cleaned_data["invoice"]
+    previews = issue_previews(invoices=invoices_for_list(user=request.user).filter(pk__in=ids))
+    if previews and not is_confirmed(request, name=confirmation_name(previews)):
+        return _bulk_issue_confirmation(request, previews)
     issued, errors = invoicing.invoices_issue(
-        invoice_ids=form.cleaned_data["invoice"], actor=request.user
+        invoice_ids=ids, actor=request.user,
+        expected_totals={preview.invoice_id: preview.total for preview in previews},
     )
     if issued:
         numbers = ", ".join(invoice.number for invoice in issued)
@@ -190,6 +203,26 @@ def invoices_issue_bulk(request):
         name = labels.get(invoice_id, f"invoice {invoice_id}")
         messages.error(request, f"Not issued, {name} (#{invoice_id}): {error}")
     return redirect(_back_to_list(request))
+
+
+def _bulk_issue_confirmation(request, previews: list[IssuePreview]) -> HttpResponse:
+    total = sum(preview.total for preview in previews)
+    currency = previews[0].currency
+    unmetered = [preview for preview in previews if preview.unmetered]
+    consequences = [str(preview) for preview in previews]
+    if unmetered:
+        consequences.append(
+            f"{len(unmetered)} of them cover hours never metered and will not be issued: "
+            "issue each from its own page once metered, or there with a reason."
+        )
+    consequences.append(NOT_UNDONE)
+    count = len(previews)
+    return confirmation_page(
+        request, name=confirmation_name(previews),
+        title=f"Issue {count} invoice{pluralize(count)} for {total:,.2f} {currency}?",
+        consequences=consequences, submit_label=f"Issue {count} invoice{pluralize(count)}",
+        cancel_url=_back_to_list(request), keep=("invoice", "next"), danger=False,
+    )
 
 
 @require_POST
@@ -242,6 +275,7 @@ def _detail_context(request, invoice: Invoice, **forms) -> dict:
         "trail": trail,
         "earlier_downloads": earlier_downloads,
         "actions": ACTIONS_BY_STATUS.get(invoice.status, ()),
+        "unmetered": unmetered_spans(start=invoice.period_start, end=invoice.period_end),
         "payment_form": forms.get("payment_form") or PaymentForm(),
         "void_form": forms.get("void_form") or VoidForm(),
         "credit_form": forms.get("credit_form") or CreditNoteForm(),
@@ -290,12 +324,45 @@ def invoice_recompute(request, invoice_id: int):
     return _to_detail(invoice)
 
 
+def _issue_confirmation(request, preview: IssuePreview, *, reason: str) -> HttpResponse:
+    consequences = [
+        f"{preview.tenant_name} is billed {preview.total:,.2f} {preview.currency} for "
+        f"{preview.month_label}, as invoice {preview.number}, dated today and due in "
+        f"{settings.BILLING_PAYMENT_TERMS_DAYS} days.",
+    ]
+    if preview.unmetered:
+        consequences.append(
+            f"{preview.unmetered_hours} hour(s) of {preview.month_label} were never metered "
+            f"({describe_spans(preview.unmetered)}): it is issued without them, because "
+            f"“{reason}” (kept in its audit trail)."
+        )
+    consequences.append(NOT_UNDONE)
+    return confirmation_page(
+        request, name=confirmation_name([preview]),
+        title=f"Issue {preview.number} to {preview.tenant_name} for "
+              f"{preview.total:,.2f} {preview.currency}?",
+        consequences=consequences, submit_label=f"Issue {preview.number}",
+        cancel_url=reverse("billing:invoice-detail", args=[preview.invoice_id]),
+        keep=("unmetered_reason",), danger=False,
+    )
+
+
 @require_POST
 @finance_required
 def invoice_issue(request, invoice_id: int):
     invoice = _invoice(request, invoice_id)
+    reason = request.POST.get("unmetered_reason", "").strip()
+    previews = issue_previews(invoices=[invoice])
+    preview = previews[0] if previews else None
+    # Not a draft: the service says why. Unmetered hours without a reason: it refuses them.
+    asks = preview is not None and (reason or not preview.unmetered)
+    if asks and not is_confirmed(request, name=confirmation_name(previews)):
+        return _issue_confirmation(request, preview, reason=reason)
     try:
-        issued = invoicing.invoice_issue(invoice_id=invoice.pk, actor=request.user)
+        issued = invoicing.invoice_issue(
+            invoice_id=invoice.pk, actor=request.user, unmetered_reason=reason,
+            expected_total=preview.total if preview else None,
+        )
     except ValidationError as error:
         messages.error(request, f"{invoice} was not issued: {' '.join(error.messages)}")
         return _to_detail(invoice)

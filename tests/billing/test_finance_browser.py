@@ -83,6 +83,14 @@ def test_finance_filters_issues_in_bulk_and_downloads_an_invoice(page, finance):
     screenshot(page, "finance-invoices-selected")
     with page.expect_navigation():
         page.click("#bulk-issue")
+    # Asked first: each draft's number to be, tenant and total; it cannot be undone.
+    asked = page.locator("#confirm-consequences")
+    asked.locator("li", has_text="Helix Research").wait_for()
+    assert "Nova Robotics" in asked.inner_text() and "cannot be undone" in asked.inner_text()
+    assert "Issue 2 invoices for" in page.locator("#confirm-page h1").inner_text()
+    screenshot(page, "finance-invoices-issue-confirm")
+    with page.expect_navigation():
+        page.click("#confirm-submit")
     page.locator("#messages", has_text="Issued 2 invoice(s)").wait_for()
     assert "status=draft" in page.url  # back on the filtered list
     assert page.locator("tr[data-invoice]").count() == 1

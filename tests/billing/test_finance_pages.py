@@ -55,6 +55,13 @@ def _messages(response) -> list[str]:
     return [str(message) for message in get_messages(response.wsgi_request)]
 
 
+def _confirmed(client, path: str, data: dict | None = None):
+    """POST an issue, read the confirmation it answers (nothing issued yet), confirm it."""
+    asked = client.post(path, data or {})
+    assert asked.status_code == 200 and asked.templates[0].name == "portal/confirm.html"
+    return client.post(path, {**(data or {}), "confirm": asked.context["name"]})
+
+
 # --- who gets in -------------------------------------------------------------------------------
 
 
@@ -213,8 +220,8 @@ def test_selected_drafts_are_issued_in_bulk_and_refusals_are_shown_per_invoice(
 ):
     drafts = [books["acme_feb"].pk, books["globex_jan"].pk]
 
-    response = login(finance).post(
-        f"{LIST}issue/",
+    response = _confirmed(
+        login(finance), f"{LIST}issue/",
         {"invoice": [*drafts, books["acme_jan"].pk], "next": "/billing/invoices/?status=draft"},
     )
 
@@ -247,8 +254,8 @@ def test_bulk_issue_needs_the_csrf_token(finance, books):
 
 
 def test_the_bulk_issue_form_never_redirects_off_site(login, finance, books):
-    response = login(finance).post(f"{LIST}issue/", {"invoice": [books["acme_feb"].pk],
-                                                     "next": "https://evil.example/"})
+    response = _confirmed(login(finance), f"{LIST}issue/",
+                          {"invoice": [books["acme_feb"].pk], "next": "https://evil.example/"})
 
     assert response["Location"] == LIST
 
@@ -339,7 +346,7 @@ def test_the_detail_shows_lines_credits_unpriced_usage_totals_and_trail(
 
 
 def test_issuing_from_the_detail_page_with_unpriced_usage_is_refused(login, finance, credited):
-    response = login(finance).post(f"{LIST}{credited.pk}/issue/")
+    response = _confirmed(login(finance), f"{LIST}{credited.pk}/issue/")
 
     assert response.status_code == 302
     assert "no rate prices" in " ".join(_messages(response))
@@ -350,7 +357,7 @@ def test_a_draft_is_issued_then_paid_from_its_page(login, finance, books):
     client = login(finance)
     draft = books["globex_jan"]
 
-    client.post(f"{LIST}{draft.pk}/issue/")
+    _confirmed(client, f"{LIST}{draft.pk}/issue/")
     response = client.post(f"{LIST}{draft.pk}/pay/", {"reference": "SEPA-77", "paid_on": ""})
 
     assert response.status_code == 302

@@ -182,16 +182,45 @@ def test_issue_selected_in_bulk_reports_each_refusal(login, platform_admin, fina
     already = invoicing.invoice_issue(invoice_id=drafts[0].pk, actor=finance)
     client = login(platform_admin)
 
-    response = _act(client, "issue_selected", drafts)
+    asked = _act(client, "issue_selected", drafts)
+
+    page = asked.content.decode()
+    year = date.today().year
+    assert "Issuing cannot be undone" in page
+    # Each draft named with the number it takes, its tenant and its total; nothing issued yet.
+    for draft, number in zip(drafts[1:], (2, 3), strict=True):
+        draft.refresh_from_db()
+        row = page.split(f'data-invoice="{draft.pk}"')[1].split("</tr>")[0]
+        assert f"INV-{year}-000{number}" in row and draft.tenant_name in row
+        assert f"{draft.total} {draft.currency}" in row
+    assert "1 selected invoice is not a draft" in page
+    assert Invoice.objects.filter(status="issued").count() == 1
+    confirm = asked.context["form"]["confirm"].value()
+
+    response = _act(client, "issue_selected", drafts, apply="1", confirm=confirm)
 
     text = response.content.decode()
     assert "Issued 2 invoice(s)" in text
     assert f"{already.number} cannot go from issued to issued" in text
     assert Invoice.objects.filter(status="issued").count() == 3
     numbers = sorted(Invoice.objects.values_list("number", flat=True))
-    year = date.today().year
     assert numbers == [f"INV-{year}-000{n}" for n in (1, 2, 3)]
     assert AuditEvent.objects.filter(action="invoice.issue", actor=platform_admin).count() == 2
+
+
+def test_issue_selected_asks_again_when_a_number_was_taken_meanwhile(
+    login, platform_admin, finance, rate
+):
+    drafts = [draft_for(TenantFactory(slug=f"race-{n}")) for n in range(2)]
+    client = login(platform_admin)
+    confirm = _act(client, "issue_selected", drafts).context["form"]["confirm"].value()
+    # Someone else issues a third draft first: the numbers confirmed are no longer true.
+    invoicing.invoice_issue(invoice_id=draft_for(TenantFactory(slug="race-x")).pk, actor=finance)
+
+    response = _act(client, "issue_selected", drafts, apply="1", confirm=confirm)
+
+    assert "Numbers or totals changed since you were asked" in response.content.decode()
+    assert Invoice.objects.filter(pk__in=[d.pk for d in drafts], status="draft").count() == 2
 
 
 def test_recompute_drafts_leaves_issued_ones_alone(login, platform_admin, finance, tenant,

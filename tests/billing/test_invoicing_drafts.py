@@ -46,7 +46,8 @@ def hourly_computation(tenant, *, tax) -> calculations.InvoiceComputation:
     """The tenant's January as it was computed before: its hours priced one by one."""
     rates = rate_card(start=JAN, end=FEB)
     usage = usage_amounts(tenant_ids=[tenant.pk], start=JAN, end=FEB).get(tenant.pk, [])
-    credits, _ = downtime_credit(tenant_id=tenant.pk, start=JAN, end=FEB, rates=rates, usage=usage)
+    credits = downtime_credit(tenant_id=tenant.pk, start=JAN, end=FEB, rates=rates,
+                              usage=usage).lines
     return calculations.invoice_lines(
         usage,
         rates,

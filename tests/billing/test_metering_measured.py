@@ -213,6 +213,7 @@ def test_prometheus_down_is_a_gap_and_a_later_sweep_fills_it(
     prometheus_server, prometheus_down_url, settings, tenant, other_tenant, allocations
 ):
     settings.METERING_LOOKBACK_HOURS = 2
+    settings.METERING_START = HOUR  # the open billing period would reach back to February
     now = utc(2026, 3, 3, 12, 5)
     settings.PROMETHEUS_URL = prometheus_down_url
 
@@ -234,6 +235,29 @@ def test_prometheus_down_is_a_gap_and_a_later_sweep_fills_it(
     assert [(w.status, w.last_error) for w in gaps.all()] == [("done", ""), ("done", "")]
     assert measured()[("acme", "gpu-a-001", H100, HOUR)] == (5400, 3240)
     assert metering.usage_meter_due(now=now) == 0
+
+
+@pytest.mark.django_db
+def test_the_sweep_meters_the_look_backs_measured_windows_before_a_backlog(
+    prometheus_url, settings, tenant, other_tenant, allocations
+):
+    """A day and more of measured windows never metered (the open billing period reaches
+    back): the last hours, which the pages show, come first; the backlog after them."""
+    settings.METERING_LOOKBACK_HOURS = 2
+    settings.METERING_MAX_WINDOWS_PER_RUN = 2
+    settings.METERING_START = utc(2026, 3, 2, 0)
+    now = utc(2026, 3, 3, 12, 5)
+
+    def done() -> list:
+        return sorted(MeteringWindow.objects.filter(source=MEASURED, status="done")
+                      .values_list("hour", flat=True))
+
+    metering.usage_meter_due(now=now)
+    assert done() == [HOUR, NEXT]
+    assert MeteringWindow.objects.filter(source="allocated", status="done").count() == 36
+    metering.usage_meter_due(now=now)
+    assert done() == [utc(2026, 3, 2, 0), utc(2026, 3, 2, 1), HOUR, NEXT]
+    assert measured()[("acme", "gpu-a-001", H100, HOUR)] == (5400, 3240)
 
 
 @pytest.mark.django_db

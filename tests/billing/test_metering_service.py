@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.core.exceptions import ValidationError
 
-from billing.models import MeteringWindow, UsageRecord
+from billing.models import Invoice, MeteringWindow, UsageRecord
 from billing.selectors.usage import usage_amounts
 from billing.services import metering
 from portal.errors import RuleViolation
@@ -246,22 +246,46 @@ def test_an_hour_not_ended_or_not_on_the_hour_is_refused(tenant):
 
 
 @pytest.mark.django_db
-def test_the_sweep_meters_each_closed_hour_once_within_the_look_back(settings, vm_story):
+def test_the_sweep_meters_each_closed_hour_of_the_open_billing_periods_once(settings, vm_story):
     settings.PROMETHEUS_URL = ""  # measured metering off: only allocated windows
     settings.METERING_LOOKBACK_HOURS = 6
-    settings.METERING_MAX_WINDOWS_PER_RUN = 4
+    settings.METERING_MAX_WINDOWS_PER_RUN = 4  # bounds the measured windows, not these
     now = utc(2026, 3, 3, 13, 5)
 
-    assert metering.usage_meter_due(now=now) == 4  # bounded: 07:00 to 10:00 first
-    assert metering.usage_meter_due(now=now) == 2  # then 11:00 and 12:00
+    # Every hour from February's first (its invoices are still open) to 12:00, in one run.
+    assert metering.usage_meter_due(now=now) == 28 * 24 + 2 * 24 + 13
     assert metering.usage_meter_due(now=now) == 0  # nothing left: 13:00 has not ended
 
     hours = sorted(MeteringWindow.objects.values_list("hour", flat=True))
-    assert hours == [utc(2026, 3, 3, h) for h in range(7, 13)]
+    assert hours[0] == utc(2026, 2, 1, 0) and hours[-1] == utc(2026, 3, 3, 12)
+    assert len(set(hours)) == len(hours) == 28 * 24 + 2 * 24 + 13
     assert not MeteringWindow.objects.filter(source="measured").exists()
+    assert MeteringWindow.objects.exclude(status="done").count() == 0
     assert sum(stored().values()) == sum(
         MeteringWindow.objects.values_list("unit_seconds", flat=True)
     )
+
+
+@pytest.mark.django_db
+def test_the_sweep_fills_a_gap_far_behind_the_look_back_in_a_month_with_a_draft(
+    settings, vm_story, tenant
+):
+    """A window of January that failed, weeks ago: the look-back (48 h) would never see it
+    again; the draft of January keeps the month open, so the sweep meters it."""
+    settings.PROMETHEUS_URL = ""
+    now = utc(2026, 3, 3, 13, 5)
+    metering.usage_meter_due(now=now)
+    assert not MeteringWindow.objects.filter(hour__lt=utc(2026, 2, 1)).exists()
+    Invoice.objects.create(tenant=tenant, period_start=utc(2026, 1, 1),
+                           period_end=utc(2026, 2, 1), tenant_name=tenant.name, currency="EUR")
+    MeteringWindow.objects.create(source="allocated", hour=utc(2026, 1, 20, 5), status="gap",
+                                  last_error="the database was restarted")
+
+    assert metering.usage_meter_due(now=now) == 31 * 24
+
+    assert MeteringWindow.objects.filter(
+        hour__gte=utc(2026, 1, 1), hour__lt=utc(2026, 2, 1), status="done"
+    ).count() == 31 * 24
 
 
 @pytest.mark.django_db
