@@ -28,7 +28,7 @@ def drop_constraint(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("billing", "0005_invoice_export"),
+        ("billing", "0006_metering_flags"),
     ]
 
     operations = [
