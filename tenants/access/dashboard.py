@@ -74,7 +74,7 @@ def workload_items(workloads: Iterable[Workload], slug: str) -> list[SafeString]
             f' aria-hidden="true"></i> <a href="{escape(detail_url(slug, w.pk))}">'
             f"{escape(w.name)}</a>"
             f' <span class="small text-muted">{escape(w.kind_label)}</span></span>'
-            f"\n          {status_badge(w.status, w.get_status_display())}\n\n        </li>\n"
+            f"\n          {status_badge(w.status, w.get_status_display(), stopped=w.stopped)}\n\n        </li>\n"
         )
         for w in workloads
     ]

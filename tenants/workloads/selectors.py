@@ -110,13 +110,14 @@ def tenant_workloads_recent(*, tenant: Tenant, limit: int) -> list[Workload]:
         cursor.execute(_RECENT_WORKLOADS_SQL, [tenant.pk, WorkloadStatus.DELETED, limit])
         rows = cursor.fetchall()
     return [
-        Workload(id=pk, tenant_id=tenant.pk, kind=kind, name=name, status=status)
-        for pk, kind, name, status in rows
+        Workload(id=pk, tenant_id=tenant.pk, kind=kind, name=name, status=status,
+                 status_reason=reason)
+        for pk, kind, name, status, reason in rows
     ]
 
 
 _RECENT_WORKLOADS_SQL = (
-    'SELECT "id", "kind", "name", "status" '  # noqa: S608 - no input in the text
+    'SELECT "id", "kind", "name", "status", "status_reason" '  # noqa: S608 - no input in the text
     f'FROM "{Workload._meta.db_table}" WHERE "tenant_id" = %s AND NOT "status" = %s '
     'ORDER BY "created_at" DESC, "id" DESC LIMIT %s'
 )

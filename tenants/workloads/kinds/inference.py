@@ -378,6 +378,24 @@ def _details(obj: Manifest | None, spec: Mapping[str, Any], name: str) -> dict[s
     return details
 
 
+def serves(spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """What the endpoint serves, from its spec (shown before KServe reports anything): the
+    model's URI, the serving runtime, the GPU and how much of it each replica gets."""
+    gpu = Gpu.of(str(spec.get("gpu") or ""))
+    rows = [
+        ("Model URI", str(spec.get("model_uri") or "")),
+        ("Runtime", f"vLLM ({RUNTIME})"),
+        ("GPU", gpu.label if gpu is not None else str(spec.get("gpu") or "")),
+    ]
+    if gpu is not None and gpu.kind == "hami":
+        rows.append(("GPU per replica", f"one share: {spec.get('gpu_memory_gib')} GiB memory, "
+                                        f"{spec.get('gpu_cores')} % compute"))
+    else:
+        rows.append(("GPUs per replica", str(spec.get("gpus_per_replica") or "")))
+    rows.append(("Replicas", f"{spec.get('min_replicas')} to {spec.get('max_replicas')}"))
+    return tuple(rows)
+
+
 # The kind ---------------------------------------------------------------------------------------
 
 
@@ -412,6 +430,9 @@ class InferenceKind:
         if gpu.kind == "hami":
             clean |= {"gpu_memory_gib": gpu_memory, "gpu_cores": gpu_cores}
         return clean
+
+    def serves(self, spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+        return serves(spec)
 
     def demand(self, spec: Mapping[str, Any]) -> dict[str, int]:
         replicas = int(spec["max_replicas"])
