@@ -4,8 +4,13 @@ the nodes the tenant may use have left stays Pending with the scheduler's words,
 shows Degraded with that reason, it starts on its own once room frees up, and never are more
 GPUs placed than the nodes have."""
 
-import pytest
+from io import StringIO
 
+import pytest
+from django.core.management import call_command
+
+from inventory.models import Node
+from inventory.services.sync import cluster_sync
 from portal.fleet import get_gateway
 from portal.models import SimulatedObject
 from tenants.workloads import services
@@ -124,3 +129,38 @@ def test_a_vm_whose_gpus_no_node_has_left_waits_degraded_in_the_schedulers_words
     assert (vm.status, vm.status_reason) == (S.DEGRADED, "Unschedulable")
     assert "Insufficient nvidia.com/" in vm.status_message
     assert vm.details["printable_status"] == "ErrorUnschedulable"
+
+
+@pytest.mark.django_db
+def test_the_demo_never_runs_more_gpus_than_its_nodes_have():
+    call_command("load_demo", stdout=StringIO())
+    for workload in Workload.objects.exclude(status=S.DELETED):  # as the sweep looks at them
+        services.workload_observe(workload_id=workload.pk)
+    cluster_sync()
+
+    nodes = {n.name: n.body for n in SimulatedObject.objects.filter(kind="Node")}
+    placed: dict[str, dict[str, int]] = {}
+    for row in SimulatedObject.objects.filter(kind__in=("Pod", "VirtualMachineInstance")):
+        spec, meta = row.body.get("spec") or {}, row.body.get("metadata") or {}
+        node = spec.get("nodeName") or (meta.get("labels") or {}).get("kubevirt.io/nodeName")
+        if not node or spec.get("schedulerName") == "hami-scheduler":
+            continue
+        on_node = placed.setdefault(node, {})
+        for container in spec.get("containers") or []:
+            limits = (container.get("resources") or {}).get("limits") or {}
+            for resource, value in limits.items():
+                if resource == "nvidia.com/gpu" or resource.startswith("nvidia.com/mig-"):
+                    on_node[resource] = on_node.get(resource, 0) + int(value)
+        for _ in ((spec.get("domain") or {}).get("devices") or {}).get("gpus") or []:
+            on_node["nvidia.com/gpu"] = on_node.get("nvidia.com/gpu", 0) + 1
+    assert placed  # the demo runs GPU work
+    for name, asked in placed.items():
+        labels = (nodes[name].get("metadata") or {}).get("labels") or {}
+        if "nvidia.com/gpu.count" not in labels:
+            continue  # HAMi's node: shares, counted by HAMi
+        assert asked.get("nvidia.com/gpu", 0) <= int(labels["nvidia.com/gpu.count"]), name
+        for resource, units in asked.items():
+            if resource.startswith("nvidia.com/mig-"):
+                assert units <= int(labels[f"{resource}.count"]), (name, resource)
+    for node in Node.objects.prefetch_related("gpus"):
+        assert node.gpus_in_use <= len(node.gpus.all()), node.hostname
