@@ -397,7 +397,8 @@ def _details(obj: Manifest | None, spec: Mapping[str, Any], name: str) -> dict[s
 
 def serves(spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """What the endpoint serves, from its spec (shown before KServe reports anything): the
-    model's URI, the serving runtime, the GPU and how much of it each replica gets."""
+    model's URI, the serving runtime, the GPU and how much of it each replica gets (the
+    replicas are among the observed details)."""
     gpu = Gpu.of(str(spec.get("gpu") or ""))
     rows = [
         ("Model URI", str(spec.get("model_uri") or "")),
@@ -409,7 +410,6 @@ def serves(spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
                                         f"{spec.get('gpu_cores')} % compute"))
     else:
         rows.append(("GPUs per replica", str(spec.get("gpus_per_replica") or "")))
-    rows.append(("Replicas", f"{spec.get('min_replicas')} to {spec.get('max_replicas')}"))
     return tuple(rows)
 
 
