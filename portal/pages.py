@@ -36,7 +36,10 @@ from tenants.workloads.selectors import gpu_holdings_page, gpu_holdings_summary
 # so between two writes to them every worker reads it from its cache.
 INVENTORY_TABLES = ("inventory_site", "inventory_rack", "inventory_node", "inventory_gpu",
                     "inventory_healthevent", "inventory_inventoryrun")
-CAPACITY_TABLES = ("inventory_node", "inventory_gpu", "tenants_quota", "tenants_tenant")
+# In use is what the workloads hold: the capacity part is drawn from them too.
+CAPACITY_TABLES = (
+    "inventory_node", "inventory_gpu", "tenants_quota", "tenants_tenant", "tenants_workload",
+)
 HOLDINGS_TABLES = ("tenants_workload", "tenants_quota", "tenants_tenant")
 UTILIZATION_TABLES = ("billing_usagerecord", "billing_usagedaily", "billing_meteringwindow")
 

@@ -58,7 +58,10 @@ class DaySerializer(serializers.Serializer):
         max_digits=14, decimal_places=2, allow_null=True,
         help_text="Cumulative to the end of the day; null for days still ahead.",
     )
-    forecast = serializers.DecimalField(max_digits=14, decimal_places=2)
+    forecast = serializers.DecimalField(
+        max_digits=14, decimal_places=2, allow_null=True,
+        help_text="From today to month end; null for the days before today.",
+    )
 
 
 class SpendSerializer(serializers.Serializer):
@@ -69,9 +72,24 @@ class SpendSerializer(serializers.Serializer):
     month_start = serializers.DateTimeField()
     month_end = serializers.DateTimeField(help_text="Exclusive: the next month's start.")
     as_of = serializers.DateTimeField(source="now")
-    spent = serializers.DecimalField(max_digits=14, decimal_places=2)
+    metered_through = serializers.DateTimeField(
+        allow_null=True, help_text="The end of the last metered hour; null before the first."
+    )
+    spent = serializers.DecimalField(
+        max_digits=14, decimal_places=2, help_text="Metered, up to `metered_through`."
+    )
+    estimate = serializers.DecimalField(
+        max_digits=14, decimal_places=2,
+        help_text="An estimate: the running workloads since `metered_through`, at the current "
+        "rate card.",
+    )
+    so_far = serializers.DecimalField(
+        max_digits=14, decimal_places=2, help_text="This month's figure: spent + estimate."
+    )
     forecast = serializers.DecimalField(
-        max_digits=14, decimal_places=2, help_text="At the rate seen so far, to month end."
+        max_digits=14, decimal_places=2,
+        help_text="To month end: at the rate seen so far, or what runs now kept running, "
+        "whichever is more.",
     )
     budget = serializers.DecimalField(
         max_digits=14, decimal_places=2, allow_null=True, help_text="Null: no budget set."

@@ -20,10 +20,12 @@ from django.shortcuts import get_object_or_404
 
 from inventory import resource_classes
 from tenants.models import Tenant
+from tenants.workloads.models import HOLDING, Workload
 
 from .. import calculations
 from ..calculations.invoicing import class_label
 from ..calculations.money import (
+    HOUR,
     SECONDS_PER_HOUR,
     floor_hour,
     month_start,
@@ -31,12 +33,22 @@ from ..calculations.money import (
     round_money,
     round_to,
 )
-from ..models import BillingAccount, BudgetAlert, Invoice, InvoiceStatus
+from ..models import (
+    BillingAccount,
+    BudgetAlert,
+    Invoice,
+    InvoiceStatus,
+    MeteringWindow,
+    UsageRecord,
+    WindowStatus,
+)
 from .invoices import with_stored_file
 from .rates import rate_card
 from .usage import usage_amounts
 
 WARN_PERCENT = 80
+# The chart draws the budget only when it is at most this many times its highest point.
+BUDGET_SCALE = 2
 # A quote's month: "per 30-day month", whatever the calendar month holds.
 QUOTE_MONTH_HOURS = 720
 PRICE_PLACES = Decimal("0.0001")
@@ -61,7 +73,7 @@ class SpendLine:
 class DayPoint:
     day: date
     spent: Decimal | None  # cumulative; None for days still ahead
-    forecast: Decimal
+    forecast: Decimal | None  # from today on (None for the days before)
 
 
 @dataclass(frozen=True)
@@ -86,12 +98,24 @@ class TenantSpend:
     # Set when the rate card cannot price the month (e.g. two prices for one hour): shown
     # instead of a wrong amount, until the platform team fixes the card.
     problem: str = ""
+    # The end of the last metered hour ("as of"); None before any hour of the month is metered.
+    metered_through: datetime | None = None
+    # What the workloads running now held since then, priced at the current rate card: an
+    # estimate until the meter reaches those hours.
+    estimate: Decimal = Decimal("0.00")
+    running: int = 0  # how many workloads the estimate counts
+    per_hour_now: Decimal = Decimal("0.00")  # what they cost per hour now, at the card
+
+    @property
+    def so_far(self) -> Decimal:
+        """This month's figure: what was metered, and the estimate since."""
+        return self.spent + self.estimate
 
     @property
     def budget_percent(self) -> Decimal | None:
         if not self.budget:
             return None
-        return round_to(Fraction(self.spent) * 100 / Fraction(self.budget), Decimal("0.1"))
+        return round_to(Fraction(self.so_far) * 100 / Fraction(self.budget), Decimal("0.1"))
 
     @property
     def forecast_percent(self) -> Decimal | None:
@@ -123,23 +147,36 @@ class TenantSpend:
 
     @property
     def remaining(self) -> Decimal | None:
-        return self.budget - self.spent if self.budget else None
+        return self.budget - self.so_far if self.budget else None
 
     @property
     def over_by(self) -> Decimal:
-        return max(self.spent - self.budget, Decimal("0.00")) if self.budget else Decimal("0.00")
+        return max(self.so_far - self.budget, Decimal("0.00")) if self.budget else Decimal("0.00")
 
     @property
     def forecast_over_budget(self) -> bool:
         return bool(self.budget) and self.forecast > self.budget
 
+    @property
+    def budget_on_chart(self) -> bool:
+        """Whether the budget is drawn on the chart: only when it is within reach of the
+        spend (at most BUDGET_SCALE times the highest point), so that a budget far above the
+        spend never flattens the spend line; otherwise the page says where it is in words."""
+        if not self.budget:
+            return False
+        highest = max([self.forecast, self.so_far, *(p.spent or 0 for p in self.days)])
+        return self.budget <= highest * BUDGET_SCALE
+
     def chart(self) -> dict:
-        """The daily series for Chart.js: cumulative spend, the forecast and the budget."""
+        """The daily series for Chart.js: cumulative spend (today's with the estimate), the
+        forecast from today to month end, and the budget when it is on the chart's scale."""
+        budget = self.budget if self.budget_on_chart else None
         return {
             "labels": [point.day.isoformat() for point in self.days],
             "spent": [None if p.spent is None else str(p.spent) for p in self.days],
-            "forecast": [str(p.forecast) for p in self.days],
-            "budget": str(self.budget) if self.budget else None,
+            "forecast": [None if p.forecast is None else str(p.forecast) for p in self.days],
+            "budget": str(budget) if budget is not None else None,
+            "budget_label": f"Budget ({self.currency} {budget:,.2f})" if budget else "",
             "currency": self.currency,
         }
 
@@ -177,7 +214,8 @@ def _daily(
     forecast: Decimal,
 ) -> tuple[DayPoint, ...]:
     """Cumulative spend at the end of each day so far, worked out exactly per hour and rounded
-    once per point (the last point is the month's spent, rounded per line as invoices are)."""
+    once per point (today's is the month's figure so far: metered, rounded per line as invoices
+    are, and the estimate since); the forecast runs from today's figure to month end."""
     by_day: dict[date, Fraction] = defaultdict(Fraction)
     for resource, hour, seconds in usage:
         rate = calculations.rate_for(rates, resource=resource, at=hour)
@@ -185,22 +223,71 @@ def _daily(
             by_day[hour.date()] += Fraction(seconds, SECONDS_PER_HOUR) * rate.hourly_price(at=hour)
     days = (end - start).days
     today = min(now, end - timedelta(microseconds=1)).date()
-    total_seconds = (end - start).total_seconds()
+    left = max(int((end - now).total_seconds()), 1)
     points, running = [], Fraction(0)
     for offset in range(days):
         day = (start + timedelta(days=offset)).date()
         running += by_day.get(day, Fraction(0))
         day_end = start + timedelta(days=offset + 1)
-        share = Fraction(int((day_end - start).total_seconds()), int(total_seconds))
+        forecast_then = None
         if day < today:
             shown = round_money(running)
-        elif day == today:
-            shown = spent
         else:
-            shown = None
-        forecast_then = round_money(Fraction(forecast) * share)
+            shown = spent if day == today else None
+            share = Fraction(max(0, min(int((day_end - now).total_seconds()), left)), left)
+            forecast_then = round_money(Fraction(spent) + Fraction(forecast - spent) * share)
         points.append(DayPoint(day=day, spent=shown, forecast=forecast_then))
     return tuple(points)
+
+
+def _metered_through(usage: list[calculations.UsageAmount], *, start: datetime,
+                     now: datetime) -> datetime | None:
+    """The end of the month's last metered hour: the latest hour the allocated meter finished
+    (one query), or the tenant's last hour of usage if that is later."""
+    last = (
+        MeteringWindow.objects.filter(
+            source=UsageRecord.Source.ALLOCATED, status=WindowStatus.DONE,
+            hour__gte=start, hour__lt=now,
+        )
+        .order_by("-hour")
+        .values_list("hour", flat=True)
+        .first()
+    )
+    ends = [hour + HOUR for hour in (last, *(h for _, h, _ in usage)) if hour is not None]
+    return min(max(ends), now) if ends else None
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    amount: Decimal
+    running: int
+    per_hour: Fraction = Fraction(0)  # exact
+
+
+def _estimate_since(
+    *, tenant: Tenant, rates: list[calculations.Rate], since: datetime, now: datetime
+) -> _Estimate:
+    """What the tenant's running workloads (ready once, not deleted: billed, as the meter
+    bills them) held from `since` (or from when each first became ready) to `now`, at the rate
+    card of this hour. One query."""
+    hour = floor_hour(now)
+    exact_total, per_hour, running = Fraction(0), Fraction(0), 0
+    rows = Workload.objects.filter(
+        tenant=tenant, status__in=HOLDING, ready_at__isnull=False
+    ).values_list("demand", "ready_at")
+    for demand, ready_at in rows:
+        running += 1
+        seconds = max(0, int((now - max(since, ready_at)).total_seconds()))
+        for resource, units in (demand if isinstance(demand, dict) else {}).items():
+            if str(resource).startswith("count:") or type(units) is not int or units <= 0:
+                continue
+            rate = calculations.rate_for(rates, resource=resource, at=hour)
+            if rate is None:
+                continue  # no price: never billed at zero, and not guessed at here
+            price = rate.hourly_price(at=hour) * units
+            per_hour += price
+            exact_total += price * Fraction(seconds, SECONDS_PER_HOUR)
+    return _Estimate(round_money(exact_total), running, per_hour)
 
 
 def tenant_spend(*, tenant: Tenant, now: datetime) -> TenantSpend:
@@ -220,7 +307,19 @@ def tenant_spend(*, tenant: Tenant, now: datetime) -> TenantSpend:
     else:
         problem = ""
     spent = computation.subtotal if computation else Decimal("0.00")
-    forecast = calculations.month_forecast(spent, now=now, month_start=start, month_end=end)
+    metered_through = _metered_through(usage, start=start, now=now)
+    estimate = (
+        _estimate_since(tenant=tenant, rates=rates, since=metered_through or start, now=now)
+        if computation else _Estimate(Decimal("0.00"), 0)
+    )
+    so_far = spent + estimate.amount
+    # At the rate seen so far, or what runs now kept running to month end, whichever is more:
+    # a launch raises the forecast at once.
+    hours_left = Fraction(int((end - now).total_seconds()), SECONDS_PER_HOUR)
+    forecast = max(
+        calculations.month_forecast(so_far, now=now, month_start=start, month_end=end),
+        round_money(Fraction(so_far) + estimate.per_hour * hours_left),
+    )
     account = billing_account_of(tenant=tenant)
     alerts = BudgetAlert.objects.filter(tenant=tenant, month=start.date()).order_by("threshold")
     return TenantSpend(
@@ -236,11 +335,16 @@ def tenant_spend(*, tenant: Tenant, now: datetime) -> TenantSpend:
         budget=account.monthly_budget if account else Decimal("0"),
         discount_percent=account.discount_percent if account else Decimal("0"),
         alerts=tuple(alerts),
-        days=_daily(usage, rates, now=now, start=start, end=end, spent=spent, forecast=forecast)
+        days=_daily(usage, rates, now=now, start=start, end=end, spent=so_far,
+                    forecast=forecast)
         if computation else (),
-        has_usage=bool(usage),
+        has_usage=bool(usage) or bool(estimate.running),
         has_rates=bool(rates),
         problem=problem,
+        metered_through=metered_through,
+        estimate=estimate.amount,
+        running=estimate.running,
+        per_hour_now=round_to(estimate.per_hour, PRICE_PLACES),
     )
 
 

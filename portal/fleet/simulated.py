@@ -10,7 +10,10 @@ Reading an object an operator owns also plays that operator (`simulated_operator
 would have made by now is created, dated from when it would have made it (so it is as far
 along as on a real cluster), placed on a node by a simple scheduler, and read back for the
 owner's status: a vCluster's control plane and kubeconfig Secret, a VM's DataVolume and
-VirtualMachineInstance, a Slurm cluster's StatefulSets, Deployments and worker pods. Deleting
+VirtualMachineInstance, a Slurm cluster's StatefulSets, Deployments and worker pods, an
+inference endpoint's predictor pods. The scheduler counts the GPUs already placed on each node:
+a pod (or a VM) beyond what the nodes it may use have left stays Pending with the scheduler's
+words, and is placed on a later read once room frees up (as the scheduler retries). Deleting
 an object deletes what depends on it (ownerReferences, and a Helm release's objects), at once:
 the garbage collector's and Helm's part.
 """
@@ -38,8 +41,14 @@ from .simulated_controllers import (
     ready_after,
     resource_quota_used,
 )
+from .simulated_kubevirt import UNSCHEDULABLE
 from .simulated_operators import Made, Plan, dependents, depends_on, key_of
-from .simulated_scheduler import NodeView, schedule, unschedulable_status
+from .simulated_scheduler import (
+    NodeView,
+    gpu_requests,
+    schedule,
+    unschedulable_status,
+)
 
 CLUSTER_SCOPED_KINDS = frozenset(
     {
@@ -64,6 +73,12 @@ SERVER_METADATA = ("uid", "creationTimestamp", "generation")
 IGNORED_METADATA = (*SERVER_METADATA, "resourceVersion", "managedFields", "deletionTimestamp")
 # An operator's round of making objects may enable the next (a VM's disk, then its VMI).
 OPERATOR_ROUNDS = 4
+# Set on a VMI no node could take: the scheduler's words for its launcher pod.
+UNSCHEDULABLE_ANNOTATION = UNSCHEDULABLE
+VMI_NODE_LABEL = "kubevirt.io/nodeName"
+FINISHED_PHASES = ("Succeeded", "Failed")
+# Set on a pod placed once room freed up: its owner waits for it to run.
+PLACED_LATE_ANNOTATION = "simulated.portal/placed-late"
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -239,7 +254,7 @@ class SimulatedFleetGateway(FleetGateway):
     ) -> bool:
         """Create what the plan makes that is missing, keep in step what it says, delete the
         owner's dependents of the pruned kinds it no longer makes. True if anything changed."""
-        changed, nodes = False, None
+        changed, nodes, used = False, None, None
         made = {item.key: item for item in plan.made}
         for key, item in made.items():
             existing = rows.get(key)
@@ -248,9 +263,13 @@ class SimulatedFleetGateway(FleetGateway):
                                                      name=key[2]).exists():
                     continue  # someone else's object of that name: leave it alone
                 if nodes is None and key[1] in ("Pod", "VirtualMachineInstance"):
-                    nodes = self._node_views()
-                self._apply_one(self._placed(item, nodes or []), at=item.at)
+                    nodes, used = self._node_views(), self._gpus_placed()
+                self._apply_one(self._placed(item, nodes or [], used or {}), at=item.at)
                 changed = True
+            elif _waiting_for_a_node(existing.body):
+                if nodes is None:
+                    nodes, used = self._node_views(), self._gpus_placed()
+                changed |= self._place_again(existing, nodes, used or {})
             elif item.in_step:
                 version = existing.resource_version
                 changed |= int(self._apply_one(item.manifest, at=item.at)["metadata"][
@@ -276,28 +295,80 @@ class SimulatedFleetGateway(FleetGateway):
             ))
         return views
 
-    def _placed(self, item: Made, nodes: list[NodeView]) -> Manifest:
+    def _gpus_placed(self) -> dict[str, dict[str, int]]:
+        """Per node, the GPUs and MIG instances what is bound there asks for: pods not
+        finished, and running VMs' launcher pods (a VMI labelled with its node)."""
+        used: dict[str, dict[str, int]] = {}
+
+        def add(node: str, asked: dict[str, int]) -> None:
+            on_node = used.setdefault(node, {})
+            for resource, units in asked.items():
+                on_node[resource] = on_node.get(resource, 0) + units
+
+        for row in self._rows("v1", "Pod"):
+            spec = row.body.get("spec") or {}
+            phase = (row.body.get("status") or {}).get("phase")
+            if spec.get("nodeName") and phase not in FINISHED_PHASES:
+                add(spec["nodeName"], gpu_requests(spec))
+        for row in SimulatedObject.objects.filter(kind="VirtualMachineInstance"):
+            node = ((row.body.get("metadata") or {}).get("labels") or {}).get(VMI_NODE_LABEL)
+            if node:
+                add(node, gpu_requests(_launcher(row.body.get("spec") or {})))
+        return used
+
+    def _placed(self, item: Made, nodes: list[NodeView], used: dict) -> Manifest:
         """The scheduler's part: a new pod is bound to a node (or left Pending with the
-        scheduler's reason); a new VMI is labelled with the node its launcher pod lands on."""
+        scheduler's reason); a new VMI is labelled with the node its launcher pod lands on (or
+        annotated with the scheduler's reason). What is placed is added to `used`."""
         manifest = copy.deepcopy(item.manifest)
-        name, spec = manifest["metadata"]["name"], manifest.get("spec") or {}
-        if manifest["kind"] == "Pod" and not spec.get("nodeName"):
-            node = schedule(name, spec, nodes)
-            if node:
-                spec["nodeName"] = node
-            else:
-                manifest["status"] = unschedulable_status(spec, nodes, iso(item.at))
-        elif manifest["kind"] == "VirtualMachineInstance":
-            # Its launcher pod asks for the passthrough GPUs by their resource names.
-            devices = ((spec.get("domain") or {}).get("devices") or {}).get("gpus") or []
-            asked: dict[str, int] = {}
-            for device in devices:
-                asked[device.get("deviceName", "")] = asked.get(device.get("deviceName", ""), 0) + 1
-            launcher = {**spec, "containers": [{"resources": {"limits": asked}}]}
-            node = schedule(name, launcher, nodes)
-            if node:
-                manifest["metadata"].setdefault("labels", {})["kubevirt.io/nodeName"] = node
+        self._bind(manifest, nodes, used, iso(item.at))
         return manifest
+
+    def _bind(self, manifest: Manifest, nodes: list[NodeView], used: dict, since: str) -> bool:
+        """Place the pod or VMI `manifest` (in place); True if a node took it."""
+        name, spec = manifest["metadata"]["name"], manifest.get("spec") or {}
+        metadata = manifest["metadata"]
+        if manifest["kind"] == "Pod":
+            if spec.get("nodeName"):
+                return True
+            pod = spec
+        elif manifest["kind"] == "VirtualMachineInstance":
+            pod = _launcher(spec)  # asks for the passthrough GPUs by their resource names
+        else:
+            return True
+        node = schedule(name, pod, nodes, used)
+        if node is None:
+            verdict = unschedulable_status(pod, nodes, since, used)
+            if manifest["kind"] == "Pod":
+                manifest["status"] = verdict
+            else:
+                message = verdict["conditions"][0]["message"]
+                metadata.setdefault("annotations", {})[UNSCHEDULABLE_ANNOTATION] = message
+            return False
+        if manifest["kind"] == "Pod":
+            spec["nodeName"] = node
+            manifest.pop("status", None)
+        else:
+            metadata.setdefault("labels", {})[VMI_NODE_LABEL] = node
+            (metadata.get("annotations") or {}).pop(UNSCHEDULABLE_ANNOTATION, None)
+        on_node = used.setdefault(node, {})
+        for resource, units in gpu_requests(pod).items():
+            on_node[resource] = on_node.get(resource, 0) + units
+        return True
+
+    def _place_again(self, row: SimulatedObject, nodes: list[NodeView], used: dict) -> bool:
+        """The scheduler retries a pod (or VMI) it left Pending: bound once room frees up,
+        its kubelet (or virt-handler) starting from now. True if it was placed."""
+        body = copy.deepcopy(row.body)
+        if not self._bind(body, nodes, used, iso(timezone.now())):
+            return False
+        body["metadata"].setdefault("annotations", {})[PLACED_LATE_ANNOTATION] = iso(
+            timezone.now()
+        )
+        row.body, row.resource_version = body, row.resource_version + 1
+        row.updated_at = timezone.now()
+        row.save(update_fields=["body", "resource_version", "updated_at"])
+        return True
 
     def _with_usage(self, row: SimulatedObject, status: Manifest) -> Manifest:
         """Quota controller and Kueue: count what the pods the demo runs request."""
@@ -403,3 +474,27 @@ class SimulatedFleetGateway(FleetGateway):
 
     def evict_pod(self, *, name: str, namespace: str) -> None:
         self._rows("v1", "Pod").filter(namespace=namespace, name=name).delete()
+
+
+def _launcher(vmi_spec: Manifest) -> Manifest:
+    """A VMI's launcher pod as the scheduler sees it: the VMI's selector and tolerations, and
+    a limit per passthrough GPU by its resource name."""
+    devices = ((vmi_spec.get("domain") or {}).get("devices") or {}).get("gpus") or []
+    asked: dict[str, int] = {}
+    for device in devices:
+        name = device.get("deviceName", "")
+        asked[name] = asked.get(name, 0) + 1
+    return {**vmi_spec, "containers": [{"resources": {"limits": asked}}]}
+
+
+def _waiting_for_a_node(body: Manifest) -> bool:
+    """A pod the scheduler left Pending, or a VMI whose launcher pod no node took."""
+    if body.get("kind") == "Pod":
+        return not (body.get("spec") or {}).get("nodeName") and any(
+            c.get("reason") == "Unschedulable"
+            for c in (body.get("status") or {}).get("conditions") or []
+        )
+    if body.get("kind") == "VirtualMachineInstance":
+        annotations = (body.get("metadata") or {}).get("annotations") or {}
+        return UNSCHEDULABLE_ANNOTATION in annotations
+    return False

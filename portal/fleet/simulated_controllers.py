@@ -274,6 +274,9 @@ READY_FRACTIONS = {
 }
 # The controllers that make objects for the ones they own, and the kinds they make.
 OPERATORS: dict[tuple[str, str], Operator] = {
+    ("serving.kserve.io/v1beta1", "InferenceService"): Operator(
+        (("v1", "Pod"),), kserve.plan_inference_service
+    ),
     ("helm.toolkit.fluxcd.io/v2", "HelmRelease"): Operator(
         (("apps/v1", "StatefulSet"), ("v1", "Service"), ("v1", "Secret")),
         flux.plan_helm_release,

@@ -2,6 +2,15 @@
 runtime downloads its model (Pending), loads it (Loading), then serves (Ready, Loaded), with its
 URLs as KServe writes them. Pure.
 
+Its predictor runs a pod per replica (`minReplicas`, at least one: Standard mode's autoscaler
+keeps one), named after the predictor's pod template as a ReplicaSet's pods are, carrying the
+InferenceService's labels (KServe copies them onto its Deployment's pods) and asking for the
+model's resources on the predictor's nodes. A pod no node has room for stays Pending with the
+scheduler's words: until every replica is placed the predictor does not become ready (KServe's
+"Deployment does not have minimum availability"), and the model's copies count only the
+placed ones. A replica placed late (annotated so by the gateway) is waited for until its pod
+runs.
+
 The failure rule: an InferenceService whose `storageUri` names a model ending in
 `-does-not-exist` (`hf://org/llama-does-not-exist`, `s3://bucket/path/x-does-not-exist`) is
 one the storage initializer cannot find: once its controller has had its time it fails, as
@@ -15,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .simulated_clock import Clock, Status, digest, generation
-from .simulated_operators import name_and_namespace
+from .simulated_operators import Made, Plan, by_kind, name_and_namespace, owner_reference
 
 Manifest = dict[str, Any]
 MISSING_MODEL_SUFFIX = "-does-not-exist"
@@ -63,15 +72,82 @@ def _model_not_found(storage_uri: str) -> str:
     return f"RuntimeError: Failed to fetch model. No model found in {storage_uri}."
 
 
+PREDICTOR_LABEL = "serving.kserve.io/inferenceservice"
+COMPONENT_LABEL = "component"
+
+
+def _replicas(predictor: Manifest) -> int:
+    try:
+        return max(1, int(predictor.get("minReplicas") or 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+def plan_inference_service(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Plan:
+    """The predictor's pods: one per replica of its current pod template (a changed template
+    replaces them; a scale-down removes the extra ones)."""
+    name, namespace = name_and_namespace(obj)
+    predictor = (obj.get("spec") or {}).get("predictor") or {}
+    model = predictor.get("model") or {}
+    pod_spec: Manifest = {
+        "containers": [{
+            "name": "kserve-container",
+            "image": "kserve/vllmserver:latest",
+            "args": list(model.get("args") or []),
+            "resources": model.get("resources") or {},
+        }],
+    }
+    for key in ("nodeSelector", "tolerations", "schedulerName"):
+        if predictor.get(key):
+            pod_spec[key] = predictor[key]
+    template_hash = digest(pod_spec)[:10]
+    pods = by_kind(children, "Pod")
+    labels = dict((obj.get("metadata") or {}).get("labels") or {})
+    labels |= {PREDICTOR_LABEL: name, COMPONENT_LABEL: "predictor"}
+    made = []
+    for replica in range(_replicas(predictor)):
+        pod_name = f"{name}-predictor-{template_hash}-{digest(name, replica)[:5]}"
+        if pod_name in pods:
+            made.append(Made(pods[pod_name], clock.now))
+            continue
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": pod_name, "namespace": namespace, "labels": labels,
+                         "ownerReferences": [owner_reference(obj)]},
+            "spec": pod_spec,
+        }
+        made.append(Made(pod, clock.changed_at))
+    return Plan(tuple(made), frozenset({("v1", "Pod")}))
+
+
+PLACED_LATE = "simulated.portal/placed-late"  # simulated.PLACED_LATE_ANNOTATION
+
+
+def _waiting_pods(children: Sequence[Manifest]) -> tuple[int, list[Manifest], bool]:
+    """(pods placed, pods the scheduler left Pending, whether a pod placed late, once room
+    freed up, is still starting) among the predictor's."""
+    pods = [c for c in children if c.get("kind") == "Pod"]
+    waiting = [p for p in pods if not (p.get("spec") or {}).get("nodeName")]
+    starting = any(
+        PLACED_LATE in ((p.get("metadata") or {}).get("annotations") or {})
+        and (p.get("status") or {}).get("phase") != "Running"
+        for p in pods if p not in waiting
+    )
+    return len(pods) - len(waiting), waiting, starting
+
+
 def inference_service(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status:
     """KServe 0.20 in Standard mode with the vLLM runtime: the storage initializer downloads
-    the model (Pending), vLLM loads it (Loading), then the predictor serves (Loaded, Ready)."""
+    the model (Pending), vLLM loads it (Loading), then the predictor serves (Loaded, Ready)
+    once every replica's pod is placed."""
     name, namespace = name_and_namespace(obj)
     gen = generation(obj)
     predictor = (obj.get("spec") or {}).get("predictor") or {}
     model = predictor.get("model") or {}
     since = clock.since
-    replicas = max(1, int(predictor.get("minReplicas") or 1))
+    replicas = _replicas(predictor)
+    placed, waiting, starting = _waiting_pods(children)
     status: Status = {
         "observedGeneration": gen,
         "deploymentMode": "Standard",
@@ -80,9 +156,10 @@ def inference_service(obj: Manifest, clock: Clock, children: Sequence[Manifest])
     storage_uri = _storage_uri(obj)
     # A rollout after a change keeps the replicas that served; a model that is not there
     # never served, and fails again.
-    done = clock.ready or clock.served_before_change
+    # A replica placed late serves once its pod runs (the others served meanwhile, if any).
+    done = clock.served_before_change or (clock.ready and not starting)
     failed = done and missing_model(storage_uri)
-    if done and not failed:
+    if done and not failed and not waiting:
         host = f"{name}-{namespace}.{INGRESS_DOMAIN}"
         rolling = not clock.ready
         return status | {
@@ -129,6 +206,16 @@ def inference_service(obj: Manifest, clock: Clock, children: Sequence[Manifest])
             },
             "states": {"activeModelState": "", "targetModelState": "FailedToLoad"},
             "transitionStatus": "BlockedByFailedLoad",
+        }
+        return status
+    if waiting:  # replicas no node has room for: the predictor waits for the scheduler
+        status["modelStatus"] = {
+            "copies": {"failedCopies": 0, "totalCopies": placed if done else 0},
+            "states": {
+                "activeModelState": "Loaded" if done and placed else "",
+                "targetModelState": "Pending",
+            },
+            "transitionStatus": "InProgress",
         }
         return status
     downloading = clock.progress < 0.5

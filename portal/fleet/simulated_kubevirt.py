@@ -24,6 +24,8 @@ from .simulated_operators import (
 
 Manifest = dict[str, Any]
 KUBEVIRT = "kubevirt.io/v1"
+# Set by the simulated scheduler on a VMI whose launcher pod no node takes (its words).
+UNSCHEDULABLE = "simulated.portal/unschedulable"
 CDI = "cdi.kubevirt.io/v1beta1"
 
 
@@ -87,6 +89,19 @@ def virtual_machine_instance(obj: Manifest, clock: Clock, children: Sequence[Man
     not_running = _kubevirt_condition(
         "Ready", "False", clock.since, "GuestNotRunning", "Guest VM is not reported as running"
     )
+    verdict = ((obj.get("metadata") or {}).get("annotations") or {}).get(UNSCHEDULABLE)
+    if not node and verdict:  # no node has room for its launcher pod: the scheduler's words
+        return {
+            "phase": "Scheduling",
+            "conditions": [
+                _kubevirt_condition("PodScheduled", "False", clock.since, "Unschedulable",
+                                    verdict),
+                not_running,
+            ],
+            "guestOSInfo": {},
+            "qosClass": "Guaranteed",
+            "phaseTransitionTimestamps": stamps,
+        }
     if not clock.ready:
         scheduled = clock.progress >= 0.5
         status: Status = {
@@ -196,6 +211,22 @@ def virtual_machine(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -
             "conditions": conditions,
         }
     vmi_status = vmi.get("status") or {}
+    unschedulable = next(
+        (c for c in vmi_status.get("conditions") or []
+         if c.get("type") == "PodScheduled" and c.get("status") == "False"),
+        None,
+    )
+    if unschedulable is not None:  # KubeVirt mirrors the launcher pod's verdict
+        return status | {
+            "printableStatus": "ErrorUnschedulable",
+            "created": True,
+            "ready": False,
+            "conditions": [
+                dict(unschedulable),
+                _kubevirt_condition("Ready", "False", since, "GuestNotRunning",
+                                    "Guest VM is not reported as running"),
+            ],
+        }
     running = vmi_status.get("phase") == "Running"
     ready = next(
         (c for c in vmi_status.get("conditions") or [] if c.get("type") == "Ready"),

@@ -1,4 +1,5 @@
-// The tenant's spend page: cumulative spend this month, its forecast and the budget.
+// The tenant's spend page: cumulative spend this month (today's with the estimate of what runs
+// since the last metered hour), its forecast from today to month end, and the budget.
 document.addEventListener("DOMContentLoaded", () => {
   const data = JSON.parse(document.getElementById("spend-data").textContent);
   const number = (value) => (value === null ? null : Number(value));
@@ -22,12 +23,15 @@ document.addEventListener("DOMContentLoaded", () => {
       fill: false,
     },
   ];
+  // The budget is a labelled reference line, sent only when it is within reach of the spend
+  // (the page says where a far higher budget is): it never flattens the spend line.
   if (data.budget !== null) {
     datasets.push({
-      label: "Budget",
+      label: data.budget_label || "Budget",
       data: data.labels.map(() => Number(data.budget)),
       borderColor: "#dc3545",
       borderWidth: 1.5,
+      borderDash: [2, 3],
       pointRadius: 0,
       fill: false,
     });

@@ -44,8 +44,9 @@ def quota_bars(lines: Iterable[QuotaLine]) -> list[SafeString]:
         cluster = ""
         if line.cluster_used is not None:
             cluster = (
-                f' <span class="badge text-bg-light border" title="{_CLUSTER_TITLE}">'
-                f"cluster: {grouped(line.cluster_used)}</span>"
+                f' <span class="badge text-bg-light border cluster-in-use" title="{_CLUSTER_TITLE}"'
+                f' data-cluster-in-use="{line.cluster_used}">'
+                f"cluster reports {grouped(line.cluster_used)}</span>"
             )
         percent = line.percent
         color = " bg-danger" if percent >= 90 else " bg-warning" if percent >= 70 else ""
@@ -74,7 +75,8 @@ def workload_items(workloads: Iterable[Workload], slug: str) -> list[SafeString]
             f' aria-hidden="true"></i> <a href="{escape(detail_url(slug, w.pk))}">'
             f"{escape(w.name)}</a>"
             f' <span class="small text-muted">{escape(w.kind_label)}</span></span>'
-            f"\n          {status_badge(w.status, w.get_status_display())}\n\n        </li>\n"
+            f"\n          {status_badge(w.status, w.get_status_display(), stopped=w.stopped)}"
+            "\n\n        </li>\n"
         )
         for w in workloads
     ]

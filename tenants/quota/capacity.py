@@ -5,7 +5,7 @@ tenants sit above inventory, so this module may read both.
 
 - `capacity_by_resource_class()` — one row per resource class the fleet measures (GPU, MIG and
   HAMi classes, vCPU, memory) or that some tenant was granted: installed, healthy, reserved,
-  granted, in use.
+  granted, in use (held by workloads) and what the cluster reports in use.
 - `fleet_capacity_by_resource_class()` — the same rows keyed by resource class, for every key
   of the vocabulary; classes the inventory does not measure (storage, workload counts) have
   `installed`/`healthy` None, so `free()` and `ratio()` say "not measured" (None).
@@ -34,6 +34,7 @@ from inventory.selectors.capacity import (
 )
 
 from ..access.models import Tenant
+from ..workloads.in_use import demand_in_use_by_class
 from .models import Quota
 
 
@@ -47,9 +48,19 @@ class ResourceCapacity:
     healthy: int | None
     reserved: int | None
     granted: int
+    # What tenants' workloads hold (`tenants.workloads.in_use`, the portal's one "in use");
+    # None where not counted (a pool's rows).
     in_use: int | None
     # The pool the counts are of: a dedicated tenant's slug, SHARED_POOL, or None (the fleet).
     pool: str | None = None
+    # What the cluster last reported in use (pods a cluster sync saw ask for GPUs, MIG
+    # instances, HAMi shares); None where the cluster's figure is not measured (vCPUs, memory).
+    cluster_in_use: int | None = None
+
+    @property
+    def cluster_differs(self) -> bool:
+        """The cluster reports another figure than the workloads hold: both are shown."""
+        return self.cluster_in_use is not None and self.cluster_in_use != self.in_use
 
     @property
     def pool_label(self) -> str:
@@ -120,10 +131,19 @@ def _rows(
             healthy=counts.healthy if counts else None,
             reserved=counts.reserved if counts else None,
             granted=granted.get(key) or 0,
-            in_use=counts.in_use if counts else None,
+            in_use=None,
             pool=pool,
+            cluster_in_use=_cluster_figure(key, counts),
         )
     return rows
+
+
+def _cluster_figure(key: str, counts: InventoryCapacity | None) -> int | None:
+    """What the cluster reported in use of `key`: GPU classes only (the cluster sync does not
+    measure vCPUs and memory in use)."""
+    if counts is None or not key.startswith(("gpu:", "mig:", "hami:")):
+        return None
+    return counts.in_use
 
 
 def _measured_class(key: str) -> bool:
@@ -139,7 +159,7 @@ def capacity_by_resource_class() -> list[ResourceCapacity]:
     """One row per GPU resource class (`gpu:<model>`, `mig:<model>:<profile>`,
     `hami:<model>:memory-gib|cores`) and per node resource (`cpu`, `memory-gib`) that the fleet
     has or some tenant was granted, in the vocabulary's order. A fixed number of queries
-    (four), whatever the fleet's size.
+    (five), whatever the fleet's size.
 
     - installed: whole GPUs (or MIG instances, HAMi GiB and percent, vCPUs, GiB) on nodes that
       are not retired; a GPU partitioned by MIG counts under its profiles only, a GPU HAMi
@@ -147,13 +167,16 @@ def capacity_by_resource_class() -> list[ResourceCapacity]:
     - healthy: of those, the ones whose GPU reports healthy on a node that is available;
     - reserved: of those installed, the ones on nodes reserved for a dedicated tenant;
     - granted: the sum of active tenants' quota limits for the class;
-    - in_use: GPUs (or MIG instances) requested by pods running on the nodes, as the last
-      cluster sync saw them; 0 until something runs (CPU and memory in use are not measured
-      yet: 0). The portal's own workload records will replace this once they exist.
+    - in_use: what the tenants' workloads hold of the class (`demand_in_use_by_class`, the
+      same figure as every tenant page's), vCPUs and memory included;
+    - cluster_in_use: GPUs (MIG instances, HAMi shares) requested by pods running on the
+      nodes, as the last cluster sync saw them (None for vCPUs and memory: not measured).
     """
     granted = _granted_by_class()
     measured = gpu_capacity_by_class() | node_capacity_by_class()
+    held = demand_in_use_by_class()
     keys = set(measured) | {k for k in granted if _measured_class(k)}
+    keys |= {k for k, amount in held.items() if amount and _measured_class(k)}
     rows = []
     for key in _ordered(keys):
         counts = measured.get(key)
@@ -165,7 +188,8 @@ def capacity_by_resource_class() -> list[ResourceCapacity]:
                 healthy=counts.healthy if counts else 0,
                 reserved=counts.reserved if counts else 0,
                 granted=granted.get(key) or 0,
-                in_use=counts.in_use if counts else 0,
+                in_use=held.get(key, 0),
+                cluster_in_use=_cluster_figure(key, counts or InventoryCapacity()),
             )
         )
     return rows

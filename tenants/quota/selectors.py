@@ -296,11 +296,12 @@ class PreviewLine:
     resource: str
     label: str
     current: int
-    in_use: int
+    in_use: int  # what the tenant's workloads hold (`demand_in_use`, as every page says)
     amount: int
     capacity: ResourceCapacity
     added_to_pool: int | None = None
     request: QuotaRequest | None = None
+    cluster_in_use: int | None = None  # the ResourceQuota's last figure, when it differs
 
     @property
     def resulting(self) -> int:
@@ -341,20 +342,23 @@ class PreviewLine:
 def quota_preview(*, tenant: Tenant, lines: list[tuple[str, int]]) -> list[PreviewLine]:
     """What granting `lines` (resource, more) would make the tenant's quota and its pool's."""
     quotas = {q.resource: q for q in Quota.objects.filter(tenant=tenant)}
+    held = demand_in_use(tenant_ids=[tenant.pk]).get(tenant.pk, {})
     capacity = tenant_capacity_by_resource_class(tenant=tenant)
     preview = []
     for resource, amount in lines:
         if resource not in capacity:
             continue
         quota = quotas.get(resource)
+        used = held.get(resource, 0)
         preview.append(
             PreviewLine(
                 resource=resource,
                 label=resource_classes.parse(resource).label,
                 current=quota.limit if quota else 0,
-                in_use=quota.in_use if quota else 0,
+                in_use=used,
                 amount=max(0, amount or 0),
                 capacity=capacity[resource],
+                cluster_in_use=_cluster_differs(quota, used),
             )
         )
     return preview
@@ -381,6 +385,7 @@ def quota_requests_impact(*, requests: list[QuotaRequest]) -> list[PreviewLine]:
         for q in Quota.objects.filter(tenant_id__in=set(pools), resource__in=_resources(waiting))
     }
     limits = {key: q.limit for key, q in quotas.items()}
+    held = demand_in_use(tenant_ids=sorted(pools))
     added: dict[tuple[str, str], int] = {}
     for request in waiting:
         for line in request.lines.all():
@@ -395,12 +400,14 @@ def quota_requests_impact(*, requests: list[QuotaRequest]) -> list[PreviewLine]:
             quota = quotas.get((request.tenant_id, line.resource))
             current = limits.get((request.tenant_id, line.resource), 0)
             limits[(request.tenant_id, line.resource)] = current + line.amount
+            used = held.get(request.tenant_id, {}).get(line.resource, 0)
             impact.append(
                 PreviewLine(
                     resource=line.resource,
                     label=line.resource_label,
                     current=current,
-                    in_use=quota.in_use if quota else 0,
+                    in_use=used,
+                    cluster_in_use=_cluster_differs(quota, used),
                     amount=line.amount,
                     capacity=capacity[pool][line.resource],
                     added_to_pool=added[(pool, line.resource)],
@@ -408,6 +415,14 @@ def quota_requests_impact(*, requests: list[QuotaRequest]) -> list[PreviewLine]:
                 )
             )
     return impact
+
+
+def _cluster_differs(quota: Quota | None, used: int) -> int | None:
+    """The cluster's own figure (the ResourceQuota's status, as the last reconcile read it)
+    where it differs from what the workloads hold; None where they agree."""
+    if quota is None or quota.in_use == used:
+        return None
+    return quota.in_use
 
 
 def _resources(requests: list[QuotaRequest]) -> set[str]:

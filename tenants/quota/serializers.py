@@ -142,7 +142,10 @@ class QuotaPreviewLineSerializer(serializers.Serializer):
     resource = serializers.CharField()
     label = serializers.CharField()
     current = serializers.IntegerField()
-    in_use = serializers.IntegerField()
+    in_use = serializers.IntegerField(help_text="What the tenant's workloads hold.")
+    cluster_in_use = serializers.IntegerField(
+        allow_null=True, help_text="What the cluster last reported in use, when it differs."
+    )
     amount = serializers.IntegerField()
     resulting = serializers.IntegerField()
     healthy = serializers.IntegerField(source="capacity.healthy", allow_null=True)
@@ -181,4 +184,8 @@ class CapacitySerializer(serializers.Serializer):
     healthy = serializers.IntegerField()
     reserved = serializers.IntegerField()
     granted = serializers.IntegerField()
-    in_use = serializers.IntegerField()
+    in_use = serializers.IntegerField(help_text="What tenants' workloads hold.")
+    cluster_in_use = serializers.IntegerField(
+        allow_null=True,
+        help_text="What the cluster last reported in use (pods); null where not measured.",
+    )

@@ -16,8 +16,11 @@ _SPINNER = (
 )
 
 
-def status_badge(status: str, label: str) -> str:
-    """`status`'s badge, `label` its display (the workload's `get_status_display()`)."""
+def status_badge(status: str, label: str, *, stopped: bool = False) -> str:
+    """`status`'s badge, `label` its display (the workload's `get_status_display()`); a
+    stopped VM's (`Workload.stopped`) says Stopped."""
+    if stopped:
+        return '<span class="badge text-bg-secondary" data-status="stopped">Stopped</span>'
     border = " border" if status == WorkloadStatus.DELETED else ""
     return (
         f'<span class="badge text-bg-{WorkloadStatus.color(status)}{border}"'

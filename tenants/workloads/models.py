@@ -13,6 +13,7 @@ from portal.state_machine import transition
 from portal.validators import validate_dns1123_label, validate_readable_name
 
 from ..access.models import Tenant
+from .advice import failure_advice
 from .kinds.base import SpecError
 from .kinds.image_references import oci_reference
 from .registry import CHOICES as KIND_CHOICES
@@ -63,6 +64,9 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 IN_PROGRESS = frozenset({S.PENDING, S.PROVISIONING, S.DEGRADED, S.DELETING})
 # Holding its quota (everything not deleted counts, failed included: its objects may exist).
 HOLDING = frozenset(set(S.values) - {S.DELETED})
+# The reason a settled, halted workload is Ready with (KubeVirt's printableStatus of a VM that
+# was stopped): its badge says Stopped.
+STOPPED_REASON = "Stopped"
 
 
 class Workload(Reconciled):
@@ -141,7 +145,18 @@ class Workload(Reconciled):
 
     @property
     def status_color(self) -> str:
-        return WorkloadStatus.color(self.status)
+        return "secondary" if self.stopped else WorkloadStatus.color(self.status)
+
+    @property
+    def stopped(self) -> bool:
+        """Halted on purpose and settled (a VM its tenant stopped): ready for nothing but to be
+        started again, so its badge says Stopped, not Ready."""
+        return self.status == WorkloadStatus.READY and self.status_reason == STOPPED_REASON
+
+    @property
+    def status_label(self) -> str:
+        """The badge's word: the status, or Stopped for a stopped VM."""
+        return "Stopped" if self.stopped else self.get_status_display()
 
     @property
     def in_progress(self) -> bool:
@@ -152,6 +167,31 @@ class Workload(Reconciled):
     @property
     def is_live(self) -> bool:
         return self.status not in (WorkloadStatus.DELETING, WorkloadStatus.DELETED)
+
+    @property
+    def failure_advice(self) -> str:
+        """What to do about it when it failed, fitting what the cluster said caused it."""
+        if self.status != WorkloadStatus.FAILED:
+            return ""
+        entry = KINDS.get(self.kind)
+        return failure_advice(kind=self.kind, reason=self.status_reason or "",
+                              message=self.status_message or "",
+                              scalable=bool(entry and entry.scalable))[0]
+
+    @property
+    def serves(self) -> tuple[tuple[str, str], ...]:
+        """What it serves, from its spec (an inference endpoint's model, runtime and GPUs);
+        empty for kinds that serve nothing."""
+        serves = getattr(self.kind_entry.module, "serves", None) if self.kind in KINDS else None
+        try:
+            return serves(self.spec or {}) if serves else ()
+        except (KeyError, TypeError, ValueError):
+            return ()
+
+    @property
+    def serves_keys(self) -> tuple[str, ...]:
+        """The observed details `serves` already shows (the runtime KServe reports)."""
+        return ("runtime",) if self.serves else ()
 
     @property
     def connection(self) -> dict:

@@ -4,7 +4,6 @@ the contexts the kinds validate and build against, read from the database."""
 from __future__ import annotations
 
 import functools
-import json
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from ..access.models import Tenant
 from ..access.rules import in_tenants_visible_to, tenant_slug, username_of
 from ..quota.capacity import pool_of
 from ..quota.models import Quota
+from .in_use import demand_in_use
 from .kinds.base import BuildContext, GpuOffer, LaunchContext
 from .models import HOLDING, Workload, WorkloadEvent, WorkloadStatus
 
@@ -110,13 +110,14 @@ def tenant_workloads_recent(*, tenant: Tenant, limit: int) -> list[Workload]:
         cursor.execute(_RECENT_WORKLOADS_SQL, [tenant.pk, WorkloadStatus.DELETED, limit])
         rows = cursor.fetchall()
     return [
-        Workload(id=pk, tenant_id=tenant.pk, kind=kind, name=name, status=status)
-        for pk, kind, name, status in rows
+        Workload(id=pk, tenant_id=tenant.pk, kind=kind, name=name, status=status,
+                 status_reason=reason)
+        for pk, kind, name, status, reason in rows
     ]
 
 
 _RECENT_WORKLOADS_SQL = (
-    'SELECT "id", "kind", "name", "status" '  # noqa: S608 - no input in the text
+    'SELECT "id", "kind", "name", "status", "status_reason" '  # noqa: S608 - no input in the text
     f'FROM "{Workload._meta.db_table}" WHERE "tenant_id" = %s AND NOT "status" = %s '
     'ORDER BY "created_at" DESC, "id" DESC LIMIT %s'
 )
@@ -124,38 +125,6 @@ _RECENT_WORKLOADS_SQL = (
 
 def workload_events(*, workload: Workload) -> QuerySet[WorkloadEvent]:
     return workload.events.select_related("actor").order_by("-created_at", "-id")
-
-
-def demand_in_use(*, tenant_ids: list[int]) -> dict[int, dict[str, int]]:
-    """Per tenant, what its workloads hold of each resource class (every one not deleted).
-    One query whatever the number of tenants.
-
-    The database groups the workloads by their demand document and counts each: workloads of
-    a tenant are launched from a few shapes, so a tenant running 300 reads a row per shape
-    (its 300 documents are neither sent nor expanded key by key), and Python multiplies."""
-    if not tenant_ids:
-        return {}
-    held: dict[int, dict[str, int]] = defaultdict(dict)
-    holding = sorted(HOLDING)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT tenant_id, demand, COUNT(*) "  # noqa: S608 - placeholders only
-            f'FROM "{Workload._meta.db_table}" '
-            f"WHERE status IN ({', '.join(['%s'] * len(holding))}) "
-            f"AND tenant_id IN ({', '.join(['%s'] * len(tenant_ids))}) "
-            "GROUP BY tenant_id, demand",
-            [*holding, *tenant_ids],
-        )
-        rows = cursor.fetchall()
-    for tenant_id, demand, count in rows:
-        if isinstance(demand, str):  # SQLite's JSON is text
-            demand = json.loads(demand)
-        if not isinstance(demand, dict):
-            continue
-        sums = held[tenant_id]
-        for resource, amount in demand.items():
-            sums[resource] = sums.get(resource, 0) + int(amount) * count
-    return dict(held)
 
 
 _GPU_PREFIXES = ("gpu:", "mig:", "hami:")

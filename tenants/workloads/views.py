@@ -122,7 +122,7 @@ def _workload_row(w: Workload, slug: str, detail_url) -> SafeString:
         f"\n          {note}</td>"
         f'\n        <td><i class="bi bi-{escape(w.kind_entry.icon)}" aria-hidden="true"></i>'
         f" {escape(w.kind_label)}</td>"
-        f"\n        <td>{status_badge(w.status, w.get_status_display())}\n</td>"
+        f"\n        <td>{status_badge(w.status, w.get_status_display(), stopped=w.stopped)}\n</td>"
         f'\n        <td class="small">{holds}</td>'
         f'\n        <td class="small text-nowrap">{created}<div class="text-muted">'
         f"{escape(launcher)}</div></td>"

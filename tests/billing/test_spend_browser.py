@@ -71,7 +71,9 @@ def test_the_launch_price_follows_the_form_and_the_spend_page_draws_its_chart(ac
         " && window.Chart && Chart.getChart(c) !== undefined; }"
     )
     assert page.evaluate("Chart.getChart(document.getElementById('spend-chart'))"
-                         ".data.datasets.map(d => d.label)") == ["Spent", "Forecast", "Budget"]
+                         ".data.datasets.map(d => d.label)") == [
+        "Spent", "Forecast", "Budget (EUR 70.00)"
+    ]
     screenshot(page, "spend-page")
     for width in (375, 320):  # a phone: nothing scrolls sideways (the table scrolls in its box)
         page.set_viewport_size({"width": width, "height": 800})

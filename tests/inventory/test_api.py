@@ -49,6 +49,7 @@ def test_capacity_is_served_to_tenants_with_grants_and_not_to_users_without_a_ro
     assert rows["gpu:nvidia-h100-80gb"] == {
         "resource": "gpu:nvidia-h100-80gb", "label": "NVIDIA H100 80GB HBM3 GPUs",
         "installed": 24, "healthy": 15, "reserved": 8, "granted": 5, "in_use": 0,
+        "cluster_in_use": 0,
     }
     assert refused.status_code == 403
 

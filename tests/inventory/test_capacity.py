@@ -46,11 +46,13 @@ def test_capacity_counts_whole_gpus_and_mig_instances_once_each(tenant, other_te
     rows = {row.resource: row for row in capacity_by_resource_class()}
 
     whole = rows["gpu:nvidia-a100-80gb"]
-    assert (whole.installed, whole.healthy, whole.reserved, whole.granted, whole.in_use) == (
-        6 + 8 + 8 + 8, 6 + 8 + 7, 8, 16, 2
+    assert (whole.installed, whole.healthy, whole.reserved, whole.granted) == (
+        6 + 8 + 8 + 8, 6 + 8 + 7, 8, 16
     )
+    # No workload holds any: in use is 0, and the pods the cluster reported are shown beside.
+    assert (whole.in_use, whole.cluster_in_use, whole.cluster_differs) == (0, 2, True)
     mig = rows["mig:nvidia-a100-80gb:1g.10gb"]
-    assert (mig.installed, mig.healthy, mig.granted, mig.in_use) == (7, 7, 7, 3)
+    assert (mig.installed, mig.healthy, mig.granted, mig.cluster_in_use) == (7, 7, 7, 3)
     assert rows["mig:nvidia-a100-80gb:3g.40gb"].installed == 2
     h200 = rows["gpu:nvidia-h200"]  # granted but not installed: visible, so oversubscribed
     assert (h200.installed, h200.granted, h200.free()) == (0, 8, -8)
@@ -78,10 +80,10 @@ def test_the_map_for_quota_approval_covers_every_class_and_says_what_is_not_meas
 @pytest.mark.django_db
 def test_capacity_takes_the_same_queries_whatever_the_fleet_size(django_assert_num_queries):
     build_fleet(30)
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         small = capacity_by_resource_class()
     build_fleet(300, prefix="more")
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         large = capacity_by_resource_class()
     assert sum(r.installed for r in large) > sum(r.installed for r in small)
 
@@ -106,11 +108,11 @@ def test_hami_gpus_count_as_memory_and_compute_shares_never_as_whole_gpus(tenant
 
     memory, cores, gpus = rows[L40S_MEMORY], rows[L40S_CORES], rows["gpu:nvidia-l40s"]
     per_gpu = 46068 // 1024  # 44 GiB: whole GiB of what HAMi registered, never rounded up
-    assert (memory.installed, memory.healthy, memory.granted, memory.in_use) == (
+    assert (memory.installed, memory.healthy, memory.granted, memory.cluster_in_use) == (
         8 * per_gpu + 2 * 45 + 4 * per_gpu, 7 * per_gpu, 96, 15  # 15,288 MiB: 15 GiB
     )
-    assert (cores.installed, cores.healthy, cores.in_use) == (1400, 700, 50)
-    assert (gpus.installed, gpus.healthy, gpus.in_use) == (8, 8, 3)  # only the whole ones
+    assert (cores.installed, cores.healthy, cores.cluster_in_use) == (1400, 700, 50)
+    assert (gpus.installed, gpus.healthy, gpus.cluster_in_use) == (8, 8, 3)  # only the whole
     assert memory.label == "NVIDIA L40S HAMi GPU memory (GiB)"
     order = list(rows)
     assert order.index("gpu:nvidia-l40s") < order.index(L40S_MEMORY) < order.index("cpu")

@@ -228,7 +228,7 @@ def test_reading_a_settled_object_writes_nothing(
     simulated_gateway.apply(manifests=[inference_service()])
     first = simulated_gateway.get(**ISVC, name="llm", namespace="acme")
 
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(2):  # the object, and its predictor's pods (as placed)
         second = simulated_gateway.get(**ISVC, name="llm", namespace="acme")
 
     assert second == first

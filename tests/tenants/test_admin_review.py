@@ -48,8 +48,9 @@ def test_review_page_shows_quota_usage_capacity_and_the_oversubscription_it_woul
         " ".join(re.sub(r"<[^>]+>", " ", c).split())
         for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
     ]
-    # resource, quota now, in use, asked, grant (input), after, healthy, granted, ratio
-    assert cells[1:4] == ["8", "5", "+4"]
+    # resource, quota now, in use, asked, grant (input), after, healthy, granted, ratio; in use
+    # is what the workloads hold (none), the cluster's own figure labelled beside it
+    assert cells[1:4] == ["8", "0 cluster reports 5", "+4"]
     assert cells[5] == "12 more than the 8 healthy on the shared pool (nodes reserved for nobody)"
     assert cells[6] == "8 the shared pool (nodes reserved for nobody)"
     assert cells[7] == "12 → 16"  # granted to all tenants: acme 8 + rival 4, then +4

@@ -254,7 +254,7 @@ def test_usage_reported_by_the_cluster_shows_next_to_the_quota(
     html = login(tenant_member).get(reverse("tenants:dashboard", args=["acme"])).content.decode()
     # In use is what the tenant's workloads hold (none here); the cluster's figure beside it.
     assert re.search(r"0\s*/\s*16", html)
-    assert "cluster: 6" in html
+    assert "cluster reports 6" in html
 
 
 def test_hami_grants_reach_the_cluster_as_hami_quota_keys_and_usage_comes_back(

@@ -47,6 +47,8 @@ from .naming import bounded_label
 from .spec_input import ALL, SpecFields
 
 INFERENCE_SERVICE = ("serving.kserve.io/v1beta1", "InferenceService")
+POD = ("v1", "Pod")
+PREDICTOR_LABEL = "serving.kserve.io/inferenceservice"
 RUNTIME = "kserve-vllmserver"
 MODEL_FORMAT = "vLLM"
 DEPLOYMENT_MODE_ANNOTATION = "serving.kserve.io/deploymentMode"
@@ -340,6 +342,21 @@ def _down(obj: Manifest) -> tuple[str, str, bool]:
     return "Progressing", "Waiting for KServe to reconcile it.", False
 
 
+def _unschedulable(objects: Mapping[ObjectKey, Manifest], name: str) -> tuple[int, str]:
+    """How many of the predictor's pods the scheduler left Pending, and its words for one."""
+    count, words = 0, ""
+    for (api_version, kind, _), pod in objects.items():
+        if (api_version, kind) != POD:
+            continue
+        if ((pod.get("metadata") or {}).get("labels") or {}).get(PREDICTOR_LABEL) != name:
+            continue
+        scheduled = condition(pod, "PodScheduled") or {}
+        if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable":
+            count += 1
+            words = words or str(scheduled.get("message") or "")
+    return count, words
+
+
 def _was_serving(status: Mapping[str, Any]) -> bool:
     """What KServe keeps after readiness is lost: the model loaded once, the predictor had a URL."""
     states = (status.get("modelStatus") or {}).get("states") or {}
@@ -378,6 +395,24 @@ def _details(obj: Manifest | None, spec: Mapping[str, Any], name: str) -> dict[s
     return details
 
 
+def serves(spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """What the endpoint serves, from its spec (shown before KServe reports anything): the
+    model's URI, the serving runtime, the GPU and how much of it each replica gets (the
+    replicas are among the observed details)."""
+    gpu = Gpu.of(str(spec.get("gpu") or ""))
+    rows = [
+        ("Model URI", str(spec.get("model_uri") or "")),
+        ("Runtime", f"vLLM ({RUNTIME})"),
+        ("GPU", gpu.label if gpu is not None else str(spec.get("gpu") or "")),
+    ]
+    if gpu is not None and gpu.kind == "hami":
+        rows.append(("GPU per replica", f"one share: {spec.get('gpu_memory_gib')} GiB memory, "
+                                        f"{spec.get('gpu_cores')} % compute"))
+    else:
+        rows.append(("GPUs per replica", str(spec.get("gpus_per_replica") or "")))
+    return tuple(rows)
+
+
 # The kind ---------------------------------------------------------------------------------------
 
 
@@ -386,7 +421,9 @@ class InferenceKind:
 
     KEY: ClassVar[str] = "inference"
     LABEL: ClassVar[str] = "Inference endpoint"
-    OWNED_KINDS: ClassVar[tuple[tuple[str, str], ...]] = (INFERENCE_SERVICE,)
+    # KServe copies the InferenceService's labels onto its predictor's pods: they are
+    # observed (a replica no node has room for says why, in the scheduler's words).
+    OWNED_KINDS: ClassVar[tuple[tuple[str, str], ...]] = (INFERENCE_SERVICE, POD)
 
     def validate(self, spec: Mapping[str, Any], ctx: LaunchContext) -> dict[str, Any]:
         fields = SpecFields(spec, FIELDS)
@@ -412,6 +449,9 @@ class InferenceKind:
         if gpu.kind == "hami":
             clean |= {"gpu_memory_gib": gpu_memory, "gpu_cores": gpu_cores}
         return clean
+
+    def serves(self, spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+        return serves(spec)
 
     def demand(self, spec: Mapping[str, Any]) -> dict[str, int]:
         replicas = int(spec["max_replicas"])
@@ -496,8 +536,15 @@ class InferenceKind:
         if obj is None:
             return Observation("absent", details=details)
         status = obj.get("status") or {}
+        waiting, words = _unschedulable(objects, name)
+        if waiting:
+            details["replicas_waiting_for_a_node"] = waiting
         found = {"conditions": _newest_first(obj), "details": details}
         failed_model = _model_failure(status)
+        if waiting and not failed_model:
+            # Replicas beyond the capacity it may use: Pending until room frees up, in the
+            # scheduler's words (it retries; nothing is to fix but the size or the fleet).
+            return Observation("degraded", "Unschedulable", words, **found)
         if _is(condition(obj, "Ready"), "True"):
             if failed_model:  # the old replicas still serve; the new spec's model won't load
                 return Observation("degraded", *failed_model, **found)

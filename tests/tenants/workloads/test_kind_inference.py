@@ -96,7 +96,8 @@ def predictor(manifest):
 
 def test_the_kind_speaks_the_vocabulary_and_owns_its_inference_service():
     assert KIND.KEY == "inference" and KIND.KEY in WORKLOAD_KINDS
-    assert KIND.OWNED_KINDS == (("serving.kserve.io/v1beta1", "InferenceService"),)
+    # The predictor's pods carry its labels (KServe copies them): observed, never applied.
+    assert KIND.OWNED_KINDS == (("serving.kserve.io/v1beta1", "InferenceService"), ("v1", "Pod"))
     manifest = service()
     assert (manifest["apiVersion"], manifest["kind"]) == KIND.OWNED_KINDS[0]
 

@@ -681,12 +681,12 @@ def test_workers_still_starting_is_progressing():
     assert (seen.state, seen.message) == ("progressing", "1 of 4 workers ready.")
 
 
-def test_workers_no_node_can_take_fail_the_cluster_in_the_schedulers_words():
+def test_workers_no_node_has_room_for_wait_degraded_in_the_schedulers_words():
     pods = dict(worker_pod(i, unschedulable=True) for i in range(4))
 
     seen = observe(cluster(workers_ready=0, extra=pods))
 
-    assert (seen.state, seen.reason, seen.message) == ("failed", "Unschedulable", UNSCHEDULABLE)
+    assert (seen.state, seen.reason, seen.message) == ("degraded", "Unschedulable", UNSCHEDULABLE)
 
 
 def test_some_workers_that_cannot_run_degrade_the_cluster():

@@ -627,7 +627,7 @@ def test_a_running_ready_vm_is_ready_with_its_ip():
     assert seen.conditions[0]["type"] == "AgentConnected"  # newest first
 
 
-def test_a_vm_that_no_node_can_take_for_want_of_the_gpu_has_failed_and_says_why():
+def test_a_vm_that_no_node_has_room_for_waits_degraded_and_says_why():
     unschedulable = cluster_vm(
         "ErrorUnschedulable",
         _condition("Ready", "False", "GuestNotRunning", "Guest VM is not reported as running"),
@@ -638,7 +638,8 @@ def test_a_vm_that_no_node_can_take_for_want_of_the_gpu_has_failed_and_says_why(
 
     seen = observe({VM: unschedulable, VMI: cluster_vmi(ip="", phase="Scheduling")})
 
-    assert (seen.state, seen.reason) == ("failed", "ErrorUnschedulable")
+    # The scheduler retries: it waits for room (degraded), never failed, in its words.
+    assert (seen.state, seen.reason) == ("degraded", "Unschedulable")
     assert seen.message == UNSCHEDULABLE_MESSAGE
     assert seen.details["ip"] == ""
 

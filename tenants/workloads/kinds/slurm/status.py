@@ -145,7 +145,10 @@ def observe(
         return seen("progressing", "Starting", f"Waiting for: {waiting_for}.")
     if workers_ready < workers:
         if worker_failure:
-            state = "degraded" if workers_ready else "failed"
+            # Workers no node has room for wait for the scheduler (degraded, in its words);
+            # workers that cannot start for another reason fail the cluster if none runs.
+            waiting = worker_failure[0] == "Unschedulable"
+            state = "degraded" if workers_ready or waiting else "failed"
             return seen(state, worker_failure[0], worker_failure[1])
         return seen(
             "progressing", "WorkersStarting", f"{workers_ready} of {workers} workers ready."

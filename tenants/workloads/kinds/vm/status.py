@@ -23,7 +23,6 @@ PROGRESSING_STATUSES = frozenset(
 )
 FAILED_STATUSES = frozenset(
     {
-        "ErrorUnschedulable",
         "ErrImagePull",
         "ImagePullBackOff",
         "ErrorPvcNotFound",
@@ -101,6 +100,10 @@ def observe(
 
     if printable in FAILED_STATUSES:
         return seen("failed", message=_failure_words(vm))
+    if printable == "ErrorUnschedulable" and wants_running:
+        # No node it may use has room for its GPUs: the scheduler retries, and it starts once
+        # room frees up (or it is made smaller). Waiting, in the scheduler's words.
+        return seen("degraded", "Unschedulable", _failure_words(vm))
     if not wants_running:
         if printable == "Stopped":
             # A settled state: its disk is kept, it holds no GPU, nothing is left to do.
