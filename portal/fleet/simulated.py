@@ -374,7 +374,12 @@ class SimulatedFleetGateway(FleetGateway):
         """Quota controller and Kueue: count what the pods the demo runs request."""
         if row.kind == "ResourceQuota" and "hard" in status:
             pods = [p.body for p in self._rows("v1", "Pod").filter(namespace=row.namespace)]
-            return {**status, "used": resource_quota_used(status["hard"], pods)}
+            objects = list(
+                SimulatedObject.objects.filter(namespace=row.namespace)
+                .exclude(api_version="v1")
+                .values_list("api_version", "kind")
+            )
+            return {**status, "used": resource_quota_used(status["hard"], pods, objects)}
         if row.kind == "ClusterQueue":
             selector = ((row.body.get("spec") or {}).get("namespaceSelector") or {}).get(
                 "matchLabels"

@@ -191,9 +191,19 @@ def pod_requests(pod: dict[str, Any]) -> dict[str, Decimal]:
     return totals
 
 
-def resource_quota_used(hard: dict[str, Any], pods: list[dict[str, Any]]) -> dict[str, str]:
-    """`status.used` of a ResourceQuota over the namespace's pods, for every key of `hard`."""
+def resource_quota_used(
+    hard: dict[str, Any],
+    pods: list[dict[str, Any]],
+    objects: list[tuple[str, str]] = (),
+) -> dict[str, str]:
+    """`status.used` of a ResourceQuota over the namespace's pods, for every key of `hard`;
+    `count/<plural>.<group>` keys count the namespace's `objects` ((api_version, kind) each),
+    as Kubernetes' object count quota does."""
     used = dict.fromkeys(hard, Decimal(0))
+    for api_version, kind in objects:
+        key = f"count/{kind.lower()}s.{api_version.split('/')[0]}"
+        if key in used:
+            used[key] += 1
     for pod in pods:
         asked = pod_requests(pod)
         if not asked and ((pod.get("status") or {}).get("phase")) in {"Succeeded", "Failed"}:

@@ -865,3 +865,42 @@ def test_every_status_the_simulated_controllers_write_is_one_the_crds_accept(
         "HelmRepository", "HelmRelease", "InferenceService", "VirtualMachine",
         "Controller", "NodeSet", "LoginSet", "RestApi", "Accounting",
     }
+
+
+def test_resource_quota_counts_the_namespaces_objects_as_kubernetes_does(
+    simulated_gateway, settings
+):
+    """An object count quota (`count/<plural>.<group>`) counts the objects of its namespace:
+    the portal compares it with the workloads it holds, so a 0 here would read as a disagreement."""
+    settings.FLEET_SIMULATED_READY_SECONDS = 0
+    hard = {
+        "count/virtualmachines.kubevirt.io": "3",
+        "count/inferenceservices.serving.kserve.io": "2",
+    }
+    vm = {
+        "apiVersion": "kubevirt.io/v1",
+        "kind": "VirtualMachine",
+        "spec": {"runStrategy": "Halted"},
+    }
+    simulated_gateway.apply(
+        manifests=[
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": "quota", "namespace": "acme"},
+                "spec": {"hard": hard},
+            },
+            vm | {"metadata": {"name": "one", "namespace": "acme"}},
+            vm | {"metadata": {"name": "two", "namespace": "acme"}},
+            vm | {"metadata": {"name": "elsewhere", "namespace": "globex"}},
+        ]
+    )
+
+    quota = simulated_gateway.get(
+        api_version="v1", kind="ResourceQuota", name="quota", namespace="acme"
+    )
+
+    assert quota["status"]["used"] == {
+        "count/virtualmachines.kubevirt.io": "2",
+        "count/inferenceservices.serving.kserve.io": "0",
+    }
