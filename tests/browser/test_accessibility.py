@@ -135,7 +135,11 @@ def test_axe_finds_no_serious_violation_on_any_page_of_any_role(browser, live_se
                 if violations := axe_violations(page):
                     found[path] = violations
                     screenshot(page, f"axe-{username}-{kind}")
-                if problems := id_problems(page):
+                problems = id_problems(page)
+                # Icons are decoration beside their words: hidden from screen readers.
+                if page.locator("i.bi:not([aria-hidden=true])").count():
+                    problems.append("an icon not hidden from screen readers")
+                if problems:
                     broken_ids[path] = problems
             assert len(kinds) >= 5, kinds
             if username == "adam":
