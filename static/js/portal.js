@@ -6,14 +6,15 @@
 function focusFirstError() {
   const active = document.activeElement;
   if ((active && active !== document.body) || document.querySelector("[autofocus]")) return;
-  const field = document.querySelector(
-    "form [aria-invalid=true]:not([type=hidden]), form .is-invalid:not([type=hidden])"
-  );
-  const target = field || document.querySelector(
-    "form [role=alert], form .errorlist, .errornote, #filter-errors"
+  // The first error in reading order: a field in error, or a message for the whole form.
+  const target = document.querySelector(
+    "form [aria-invalid=true]:not([type=hidden]), form .is-invalid:not([type=hidden]), "
+    + "form .alert-danger, form .errorlist.nonfield, .errornote, #filter-errors"
   );
   if (!target) return;
-  if (!field && !target.hasAttribute("tabindex")) target.setAttribute("tabindex", "-1");
+  if (!target.matches("input, select, textarea, button, a[href]") && !target.hasAttribute("tabindex")) {
+    target.setAttribute("tabindex", "-1");
+  }
   target.focus();
 }
 

@@ -289,6 +289,14 @@ def test_a_failed_launch_focuses_its_first_error_and_the_delete_confirmation_its
         _assert_clean(page, "launch form with errors")
         screenshot(page, "a11y-launch-errors", full_page=False)
 
+        # A quota request without a resource: focus on the form's message, the first error.
+        page.goto("/t/helix/quota/requests/new/")
+        with page.expect_navigation():
+            page.evaluate("() => document.querySelector('#id_justification').form.requestSubmit()")
+        focused_text = page.evaluate("() => document.activeElement.innerText || ''")
+        assert "at least one resource" in focused_text, focused_text
+        _assert_clean(page, "quota request with errors")
+
         # A workload's delete asks for its name to be typed: focus is in that field.
         page.goto("/t/helix/workloads/")
         page.locator("#workload-rows tbody tr a").first.click()
