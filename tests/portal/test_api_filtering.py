@@ -31,10 +31,10 @@ def test_the_form_class_is_made_once_and_each_request_validates_its_own_data():
 
 def _portal_filter_sets() -> list[type]:
     """Every filter set the portal defines (the modules that hold them are imported first)."""
-    import billing.api.rates  # noqa: F401
+    import billing.api.rates
     import billing.filters  # noqa: F401
     import inventory.filters  # noqa: F401
-    import tenants.quota.api  # noqa: F401
+    import tenants.quota.api
     import tenants.workloads.api  # noqa: F401
 
     found, todo = [], [django_filters.FilterSet]
