@@ -57,7 +57,14 @@ $(OIDC_PROVIDER)/node_modules/.installed: $(OIDC_PROVIDER)/package.json $(OIDC_P
 	cd $(OIDC_PROVIDER) && npm ci --silent --no-audit --no-fund
 	touch $@
 
-install-test: $(VENV)/.installed-test .env debian-packages $(OIDC_PROVIDER)/node_modules/.installed
+# axe-core, injected into pages by the browser tests' accessibility check.
+BROWSER_TESTS := tests/browser
+$(BROWSER_TESTS)/node_modules/.installed: $(BROWSER_TESTS)/package.json $(BROWSER_TESTS)/package-lock.json
+	cd $(BROWSER_TESTS) && npm ci --silent --no-audit --no-fund
+	touch $@
+
+install-test: $(VENV)/.installed-test .env debian-packages $(OIDC_PROVIDER)/node_modules/.installed \
+  $(BROWSER_TESTS)/node_modules/.installed
 
 lint: install-test
 	$(VENV)/bin/ruff check .

@@ -6,7 +6,8 @@
     Status.color("ready")   # "success": a Bootstrap contextual colour, for badges and bars
 
 Every member must have a colour (checked when the class is made), so a new state cannot reach
-a page without one. Django admin has no Bootstrap: `BADGE_HEX` gives it the same colours.
+a page without one. Django admin has no Bootstrap: `BADGE_HEX` gives it the same colours, each
+dark enough for its badge's white text (at least 4.5:1).
 """
 
 from __future__ import annotations
@@ -20,12 +21,12 @@ from django.utils.html import format_html
 
 BADGE_HEX = {
     "primary": "#5b3cc4",
-    "info": "#0aa2c0",
+    "info": "#087990",
     "success": "#198754",
-    "warning": "#b58105",
+    "warning": "#946c00",
     "danger": "#dc3545",
     "secondary": "#6c757d",
-    "light": "#adb5bd",
+    "light": "#6f777f",
     "dark": "#343a40",
 }
 

@@ -6,11 +6,13 @@ import django_filters
 from django.db.models import Q, QuerySet
 from rest_framework import viewsets
 
+from portal.api.filtering import FormOnceFilterSet
+
 from ..models import Rate
 from ..serializers import RateSerializer
 
 
-class RateFilterSet(django_filters.FilterSet):
+class RateFilterSet(FormOnceFilterSet):
     resource = django_filters.CharFilter(help_text="A resource class, e.g. cpu.")
     at = django_filters.IsoDateTimeFilter(
         method="filter_at", label="In force at",

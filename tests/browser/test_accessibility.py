@@ -4,6 +4,8 @@
 - 2.4.1 bypass blocks: a skip link is the first thing Tab reaches, and it moves focus to main.
 - 2.4.7 focus visible / 2.4.11 focus not obscured: every navbar stop and the sign-in inputs show
   a solid outline of at least 3:1 against what surrounds it, and nothing covers the focused item.
+- axe-core (WCAG 2 A and AA rules) finds no serious or critical violation on any page a role
+  reaches, Django admin's review queue included.
 """
 
 import re
@@ -16,6 +18,7 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from tests.support.axe import axe_violations, describe, id_problems
 from tests.support.fixtures_browser import fresh_page, screenshot, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -36,13 +39,13 @@ def _page_kind(path: str) -> str:
     return re.sub(r"/\d+/", "/N/", path)
 
 
-def _internal_links(page, base: str) -> list[str]:
+def _internal_links(page, base: str, skip: re.Pattern = SKIP) -> list[str]:
     # Downloads (a kubeconfig, an export) are marked `download`: following them loads no page.
     hrefs = page.eval_on_selector_all("a[href]:not([download])", "els => els.map(a => a.href)")
     paths = []
     for href in hrefs:
         url = urlsplit(href)
-        if href.startswith(base) and not SKIP.search(url.path):
+        if href.startswith(base) and not skip.search(url.path):
             paths.append(url.path + (f"?{url.query}" if url.query else ""))
     return paths
 
@@ -73,11 +76,13 @@ def _too_wide(page, name: str) -> dict[int, int]:
     return too_wide
 
 
-def _crawl(page, live_server, start: str) -> Iterator[tuple[str, str]]:
-    """Every kind of page a role reaches by following links from its landing page: each is
-    yielded, as (kind, path), while it is open in `page`."""
+def _crawl(
+    page, live_server, start: str, *, extra: tuple[str, ...] = (), skip: re.Pattern = SKIP
+) -> Iterator[tuple[str, str]]:
+    """Every kind of page a role reaches by following links from its landing page (and from
+    `extra`): each is yielded, as (kind, path), while it is open in `page`."""
     seen: set[str] = set()
-    queue = [start, "/account/tokens/", "/no-such-page/"]
+    queue = [start, "/account/tokens/", "/no-such-page/", *extra]
     while queue and len(seen) < PAGES_PER_ROLE:
         path = queue.pop(0)
         kind = _page_kind(urlsplit(path).path)
@@ -86,7 +91,7 @@ def _crawl(page, live_server, start: str) -> Iterator[tuple[str, str]]:
         seen.add(kind)
         page.goto(path)
         yield kind, path
-        queue += _internal_links(page, live_server.url)
+        queue += _internal_links(page, live_server.url, skip)
 
 
 def test_no_page_scrolls_sideways_on_a_phone_for_any_role(browser, live_server, subtests):
@@ -103,6 +108,46 @@ def test_no_page_scrolls_sideways_on_a_phone_for_any_role(browser, live_server, 
                     too_wide[f"{path} @{width}"] = scroll_width
             assert len(kinds) >= 5, kinds  # the crawl really walked the role's pages
             assert not too_wide, f"pages wider than the phone: {too_wide}"
+
+
+# Django admin's review queue (the platform admin's "Requests" lead there) is crawled too; the
+# rest of Django admin, and pages that change something when followed, are not.
+AXE_SKIP = re.compile(
+    r"^/(admin/(?!tenants/quotarequest/)|api|oidc|accounts/logout|metrics|healthz|readyz|static)"
+    r"|/export/|/delete/|/history/"
+)
+ADMIN_REVIEW_QUEUE = ("/admin/tenants/quotarequest/",)
+
+
+def test_axe_finds_no_serious_violation_on_any_page_of_any_role(browser, live_server, subtests):
+    call_command("load_demo", stdout=StringIO())
+    for username, password in ROLES:
+        with subtests.test(role=username), fresh_page(browser, live_server) as page:
+            sign_in(page, username, password)
+            extra = ADMIN_REVIEW_QUEUE if username == "adam" else ()
+            found, broken_ids, kinds = {}, {}, []
+            for kind, path in _crawl(
+                page, live_server, urlsplit(page.url).path, extra=extra, skip=AXE_SKIP
+            ):
+                kinds.append(kind)
+                with suppress(PlaywrightTimeout):  # a part loaded by htmx (the spend card)
+                    page.wait_for_load_state("networkidle", timeout=3_000)
+                if violations := axe_violations(page):
+                    found[path] = violations
+                    screenshot(page, f"axe-{username}-{kind}")
+                problems = id_problems(page)
+                # Icons are decoration beside their words: hidden from screen readers.
+                if page.locator("i.bi:not([aria-hidden=true])").count():
+                    problems.append("an icon not hidden from screen readers")
+                if problems:
+                    broken_ids[path] = problems
+            assert len(kinds) >= 5, kinds
+            if username == "adam":
+                assert any(k.startswith("/admin/tenants/quotarequest/N/") for k in kinds), kinds
+            assert not found, "axe violations:\n" + "\n".join(
+                f"{path}\n{describe(violations)}" for path, violations in found.items()
+            )
+            assert not broken_ids, broken_ids
 
 
 def test_anonymous_pages_reflow_at_320(page, live_server):
@@ -208,3 +253,88 @@ def test_the_sign_in_inputs_and_button_show_a_visible_outline(page, tenant_owner
         assert state["id"] == expected, state
         _assert_focus_visible(state)
     screenshot(page, "focus-sign-in-button", full_page=False)
+
+
+# --- forms after a failed submit, and confirmation pages -------------------------------------
+
+FOCUSED = """() => {
+  const el = document.activeElement;
+  return {id: el.id, name: el.getAttribute("name") || "", tag: el.tagName,
+          invalid: el.getAttribute("aria-invalid")};
+}"""
+FIRST_INVALID = "() => document.querySelector('form [aria-invalid=true], form .is-invalid').id"
+
+
+def _assert_clean(page, name: str) -> None:
+    violations = axe_violations(page)
+    assert not violations, f"{name}:\n{describe(violations)}"
+    assert not id_problems(page), (name, id_problems(page))
+
+
+def test_a_failed_launch_focuses_its_first_error_and_the_delete_confirmation_its_field(
+    browser, live_server
+):
+    call_command("load_demo", stdout=StringIO())
+    with fresh_page(browser, live_server) as page:
+        sign_in(page, "olivia", "olivia-owner-demo")
+        page.goto("/t/helix/workloads/new/vcluster/")
+        _assert_clean(page, "launch form")
+        page.fill("#id_name", "Not a DNS name!")
+        with page.expect_navigation():
+            page.click("#launch-submit")
+
+        assert page.locator("[aria-invalid=true]").count() >= 1
+        focused = page.evaluate(FOCUSED)
+        assert focused["invalid"] == "true" and focused["id"] == page.evaluate(FIRST_INVALID)
+        _assert_clean(page, "launch form with errors")
+        screenshot(page, "a11y-launch-errors", full_page=False)
+
+        # A quota request without a resource: focus on the form's message, the first error.
+        page.goto("/t/helix/quota/requests/new/")
+        with page.expect_navigation():
+            page.evaluate("() => document.querySelector('#id_justification').form.requestSubmit()")
+        focused_text = page.evaluate("() => document.activeElement.innerText || ''")
+        assert "at least one resource" in focused_text, focused_text
+        _assert_clean(page, "quota request with errors")
+
+        # A workload's delete asks for its name to be typed: focus is in that field.
+        page.goto("/t/helix/workloads/")
+        page.locator("#workload-rows tbody tr a").first.click()
+        page.wait_for_load_state()
+        with page.expect_navigation():
+            page.click("#delete")
+        assert page.evaluate(FOCUSED)["id"] == "id_confirm"
+        _assert_clean(page, "delete confirmation")
+        page.fill("#id_confirm", "not-its-name")
+        with page.expect_navigation():
+            page.click("#confirm-submit")
+        focused = page.evaluate(FOCUSED)
+        assert focused["id"] == "id_confirm" and focused["invalid"] == "true", focused
+        _assert_clean(page, "delete confirmation, wrong name")
+        screenshot(page, "a11y-confirm-wrong-name", full_page=False)
+
+
+def test_the_admin_review_page_is_labelled_and_a_refused_decision_focuses_its_error(
+    browser, live_server
+):
+    call_command("load_demo", stdout=StringIO())
+    from tenants.quota.models import QuotaRequest
+
+    pending = QuotaRequest.objects.filter(status=QuotaRequest.Status.SUBMITTED).first()
+    assert pending is not None, "the demo has a request waiting for review"
+    with fresh_page(browser, live_server) as page:
+        sign_in(page, "adam", "adam-admin-demo")
+        page.goto(f"/admin/tenants/quotarequest/{pending.pk}/change/")
+        page.locator("#decision-form").wait_for()
+        _assert_clean(page, "review page")
+        for grant in page.locator("#review-lines input[type=number]").all():
+            assert page.locator(f"label[for='{grant.get_attribute('id')}']").count() == 1
+
+        page.fill("#id_note", "")
+        with page.expect_navigation():
+            page.click("#reject")  # a rejection needs a reason
+        assert page.locator("#note-errors").is_visible()
+        focused = page.evaluate(FOCUSED)
+        assert focused["id"] == "id_note" and focused["invalid"] == "true", focused
+        _assert_clean(page, "review page, rejected without a reason")
+        screenshot(page, "a11y-review-no-reason", full_page=False)

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.management import call_command
 
 from tests.factories import TEST_PASSWORD
+from tests.support.axe import axe_violations, describe
 from tests.support.fixtures_browser import fresh_page, screenshot, sign_in, sign_out
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -55,12 +56,16 @@ def test_each_demo_role_signs_in_sees_its_navigation_and_signs_out(browser, live
             assert username in page.locator("#user-menu").inner_text().lower()
             assert session_cookie(page) is not None
             screenshot(page, f"landing-{username}")
+            violations = axe_violations(page)
+            assert not violations, f"{landing}:\n{describe(violations)}"
 
             for label in sorted(nav - {"Django admin"}):
                 page.locator("#nav-items .nav-link", has_text=label).click()
                 page.wait_for_load_state()
                 assert active_label(page) == label
                 assert not page.locator("#error-page").count(), f"{label} shows an error page"
+                violations = axe_violations(page)
+                assert not violations, f"{label}:\n{describe(violations)}"
                 screenshot(page, f"{username}-{label}")
 
             page.click("#user-menu")
