@@ -41,7 +41,6 @@ def demand_in_use(*, tenant_ids: list[int]) -> dict[int, dict[str, int]]:
     (its 300 documents are neither sent nor expanded key by key), and Python multiplies."""
     if not tenant_ids:
         return {}
-    held: dict[int, dict[str, int]] = defaultdict(dict)
     holding = sorted(HOLDING)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -53,15 +52,10 @@ def demand_in_use(*, tenant_ids: list[int]) -> dict[int, dict[str, int]]:
             [*holding, *tenant_ids],
         )
         rows = cursor.fetchall()
+    by_tenant: dict[int, list] = defaultdict(list)
     for tenant_id, demand, count in rows:
-        if isinstance(demand, str):  # SQLite's JSON is text
-            demand = json.loads(demand)
-        if not isinstance(demand, dict):
-            continue
-        sums = held[tenant_id]
-        for resource, amount in demand.items():
-            sums[resource] = sums.get(resource, 0) + int(amount) * count
-    return dict(held)
+        by_tenant[tenant_id].append((demand, count))
+    return {tenant_id: _summed(shapes) for tenant_id, shapes in by_tenant.items()}
 
 
 def demand_in_use_by_class() -> dict[str, int]:
