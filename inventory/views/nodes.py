@@ -244,7 +244,14 @@ def node_action(request, node_id: int):
         lambda: lifecycle.node_transition(node_id=node.pk, target=target, actor=request.user,
                                           reason=reason)
     )
-    _service_call(request, call, f"{node}: {dict(NodeState.choices)[target].lower()}.")
+    call()  # a refusal becomes a message in one place: portal.middleware
+    node.refresh_from_db(fields=["state", "drain_note"])
+    # The state the node is in now, not the one asked for: a drain is still evicting pods.
+    if node.state == NodeState.DRAINING:
+        words = "draining: evicting its pods; it moves to maintenance once they are gone."
+    else:
+        words = f"{node.get_state_display().lower()}."
+    messages.success(request, f"{node}: {words}")
     return redirect("inventory:node-detail", node_id=node.pk)
 
 

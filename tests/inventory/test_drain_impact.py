@@ -64,3 +64,18 @@ def test_the_admin_drain_confirmation_names_tenants_and_workloads_per_node(busy_
     assert re.search(r'<li data-node="gpu-ams1-008">.*?no tenant.s workload at the last sync',
                      page, re.S)
     assert set(Node.objects.values_list("state", flat=True)) == {NodeState.CORDONED}
+
+
+def test_once_confirmed_the_message_says_the_state_the_node_is_in(
+    busy_node, login, platform_admin, django_capture_on_commit_callbacks
+):
+    client = login(platform_admin)
+    with django_capture_on_commit_callbacks(execute=False):
+        done = client.post(f"/fleet/nodes/{busy_node.pk}/action/",
+                           {"action": "drain", "reason": "XID 79", "confirm": "gpu-ams1-007"},
+                           follow=True)
+    busy_node.refresh_from_db()
+    page = done.content.decode()
+    assert busy_node.state == NodeState.DRAINING  # its evictions wait for the commit
+    assert "gpu-ams1-007: draining: evicting its pods" in page
+    assert "gpu-ams1-007: maintenance." not in page
