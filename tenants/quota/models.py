@@ -41,7 +41,7 @@ class Quota(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.tenant.slug}: {self.resource} = {self.limit}"
+        return f"{self.tenant.slug}: {resource_label(self.resource)} = {self.limit:,}"
 
     def clean(self) -> None:
         try:

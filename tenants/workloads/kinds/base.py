@@ -18,6 +18,7 @@ Specs are JSON-ready dicts (stored in the database); numbers are ints, never flo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
@@ -164,6 +165,21 @@ class Observation:
     conditions: tuple[dict[str, Any], ...] = ()
     # Kind-specific figures for the page: replicas ready/desired, printable status, IP, URL…
     details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # The cluster's words are shown to people as text: Markdown's `code` quotes (Hugging
+        # Face's errors, the operators') read as plain quotes there, not as stray backticks.
+        object.__setattr__(self, "message", plain_quotes(self.message))
+
+
+_BACKTICKED = re.compile(r"`+([^`]*)`+")
+
+
+def plain_quotes(text: str) -> str:
+    """`text` with its Markdown code quotes (`repo_id`) as typographic single quotes."""
+    if "`" not in text:
+        return text
+    return _BACKTICKED.sub("\u2018\\1\u2019", text).replace("`", "\u2019")
 
 
 @dataclass(frozen=True)
