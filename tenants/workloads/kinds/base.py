@@ -169,10 +169,39 @@ class Observation:
     def __post_init__(self) -> None:
         # The cluster's words are shown to people as text: Markdown's `code` quotes (Hugging
         # Face's errors, the operators') read as plain quotes there, not as stray backticks.
-        object.__setattr__(self, "message", plain_quotes(self.message))
+        object.__setattr__(self, "message", in_peoples_words(self.message))
 
 
 _BACKTICKED = re.compile(r"`+([^`]*)`+")
+# The device plugins' extended resources as the scheduler names them, as people read them.
+_EXTENDED_RESOURCES = (
+    (re.compile(r"\b(?:requests|limits)\.(?=nvidia\.com/)"), ""),  # a ResourceQuota's keys
+    (re.compile(r"\bnvidia\.com/gpumem-percentage\b"), "HAMi GPU memory (percent)"),
+    (re.compile(r"\bnvidia\.com/gpumem\b"), "HAMi GPU memory"),
+    (re.compile(r"\bnvidia\.com/gpucores\b"), "HAMi GPU compute"),
+    (re.compile(r"\bnvidia\.com/gpu\b(?![\w-]|\.\w)"), "GPUs"),  # not gpu.product
+    (re.compile(r"\bnvidia\.com/mig-([\w.]+)"), r"MIG \1 instances"),
+)
+
+
+def in_peoples_words(text: str) -> str:
+    """The cluster's words for a page: its resource names ("Insufficient nvidia.com/gpu") as
+    people read them ("Insufficient GPUs"), Markdown's code quotes as plain quotes."""
+    if "nvidia.com/" in text:
+        for pattern, words in _EXTENDED_RESOURCES:
+            text = pattern.sub(words, text)
+        for device, words in _passthrough_words().items():
+            text = text.replace(device, words)
+    return plain_quotes(text)
+
+
+def _passthrough_words() -> dict[str, str]:
+    """The GPU models as the passthrough device plugin names them (nvidia.com/GH100_H100_…)."""
+    from .vm.passthrough import PASSTHROUGH_DEVICES  # the VM kind's table; it imports this
+
+    return {device.resource_name: f"{resource_classes.GPU_MODELS[key].display_name} GPUs "
+                                  "(passthrough)"
+            for key, device in PASSTHROUGH_DEVICES.items() if key in resource_classes.GPU_MODELS}
 
 
 def plain_quotes(text: str) -> str:

@@ -13,7 +13,7 @@ from tenants.models import QuotaRequest
 from tenants.workloads.models import Workload
 from tests.billing.spend_data import rate
 
-from .conftest import H100
+from .conftest import H100, INFERENCE_SPEC
 
 FORM = {
     "name": "chat", "model_uri": "hf://meta-llama/Llama-3.1-8B-Instruct", "gpu": H100,
@@ -146,3 +146,29 @@ def test_the_price_quoted_is_kept_on_the_request_and_shown_to_requester_and_revi
         reverse("admin:tenants_quotarequest_change", args=[request.pk])
     ).content.decode()
     assert re.search(r'id="quoted-price".*?10\.1035</strong> per hour', review, re.S)
+
+
+@pytest.mark.django_db
+def test_the_clusters_words_are_shown_with_peoples_names_for_its_resources(
+    member, tenant, tenant_member, kube_gateway, kube_emulator
+):
+    from tenants.workloads import services
+
+    workload = services.workload_launch(tenant=tenant, actor=tenant_member, kind="inference",
+                                        name="chat", spec={**INFERENCE_SPEC, "max_replicas": 1})
+    services.workload_reconcile(workload_id=workload.pk)
+    words = ("0/4 nodes are available: 4 Insufficient nvidia.com/gpu. Please check the "
+             "`nvidia.com/gpu` request.")
+    kube_emulator.patch_object(
+        "serving.kserve.io/v1beta1", "InferenceService", "chat", tenant.namespace,
+        patch={"status": {"observedGeneration": 1, "conditions": [
+            {"type": "PredictorReady", "status": "False", "reason": "Unschedulable",
+             "message": words},
+            {"type": "Ready", "status": "False", "reason": "Unschedulable", "message": words},
+        ]}},
+    )
+    services.workload_observe(workload_id=workload.pk)
+
+    page = member.get(f"/t/acme/workloads/{workload.pk}/").content.decode()
+    assert "4 Insufficient GPUs. Please check the \u2018GPUs\u2019 request." in page
+    assert "nvidia.com/gpu" not in page and "`" not in page

@@ -639,7 +639,9 @@ def test_a_vm_that_no_node_can_take_for_want_of_the_gpu_has_failed_and_says_why(
     seen = observe({VM: unschedulable, VMI: cluster_vmi(ip="", phase="Scheduling")})
 
     assert (seen.state, seen.reason) == ("failed", "ErrorUnschedulable")
-    assert seen.message == UNSCHEDULABLE_MESSAGE
+    assert seen.message == UNSCHEDULABLE_MESSAGE.replace(
+        "nvidia.com/GH100_H100_SXM5_80GB", "NVIDIA H100 80GB HBM3 GPUs (passthrough)"
+    )
     assert seen.details["ip"] == ""
 
 
