@@ -29,7 +29,7 @@ RAW = [
      "vCluster in another casing"),
     (re.compile(r"\b(slurm cluster|Slurm Cluster)\b|(?<![-\w])SLURM(?![-\w])"),
      "Slurm cluster in another casing"),
-    (re.compile(r"\b(Inference Endpoint|inference endpoint)s?\b"), "Inference endpoint cased"),
+    (re.compile(r"\bInference Endpoints?\b"), "Inference endpoint in another casing"),
     (re.compile(r"\bVirtual [Mm]achines?\b|\bvms?\b(?!/)|\bVms?\b"), "VM in another casing"),
 ]
 # Text inside these elements is for machines or is a command to copy: not read here.

@@ -196,9 +196,9 @@ def workload_power(*, workload_id: int, actor, action: str) -> Workload:
     back to the tenant's quota; starting takes them again (admitted like a launch)."""
     if action not in POWER_ACTIONS:
         raise ValidationError({"action": [f"Pick one of: {', '.join(POWER_ACTIONS)}."]})
-    workload = _locked_live(workload_id, actor=actor, what="start and stop virtual machines")
+    workload = _locked_live(workload_id, actor=actor, what="start and stop VMs")
     if workload.kind != vm.KEY:
-        raise RuleViolation(f"{workload} has no power actions: only virtual machines do.")
+        raise RuleViolation(f"{workload} has no power actions: only VMs do.")
     running = bool(workload.spec.get("running", True))
     if (action == "start" and running) or (action in ("stop", "restart") and not running):
         raise RuleViolation(f"{workload} is already {'running' if running else 'stopped'}.")
