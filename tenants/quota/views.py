@@ -15,7 +15,6 @@ from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
-from billing.selectors.spend import quote_demand
 from inventory import resource_classes
 from portal.confirmation import confirmation_page, is_confirmed
 from portal.context_processors import waiting_count
@@ -28,6 +27,7 @@ from . import rules as quota_rules
 from . import services as quota_requests
 from .forms import QuotaRequestForm, QuotaRequestLineFormSet, lenient_lines, line_initial
 from .models import QuotaRequest, resource_label
+from .pricing import quoted_price
 from .selectors import (
     quota_preview,
     quota_request_get_for_user,
@@ -38,7 +38,6 @@ from .selectors import (
     tenant_quota_requests,
     tenant_schedulable,
 )
-from .services import QuotedPrice
 
 HISTORY_PAGE_SIZE = 25
 # The review queue: 50 requests a page; up to 400 (a fleet's whole queue) on request.
@@ -102,17 +101,6 @@ def _prefilled_lines(query) -> list[dict]:
     return rows or [{}]
 
 
-def _quote(lines) -> QuotedPrice | None:
-    """Billing's price of the increase, as the page's price card shows it."""
-    if not lines:
-        return None
-    quote = quote_demand(demand=dict(lines), at=timezone.now())
-    if not quote.lines:
-        return None
-    return QuotedPrice(per_hour=quote.per_hour, per_month=quote.per_month,
-                       currency=quote.currency, complete=quote.complete)
-
-
 def _pending_words(asks) -> str:
     return "; ".join(f"request #{ask.request_id} ({ask.status_label.lower()}) already asks for "
                      f"+{ask.amount:,} {ask.label}" for ask in asks)
@@ -144,7 +132,7 @@ def quota_request_create(request, slug: str):
                     lines=[{"resource": r, "amount": a} for r, a in asked],
                     justification=form.cleaned_data["justification"],
                     ends_on=form.cleaned_data["ends_on"],
-                    quote=_quote(asked),
+                    quote=quoted_price(asked),
                 )
             except ValidationError as exc:
                 for name, errors in exc.message_dict.items():

@@ -172,3 +172,21 @@ def test_the_clusters_words_are_shown_with_peoples_names_for_its_resources(
     page = member.get(f"/t/acme/workloads/{workload.pk}/").content.decode()
     assert "4 Insufficient GPUs. Please check the \u2018GPUs\u2019 request." in page
     assert "nvidia.com/gpu" not in page and "`" not in page
+
+
+@pytest.mark.django_db
+def test_a_request_sent_through_the_api_keeps_its_quoted_price_too(tenant, tenant_member,
+                                                                   gpu_pool, workload_quota):
+    from rest_framework.test import APIClient
+
+    rate(H100, "2.50")
+    client = APIClient()
+    client.force_authenticate(tenant_member)
+    response = client.post("/api/v1/quota-requests/", {
+        "tenant": "acme", "lines": [{"resource": H100, "amount": 2}],
+        "justification": "Two more for the evaluation runs.",
+    }, format="json")
+
+    assert response.status_code == 201, response.content
+    request = QuotaRequest.objects.get()
+    assert str(request.quoted_per_hour) == "5.0000" and str(request.quoted_per_month) == "3600.00"
