@@ -25,15 +25,17 @@ RAW = [
     (re.compile(r"`"), "a backtick"),
     (re.compile(r"\b\d+\.\d{5,}\b"), "a quantity with 5 or more decimals"),
     (re.compile(r"nvidia\.com/|spec\.\w+|\bmetadata\.\w+"), "another system's field name"),
-    (re.compile(r"\b(vcluster|Vcluster|VCluster|vclusters)\b(?!@| connect)"),
+    # (the resource classes' keys, count:vcluster, are the portal's own vocabulary)
+    (re.compile(r"(?<!count:)\b(vcluster|Vcluster|VCluster|vclusters)\b(?!@| connect)"),
      "vCluster in another casing"),
     (re.compile(r"\b(slurm cluster|Slurm Cluster)\b|(?<![-\w])SLURM(?![-\w])"),
      "Slurm cluster in another casing"),
     (re.compile(r"\bInference Endpoints?\b"), "Inference endpoint in another casing"),
-    (re.compile(r"\bVirtual [Mm]achines?\b|\bvms?\b(?!/)|\bVms?\b"), "VM in another casing"),
+    (re.compile(r"\bVirtual [Mm]achines?\b|(?<!count:)\bvms?\b(?!/)|\bVms?\b"),
+     "VM in another casing"),
 ]
 # Text inside these elements is for machines or is a command to copy: not read here.
-SKIPPED = {"script", "style", "code", "pre", "textarea", "kbd", "samp", "option", "template"}
+SKIPPED = {"script", "style", "code", "pre", "textarea", "kbd", "samp", "template"}
 
 
 class _Page(HTMLParser):
