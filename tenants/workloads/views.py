@@ -54,10 +54,10 @@ def workload_list(request, slug: str):
     kind = request.GET.get("kind", "")
     status = request.GET.get("status", "")
     if kind and kind not in KINDS:
-        messages.warning(request, f"There is no workload kind {kind[:40]!r}: showing every kind.")
+        messages.warning(request, f"There is no workload kind “{kind[:40]}”: showing every kind.")
         kind = ""
     if status and status not in WorkloadStatus.values:
-        messages.warning(request, f"There is no state {status[:40]!r}: showing every state.")
+        messages.warning(request, f"There is no state “{status[:40]}”: showing every state.")
         status = ""
     values = _LISTED_ROWS.values(
         tenant_workloads_for_list(tenant=tenant, kind=kind or None, status=status or None)

@@ -63,7 +63,7 @@ def _check_name(tenant: Tenant, name: str) -> str:
     if Workload.objects.filter(tenant=tenant, name=name).exclude(
         status=WorkloadStatus.DELETED
     ).exists():
-        raise ValidationError({"name": [f"{name!r} is taken in {tenant.name}: pick another name."]})
+        raise ValidationError({"name": [f"“{name}” is taken in {tenant.name}: pick another name."]})
     return name
 
 
@@ -130,7 +130,7 @@ def workload_launch(
         with transaction.atomic():
             workload.save()
     except IntegrityError:  # launched under the same name a moment ago
-        raise ValidationError({"name": [f"{name!r} is taken in {tenant.name}."]}) from None
+        raise ValidationError({"name": [f"“{name}” is taken in {tenant.name}."]}) from None
     _check_buildable(workload)
     _event(workload, WorkloadEvent.Kind.LAUNCHED, actor=actor, to_status=WorkloadStatus.PENDING)
     audit(actor=actor, action="workload.launch", obj=workload, tenant=tenant,
