@@ -111,7 +111,13 @@ class Rate(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.resource} at {self.unit_price} {self.get_unit_display()}"
+        return f"{self.resource} at {self.unit_price_shown} {self.get_unit_display()}"
+
+    @property
+    def unit_price_shown(self) -> str:
+        """The price with the places it has (0.0045, 2.80), never padded to the column's 6."""
+        whole, _, places = f"{Decimal(self.unit_price):,.6f}".partition(".")
+        return f"{whole}.{places.rstrip('0').ljust(2, '0')}"
 
 
 class UsageRecord(models.Model):

@@ -11,6 +11,7 @@ from portal.admin import ReadOnlyModelAdmin
 from portal.errors import DomainError
 
 from .models import GPU, NIC, HealthEvent, InventoryRun, Node, NodeValidation, Rack, Site
+from .selectors.drain import nodes_drain_impact
 from .services import lifecycle, records
 
 
@@ -78,17 +79,21 @@ class HealthEventInline(admin.TabularInline):
         return False
 
 
-def _lifecycle_action(service, verb: str, description: str, *, consequence: str = ""):
+def _lifecycle_action(service, verb: str, description: str, *, consequence: str = "",
+                      interrupts: bool = False):
     """An admin action over the selected nodes; one with a `consequence` asks first, naming
-    every node, as Django's own "delete selected" does."""
+    every node, as Django's own "delete selected" does (and, when it `interrupts` work, the
+    tenants and workloads on each)."""
 
     def run(modeladmin, request, queryset):
         if consequence and request.POST.get("confirm") != "yes":
+            nodes = list(queryset.order_by("hostname"))
             return TemplateResponse(request, "inventory/admin/node_action_confirm.html", {
                 **modeladmin.admin_site.each_context(request),
                 "opts": modeladmin.model._meta,
                 "title": f"{description}?",
-                "nodes": list(queryset.order_by("hostname")),
+                "nodes": nodes,
+                "impacts": nodes_drain_impact(nodes=nodes) if interrupts else None,
                 "action": run.__name__,
                 "consequence": consequence,
                 "verb": verb,
@@ -153,6 +158,7 @@ class NodeAdmin(admin.ModelAdmin):
             lifecycle.node_drain, "drain", "Drain selected nodes to maintenance",
             consequence="Every pod on these nodes is evicted; tenants' jobs there are "
                         "interrupted, and the nodes take no new work until returned to service.",
+            interrupts=True,
         ),
         _lifecycle_action(
             lifecycle.node_return_to_service, "return to service",

@@ -110,7 +110,7 @@ HAMI_COUNTERS: dict[str, tuple[str, str]] = {
 WORKLOAD_KINDS: tuple[str, ...] = ("vcluster", "vm", "slurm", "inference")
 COUNT_LABELS: dict[str, str] = {
     "vcluster": "vClusters",
-    "vm": "Virtual machines",
+    "vm": "VMs",
     "slurm": "Slurm clusters",
     "inference": "Inference endpoints",
 }

@@ -235,6 +235,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = env.str("TIME_ZONE", default="UTC")
 USE_I18N = True
 USE_TZ = True
+# Dates as the portal's pages write them (2026-12-06 14:05), in Django admin too.
+FORMAT_MODULE_PATH = ["portal.formats"]
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]

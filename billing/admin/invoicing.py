@@ -68,11 +68,15 @@ class RateForm(forms.ModelForm):
 @admin.register(Rate)
 class RateAdmin(ServiceSaveAdmin):
     form = RateForm
-    list_display = ["resource", "unit_price", "unit", "valid_from", "valid_to", "note"]
+    list_display = ["resource", "price", "unit", "valid_from", "valid_to", "note"]
     list_filter = ["resource", "unit"]
     search_fields = ["resource", "note"]
     ordering = ["resource", "valid_from"]
     date_hierarchy = "valid_from"
+
+    @admin.display(description="unit price", ordering="unit_price")
+    def price(self, obj: Rate) -> str:
+        return obj.unit_price_shown
 
     def save_model(self, request, obj, form, change):
         rates.rate_save(actor=request.user, rate=obj)

@@ -422,6 +422,11 @@ class Quote:
         return all(line.priced for line in self.lines)
 
     @property
+    def per_hour_shown(self) -> str:
+        """As the lines are shown (to the cent, or 4 places), so that they add up to it."""
+        return _shown(self.per_hour)
+
+    @property
     def missing(self) -> tuple[QuoteLine, ...]:
         return tuple(line for line in self.lines if not line.priced)
 
@@ -433,7 +438,6 @@ def quote_demand(*, demand: Mapping[str, int], at: datetime) -> Quote:
     hour = floor_hour(at)
     rates = rate_card(start=hour, end=hour + timedelta(hours=1))
     lines, not_billed = [], []
-    exact_total = Fraction(0)
     for resource, amount in demand.items():
         amount = int(amount)
         if amount <= 0:
@@ -451,7 +455,6 @@ def quote_demand(*, demand: Mapping[str, int], at: datetime) -> Quote:
             lines.append(QuoteLine(resource, class_label(resource), amount, "no_rate"))
             continue
         unit_hour = rate.hourly_price(at=hour)
-        exact_total += unit_hour * amount
         lines.append(
             QuoteLine(
                 resource,
@@ -463,11 +466,13 @@ def quote_demand(*, demand: Mapping[str, int], at: datetime) -> Quote:
             )
         )
     lines.sort(key=lambda line: (not line.priced, -(line.per_hour or 0), line.resource))
+    # Each line is rounded once, as shown; the total is their sum, so the lines add up to it.
+    per_hour = sum((line.per_hour for line in lines if line.priced), Decimal(0))
     return Quote(
         at=hour,
         currency=settings.BILLING_CURRENCY,
         lines=tuple(lines),
-        per_hour=round_money(exact_total),
-        per_month=round_money(exact_total * QUOTE_MONTH_HOURS),
+        per_hour=per_hour,
+        per_month=round_money(Fraction(per_hour) * QUOTE_MONTH_HOURS),
         not_billed=tuple(not_billed),
     )

@@ -37,7 +37,7 @@ class HealthEvent(models.Model):
         MANUAL = "manual", "Reported by an admin"
 
     class Remediation(models.TextChoices):
-        NONE = "none", "None"
+        NONE = "none", "No action"
         CORDON = "cordon", "Cordon"
         DRAIN = "drain", "Drain to maintenance"
 

@@ -215,7 +215,9 @@ class NodeValidation(models.Model):
     kind = models.CharField(max_length=20, choices=Kind.choices)
     passed = models.BooleanField()
     summary = models.CharField(max_length=500, blank=True, validators=[validate_readable_text])
-    metrics = models.JSONField(default=dict, blank=True, help_text="e.g. {'busbw_gbps': 380}")
+    metrics = models.JSONField(
+        default=dict, blank=True, help_text='For example {"busbw_gbps": 380} (JSON).'
+    )
     recorded_at = models.DateTimeField(default=timezone.now)
     recorded_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL

@@ -212,7 +212,7 @@ def _settle_cordon(node: Node, obs: ObservedNode, report: SyncReport) -> None:
     if desired is False and obs.unschedulable:
         lifecycle.node_cordon(
             node_id=node.pk, actor=None,
-            reason="cordoned in the cluster (spec.unschedulable), observed by the sync",
+            reason="cordoned in the cluster (marked unschedulable there), observed by the sync",
         )
         node.state = NodeState.CORDONED
         report.adopted_cordons.append(obs.name)

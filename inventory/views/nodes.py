@@ -26,6 +26,7 @@ from ..forms import (
 )
 from ..models import HealthEvent, Node, NodeState
 from ..node_rows import grouped_numbers, node_row
+from ..selectors.drain import nodes_drain_impact
 from ..selectors.nodes import (
     node_get_for_detail,
     node_open_critical_event_count,
@@ -186,7 +187,16 @@ def _service_call(request, call, success: str) -> None:
 def _action_consequences(node: Node, action: str) -> list[str]:
     """What a destructive action does to this node; empty when the action is not destructive."""
     if action == "drain":
+        (impact,) = nodes_drain_impact(nodes=[node])
+        affected = (
+            [f"Tenants affected: {', '.join(impact.tenant_names)}.",
+             *(f"Workloads of {tenant.summary}" for tenant in impact.tenants)]
+            if impact.tenants else ["No tenant's workload runs there at the last sync."]
+        )
+        if impact.other_pods:
+            affected.append(f"System pods also evicted: {', '.join(impact.other_pods)}.")
         return [f"Every pod on {node} is evicted; tenants' jobs there are interrupted.",
+                *affected,
                 "The node takes no new work until it is returned to service."]
     if action == "retire":
         return [f"{node} leaves the fleet for good: retired is a final state.",
@@ -234,7 +244,14 @@ def node_action(request, node_id: int):
         lambda: lifecycle.node_transition(node_id=node.pk, target=target, actor=request.user,
                                           reason=reason)
     )
-    _service_call(request, call, f"{node}: {dict(NodeState.choices)[target].lower()}.")
+    call()  # a refusal becomes a message in one place: portal.middleware
+    node.refresh_from_db(fields=["state", "drain_note"])
+    # The state the node is in now, not the one asked for: a drain is still evicting pods.
+    if node.state == NodeState.DRAINING:
+        words = "draining: evicting its pods; it moves to maintenance once they are gone."
+    else:
+        words = f"{node.get_state_display().lower()}."
+    messages.success(request, f"{node}: {words}")
     return redirect("inventory:node-detail", node_id=node.pk)
 
 

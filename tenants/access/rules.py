@@ -208,6 +208,15 @@ def tenant_slugs_for_namespaces(namespaces) -> set[str]:
     return {t.slug for t in Tenant.objects.only("slug") if t.namespace in wanted}
 
 
+def tenant_names_for_namespaces(namespaces, *, slugs=()) -> dict[str, tuple[str, str]]:
+    """The tenants owning these namespaces, or with these slugs: namespace → (slug, name)."""
+    wanted, slugs = set(namespaces), set(slugs)
+    if not wanted and not slugs:
+        return {}
+    return {t.namespace: (t.slug, t.name) for t in Tenant.objects.only("slug", "name")
+            if t.namespace in wanted or t.slug in slugs}
+
+
 def tenant_owner_emails(slugs) -> dict[str, list[str]]:
     """The e-mail addresses of each tenant's active owners, by tenant slug."""
     owners: dict[str, list[str]] = {}

@@ -487,7 +487,8 @@ class QuotaRequestAdmin(admin.ModelAdmin):
             except (InvalidTransition, ValidationError):
                 skipped.append(obj.pk)
         if approved:
-            self.message_user(request, f"Approved {len(approved)} request(s).")
+            self.message_user(request, f"Approved {len(approved)} request(s); they are being "
+                                       "applied on the cluster.")
         if skipped:
             self.message_user(
                 request,

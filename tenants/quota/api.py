@@ -26,6 +26,7 @@ from ..api.lookups import operated_tenant
 from . import services as quota_requests
 from .capacity import capacity_by_resource_class
 from .models import QuotaRequest
+from .pricing import quoted_price
 from .selectors import (
     quota_preview,
     quota_request_get_for_user,
@@ -108,6 +109,7 @@ class QuotaRequestViewSet(
             lines=data["lines"],
             justification=data["justification"],
             ends_on=data.get("ends_on"),
+            quote=quoted_price((line["resource"], line["amount"]) for line in data["lines"]),
         )
         return Response(QuotaRequestSerializer(created).data, status=status.HTTP_201_CREATED)
 

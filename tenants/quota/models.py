@@ -41,7 +41,7 @@ class Quota(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.tenant.slug}: {self.resource} = {self.limit}"
+        return f"{self.tenant.slug}: {resource_label(self.resource)} = {self.limit:,}"
 
     def clean(self) -> None:
         try:
@@ -145,6 +145,21 @@ class QuotaRequest(models.Model):
     attempts = models.PositiveIntegerField(default=0, help_text="Reconciles that carried it.")
     reminded_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # The price the tenant was shown for the increase when it asked (today's rate card then):
+    # kept so the requester and the reviewer see the same figure later, whatever the card says.
+    quoted_per_hour = models.DecimalField(
+        max_digits=14, decimal_places=4, null=True, blank=True, editable=False,
+        help_text="Price per hour of the increase, as quoted to the tenant when it asked.",
+    )
+    quoted_per_month = models.DecimalField(
+        max_digits=14, decimal_places=2, null=True, blank=True, editable=False,
+        help_text="The same per 30-day month.",
+    )
+    quoted_currency = models.CharField(max_length=3, blank=True, editable=False)
+    quote_complete = models.BooleanField(
+        default=True, editable=False,
+        help_text="False when part of the increase had no price on the rate card.",
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -178,6 +193,14 @@ class QuotaRequest(models.Model):
     @property
     def status_color(self) -> str:
         return QuotaRequestStatus.color(self.status)
+
+    @property
+    def quoted_per_hour_shown(self) -> str:
+        """To the cent, or to 4 places where a cent would hide it (as the quote showed it)."""
+        if self.quoted_per_hour is None:
+            return ""
+        whole, _, places = f"{self.quoted_per_hour:,.4f}".partition(".")
+        return f"{whole}.{places.rstrip('0').ljust(2, '0')}"
 
 
 class QuotaRequestLine(models.Model):

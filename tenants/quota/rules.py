@@ -50,7 +50,7 @@ def check_resource(*, resource: str, isolation: str) -> resource_classes.Resourc
         resource_class = resource_classes.parse(resource)
     except resource_classes.UnknownResourceClass:
         raise ValidationError(
-            f"Unknown resource {resource!r}: pick a GPU model, MIG profile, vCPU, memory, "
+            f"Unknown resource “{resource}”: pick a GPU model, MIG profile, vCPU, memory, "
             "storage or a workload kind from the list.",
             code="unknown_resource",
         ) from None

@@ -502,3 +502,35 @@ def quota_request_decision(*, request: QuotaRequest) -> Decision | None:
         note=request.decision_note,
         lines=lines,
     )
+
+
+@dataclass(frozen=True)
+class PendingAsk:
+    """An open request of the tenant that already asks for more of `resource`."""
+
+    request_id: int
+    resource: str
+    label: str
+    amount: int
+    status: str
+
+    @property
+    def status_label(self) -> str:
+        return QuotaRequest.Status(self.status).label
+
+
+def tenant_pending_asks(*, tenant: Tenant, resources: list[str]) -> list[PendingAsk]:
+    """The tenant's open requests (submitted, or approved and not applied yet) that ask for
+    any of `resources`: a second ask for the same class is usually a mistake. One query."""
+    if not resources:
+        return []
+    rows = (
+        QuotaRequestLine.objects.filter(
+            request__tenant=tenant, request__status__in=QuotaRequest.OPEN,
+            resource__in=resources,
+        )
+        .order_by("request_id", "id")
+        .values_list("request_id", "resource", "amount", "request__status")
+    )
+    return [PendingAsk(pk, resource, resource_label(resource), amount, status)
+            for pk, resource, amount, status in rows]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -27,6 +28,16 @@ from ..enforcement.changes import tenant_mark_changed
 from . import rules as quota_rules
 from .models import Quota, QuotaRequest, QuotaRequestLine
 from .notifications import quota_request_notify
+
+
+@dataclass(frozen=True)
+class QuotedPrice:
+    """The price a tenant was shown for its request (billing's quote, in the page's words)."""
+
+    per_hour: Decimal
+    per_month: Decimal
+    currency: str
+    complete: bool = True
 
 
 @dataclass(frozen=True)
@@ -96,8 +107,10 @@ def quota_request_create(
     lines: Iterable[LineInput | Mapping[str, Any]],
     justification: str,
     ends_on: datetime.date | None = None,
+    quote: QuotedPrice | None = None,
 ) -> QuotaRequest:
-    """An owner or member of `tenant` asks for more of one or more resource classes."""
+    """An owner or member of `tenant` asks for more of one or more resource classes; `quote`
+    is the price the page showed for it, kept on the request for the requester and reviewer."""
     if not tenants_operated_by(requested_by).filter(pk=tenant.pk).exists():
         raise PermissionDenied("Only the tenant's owners and members ask for quota.")
     if tenant.status != Tenant.Status.ACTIVE:
@@ -111,6 +124,10 @@ def quota_request_create(
         requested_by=requested_by,
         justification=justification.strip(),
         ends_on=ends_on,
+        **({} if quote is None else {
+            "quoted_per_hour": quote.per_hour, "quoted_per_month": quote.per_month,
+            "quoted_currency": quote.currency, "quote_complete": quote.complete,
+        }),
     )
     QuotaRequestLine.objects.bulk_create(
         QuotaRequestLine(request=request, resource=line.resource, amount=line.amount)
@@ -124,6 +141,8 @@ def quota_request_create(
         changes={
             "lines": {line.resource: line.amount for line in inputs},
             "ends_on": ends_on.isoformat() if ends_on else None,
+            **({} if quote is None else {"quoted_per_hour": str(quote.per_hour),
+                                         "quoted_currency": quote.currency}),
         },
     )
     quota_request_notify(request_id=request.pk, event="submitted")

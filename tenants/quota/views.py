@@ -15,6 +15,7 @@ from django.utils.safestring import SafeString
 from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
+from inventory import resource_classes
 from portal.confirmation import confirmation_page, is_confirmed
 from portal.context_processors import waiting_count
 from portal.display import grouped, iso_date, time_since
@@ -22,14 +23,17 @@ from portal.paging import page_size_from, url_maker
 
 from ..access.rules import access_for
 from ..pages import redirect_to_current, tenant_page
+from . import rules as quota_rules
 from . import services as quota_requests
 from .forms import QuotaRequestForm, QuotaRequestLineFormSet, lenient_lines, line_initial
 from .models import QuotaRequest, resource_label
+from .pricing import quoted_price
 from .selectors import (
     quota_preview,
     quota_request_get_for_user,
     quota_requests_on_the_way,
     quota_requests_waiting,
+    tenant_pending_asks,
     tenant_quota_lines,
     tenant_quota_requests,
     tenant_schedulable,
@@ -82,6 +86,26 @@ def _request_forms(tenant, data=None, initial_lines=None, initial=None):
     return form, formset
 
 
+def _prefilled_lines(query) -> list[dict]:
+    """`?resource=<class>&amount=<n>` (repeated), as the launch form's "request more quota"
+    link fills them in: the rows to start from (anything that does not parse is left out)."""
+    rows = []
+    for resource, amount in zip(query.getlist("resource"), query.getlist("amount"), strict=False):
+        try:
+            resource_classes.parse(resource)
+            amount = int(amount)
+        except (TypeError, ValueError):
+            continue
+        if amount > 0 and len(rows) < quota_rules.MAX_LINES:
+            rows.append({"resource": resource, "amount": amount})
+    return rows or [{}]
+
+
+def _pending_words(asks) -> str:
+    return "; ".join(f"request #{ask.request_id} ({ask.status_label.lower()}) already asks for "
+                     f"+{ask.amount:,} {ask.label}" for ask in asks)
+
+
 @login_required
 def quota_request_create(request, slug: str):
     tenant, context = tenant_page(request, slug, "requests")
@@ -100,27 +124,40 @@ def quota_request_create(request, slug: str):
     elif request.method == "POST":
         form, formset = _request_forms(tenant, request.POST)
         if form.is_valid() and formset.is_valid():
+            asked = formset.lines()
             try:
                 created = quota_requests.quota_request_create(
                     tenant=tenant,
                     requested_by=request.user,
-                    lines=[{"resource": r, "amount": a} for r, a in formset.lines()],
+                    lines=[{"resource": r, "amount": a} for r, a in asked],
                     justification=form.cleaned_data["justification"],
                     ends_on=form.cleaned_data["ends_on"],
+                    quote=quoted_price(asked),
                 )
             except ValidationError as exc:
                 for name, errors in exc.message_dict.items():
                     form.add_error(name if name in form.fields else None, errors)
             else:
-                messages.success(request, f"Quota request #{created.pk} sent to the platform team.")
+                messages.success(request, f"Quota request #{created.pk} sent: it waits for a "
+                                          "platform admin's decision.")
+                earlier = [ask for ask in tenant_pending_asks(tenant=tenant,
+                                                              resources=[r for r, _ in asked])
+                           if ask.request_id != created.pk]
+                if earlier:
+                    messages.warning(request, f"Both are now waiting: {_pending_words(earlier)}. "
+                                              "Withdraw one if it was asked twice by mistake.")
                 return redirect("tenants:quota-request-detail", tenant.slug, created.pk)
     else:
-        form, formset = _request_forms(tenant, initial_lines=[{}])
-    lines = lenient_lines(request.POST) if request.method == "POST" else []
+        form, formset = _request_forms(tenant, initial_lines=_prefilled_lines(request.GET))
+    if request.method == "POST":
+        lines = lenient_lines(request.POST)
+    else:
+        lines = [(row["resource"], row["amount"]) for row in _prefilled_lines(request.GET) if row]
     context |= {
         "form": form,
         "formset": formset,
         "preview": quota_preview(tenant=tenant, lines=lines),
+        "pending": tenant_pending_asks(tenant=tenant, resources=[r for r, _ in lines]),
     }
     template = "tenants/quota_request_form.html"
     if request.htmx and "add_line" in request.POST:
@@ -135,7 +172,9 @@ def quota_request_preview(request, slug: str):
     tenant, context = tenant_page(request, slug, "quota")
     if not context["can_request"]:
         raise PermissionDenied
-    context["preview"] = quota_preview(tenant=tenant, lines=lenient_lines(request.POST))
+    lines = lenient_lines(request.POST)
+    context["preview"] = quota_preview(tenant=tenant, lines=lines)
+    context["pending"] = tenant_pending_asks(tenant=tenant, resources=[r for r, _ in lines])
     return render(request, "tenants/quota_request_form.html#preview", context)
 
 

@@ -51,3 +51,19 @@ WORDS = {"ip": "IP address", "url": "URL", "cluster_url": "In-cluster URL"}
 def detail_label(key: str) -> str:
     """`replicas_ready` → "Replicas ready" (the kinds' detail keys, as page labels)."""
     return WORDS.get(str(key)) or str(key).replace("_", " ").capitalize()
+
+
+@register.filter
+def detail_value(value) -> str:
+    """A kind's detail as people read it: True → "Yes", {"idle": 4, "down": 0} →
+    "idle 4 · down 0", a list → its items joined (never a Python repr)."""
+    if isinstance(value, bool):
+        return "Yes" if value else "No"
+    if isinstance(value, dict):
+        return " · ".join(f"{str(key).replace('_', ' ')} {detail_value(item)}"
+                          for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(detail_value(item) for item in value)
+    if isinstance(value, int):
+        return grouped(value)
+    return str(value)

@@ -279,7 +279,7 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     @action(detail=True, methods=["post"])
     def power(self, request: Request, pk: str) -> Response:
         """Start, stop or restart a virtual machine (other kinds have no power actions: 400)."""
-        workload = self._operated(pk, "start and stop virtual machines")
+        workload = self._operated(pk, "start and stop VMs")
         body = WorkloadPowerSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         services.workload_power(

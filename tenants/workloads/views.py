@@ -5,10 +5,11 @@ power, delete) and the vCluster kubeconfig download. Thin views over selectors a
 from __future__ import annotations
 
 from html import escape
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
@@ -53,10 +54,10 @@ def workload_list(request, slug: str):
     kind = request.GET.get("kind", "")
     status = request.GET.get("status", "")
     if kind and kind not in KINDS:
-        messages.warning(request, f"There is no workload kind {kind[:40]!r}: showing every kind.")
+        messages.warning(request, f"There is no workload kind “{kind[:40]}”: showing every kind.")
         kind = ""
     if status and status not in WorkloadStatus.values:
-        messages.warning(request, f"There is no state {status[:40]!r}: showing every state.")
+        messages.warning(request, f"There is no state “{status[:40]}”: showing every state.")
         status = ""
     values = _LISTED_ROWS.values(
         tenant_workloads_for_list(tenant=tenant, kind=kind or None, status=status or None)
@@ -156,17 +157,32 @@ def _kind_form(request, tenant, kind: str, data=None):
                        prefix=None)
 
 
-def _preview(form, tenant, kind: str):
+def _preview(form, tenant, kind: str, *, report: bool = True):
     """The form checked by the kind, and what it would take of the quota (when its spec fields
-    are valid: a missing name does not hide what the rest would take)."""
-    if not form.is_valid() and any(name != "name" for name in form.errors):
+    are valid: a missing name, or a refusal of the whole launch such as its quota, does not hide
+    what the rest would take). `report=False`: the kind's errors are on the form already."""
+    if not form.is_valid() and any(name not in ("name", NON_FIELD_ERRORS)
+                                   for name in form.errors):
         return []
     try:
         _, demand = workload_validate(tenant=tenant, kind=kind, spec=form.spec())
     except ValidationError as exc:
-        form.add_service_errors(exc)
+        if report:
+            form.add_service_errors(exc)
         return []
     return demand_preview(tenant=tenant, demand=demand)
+
+
+def _over_quota(preview, slug: str) -> dict | None:
+    """When the preview does not fit: the classes short, and the quota request form's address
+    with each of them and the amount missing filled in."""
+    short = [line for line in preview if not line.fits]
+    if not short:
+        return None
+    query = urlencode([pair for line in short for pair in
+                       (("resource", line.resource), ("amount", -line.left_after))])
+    return {"lines": short,
+            "request_url": f"{reverse('tenants:quota-request-create', args=[slug])}?{query}"}
 
 
 @login_required
@@ -174,24 +190,28 @@ def workload_launch(request, slug: str, kind: str):
     tenant, context = _launch_page(request, slug)
     form = _kind_form(request, tenant, kind, request.POST if request.method == "POST" else None)
     if request.method == "POST":
-        preview = []
+        refused = False
+        if form.is_valid():
+            try:
+                workload = services.workload_launch(
+                    tenant=tenant, actor=request.user, kind=kind,
+                    name=form.cleaned_data["name"], spec=form.spec(),
+                )
+            except ValidationError as exc:
+                form.add_service_errors(exc)
+                refused = True
+            else:
+                messages.success(request, f"{workload} is queued: it will be provisioned "
+                                          "shortly, and this page follows it.")
+                return redirect("tenants:workload-detail", tenant.slug, workload.pk)
+        # Refused: the preview again, of what was submitted.
+        preview = _preview(form, tenant, kind, report=not refused)
     else:  # what the defaults would take, before anything is typed
         initial = {name: field.initial for name, field in form.fields.items()
                    if field.initial is not None}
         preview = _preview(_kind_form(request, tenant, kind, initial), tenant, kind)
-    if request.method == "POST" and form.is_valid():
-        try:
-            workload = services.workload_launch(
-                tenant=tenant, actor=request.user, kind=kind,
-                name=form.cleaned_data["name"], spec=form.spec(),
-            )
-        except ValidationError as exc:
-            form.add_service_errors(exc)
-        else:
-            messages.success(request, f"{workload} is launching: this page follows it.")
-            return redirect("tenants:workload-detail", tenant.slug, workload.pk)
-        preview = _preview(form, tenant, kind) if not form.errors else []
-    context |= {"form": form, "kind": KINDS[kind], "preview": preview}
+    context |= {"form": form, "kind": KINDS[kind], "preview": preview,
+                "over_quota": _over_quota(preview, tenant.slug)}
     return render(request, "tenants/workloads/launch.html", context)
 
 
@@ -201,8 +221,9 @@ def workload_launch_check(request, slug: str, kind: str):
     """The htmx partial: the form's field errors and the quota preview, as the person types."""
     tenant, context = _launch_page(request, slug)
     form = _kind_form(request, tenant, kind, request.POST)
-    context |= {"form": form, "kind": KINDS[kind], "preview": _preview(form, tenant, kind),
-                "checked": True}
+    preview = _preview(form, tenant, kind)
+    context |= {"form": form, "kind": KINDS[kind], "preview": preview, "checked": True,
+                "over_quota": _over_quota(preview, tenant.slug)}
     return render(request, "tenants/workloads/launch.html#launch-form", context)
 
 

@@ -3,6 +3,7 @@
 (never zero), half-filled or bad input answered with what to fill in (never a 500)."""
 
 import calendar
+import re
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -39,6 +40,12 @@ FORMS = {
 def _storage_hourly() -> Decimal:
     now = timezone.now()
     return Decimal("0.10") / (24 * calendar.monthrange(now.year, now.month)[1])
+
+
+def _shown(value: Decimal) -> str:
+    """To the cent, or to 4 places where a cent would hide it."""
+    whole, _, places = f"{value:,.4f}".partition(".")
+    return f"{whole}.{places.rstrip('0').ljust(2, '0')}"
 
 
 @pytest.fixture
@@ -127,8 +134,9 @@ def test_the_vcluster_price_is_its_control_plane_and_volume(member, card):
     page = _quote(member, FORMS["vcluster"], kind="vcluster")
 
     # 2 vCPUs 0.08 + 4 GiB 0.02 + 5 GiB of storage at 0.10 a GiB-month over this month's hours
-    expected = Decimal("0.10") + 5 * _storage_hourly()
-    assert f"EUR {expected.quantize(Decimal('0.01'))}</strong> per hour" in page
+    # (each line to 4 places as shown, the total their sum)
+    expected = Decimal("0.10") + (5 * _storage_hourly()).quantize(Decimal("0.0001"))
+    assert f"EUR {_shown(expected)}</strong> per hour" in page
     assert 'data-resource="storage-gib" data-status="priced"' in page
     assert "Counted in your quota, not billed: vClusters" in page
 
@@ -146,8 +154,8 @@ def test_the_vm_price_is_its_gpu_vcpus_memory_and_disk(member, card):
     page = _quote(member, FORMS["vm"], kind="vm")
 
     # 2.50 + 0.16 + 0.08 + 40 GiB of disk
-    expected = Decimal("2.74") + 40 * _storage_hourly()
-    assert f"EUR {expected.quantize(Decimal('0.01'))}</strong> per hour" in page
+    expected = Decimal("2.74") + (40 * _storage_hourly()).quantize(Decimal("0.0001"))
+    assert f"EUR {_shown(expected)}</strong> per hour" in page
 
 
 def test_a_stopped_vm_is_priced_for_its_disk_only(member, card):
@@ -353,3 +361,13 @@ def test_the_api_is_in_the_openapi_schema_with_examples():
         "InferenceEndpoint", "VCluster", "Resources"}
     assert spend["parameters"][0]["name"] == "tenant" and spend["parameters"][0]["required"]
     assert "400" in quote["responses"] and "404" in spend["responses"]
+
+
+def test_the_lines_shown_add_up_to_the_total_shown(member, card):
+    """Each line is rounded once, as shown; the total is their sum, never rounded apart."""
+    page = _quote(member, FORMS["vm"], kind="vm")
+
+    total = re.search(r"EUR ([\d,.]+)</strong> per hour", page).group(1)
+    lines = re.findall(r"<span>([\d,.]+)/h</span>", page)
+    assert len(lines) == 4  # GPU, vCPUs, memory, disk
+    assert sum(Decimal(x.replace(",", "")) for x in lines) == Decimal(total.replace(",", ""))

@@ -166,7 +166,7 @@ def _age(first, member):
 
 def _end(first, member):
     QuotaRequest.objects.filter(pk=first.pk).update(ends_on=datetime.date(2031, 1, 31))
-    return "Jan. 31, 2031"
+    return "2031-01-31"
 
 
 def _change_line(first, member):

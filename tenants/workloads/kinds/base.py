@@ -18,6 +18,7 @@ Specs are JSON-ready dicts (stored in the database); numbers are ints, never flo
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
@@ -164,6 +165,50 @@ class Observation:
     conditions: tuple[dict[str, Any], ...] = ()
     # Kind-specific figures for the page: replicas ready/desired, printable status, IP, URL…
     details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # The cluster's words are shown to people as text: Markdown's `code` quotes (Hugging
+        # Face's errors, the operators') read as plain quotes there, not as stray backticks.
+        object.__setattr__(self, "message", in_peoples_words(self.message))
+
+
+_BACKTICKED = re.compile(r"`+([^`]*)`+")
+# The device plugins' extended resources as the scheduler names them, as people read them.
+_EXTENDED_RESOURCES = (
+    (re.compile(r"\b(?:requests|limits)\.(?=nvidia\.com/)"), ""),  # a ResourceQuota's keys
+    (re.compile(r"\bnvidia\.com/gpumem-percentage\b"), "HAMi GPU memory (percent)"),
+    (re.compile(r"\bnvidia\.com/gpumem\b"), "HAMi GPU memory"),
+    (re.compile(r"\bnvidia\.com/gpucores\b"), "HAMi GPU compute"),
+    (re.compile(r"\bnvidia\.com/gpu\b(?![\w-]|\.\w)"), "GPUs"),  # not gpu.product
+    (re.compile(r"\bnvidia\.com/mig-([\w.]+)"), r"MIG \1 instances"),
+)
+
+
+def in_peoples_words(text: str) -> str:
+    """The cluster's words for a page: its resource names ("Insufficient nvidia.com/gpu") as
+    people read them ("Insufficient GPUs"), Markdown's code quotes as plain quotes."""
+    if "nvidia.com/" in text:
+        for pattern, words in _EXTENDED_RESOURCES:
+            text = pattern.sub(words, text)
+        for device, words in _passthrough_words().items():
+            text = text.replace(device, words)
+    return plain_quotes(text)
+
+
+def _passthrough_words() -> dict[str, str]:
+    """The GPU models as the passthrough device plugin names them (nvidia.com/GH100_H100_…)."""
+    from .vm.passthrough import PASSTHROUGH_DEVICES  # the VM kind's table; it imports this
+
+    return {device.resource_name: f"{resource_classes.GPU_MODELS[key].display_name} GPUs "
+                                  "(passthrough)"
+            for key, device in PASSTHROUGH_DEVICES.items() if key in resource_classes.GPU_MODELS}
+
+
+def plain_quotes(text: str) -> str:
+    """`text` with its Markdown code quotes (`repo_id`) as typographic single quotes."""
+    if "`" not in text:
+        return text
+    return _BACKTICKED.sub("\u2018\\1\u2019", text).replace("`", "\u2019")
 
 
 @dataclass(frozen=True)

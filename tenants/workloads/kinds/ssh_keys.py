@@ -67,7 +67,7 @@ def public_key(value: Any, *, field_name: str = "ssh_public_key") -> str:
         )
     if text.startswith("---- BEGIN SSH2 PUBLIC KEY"):
         raise _refuse(
-            field_name, "This is the RFC 4716 format: convert it with `ssh-keygen -i -f key.pub`."
+            field_name, "This is the RFC 4716 format: convert it with “ssh-keygen -i -f key.pub”."
         )
     if len(text.splitlines()) > 1:
         raise _refuse(field_name, "One key on one line: paste a single public key.")
@@ -100,7 +100,7 @@ def public_key(value: Any, *, field_name: str = "ssh_public_key") -> str:
         raise _refuse(
             field_name,
             f"An RSA key of {key.key_size} bits is too weak: use at least {MIN_RSA_BITS} bits, "
-            "or better an ed25519 key (`ssh-keygen -t ed25519`).",
+            "or better an ed25519 key (“ssh-keygen -t ed25519”).",
         )
     if len(comment) > MAX_COMMENT or not comment.isprintable():
         raise _refuse(field_name, "The comment after the key is too long or not printable.")

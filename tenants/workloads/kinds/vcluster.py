@@ -460,7 +460,7 @@ class VClusterKind:
                 f"The kubeconfig's server is the in-cluster Service {server}: it is reachable from"
                 " the tenant's namespace, from the tenant's own pods and from pods inside the"
                 " vCluster.",
-                "From outside the cluster, use `vcluster connect` or the port-forward above, with"
+                "From outside the cluster, use “vcluster connect” or the port-forward above, with"
                 " your kubeconfig for the tenant's namespace; https://localhost:8443 is in the"
                 " control plane's certificate.",
                 "The kubeconfig holds the vCluster's admin credentials: keep it like a password.",

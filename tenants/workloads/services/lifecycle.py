@@ -63,7 +63,7 @@ def _check_name(tenant: Tenant, name: str) -> str:
     if Workload.objects.filter(tenant=tenant, name=name).exclude(
         status=WorkloadStatus.DELETED
     ).exists():
-        raise ValidationError({"name": [f"{name!r} is taken in {tenant.name}: pick another name."]})
+        raise ValidationError({"name": [f"“{name}” is taken in {tenant.name}: pick another name."]})
     return name
 
 
@@ -130,7 +130,7 @@ def workload_launch(
         with transaction.atomic():
             workload.save()
     except IntegrityError:  # launched under the same name a moment ago
-        raise ValidationError({"name": [f"{name!r} is taken in {tenant.name}."]}) from None
+        raise ValidationError({"name": [f"“{name}” is taken in {tenant.name}."]}) from None
     _check_buildable(workload)
     _event(workload, WorkloadEvent.Kind.LAUNCHED, actor=actor, to_status=WorkloadStatus.PENDING)
     audit(actor=actor, action="workload.launch", obj=workload, tenant=tenant,
@@ -196,9 +196,9 @@ def workload_power(*, workload_id: int, actor, action: str) -> Workload:
     back to the tenant's quota; starting takes them again (admitted like a launch)."""
     if action not in POWER_ACTIONS:
         raise ValidationError({"action": [f"Pick one of: {', '.join(POWER_ACTIONS)}."]})
-    workload = _locked_live(workload_id, actor=actor, what="start and stop virtual machines")
+    workload = _locked_live(workload_id, actor=actor, what="start and stop VMs")
     if workload.kind != vm.KEY:
-        raise RuleViolation(f"{workload} has no power actions: only virtual machines do.")
+        raise RuleViolation(f"{workload} has no power actions: only VMs do.")
     running = bool(workload.spec.get("running", True))
     if (action == "start" and running) or (action in ("stop", "restart") and not running):
         raise RuleViolation(f"{workload} is already {'running' if running else 'stopped'}.")

@@ -24,10 +24,10 @@ def workload_notify(*, workload: Workload, event: str) -> bool:
                                      tenant=tenant.name)
     lines = [f"Hello {person.get_full_name() or person.get_username()},", ""]
     if event == WorkloadStatus.READY:
-        lines.append(f"Your {workload.kind_label.lower()} {workload.name} in {tenant.name} is "
+        lines.append(f"Your {workload.kind_label} {workload.name} in {tenant.name} is "
                      "ready. Its page shows how to connect to it:")
     else:
-        lines += [f"Your {workload.kind_label.lower()} {workload.name} in {tenant.name} failed.",
+        lines += [f"Your {workload.kind_label} {workload.name} in {tenant.name} failed.",
                   "", f"The cluster says: {workload.status_reason}"
                   + (f" — {workload.status_message}" if workload.status_message else ""), "",
                   "Its page has the whole timeline; fix the spec or delete it there:"]

@@ -543,7 +543,7 @@ def test_power_is_for_vms_only(as_user, tenant_member, chat):
 
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "rule"
-    assert "virtual machines" in response.json()["error"]["message"]
+    assert "only VMs do" in response.json()["error"]["message"]
 
 
 def test_an_unknown_power_action_is_a_field_error(as_user, tenant_member, notebook):

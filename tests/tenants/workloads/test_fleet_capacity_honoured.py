@@ -79,14 +79,14 @@ def test_a_replica_beyond_capacity_stays_pending_in_the_schedulers_words_until_r
     assert small.status == S.DEGRADED
     assert small.status_reason == "Unschedulable"
     assert small.status_message.startswith(
-        "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+        "0/2 nodes are available: 2 Insufficient GPUs."
     ), small.status_message
     assert small.details["replicas_waiting_for_a_node"] == 1
     assert _gpus_placed() == {"gpu-a": 8, "gpu-b": 8}  # never more than the nodes have
 
     page = login(tenant_member).get(f"/t/acme/workloads/{small.pk}/").content.decode()
     assert 'data-status="degraded">' in page and "Unschedulable" in page
-    assert "0/2 nodes are available: 2 Insufficient nvidia.com/gpu." in page
+    assert "0/2 nodes are available: 2 Insufficient GPUs." in page
 
     # Room frees up: the scheduler places the waiting replica, and it comes up.
     services.workload_delete(workload_id=big.pk, actor=tenant_member)

@@ -460,7 +460,9 @@ def test_a_predictor_the_cluster_gave_up_on_is_failed_with_its_words(reason, mes
 
     seen = observe(kserve(status))
 
-    assert (seen.state, seen.reason, seen.message) == ("failed", reason, message)
+    # The cluster's words; the quota's resource names as people read them.
+    assert (seen.state, seen.reason) == ("failed", reason)
+    assert seen.message == message.replace("requests.nvidia.com/gpu", "GPUs")
 
 
 def test_an_endpoint_that_served_and_lost_its_replicas_is_degraded():

@@ -686,7 +686,9 @@ def test_workers_no_node_has_room_for_wait_degraded_in_the_schedulers_words():
 
     seen = observe(cluster(workers_ready=0, extra=pods))
 
-    assert (seen.state, seen.reason, seen.message) == ("degraded", "Unschedulable", UNSCHEDULABLE)
+    assert (seen.state, seen.reason) == ("degraded", "Unschedulable")
+    # The scheduler's words, its resource names as people read them.
+    assert seen.message == UNSCHEDULABLE.replace("nvidia.com/gpu", "GPUs")
 
 
 def test_some_workers_that_cannot_run_degrade_the_cluster():

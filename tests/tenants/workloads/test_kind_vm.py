@@ -640,7 +640,9 @@ def test_a_vm_that_no_node_has_room_for_waits_degraded_and_says_why():
 
     # The scheduler retries: it waits for room (degraded), never failed, in its words.
     assert (seen.state, seen.reason) == ("degraded", "Unschedulable")
-    assert seen.message == UNSCHEDULABLE_MESSAGE
+    assert seen.message == UNSCHEDULABLE_MESSAGE.replace(
+        "nvidia.com/GH100_H100_SXM5_80GB", "NVIDIA H100 80GB HBM3 GPUs (passthrough)"
+    )
     assert seen.details["ip"] == ""
 
 

@@ -39,7 +39,7 @@ def test_the_launch_chooser_lists_every_kind_with_the_tenants_quota(member):
     page = member.get("/t/acme/workloads/new/").content.decode()
     for kind in ("vcluster", "inference", "vm", "slurm"):
         assert f'data-kind="{kind}"' in page
-    assert "Your quota: 3 inference endpoints" in page
+    assert "Your quota: 3 Inference endpoints" in page
 
 
 @pytest.mark.django_db

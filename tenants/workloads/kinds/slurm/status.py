@@ -213,6 +213,6 @@ def connection(
     if spec.get("rest_api"):
         notes.append(
             "The REST API takes a JWT: get one on the login node with "
-            "`scontrol token`, send it as X-SLURM-USER-TOKEN."
+            "“scontrol token”, send it as X-SLURM-USER-TOKEN."
         )
     return Connection(items=tuple(items), commands=tuple(commands), notes=tuple(notes))

@@ -79,7 +79,7 @@ class VirtualMachineKind:
     """A KubeVirt virtual machine with a persistent root disk and optional whole GPUs."""
 
     KEY: ClassVar[str] = "vm"
-    LABEL: ClassVar[str] = "Virtual machine"
+    LABEL: ClassVar[str] = "VM"
     OWNED_KINDS: ClassVar[tuple[tuple[str, str], ...]] = (
         (API_VERSION, "VirtualMachine"),
         # Created by KubeVirt and CDI from the VM; observed, never pruned (ownerReferences).

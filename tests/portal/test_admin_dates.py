@@ -1,0 +1,29 @@
+"""Django admin writes dates and times as the portal does: ISO-like, on a 24-hour clock."""
+
+import datetime
+import re
+
+import pytest
+from django.urls import reverse
+
+from tenants.models import QuotaRequest
+
+
+@pytest.mark.django_db
+def test_admin_lists_and_forms_show_iso_dates_on_a_24_hour_clock(login, platform_admin, tenant,
+                                                                  tenant_member):
+    moment = datetime.datetime(2026, 11, 3, 14, 5, tzinfo=datetime.UTC)
+    request = QuotaRequest.objects.create(tenant=tenant, requested_by=tenant_member,
+                                          justification="More.", created_at=moment,
+                                          ends_on=datetime.date(2026, 12, 31))
+    client = login(platform_admin)
+
+    listing = client.get(reverse("admin:tenants_quotarequest_changelist")).content.decode()
+    assert "2026-11-03 14:05" in listing and "2026-12-31" in listing
+    assert not re.search(r"\b[ap]\.m\.|\bmidnight\b|\bnoon\b|Nov\. 3", listing)
+
+    review = client.get(
+        reverse("admin:tenants_quotarequest_change", args=[request.pk])
+    ).content.decode()
+    assert "2026-11-03 14:05" in review
+    assert not re.search(r"\b[ap]\.m\.|\bmidnight\b|Nov\. 3", review)
