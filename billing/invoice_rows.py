@@ -17,7 +17,7 @@ from django.utils.safestring import SafeString
 from portal.cached_rows import BoundedMemo
 
 from .models import InvoiceStatus
-from .templatetags.billing_tags import decimal_shown, unit_hours
+from .templatetags.billing_tags import decimal_shown, quantity_shown, unit_hours
 
 TWO_PLACES = Decimal("0.01")
 _NO_COST_CENTER = SafeString('<span class="text-muted small">—</span>')
@@ -111,7 +111,7 @@ def usage_line_row(line, *, last_day) -> SafeString:
     """One `<tr>` of an invoice's usage lines (an `InvoiceLine`; `last_day`, the last day of
     its period), as the detail's template wrote it: description, class, period, hours,
     quantity and its unit, unit price, amount."""
-    hours = escape(decimal_shown(line.quantity_hours, 0))
+    hours = escape(quantity_shown(line.quantity_hours))
     return SafeString(
         '\n      <tr data-line="usage">'
         f"\n        <td>{escape(line.description)}</td>"
@@ -119,7 +119,7 @@ def usage_line_row(line, *, last_day) -> SafeString:
         f'\n        <td class="text-nowrap small">{timezone.localtime(line.period_start):%Y-%m-%d}'
         f" \u2013 {last_day:%Y-%m-%d}</td>"
         f'\n        <td class="text-end text-nowrap">{hours}</td>'
-        f'\n        <td class="text-end text-nowrap">{escape(decimal_shown(line.quantity, 0))}'
+        f'\n        <td class="text-end text-nowrap">{escape(quantity_shown(line.quantity))}'
         f' <span class="small text-muted">{escape(unit_hours(line.resource, line.unit))}</span>'
         "</td>"
         f'\n        <td class="text-end text-nowrap">{escape(decimal_shown(line.unit_price))}'

@@ -31,6 +31,7 @@ from ..models import BillingAccount, BudgetAlert, CreditNote, Invoice, InvoiceLi
 from ..selectors.issuing import confirmation_name, issue_previews
 from ..services import invoicing, rates
 from ..services.accounts import billing_account_update
+from ..templatetags.billing_tags import quantity_shown
 
 # --- rate cards -------------------------------------------------------------------------------
 
@@ -141,8 +142,8 @@ class PeriodFilter(admin.SimpleListFilter):
 class InvoiceLineInline(admin.TabularInline):
     model = InvoiceLine
     fields = [
-        "position", "kind", "description", "period_start", "period_end", "quantity_hours",
-        "quantity", "unit", "unit_price", "amount", "credited_events",
+        "position", "kind", "description", "period_start", "period_end", "hours",
+        "quantity_as_shown", "unit", "unit_price", "amount", "credited_events",
     ]
     readonly_fields = fields
     extra = 0
@@ -157,6 +158,14 @@ class InvoiceLineInline(admin.TabularInline):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+    @admin.display(description="hours")
+    def hours(self, line: InvoiceLine) -> str:
+        return quantity_shown(line.quantity_hours)
+
+    @admin.display(description="quantity")
+    def quantity_as_shown(self, line: InvoiceLine) -> str:
+        return quantity_shown(line.quantity)
 
     @admin.display(description="events")
     def credited_events(self, line: InvoiceLine) -> str:

@@ -1,7 +1,7 @@
 """How billing's pages print quantities, prices and units."""
 
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from django import template
 from django.contrib.humanize.templatetags.humanize import intcomma
@@ -40,6 +40,18 @@ def decimal_shown(value, min_places: int = 2) -> str:
     whole, _, places = f"{number:,.6f}".partition(".")
     places = places.rstrip("0").ljust(int(min_places), "0")
     return f"{whole}.{places}" if places else whole
+
+
+@register.filter
+def quantity_shown(value) -> str:
+    """A line's quantity as invoices show it: grouped, to two places (1,234.57). The line
+    keeps its six places; the amount is computed from those, not from what is shown."""
+    if value in (None, ""):
+        return ""
+    try:
+        return f"{Decimal(value).quantize(Decimal('0.01'), ROUND_HALF_UP):,.2f}"
+    except (InvalidOperation, TypeError, ValueError):
+        return str(value)
 
 
 @register.filter

@@ -151,8 +151,8 @@ TEMPLATE_USAGE_LINE = Template(
         <td>{{ line.description }}</td>
         <td class="font-monospace small text-nowrap">{{ line.resource }}</td>
         <td class="text-nowrap small">{{ line.period_start|date:"Y-m-d" }} – {{ row.last_day|date:"Y-m-d" }}</td>
-        <td class="text-end text-nowrap">{{ line.quantity_hours|decimal_shown:0 }}</td>
-        <td class="text-end text-nowrap">{{ line.quantity|decimal_shown:0 }} <span class="small text-muted">{{ line.resource|unit_hours:line.unit }}</span></td>
+        <td class="text-end text-nowrap">{{ line.quantity_hours|quantity_shown }}</td>
+        <td class="text-end text-nowrap">{{ line.quantity|quantity_shown }} <span class="small text-muted">{{ line.resource|unit_hours:line.unit }}</span></td>
         <td class="text-end text-nowrap">{{ line.unit_price|decimal_shown }} <span class="small text-muted">/ {{ line.unit }}</span></td>
         <td class="text-end text-nowrap">{{ line.amount|floatformat:"2g" }}</td>
       </tr>

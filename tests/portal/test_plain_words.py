@@ -77,15 +77,9 @@ def _is_json_document(text: str) -> bool:
         return False
 
 
-# Invoices' line quantities (item 6 of issue 29 makes them two decimals, in the PDF first):
-# read for everything else.
-DECIMALS_ELSEWHERE = re.compile(r"^/billing/invoices/\d+/$|^/admin/billing/invoice/\d+/change/$")
-
-
-def _problems(text: str, url: str = "") -> list[str]:
+def _problems(text: str) -> list[str]:
     return [f"{what}: …{text[max(0, m.start() - 50):m.end() + 50]}…".replace("\n", " | ")
-            for pattern, what in RAW for m in pattern.finditer(text)
-            if not (what.startswith("a quantity") and DECIMALS_ELSEWHERE.match(url))]
+            for pattern, what in RAW for m in pattern.finditer(text)]
 
 
 NOT_FOLLOWED = re.compile(
@@ -111,7 +105,7 @@ def _crawl(client, start: list[str], limit: int) -> dict[str, list[str]]:
             continue
         page = _Page()
         page.feed(response.content.decode())
-        problems = _problems("\n".join(page.text), url)
+        problems = _problems("\n".join(page.text))
         if problems:
             found[url] = problems
         for link in page.links:
