@@ -23,7 +23,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from portal.audit import audit
-from portal.errors import RuleViolation
+from portal.errors import InvalidTransition, RuleViolation
 from portal.queueing import enqueue_on_commit
 
 from ..models import Invoice, InvoiceFile, InvoiceStatus, Payment
@@ -90,7 +90,7 @@ def payment_check(*, invoice: Invoice, amount: Any, paid_on: date | None,
     if invoice.status != InvoiceStatus.ISSUED:
         why = ("nothing is left to pay" if invoice.status == InvoiceStatus.PAID
                else "only an issued invoice is paid")
-        raise RuleViolation(f"{invoice} is {invoice.status}: {why}.")
+        raise InvalidTransition(invoice, invoice.status, InvoiceStatus.PAID, why=why)
     errors: dict[str, list[str]] = {}
     reference = (reference or "").strip()
     max_length = Payment._meta.get_field("reference").max_length

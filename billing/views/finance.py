@@ -7,6 +7,7 @@ the page the person came from, in one place: portal.middleware.DomainErrorMiddle
 """
 
 from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.contrib import messages
@@ -35,7 +36,7 @@ from ..selectors.finance import (
 )
 from ..selectors.invoices import invoice_for_download
 from ..selectors.tenant_filter import tenant_choice
-from ..services import invoice_exports, invoicing
+from ..services import invoice_exports, invoicing, payments
 from ..services.exports import invoices_export_record
 from .access import finance_required
 
@@ -239,10 +240,12 @@ def _detail_context(request, invoice: Invoice, **forms) -> dict:
         "credit_lines": [row for row in rows if row["line"].kind == InvoiceLine.Kind.CREDIT],
         "unpriced": [item for item in (invoice.unpriced or []) if isinstance(item, dict)],
         "credit_notes": list(invoice.credit_notes.all()),
+        "payments": list(invoice.payments.all()),
         "trail": trail,
         "earlier_downloads": earlier_downloads,
         "actions": ACTIONS_BY_STATUS.get(invoice.status, ()),
-        "payment_form": forms.get("payment_form") or PaymentForm(),
+        "payment_form": forms.get("payment_form")
+        or PaymentForm(initial={"amount": max(invoice.balance_due, Decimal("0"))}),
         "void_form": forms.get("void_form") or VoidForm(),
         "credit_form": forms.get("credit_form") or CreditNoteForm(),
         "open_form": forms.get("open_form", ""),
@@ -311,19 +314,33 @@ def invoice_pay(request, invoice_id: int):
     if not form.is_valid():
         return _form_refused(request, invoice, "payment_form", form)
     paid_on = form.cleaned_data["paid_on"]
-    if paid_on is not None and paid_on > timezone.now().date():
+    if paid_on is not None and paid_on > timezone.localdate():
         form.add_error("paid_on", "A payment cannot be recorded in the future.")
         return _form_refused(request, invoice, "payment_form", form)
-    paid_at = None
-    if paid_on is not None and paid_on != timezone.now().date():
-        paid_at = datetime.combine(paid_on, time(12), tzinfo=UTC)
     try:
-        invoicing.invoice_mark_paid(invoice_id=invoice.pk, actor=request.user, paid_at=paid_at,
-                                    reference=form.cleaned_data["reference"])
+        if form.cleaned_data["amount"] is None:  # the whole balance due
+            paid_at = None
+            if paid_on is not None and paid_on != timezone.localdate():
+                paid_at = datetime.combine(paid_on, time(12), tzinfo=UTC)
+            paid = invoicing.invoice_mark_paid(invoice_id=invoice.pk, actor=request.user,
+                                               paid_at=paid_at,
+                                               reference=form.cleaned_data["reference"])
+            messages.success(request, f"{invoice} marked paid.")
+            return _to_detail(paid)
+        payment = payments.payment_record(
+            invoice_id=invoice.pk, actor=request.user, amount=form.cleaned_data["amount"],
+            paid_on=paid_on, reference=form.cleaned_data["reference"],
+        )
     except ValidationError as error:
         _put_on_form(form, error, renamed={"paid_at": "paid_on"})
         return _form_refused(request, invoice, "payment_form", form)
-    messages.success(request, f"{invoice} marked paid.")
+    paid = payment.invoice
+    if paid.status == InvoiceStatus.PAID:
+        outcome = "it is paid"
+    else:
+        outcome = f"{paid.currency} {paid.balance_due:,.2f} is still due"
+    messages.success(request, f"Payment of {paid.currency} {payment.amount:,.2f} recorded on "
+                              f"{invoice}: {outcome}.")
     return _to_detail(invoice)
 
 
