@@ -107,7 +107,7 @@ def _check_invoice_surfaces(client, api, invoice: Invoice) -> None:
     assert Decimal(str(summary["Balance due"])).quantize(CENT) == due
 
     pdf = _body(client.get(f"/billing/invoices/{invoice.pk}/invoice.pdf"))
-    text = "\n".join(page.extract_text() for page in PdfReader(io.BytesIO(pdf)).pages)
+    text = " ".join(" ".join(p.extract_text() for p in PdfReader(io.BytesIO(pdf)).pages).split())
     if invoice.amount_credited or invoice.amount_paid:
         assert re.search(rf"Balance due\s*{invoice.currency} {due:,.2f}", text), text
         for payment in invoice.payments.all():
