@@ -56,7 +56,8 @@ class DraftMonthForm(StyledForm):
 class PaymentForm(StyledForm):
     amount = forms.DecimalField(
         label="Amount received", max_digits=14, decimal_places=2, min_value=Decimal("0.01"),
-        required=False, help_text="All or part of the balance due, never more. Empty: all of it.",
+        required=False,
+        help_text="All or part of the balance due (shown above), never more. Empty: all of it.",
         error_messages={"min_value": "A payment is a positive amount."},
     )
     paid_on = forms.DateField(label="Paid on", required=False, help_text="Empty: today.",

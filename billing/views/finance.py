@@ -7,7 +7,6 @@ the page the person came from, in one place: portal.middleware.DomainErrorMiddle
 """
 
 from datetime import UTC, date, datetime, time, timedelta
-from decimal import Decimal
 
 from django.conf import settings
 from django.contrib import messages
@@ -244,8 +243,7 @@ def _detail_context(request, invoice: Invoice, **forms) -> dict:
         "trail": trail,
         "earlier_downloads": earlier_downloads,
         "actions": ACTIONS_BY_STATUS.get(invoice.status, ()),
-        "payment_form": forms.get("payment_form")
-        or PaymentForm(initial={"amount": max(invoice.balance_due, Decimal("0"))}),
+        "payment_form": forms.get("payment_form") or PaymentForm(),
         "void_form": forms.get("void_form") or VoidForm(),
         "credit_form": forms.get("credit_form") or CreditNoteForm(),
         "open_form": forms.get("open_form", ""),
