@@ -9,7 +9,7 @@ import pytest
 from pypdf import PdfReader
 
 from billing.models import Invoice, InvoiceStatus
-from billing.services import invoicing
+from billing.services import invoicing, payments
 from tests.factories import TEST_PASSWORD
 from tests.support.fixtures_browser import screenshot, sign_in
 
@@ -76,3 +76,23 @@ def test_finance_credits_and_pays_an_invoice_in_parts(page, finance):
     assert row.locator("[data-col=credited]").inner_text() == "10.00"
     assert row.locator("[data-col=outstanding]").inner_text().strip() == "0.00"
     screenshot(page, "finance-cost-centers-settlement")
+
+
+def test_a_tenant_sees_its_invoice_credited_paid_in_part_and_what_is_due(
+    page, tenant, tenant_owner, finance
+):
+    invoice = invoicing.invoice_issue(invoice_id=bill(tenant, JAN, 40).pk, actor=finance)
+    invoicing.credit_note_create(invoice_id=invoice.pk, actor=finance, amount=Decimal("5.00"),
+                                 reason="goodwill")
+    payments.payment_record(invoice_id=invoice.pk, actor=finance, amount="25.00")
+    sign_in(page, "owner", TEST_PASSWORD)
+
+    page.goto("/billing/t/acme/")
+
+    row = page.locator(f"#invoice-{invoice.pk}")
+    assert row.locator("[data-col=credited]").inner_text() == "\u22125.00"
+    assert row.locator("[data-col=paid]").inner_text() == "\u221225.00"
+    assert row.locator("[data-col=balance]").inner_text() == (
+        f"{invoice.currency} {invoice.total - 30:,.2f}")
+    row.scroll_into_view_if_needed()
+    screenshot(page, "tenant-spend-invoice-balance")
