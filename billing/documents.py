@@ -51,8 +51,20 @@ class DocumentTotals:
 
 
 @dataclass(frozen=True)
+class SettlementLine:
+    """A credit note or a payment of an invoice, as printed after its total."""
+
+    kind: Literal["credit_note", "payment"]
+    date: date
+    reference: str  # the credit note's number, or the payment's reference
+    description: str  # the credit note's reason, or "Payment"
+    amount: Decimal
+
+
+@dataclass(frozen=True)
 class InvoiceDocument:
-    """One tenant's invoice for one period, ready to export."""
+    """One tenant's invoice for one period, ready to export; with what its credit notes and
+    payments add up to (`credited`, `paid`) and, for one invoice's own files, each of them."""
 
     number: str
     tenant_name: str
@@ -68,6 +80,19 @@ class InvoiceDocument:
     unpriced: tuple[DocumentLine, ...]
     totals: DocumentTotals
     status: str
+    credited: Decimal = Decimal("0")
+    paid: Decimal = Decimal("0")
+    settlement: tuple[SettlementLine, ...] = ()
+
+    @property
+    def net_total(self) -> Decimal:
+        """The total less its credit notes."""
+        return self.totals.total - self.credited
+
+    @property
+    def balance_due(self) -> Decimal:
+        """What is left to pay; negative when over-settled (a refund is owed)."""
+        return self.totals.total - self.credited - self.paid
 
     def __post_init__(self) -> None:
         # The currency goes into spreadsheet number formats: only an ISO 4217 code may.
@@ -102,6 +127,8 @@ class ExportInvoice:
     total: Decimal
     unpriced: list[dict]
     lines: list[tuple]
+    credited: Decimal = Decimal("0")
+    paid: Decimal = Decimal("0")
 
 
 def last_day(end: datetime) -> date:
@@ -151,6 +178,9 @@ def invoice_document(
     due_date: date,
     currency: str,
     status: str,
+    credited: Decimal = Decimal("0"),
+    paid: Decimal = Decimal("0"),
+    settlement: tuple[SettlementLine, ...] = (),
 ) -> InvoiceDocument:
     """The document for a computed invoice and the facts only the caller knows."""
     return InvoiceDocument(
@@ -175,4 +205,7 @@ def invoice_document(
             total=computation.total,
         ),
         status=status,
+        credited=credited,
+        paid=paid,
+        settlement=settlement,
     )

@@ -2,9 +2,11 @@
 
 - CSV: one row per line, with the invoice's facts repeated on every row so that each row
   stands alone in an accounting import; the discount and the tax are rows of their own, so
-  the `amount` column of an invoice adds up to its `invoice_total`. Unpriced usage is a row
-  with a quantity and no amount. ISO 8601 dates, `.` decimals, no thousands separators, and
-  written through `portal.csv_export`, which defuses formula-looking cells.
+  the `amount` column of an invoice adds up to its `invoice_total`. What its credit notes and
+  payments add up to are columns of every row too: `credited`, `net_total` (the total less
+  the credits), `paid` and `balance_due` (negative when over-settled: a refund is owed).
+  Unpriced usage is a row with a quantity and no amount. ISO 8601 dates, `.` decimals, no
+  thousands separators, written through `portal.csv_export` (it defuses formula-like cells).
 - XLSX of a list of invoices: two sheets finance can filter and pivot, "Invoices" (a row per
   invoice) and "Lines" (a row per line, credit, discount, tax and unpriced usage, with its
   invoice's number, tenant and period). XLSX of one invoice: a summary sheet and the invoice's
@@ -33,7 +35,7 @@ from xhtml2pdf.config.resources import ResourceAccessPolicy
 from portal import csv_export
 
 from .calculations.invoicing import class_label, class_order, quantity_unit
-from .documents import DocumentLine, ExportInvoice, InvoiceDocument, last_day
+from .documents import DocumentLine, ExportInvoice, InvoiceDocument, SettlementLine, last_day
 
 # The layout of one invoice's files: an issued invoice's PDF, CSV and XLSX are rendered once
 # and kept (`billing.services.invoice_files`) while this stays the same. Bump it when what
@@ -63,6 +65,10 @@ CSV_COLUMNS = (
     "amount",
     "tax_rate",
     "invoice_total",
+    "credited",
+    "net_total",
+    "paid",
+    "balance_due",
 )
 
 
@@ -118,6 +124,10 @@ def invoice_rows(document: InvoiceDocument) -> list[dict[str, str]]:
         "status": document.status,
         "tax_rate": _number(document.totals.tax_percent),
         "invoice_total": _number(document.totals.total),
+        "credited": _number(document.credited),
+        "net_total": _number(document.net_total),
+        "paid": _number(document.paid),
+        "balance_due": _number(document.balance_due),
     }
     lines = [_line_row(line) for line in document.lines + document.credit_lines]
     lines += list(_adjustment_rows(document))
@@ -154,7 +164,9 @@ def invoice_list_csv_rows(invoice: ExportInvoice, labels: dict[str, str]) -> lis
         invoice.currency,
         invoice.status,
     ]
-    feet = [_number(invoice.tax_percent), _number(invoice.total)]
+    net = invoice.total - invoice.credited
+    feet = [_number(invoice.tax_percent), _number(invoice.total), _number(invoice.credited),
+            _number(net), _number(invoice.paid), _number(net - invoice.paid)]
     rows = []
     for _, kind, resource, start, end, hours, quantity, unit, price, amount in invoice.lines:
         label = labels.get(resource) or labels.setdefault(resource, class_label(resource))
@@ -210,6 +222,10 @@ SUMMARY_COLUMNS = (
     ("Discount", 16),
     ("Tax", 16),
     ("Total", 16),
+    ("Credited", 16),
+    ("Net total", 16),
+    ("Paid", 16),
+    ("Balance due", 16),
 )
 LINE_COLUMNS = (
     ("Type", 10),
@@ -315,15 +331,27 @@ def _invoice_sheet(sheet: WriteOnlyWorksheet, doc: InvoiceDocument) -> None:
     if totals.tax_percent is not None:
         feet.append((f"Tax {totals.tax_percent} %", totals.tax))
     feet.append(("Total", totals.total))
+    feet += [(_settlement_label(item), -item.amount) for item in doc.settlement]
+    if doc.credited or doc.paid:
+        feet.append(("Balance due", doc.balance_due))
     sheet.append([])
     for label, amount in feet:
         sheet.append(
             [None] * 8
             + [
                 _cell(sheet, label, font=_BOLD),
-                _cell(sheet, amount, money, font=_BOLD if label == "Total" else None),
+                _cell(sheet, amount, money,
+                      font=_BOLD if label in ("Total", "Balance due") else None),
             ]
         )
+
+
+def _settlement_label(item: SettlementLine) -> str:
+    """How a credit note or a payment is named after an invoice's total."""
+    if item.kind == "credit_note":
+        return f"Credit note {item.reference} ({item.date:%Y-%m-%d})"
+    reference = f", {item.reference}" if item.reference else ""
+    return f"Payment {item.date:%Y-%m-%d}{reference}"
 
 
 def write_invoices_xlsx(*, documents: Iterable[InvoiceDocument], out: IO[bytes]) -> None:
@@ -427,6 +455,10 @@ def _invoice_facts(doc: InvoiceDocument, money: str) -> tuple:
         (doc.totals.discount, money),
         (doc.totals.tax, money),
         (doc.totals.total, money),
+        (doc.credited, money),
+        (doc.net_total, money),
+        (doc.paid, money),
+        (doc.balance_due, money),
     )
 
 
@@ -567,6 +599,18 @@ def invoice_pdf_html(*, document: InvoiceDocument) -> str:
             "discount_percent": totals.discount_percent,
             "tax_percent": totals.tax_percent,
         },
+        # After the totals: each credit note and payment, and what is left to pay.
+        "settlement": [
+            {"label": _settlement_label(item),
+             "description": item.description if item.kind == "credit_note" else "",
+             "amount": f"-{currency} {item.amount:,.2f}"}
+            for item in document.settlement
+        ],
+        "settled": bool(document.credited or document.paid),
+        "net_total": f"{currency} {document.net_total:,.2f}",
+        "balance_due": f"{currency} {document.balance_due:,.2f}",
+        "refund_owed": (f"{currency} {-document.balance_due:,.2f}"
+                        if document.balance_due < 0 else ""),
     }
     return render_to_string("billing/invoice_pdf.html", context)
 

@@ -54,12 +54,18 @@ class DraftMonthForm(StyledForm):
 
 
 class PaymentForm(StyledForm):
+    amount = forms.DecimalField(
+        label="Amount received", max_digits=14, decimal_places=2, min_value=Decimal("0.01"),
+        required=False,
+        help_text="All or part of the balance due (shown above), never more. Empty: all of it.",
+        error_messages={"min_value": "A payment is a positive amount."},
+    )
+    paid_on = forms.DateField(label="Paid on", required=False, help_text="Empty: today.",
+                              widget=forms.DateInput(attrs={"type": "date"}))
     reference = forms.CharField(
         label="Payment reference", max_length=100, required=False,
         help_text="The bank transfer's reference, for instance.",
     )
-    paid_on = forms.DateField(label="Paid on", required=False, help_text="Empty: today.",
-                              widget=forms.DateInput(attrs={"type": "date"}))
 
 
 class VoidForm(StyledForm):

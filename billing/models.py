@@ -335,8 +335,10 @@ INVOICE_TRANSITIONS: dict[str, frozenset[str]] = {
     InvoiceStatus.VOID: frozenset(),
 }
 # What may still change on an invoice once issued: its lifecycle, nothing it says.
+# Settlement (credited, paid) is part of the lifecycle: credit notes and payments add to it.
 LIFECYCLE_FIELDS = frozenset(
-    {"status", "paid_at", "paid_by", "payment_reference", "voided_at", "voided_by", "void_reason"}
+    {"status", "paid_at", "paid_by", "payment_reference", "voided_at", "voided_by", "void_reason",
+     "amount_credited", "amount_paid"}
 )
 
 
@@ -380,6 +382,10 @@ class Invoice(models.Model):
     discount = models.DecimalField(**MONEY, default=Decimal("0"))
     tax = models.DecimalField(**MONEY, default=Decimal("0"))
     total = models.DecimalField(**MONEY, default=Decimal("0"))
+    # What its credit notes and payments add up to, kept by the services that record them
+    # (under the invoice's row lock): every list, roll-up and export reads the net from here.
+    amount_credited = models.DecimalField(**MONEY, default=Decimal("0"))
+    amount_paid = models.DecimalField(**MONEY, default=Decimal("0"))
     # Usage that no rate prices: shown on the invoice and to finance, never billed at zero.
     unpriced = models.JSONField(default=list, blank=True)
     computed_at = models.DateTimeField(null=True, blank=True)
@@ -465,6 +471,21 @@ class Invoice(models.Model):
     def month_label(self) -> str:
         return f"{self.period_start:%B %Y}"
 
+    @property
+    def net_total(self) -> Decimal:
+        """The total less its credit notes: what the tenant owes for the month."""
+        return self.total - self.amount_credited
+
+    @property
+    def balance_due(self) -> Decimal:
+        """What is left to pay; negative when over-settled (a refund is owed)."""
+        return self.total - self.amount_credited - self.amount_paid
+
+    @property
+    def over_settled(self) -> Decimal:
+        """How much credits and payments exceed the total (0 when they do not)."""
+        return max(-self.balance_due, Decimal("0"))
+
 
 class InvoiceSummary(models.Model):
     """Every invoice counted and summed per status: what the finance list's totals read while
@@ -481,6 +502,8 @@ class InvoiceSummary(models.Model):
     discount = models.DecimalField(max_digits=20, decimal_places=2, default=Decimal("0"))
     tax = models.DecimalField(max_digits=20, decimal_places=2, default=Decimal("0"))
     total = models.DecimalField(max_digits=20, decimal_places=2, default=Decimal("0"))
+    credited = models.DecimalField(max_digits=20, decimal_places=2, default=Decimal("0"))
+    paid = models.DecimalField(max_digits=20, decimal_places=2, default=Decimal("0"))
 
     class Meta:
         verbose_name_plural = "invoice summaries"
@@ -594,6 +617,31 @@ class CreditNote(models.Model):
         return self.number
 
 
+class Payment(models.Model):
+    """Money received for an issued invoice: an amount, the day it was paid and its reference.
+    Several may settle one invoice (partial payments); recorded only by `payment_record`."""
+
+    invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="payments")
+    amount = models.DecimalField(**MONEY, validators=[MinValueValidator(Decimal("0.01"))])
+    date = models.DateField(help_text="The day the money was received.")
+    reference = models.CharField(max_length=100, blank=True)
+    recorded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["date", "id"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(amount__gt=0), name="payment_positive")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.amount} on {self.date:%Y-%m-%d}" + (
+            f" ({self.reference})" if self.reference else "")
+
+
 class DocumentSequence(models.Model):
     """The last number given to invoices (or credit notes) in one year: numbers run 1, 2, 3…
     without gaps, taken under a row lock."""
@@ -624,6 +672,7 @@ __all__ = [
     "InvoiceStatus",
     "InvoiceSummary",
     "MeteringWindow",
+    "Payment",
     "Rate",
     "UsageRecord",
 ]

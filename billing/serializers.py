@@ -13,7 +13,15 @@ from rest_framework import serializers
 
 from portal.api.fields import JoinedCharField
 
-from .models import CreditNote, ExportStatus, Invoice, InvoiceExport, InvoiceLine, Rate
+from .models import (
+    CreditNote,
+    ExportStatus,
+    Invoice,
+    InvoiceExport,
+    InvoiceLine,
+    Payment,
+    Rate,
+)
 
 MONEY = {"max_digits": 14, "decimal_places": 2}
 
@@ -55,6 +63,14 @@ class CreditNoteSerializer(serializers.ModelSerializer):
         fields = ["id", "number", "amount", "reason", "issue_date", "created_at"]
 
 
+class PaymentSerializer(serializers.ModelSerializer):
+    recorded_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = Payment
+        fields = ["id", "amount", "date", "reference", "recorded_by", "created_at"]
+
+
 class UnpricedUsageSerializer(serializers.Serializer):
     resource = serializers.CharField()
     label = serializers.CharField(required=False)
@@ -68,12 +84,22 @@ class UnpricedUsageSerializer(serializers.Serializer):
 class InvoiceSerializer(serializers.ModelSerializer):
     url = serializers.SerializerMethodField()
     tenant = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    amount_credited = serializers.DecimalField(
+        **MONEY, read_only=True, help_text="The sum of its credit notes.")
+    net_total = serializers.DecimalField(
+        **MONEY, read_only=True, help_text="The total less its credit notes.")
+    amount_paid = serializers.DecimalField(
+        **MONEY, read_only=True, help_text="The sum of its payments.")
+    balance_due = serializers.DecimalField(
+        **MONEY, read_only=True,
+        help_text="total - amount_credited - amount_paid; negative when over-settled.")
 
     class Meta:
         model = Invoice
         fields = ["id", "url", "number", "status", "tenant", "tenant_name", "cost_center",
                   "period_start", "period_end", "currency", "subtotal", "discount", "tax",
-                  "total", "issue_date", "due_date", "issued_at"]
+                  "total", "amount_credited", "net_total", "amount_paid", "balance_due",
+                  "issue_date", "due_date", "issued_at"]
         extra_kwargs = {
             "number": {"help_text": "INV-<year>-<0001>; null while a draft."},
             "period_end": {"help_text": "Exclusive: the first instant of the next month."},
@@ -93,6 +119,7 @@ class InvoiceDetailSerializer(InvoiceSerializer):
                                 allow_null=True)
     lines = InvoiceLineSerializer(many=True, read_only=True)
     credit_notes = CreditNoteSerializer(many=True, read_only=True)
+    payments = PaymentSerializer(many=True, read_only=True)
     unpriced = UnpricedUsageSerializer(
         many=True, read_only=True,
         help_text="Usage no rate prices: shown, never billed (a draft with some is not issued).",
@@ -102,7 +129,8 @@ class InvoiceDetailSerializer(InvoiceSerializer):
     class Meta(InvoiceSerializer.Meta):
         fields = [*InvoiceSerializer.Meta.fields, "discount_percent", "tax_percent",
                   "computed_at", "issued_by", "paid_at", "payment_reference", "voided_at",
-                  "void_reason", "unpriced", "lines", "credit_notes", "downloads"]
+                  "void_reason", "unpriced", "lines", "credit_notes", "payments",
+                  "downloads"]
 
     @extend_schema_field({"type": "object", "properties": {
         fmt: {"type": "string", "format": "uri"} for fmt in ("csv", "xlsx", "pdf")}})
@@ -139,7 +167,14 @@ class InvoiceIssueSerializer(serializers.Serializer):
 
 
 class InvoicePaymentSerializer(serializers.Serializer):
-    paid_at = serializers.DateTimeField(required=False, help_text="Default: now.")
+    amount = serializers.DecimalField(
+        **MONEY, required=False, min_value=Decimal("0.01"),
+        help_text="What was received: all or part of the balance due, never more. "
+                  "Default: the whole balance due.",
+    )
+    paid_on = serializers.DateField(required=False, help_text="The day it was received. "
+                                    "Default: today (or the day of paid_at).")
+    paid_at = serializers.DateTimeField(required=False, help_text="Deprecated: use paid_on.")
     reference = serializers.CharField(
         max_length=100, required=False, allow_blank=True, default="",
         help_text="The payment's reference (a bank transfer's, for instance).",

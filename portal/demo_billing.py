@@ -23,7 +23,7 @@ from billing.calculations import month_forecast
 from billing.calculations.capacity import gpu_share
 from billing.models import Invoice, Rate, UsageRecord
 from billing.selectors.usage import month_spend
-from billing.services import accounts, budgets, invoicing, metering, rates
+from billing.services import accounts, budgets, invoicing, metering, payments, rates
 from billing.services.metering_measured import MeasuredUsage, Measurement
 from inventory.models import HealthEvent, Node
 from tenants.models import Tenant, Workload, WorkloadEvent
@@ -367,7 +367,8 @@ def downtime(*, now: datetime.datetime) -> None:
 
 def invoices(*, users: dict, now: datetime.datetime) -> None:
     """Last month invoiced: Helix's paid (with its downtime credit), Nova's issued with a
-    credit note, Orbit's issued, Atlas's left in draft for finance to look at."""
+    credit note and half of the rest paid (a balance due), Orbit's issued, Atlas's left in
+    draft for finance to look at."""
     finance = users["fiona"]
     last = previous_month(now)
     drafts = {i.tenant.slug: i for i in invoicing.invoices_draft_month(month=last.date())}
@@ -383,6 +384,11 @@ def invoices(*, users: dict, now: datetime.datetime) -> None:
             invoice_id=drafts["nova"].pk, actor=finance, amount=D("150.00"),
             reason="Goodwill: support-assistant ran degraded for a day during the upgrade.",
         )
+        nova = Invoice.objects.get(pk=drafts["nova"].pk)
+        half = (nova.balance_due / 2).quantize(D("0.01"))
+        if half > 0:
+            payments.payment_record(invoice_id=nova.pk, actor=finance, amount=half,
+                                    reference=f"SEPA-{last:%Y%m}-NOVA-1")
 
 
 def near_budget(*, now: datetime.datetime) -> None:

@@ -14,7 +14,7 @@ from datetime import timedelta
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import QuerySet, Sum
+from django.db.models import QuerySet
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -27,7 +27,15 @@ from portal.admin_saves import ServiceSaveAdmin
 from portal.choices import admin_badge
 from portal.errors import DomainError
 
-from ..models import BillingAccount, BudgetAlert, CreditNote, Invoice, InvoiceLine, Rate
+from ..models import (
+    BillingAccount,
+    BudgetAlert,
+    CreditNote,
+    Invoice,
+    InvoiceLine,
+    Payment,
+    Rate,
+)
 from ..selectors.issuing import confirmation_name, issue_previews
 from ..services import invoicing, rates
 from ..services.accounts import billing_account_update
@@ -192,6 +200,12 @@ class CreditNoteInline(admin.TabularInline):
         return False
 
 
+class PaymentInline(CreditNoteInline):
+    model = Payment
+    fields = ["amount", "date", "reference", "recorded_by", "created_at"]
+    readonly_fields = fields
+
+
 class MarkPaidForm(forms.Form):
     reference = forms.CharField(
         label="Payment reference", max_length=100, required=False,
@@ -234,14 +248,15 @@ class InvoiceAdmin(admin.ModelAdmin):
     search_fields = ["number", "tenant_name", "tenant__slug", "cost_center"]
     list_select_related = ["tenant"]
     ordering = ["-period_start", "tenant_name", "-id"]
-    inlines = [InvoiceLineInline, CreditNoteInline]
+    inlines = [InvoiceLineInline, CreditNoteInline, PaymentInline]
     actions = ["recompute_drafts", "issue_selected", "mark_paid", "void_selected"]
     list_per_page = 100
     fieldsets = [
         (None, {"fields": ["number", "status", "tenant", "tenant_name", "cost_center",
                            "period_start", "period_end", "currency"]}),
         ("Totals", {"fields": ["subtotal", "discount_percent", "discount", "tax_percent", "tax",
-                               "total", "credited", "unpriced_usage", "computed_at"]}),
+                               "total", "credited", "amount_paid", "balance",
+                               "unpriced_usage", "computed_at"]}),
         ("Lifecycle", {"fields": ["issue_date", "due_date", "issued_at", "issued_by",
                                   "paid_at", "paid_by", "payment_reference", "voided_at",
                                   "voided_by", "void_reason"]}),
@@ -249,7 +264,8 @@ class InvoiceAdmin(admin.ModelAdmin):
     readonly_fields = [
         "number", "status", "tenant", "tenant_name", "cost_center", "period_start",
         "period_end", "currency", "subtotal", "discount_percent", "discount", "tax_percent",
-        "tax", "total", "credited", "unpriced_usage", "computed_at", "issue_date", "due_date",
+        "tax", "total", "credited", "amount_paid", "balance", "unpriced_usage", "computed_at",
+        "issue_date", "due_date",
         "issued_at", "issued_by", "paid_at", "paid_by", "payment_reference", "voided_at",
         "voided_by", "void_reason",
     ]
@@ -324,8 +340,14 @@ class InvoiceAdmin(admin.ModelAdmin):
 
     @admin.display(description="credited")
     def credited(self, invoice: Invoice) -> str:
-        total = invoice.credit_notes.aggregate(total=Sum("amount"))["total"]
+        total = invoice.amount_credited
         return f"{total} {invoice.currency}" if total else "—"
+
+    @admin.display(description="balance due")
+    def balance(self, invoice: Invoice) -> str:
+        due = invoice.balance_due
+        flag = " (over-settled: refund owed)" if due < 0 else ""
+        return f"{due} {invoice.currency}{flag}"
 
     @admin.display(description="unpriced usage (not billed)")
     def unpriced_usage(self, invoice: Invoice) -> str:
@@ -420,7 +442,8 @@ class InvoiceAdmin(admin.ModelAdmin):
             },
         )
 
-    @admin.action(description="Mark selected invoices paid (asks for a payment reference)")
+    @admin.action(description="Mark selected invoices paid: a payment of each one's balance "
+                  "due (asks for a payment reference)")
     def mark_paid(self, request, queryset: QuerySet[Invoice]):
         form = MarkPaidForm(request.POST if "apply" in request.POST else None)
         if "apply" in request.POST and form.is_valid():

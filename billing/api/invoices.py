@@ -7,9 +7,12 @@ errors; a move the invoice's state does not allow is a 409. Nothing changes an i
 there is no PUT, PATCH or DELETE.
 """
 
+from datetime import UTC, datetime, time
+
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
 from django.urls import reverse
+from django.utils import timezone
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
@@ -37,7 +40,7 @@ from ..serializers import (
     InvoiceSerializer,
     InvoiceVoidSerializer,
 )
-from ..services import invoice_exports, invoicing
+from ..services import invoice_exports, invoicing, payments
 from ..services.exports import invoices_export_record
 
 
@@ -79,6 +82,15 @@ class FileViewMixin:
 def _require_finance(request: Request, what: str) -> None:
     if not access_for(request.user).sees_all_tenants:
         raise PermissionDenied(f"Only finance staff {what}.")
+
+
+def _paid_at(data: dict) -> datetime | None:
+    """When the whole balance was paid: `paid_at`, else noon UTC of `paid_on`, else now."""
+    if data.get("paid_at") is not None:
+        return data["paid_at"]
+    if data.get("paid_on") is not None and data["paid_on"] != timezone.localdate():
+        return datetime.combine(data["paid_on"], time(12), tzinfo=UTC)
+    return None
 
 
 class InvoiceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -147,13 +159,24 @@ class InvoiceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     )
     @action(detail=True, methods=["post"], filter_backends=[])
     def pay(self, request: Request, pk: str) -> Response:
-        """Record an issued invoice's payment (finance). Not issued: 409."""
+        """Record a payment of an issued invoice (finance): `amount` (default: the whole
+        balance due), the day and a reference. A partial payment leaves it issued with the
+        rest due; once payments and credit notes cover its total it is paid. More than the
+        balance due: 400. Not issued: 409."""
         invoice = self._for_finance(pk, "record payments")
         body = InvoicePaymentSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        invoicing.invoice_mark_paid(invoice_id=invoice.pk, actor=request.user,
-                                    paid_at=body.validated_data.get("paid_at"),
-                                    reference=body.validated_data["reference"])
+        data = body.validated_data
+        if "amount" not in data:
+            invoicing.invoice_mark_paid(invoice_id=invoice.pk, actor=request.user,
+                                        paid_at=_paid_at(data), reference=data["reference"])
+            return self._detail(pk)
+        paid_on = data.get("paid_on")
+        if paid_on is None and data.get("paid_at") is not None:
+            paid_on = timezone.localdate(data["paid_at"])
+        payments.payment_record(invoice_id=invoice.pk, actor=request.user,
+                                amount=data["amount"], paid_on=paid_on,
+                                reference=data["reference"])
         return self._detail(pk)
 
     @extend_schema(

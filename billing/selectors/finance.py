@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import (
     Count,
     DecimalField,
+    F,
     Prefetch,
     Q,
     QuerySet,
@@ -26,12 +27,15 @@ from portal.models import AuditEvent
 from tenants.access import access_for
 from tenants.models import Tenant
 
-from ..models import CreditNote, Invoice, InvoiceLine, InvoiceStatus, InvoiceSummary
+from ..models import CreditNote, Invoice, InvoiceLine, InvoiceStatus, InvoiceSummary, Payment
 from .invoices import invoices_visible_to
 from .tenant_filter import few_choices
 
 CENT = Decimal("0.01")
 ZERO = Value(Decimal("0"), output_field=DecimalField(max_digits=16, decimal_places=2))
+# What is owed: issued and paid invoices (drafts may still change, void ones are not owed).
+BILLED = Q(status__in=[InvoiceStatus.ISSUED, InvoiceStatus.PAID])
+MONEY_SUM = DecimalField(max_digits=20, decimal_places=2)
 
 
 def invoices_for_list(*, user) -> QuerySet[Invoice]:
@@ -56,18 +60,30 @@ class InvoiceTotals:
     discount: Decimal
     tax: Decimal
     total: Decimal
+    credited: Decimal = Decimal("0")
+    paid: Decimal = Decimal("0")
+    # What is left to pay on the issued and paid invoices among them (drafts are not owed yet,
+    # void ones never): total - credited - paid of those; negative when over-settled.
+    balance_due: Decimal = Decimal("0")
+
+    @property
+    def net_total(self) -> Decimal:
+        return self.total - self.credited
 
 
 def invoice_totals(*, invoices: QuerySet[Invoice]) -> InvoiceTotals:
     """Count and sums of `invoices`, computed in SQL in one query."""
-    sums = invoices.order_by().aggregate(
+    # Aliased apart from the fields' names: an expression over `total` would read the alias.
+    fields = {"subtotal": "subtotal", "discount": "discount", "tax": "tax", "total": "total",
+              "credited": "amount_credited", "paid": "amount_paid"}
+    row = invoices.order_by().aggregate(
         count=Count("id"),
         drafts=Count("id", filter=Q(status=InvoiceStatus.DRAFT)),
-        subtotal=Coalesce(Sum("subtotal"), ZERO),
-        discount=Coalesce(Sum("discount"), ZERO),
-        tax=Coalesce(Sum("tax"), ZERO),
-        total=Coalesce(Sum("total"), ZERO),
+        **{f"sum_{key}": Coalesce(Sum(field), ZERO) for key, field in fields.items()},
+        sum_balance_due=Coalesce(Sum(F("total") - F("amount_credited") - F("amount_paid"),
+                                     filter=BILLED, output_field=MONEY_SUM), ZERO),
     )
+    sums = {key.removeprefix("sum_"): value for key, value in row.items()}
     money = {key: value.quantize(CENT) for key, value in sums.items() if key not in COUNTS}
     return InvoiceTotals(count=sums["count"], drafts=sums["drafts"], **money)
 
@@ -98,7 +114,9 @@ def invoice_summary_totals(*, statuses=()) -> InvoiceTotals:
     if statuses:
         rows = rows.filter(status__in=statuses)
     count = drafts = 0
-    sums = dict.fromkeys(("subtotal", "discount", "tax", "total"), Decimal("0"))
+    sums = dict.fromkeys(("subtotal", "discount", "tax", "total", "credited", "paid"),
+                         Decimal("0"))
+    due = Decimal("0")
     for row in rows.values_list("status", "invoices", *sums):
         status, invoices, *money = row
         count += invoices
@@ -106,6 +124,10 @@ def invoice_summary_totals(*, statuses=()) -> InvoiceTotals:
             drafts += invoices
         for key, value in zip(sums, money, strict=True):
             sums[key] += value
+        if status in (InvoiceStatus.ISSUED, InvoiceStatus.PAID):
+            total, credited, paid = money[3], money[4], money[5]
+            due += total - credited - paid
+    sums["balance_due"] = due
     return InvoiceTotals(count=count, drafts=drafts,
                          **{key: value.quantize(CENT) for key, value in sums.items()})
 
@@ -134,10 +156,14 @@ def invoice_for_detail(*, user, invoice_id: int) -> Invoice:
         raise Http404("No invoice matches the given query.")
     notes = (CreditNote.objects.select_related("created_by") if invoice.has_credit_notes
              else CreditNote.objects.none())
+    # Payments are read only when its row says some were recorded (`amount_paid`).
+    payments = (Payment.objects.select_related("recorded_by").order_by("date", "id")
+                if invoice.amount_paid else Payment.objects.none())
     prefetch_related_objects(
         [invoice],
         Prefetch("lines", queryset=InvoiceLine.objects.order_by("position", "id")),
         Prefetch("credit_notes", queryset=notes),
+        Prefetch("payments", queryset=payments),
     )
     return invoice
 
@@ -222,19 +248,29 @@ def invoice_filter_choices(*, user) -> dict[str, list]:
 
 @dataclass(frozen=True)
 class CostCenterMonth:
-    """One cost center's invoices of one month."""
+    """One cost center's invoices of one month: what was billed, credited and paid, and what is
+    outstanding (total - credited - paid over the issued and paid invoices). `over_settled` is
+    what credits and payments exceed their own invoices' totals by (refunds owed): shown as a
+    flag, since the outstanding sum nets it against the other invoices' balances."""
 
     cost_center: str
     month: datetime
     invoices: int
     subtotal: Decimal
     total: Decimal
+    credited: Decimal
     paid: Decimal
     outstanding: Decimal
+    over_settled: Decimal = Decimal("0")
+
+    @property
+    def net_total(self) -> Decimal:
+        return self.total - self.credited
 
 
 def cost_center_rollup(*, invoices: QuerySet[Invoice]) -> list[CostCenterMonth]:
     """`invoices` summed per cost center and month (newest month first), in one query."""
+    balance = F("total") - F("amount_credited") - F("amount_paid")
     rows = (
         invoices.order_by()
         .values("cost_center", "period_start")
@@ -242,8 +278,12 @@ def cost_center_rollup(*, invoices: QuerySet[Invoice]) -> list[CostCenterMonth]:
             count=Count("id"),
             subtotal_sum=Coalesce(Sum("subtotal"), ZERO),
             total_sum=Coalesce(Sum("total"), ZERO),
-            paid_sum=Coalesce(Sum("total", filter=Q(status=InvoiceStatus.PAID)), ZERO),
-            outstanding_sum=Coalesce(Sum("total", filter=Q(status=InvoiceStatus.ISSUED)), ZERO),
+            credited_sum=Coalesce(Sum("amount_credited", filter=BILLED), ZERO),
+            paid_sum=Coalesce(Sum("amount_paid", filter=BILLED), ZERO),
+            outstanding_sum=Coalesce(Sum(balance, filter=BILLED, output_field=MONEY_SUM), ZERO),
+            over_sum=Coalesce(
+                Sum(-balance, filter=BILLED & Q(total__lt=F("amount_credited") + F("amount_paid")),
+                    output_field=MONEY_SUM), ZERO),
         )
         .order_by("-period_start", "cost_center")
     )
@@ -254,8 +294,10 @@ def cost_center_rollup(*, invoices: QuerySet[Invoice]) -> list[CostCenterMonth]:
             invoices=row["count"],
             subtotal=row["subtotal_sum"].quantize(CENT),
             total=row["total_sum"].quantize(CENT),
+            credited=row["credited_sum"].quantize(CENT),
             paid=row["paid_sum"].quantize(CENT),
             outstanding=row["outstanding_sum"].quantize(CENT),
+            over_settled=row["over_sum"].quantize(CENT),
         )
         for row in rows
     ]

@@ -139,7 +139,31 @@ def invoice_document(*, invoice: Invoice) -> documents.InvoiceDocument:
         due_date=due_date,
         currency=invoice.currency or settings.BILLING_CURRENCY,
         status=invoice.status,
+        credited=invoice.amount_credited,
+        paid=invoice.amount_paid,
+        settlement=invoice_settlement(invoice=invoice),
     )
+
+
+def invoice_settlement(*, invoice: Invoice) -> tuple[documents.SettlementLine, ...]:
+    """The invoice's credit notes and payments, oldest first, as its files print them (none
+    read when its row says it has none)."""
+    lines = []
+    if invoice.amount_credited:
+        lines += [
+            documents.SettlementLine(kind="credit_note", date=note.issue_date,
+                                     reference=note.number, description=note.reason,
+                                     amount=note.amount)
+            for note in sorted(invoice.credit_notes.all(), key=lambda n: (n.issue_date, n.pk))
+        ]
+    if invoice.amount_paid:
+        lines += [
+            documents.SettlementLine(kind="payment", date=payment.date,
+                                     reference=payment.reference, description="Payment",
+                                     amount=payment.amount)
+            for payment in sorted(invoice.payments.all(), key=lambda p: (p.date, p.pk))
+        ]
+    return tuple(sorted(lines, key=lambda line: line.date))
 
 
 # Rows fetched per round trip of an export's server-side cursor (memory holds about this many
@@ -166,6 +190,8 @@ _EXPORT_INVOICE_FIELDS = (
     "total",
     "unpriced",
     "subtotal",
+    "amount_credited",
+    "amount_paid",
 )
 _EXPORT_LINE_FIELDS = (
     "kind",
@@ -223,7 +249,7 @@ def _invoices_with_lines(invoices: QuerySet[Invoice]) -> Iterator[tuple[tuple, l
 def _computation(facts: tuple, lines: list[tuple]) -> calculations.InvoiceComputation:
     """`invoice_computation` of an invoice read as `_invoices_with_lines` reads it."""
     (_, _, _, _, _, start, end, _, _, _, _, discount_percent, discount, tax_percent, tax,
-     total, unpriced, subtotal) = facts  # fmt: skip
+     total, unpriced, subtotal, _, _) = facts  # fmt: skip
     labels: dict[str, str] = {}
 
     def line(values: tuple) -> calculations.InvoiceLine:
@@ -271,12 +297,15 @@ def invoice_documents(*, invoices: QuerySet[Invoice]) -> Iterator[documents.Invo
             due_date=due or issue_date + timedelta(days=settings.BILLING_PAYMENT_TERMS_DAYS),
             currency=currency or settings.BILLING_CURRENCY,
             status=status,
+            credited=facts[-2],
+            paid=facts[-1],
         )
 
 
 def _export_facts(row: tuple, today: date) -> documents.ExportInvoice:
     (_, number, tenant_name, slug, cost_center, start, end, issue, due, currency, status,
-     discount_percent, discount, tax_percent, tax, total, unpriced, _) = row  # fmt: skip
+     discount_percent, discount, tax_percent, tax, total, unpriced, _, credited,
+     paid) = row  # fmt: skip
     issue_date = issue or today
     return documents.ExportInvoice(
         number=number or "DRAFT",
@@ -296,6 +325,8 @@ def _export_facts(row: tuple, today: date) -> documents.ExportInvoice:
         total=total,
         unpriced=unpriced or [],
         lines=[],
+        credited=credited,
+        paid=paid,
     )
 
 

@@ -4,8 +4,10 @@ What an issued invoice says never changes; only its status does (issued, paid, v
 every format prints it. So a file is rendered when the invoice is issued, paid or voided (a
 task queued by `billing.services.invoicing` after the commit), or at its first download
 (an invoice issued before files were kept, a task that has not run yet), and served from the
-table while the invoice's status and the layout are those it was rendered with. A draft's
-file is always rendered live: it changes with every recomputation and prints today's date.
+table while the invoice's status and the layout are those it was rendered with. The files also
+print its credit notes, payments and balance due: recording one deletes its kept files
+(`billing.services.payments.files_outdated`), which are then rendered again. A draft's file is
+always rendered live: it changes with every recomputation and prints today's date.
 """
 
 from .. import exports

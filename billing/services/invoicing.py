@@ -39,6 +39,7 @@ from ..models import (
 )
 from ..selectors.issuing import INVOICE_PREFIX
 from ..selectors.metering_gaps import describe_spans, unmetered_spans
+from . import payments
 from .accounts import billing_account_for
 from .invoicing_drafts import (
     MonthUsage,
@@ -48,6 +49,7 @@ from .invoicing_drafts import (
     totals,
     write_drafts,
 )
+from .payments import settlement_update
 
 logger = logging.getLogger(__name__)
 
@@ -342,16 +344,25 @@ def invoices_issue(
 def invoice_mark_paid(
     *, invoice_id: int, actor, paid_at: datetime | None = None, reference: str = ""
 ) -> Invoice:
-    """Record the payment of an issued invoice."""
+    """Record the payment of an issued invoice's whole balance due (`payment_record` of what is
+    left after credit notes and earlier payments); an invoice with nothing left to pay (its
+    credit notes cover it, or a zero total) is marked paid without one."""
     invoice = _locked(invoice_id)
-    reference = (reference or "").strip()
-    max_length = Invoice._meta.get_field("payment_reference").max_length
-    if len(reference) > max_length:
-        raise ValidationError({"reference": [f"At most {max_length} characters."]})
     now = timezone.now()
     paid_at = paid_at or now
     if paid_at > now + timedelta(minutes=5):
         raise ValidationError({"paid_at": ["A payment is recorded once it has been made."]})
+    due = invoice.balance_due
+    if invoice.status == InvoiceStatus.ISSUED and due > 0:
+        paid_on = timezone.localdate(paid_at) if timezone.is_aware(paid_at) else paid_at.date()
+        payments.payment_record(invoice_id=invoice.pk, actor=actor, amount=due,
+                                paid_on=min(paid_on, timezone.localdate()), reference=reference)
+        invoice.refresh_from_db()
+        return invoice
+    reference = (reference or "").strip()
+    max_length = Invoice._meta.get_field("payment_reference").max_length
+    if len(reference) > max_length:
+        raise ValidationError({"reference": [f"At most {max_length} characters."]})
     invoice.move_to(
         InvoiceStatus.PAID, paid_at=paid_at, paid_by=actor, payment_reference=reference
     )
@@ -361,10 +372,31 @@ def invoice_mark_paid(
         obj=invoice,
         tenant=invoice.tenant,
         changes={"paid_at": paid_at.isoformat(), "reference": reference,
-                 "total": str(invoice.total)},
+                 "total": str(invoice.total), "balance_due": str(due)},
     )
     _render_files_after_commit(invoice)
     return invoice
+
+
+def _refuse_void_when_settled(invoice: Invoice) -> None:
+    """A void invoice owes nothing, so credit notes or payments against it would stand for
+    nothing: such an invoice is corrected with a credit note for what is left instead."""
+    if invoice.status != InvoiceStatus.ISSUED:
+        return  # the state machine refuses the move with its own words
+    notes = list(invoice.credit_notes.order_by("number").values_list("number", flat=True))
+    if notes:
+        raise RuleViolation(
+            f"{invoice} has credit notes ({', '.join(notes)}): an invoice that was credited "
+            "is not voided, since the notes would then credit nothing. Issue a credit note for "
+            f"what is left ({invoice.currency} {invoice.total - invoice.amount_credited:,.2f}) "
+            "instead."
+        )
+    if invoice.payments.exists():
+        raise RuleViolation(
+            f"{invoice} has payments recorded ({invoice.currency} {invoice.amount_paid:,.2f}): "
+            "a paid invoice is not voided. Credit what should not have been billed with a "
+            "credit note (the over-payment then shows as a refund owed)."
+        )
 
 
 @transaction.atomic
@@ -377,6 +409,7 @@ def invoice_void(*, invoice_id: int, actor, reason: str) -> Invoice:
     if len(reason) > max_length:
         raise ValidationError({"reason": [f"At most {max_length} characters."]})
     invoice = _locked(invoice_id)
+    _refuse_void_when_settled(invoice)
     invoice.move_to(
         InvoiceStatus.VOID, voided_at=timezone.now(), voided_by=actor, void_reason=reason
     )
@@ -437,11 +470,14 @@ def credit_note_create(*, invoice_id: int, actor, amount: Decimal, reason: str) 
         issue_date=issue_date,
         created_by=actor if getattr(actor, "is_authenticated", False) else None,
     )
+    settlement_update(invoice, actor=actor)
     audit(
         actor=actor,
         action="credit_note.create",
         obj=note,
         tenant=invoice.tenant,
-        changes={"invoice": invoice.number, "amount": str(amount), "reason": reason},
+        changes={"invoice": invoice.number, "amount": str(amount), "reason": reason,
+                 "credited": str(invoice.amount_credited),
+                 "balance_due": str(invoice.balance_due), "status": invoice.status},
     )
     return note

@@ -19,7 +19,8 @@ from ..services.exports import invoices_export_record
 from .access import finance_required
 from .finance import query_without
 
-ROLLUP_COLUMNS = ("cost_center", "month", "invoices", "subtotal", "total", "paid", "outstanding")
+ROLLUP_COLUMNS = ("cost_center", "month", "invoices", "subtotal", "total", "credited",
+                  "net_total", "paid", "outstanding", "over_settled")
 
 
 @require_GET
@@ -52,8 +53,11 @@ def cost_center_list(request):
         "invoices": sum(row.invoices for row in rows),
         "subtotal": sum((row.subtotal for row in rows), start=0),
         "total": sum((row.total for row in rows), start=0),
+        "credited": sum((row.credited for row in rows), start=0),
+        "net_total": sum((row.net_total for row in rows), start=0),
         "paid": sum((row.paid for row in rows), start=0),
         "outstanding": sum((row.outstanding for row in rows), start=0),
+        "over_settled": sum((row.over_settled for row in rows), start=0),
     }
     context = {
         "rows": rows,
@@ -76,9 +80,10 @@ def _rollup_csv(request, rows) -> HttpResponse:
     writer = csv_export.writer(out)
     writer.writerow(ROLLUP_COLUMNS)
     for row in rows:
+        money = (row.subtotal, row.total, row.credited, row.net_total, row.paid,
+                 row.outstanding, row.over_settled)
         writer.writerow([row.cost_center, f"{row.month:%Y-%m}", row.invoices,
-                         format(row.subtotal, "f"), format(row.total, "f"),
-                         format(row.paid, "f"), format(row.outstanding, "f")])
+                         *(format(value, "f") for value in money)])
     invoices_export_record(
         actor=request.user, fmt="csv", invoice_count=sum(row.invoices for row in rows),
         filters={"report": ["cost-centers"], **{k: request.GET.getlist(k) for k in request.GET}},

@@ -40,7 +40,7 @@ from ..selectors.invoices import invoice_for_download
 from ..selectors.issuing import IssuePreview, confirmation_name, issue_previews
 from ..selectors.metering_gaps import describe_spans, unmetered_spans
 from ..selectors.tenant_filter import tenant_choice
-from ..services import invoice_exports, invoicing
+from ..services import invoice_exports, invoicing, payments
 from ..services.exports import invoices_export_record
 from .access import finance_required
 
@@ -272,6 +272,7 @@ def _detail_context(request, invoice: Invoice, **forms) -> dict:
         "credit_lines": [row for row in rows if row["line"].kind == InvoiceLine.Kind.CREDIT],
         "unpriced": [item for item in (invoice.unpriced or []) if isinstance(item, dict)],
         "credit_notes": list(invoice.credit_notes.all()),
+        "payments": list(invoice.payments.all()),
         "trail": trail,
         "earlier_downloads": earlier_downloads,
         "actions": ACTIONS_BY_STATUS.get(invoice.status, ()),
@@ -378,19 +379,33 @@ def invoice_pay(request, invoice_id: int):
     if not form.is_valid():
         return _form_refused(request, invoice, "payment_form", form)
     paid_on = form.cleaned_data["paid_on"]
-    if paid_on is not None and paid_on > timezone.now().date():
+    if paid_on is not None and paid_on > timezone.localdate():
         form.add_error("paid_on", "A payment cannot be recorded in the future.")
         return _form_refused(request, invoice, "payment_form", form)
-    paid_at = None
-    if paid_on is not None and paid_on != timezone.now().date():
-        paid_at = datetime.combine(paid_on, time(12), tzinfo=UTC)
     try:
-        invoicing.invoice_mark_paid(invoice_id=invoice.pk, actor=request.user, paid_at=paid_at,
-                                    reference=form.cleaned_data["reference"])
+        if form.cleaned_data["amount"] is None:  # the whole balance due
+            paid_at = None
+            if paid_on is not None and paid_on != timezone.localdate():
+                paid_at = datetime.combine(paid_on, time(12), tzinfo=UTC)
+            paid = invoicing.invoice_mark_paid(invoice_id=invoice.pk, actor=request.user,
+                                               paid_at=paid_at,
+                                               reference=form.cleaned_data["reference"])
+            messages.success(request, f"{invoice} marked paid.")
+            return _to_detail(paid)
+        payment = payments.payment_record(
+            invoice_id=invoice.pk, actor=request.user, amount=form.cleaned_data["amount"],
+            paid_on=paid_on, reference=form.cleaned_data["reference"],
+        )
     except ValidationError as error:
         _put_on_form(form, error, renamed={"paid_at": "paid_on"})
         return _form_refused(request, invoice, "payment_form", form)
-    messages.success(request, f"{invoice} marked paid.")
+    paid = payment.invoice
+    if paid.status == InvoiceStatus.PAID:
+        outcome = "it is paid"
+    else:
+        outcome = f"{paid.currency} {paid.balance_due:,.2f} is still due"
+    messages.success(request, f"Payment of {paid.currency} {payment.amount:,.2f} recorded on "
+                              f"{invoice}: {outcome}.")
     return _to_detail(invoice)
 
 

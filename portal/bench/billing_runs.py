@@ -24,7 +24,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.models import Max
 
-from billing.models import CreditNote, Invoice, InvoiceLine, Rate, UsageRecord
+from billing.models import CreditNote, Invoice, InvoiceLine, Payment, Rate, UsageRecord
 from billing.services.invoicing import invoices_draft_month
 from billing.services.metering import usage_meter_span
 from billing.services.metering_allocated import allocated_usage_between
@@ -143,7 +143,8 @@ def measure_invoicing() -> dict[str, Any]:
         invoice_ids = list(month.values_list("pk", flat=True))
         # As on the 1st: the month has no invoices yet. Issued ones refuse the ORM's delete.
         with connection.cursor() as cursor:
-            for model, column in ((CreditNote, "invoice_id"), (InvoiceLine, "invoice_id"),
+            for model, column in ((CreditNote, "invoice_id"), (Payment, "invoice_id"),
+                                  (InvoiceLine, "invoice_id"),
                                   (Invoice, "id")):
                 cursor.execute(
                     f"DELETE FROM {model._meta.db_table} WHERE {column} = ANY(%s)",  # noqa: S608

@@ -8,9 +8,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
-from django.db.models import Count, Sum
+from django.db.models import Count, F, Sum
 
-from billing.models import CreditNote, Invoice, InvoiceLine, UsageDaily, UsageRecord
+from billing.models import CreditNote, Invoice, InvoiceLine, Payment, UsageDaily, UsageRecord
 from inventory.models import GPU, Node
 from portal.bench.dataset import FULL_SCALE, Sizes
 from tenants.models import QuotaRequest, Tenant, Workload, WorkloadEvent
@@ -61,6 +61,14 @@ def test_the_data_set_is_complete_deterministic_and_refuses_a_database_with_data
     issued = Invoice.objects.exclude(status="draft")
     assert issued.filter(number__regex=r"^INV-\d{4}-\d{4,}$").count() == issued.count() > 0
     assert CreditNote.objects.exclude(invoice__status="draft").count() >= 1
+    # Settled as the services settle: each paid invoice one payment of its total, and every
+    # invoice's credit notes and payments summed onto it.
+    paid = Invoice.objects.filter(status="paid")
+    assert Payment.objects.count() == paid.count() > 0
+    assert not paid.exclude(amount_paid=F("total")).exists()
+    for invoice in Invoice.objects.filter(credit_notes__isnull=False).distinct():
+        notes = invoice.credit_notes.aggregate(s=Sum("amount"))["s"]
+        assert invoice.amount_credited == notes
     hours = UsageRecord.objects.values("hour").distinct().count()
     assert hours == 31 * 24  # October 2026, the month before the anchor
     assert UsageRecord.objects.count() == sizes.metered_workloads * hours

@@ -704,8 +704,9 @@ def test_the_rollup_counts_drafts_when_asked_and_exports_csv(login, finance, boo
     assert export["Content-Disposition"].startswith('attachment; filename="cost-centers-')
     rows = list(csv.DictReader(io.StringIO(export.content.decode())))
     assert rows[0] == {"cost_center": "CC-100", "month": "2026-02", "invoices": "1",
-                       "subtotal": "10.00", "total": "10.00", "paid": "0.00",
-                       "outstanding": "0.00"}
+                       "subtotal": "10.00", "total": "10.00", "credited": "0.00",
+                       "net_total": "10.00", "paid": "0.00", "outstanding": "0.00",
+                       "over_settled": "0.00"}
     assert len(rows) == 3
 
 

@@ -14,6 +14,7 @@ from billing.models import (
     Invoice,
     InvoiceLine,
     MeteringWindow,
+    Payment,
     Rate,
     UsageRecord,
 )
@@ -85,6 +86,9 @@ class BillingTables(TableWriter):
                 subtotal = sum(amount for *_, amount in lines)
                 discount_percent = Decimal("5.00") if tenant_id % 10 == 0 else Decimal("0")
                 discount = (subtotal * discount_percent / 100).quantize(MONEY_CENT, ROUND_HALF_UP)
+                # What `credit_notes` and `payments` write, summed as the services would.
+                credited = (self._credit_amount(subtotal)
+                            if self._credited(invoice_id, end) else Decimal("0"))
                 rows.append({
                     "id": invoice_id, "tenant_id": tenant_id, "period_start": start,
                     "period_end": end, "status": status,
@@ -99,6 +103,8 @@ class BillingTables(TableWriter):
                     "paid_at": end + datetime.timedelta(days=20) if status == "paid" else None,
                     "paid_by_id": 3 if status == "paid" else None,
                     "payment_reference": f"SEPA-{invoice_id:08d}" if status == "paid" else "",
+                    "amount_credited": credited,
+                    "amount_paid": subtotal - discount if status == "paid" else Decimal("0"),
                     "created_at": end,
                 })
                 self.invoice_plan.append((invoice_id, tenant_id, start, end))
@@ -142,7 +148,7 @@ class BillingTables(TableWriter):
         self.credit_sequences: dict[int, int] = {}
         rows = []
         for invoice_id, _, _, end in self.invoice_plan:
-            if invoice_id % 100 != 7 or end >= self.anchor:
+            if not self._credited(invoice_id, end):
                 continue
             issued = (end + datetime.timedelta(days=25)).date()
             self.credit_sequences[issued.year] = self.credit_sequences.get(issued.year, 0) + 1
@@ -150,12 +156,31 @@ class BillingTables(TableWriter):
             rows.append({
                 "id": len(rows) + 1, "invoice_id": invoice_id,
                 "number": f"CN-{issued.year}-{self.credit_sequences[issued.year]:04d}",
-                "amount": max(MONEY_CENT, (subtotal / 10).quantize(MONEY_CENT, ROUND_HALF_UP)),
+                "amount": self._credit_amount(subtotal),
                 "reason": "Downtime credit: node maintenance overran its window.",
                 "issue_date": issued, "created_by_id": 3,
                 "created_at": end + datetime.timedelta(days=25),
             })
         return self._copy(CreditNote, rows)
+
+    def _credited(self, invoice_id: int, end) -> bool:
+        return invoice_id % 100 == 7 and end < self.anchor
+
+    @staticmethod
+    def _credit_amount(subtotal: Decimal) -> Decimal:
+        return max(MONEY_CENT, (subtotal / 10).quantize(MONEY_CENT, ROUND_HALF_UP))
+
+    def payments(self) -> int:
+        """One payment of its whole total per paid invoice, on the day it was paid (credit
+        notes come five days later: those invoices are over-settled, a refund owed)."""
+        # Read whole before the COPY starts: a query cannot run on the connection beside it.
+        paid = list(Invoice.objects.filter(status="paid").order_by("pk").values_list(
+            "pk", "amount_paid", "paid_at", "payment_reference"))
+        return self._copy(Payment, (
+            {"id": i + 1, "invoice_id": pk, "amount": amount, "date": paid_at.date(),
+             "reference": reference, "recorded_by_id": 3, "created_at": paid_at}
+            for i, (pk, amount, paid_at, reference) in enumerate(paid)
+        ))
 
     def document_sequences(self) -> int:
         sequences = [("INV", year, last) for year, last in sorted(self.sequences.items())]

@@ -18,6 +18,7 @@ from billing.models import (
     Invoice,
     InvoiceLine,
     MeteringWindow,
+    Payment,
     Rate,
     UsageRecord,
 )
@@ -47,7 +48,7 @@ def written_models() -> list:
     return [
         Site, Rack, Node, GPU, NIC, HealthEvent, get_user_model(), Tenant, Membership,
         RoleAssignment, Quota, BillingAccount, VmImage, Workload, WorkloadEvent, QuotaRequest,
-        QuotaRequestLine, Rate, Invoice, InvoiceLine, CreditNote, DocumentSequence,
+        QuotaRequestLine, Rate, Invoice, InvoiceLine, CreditNote, Payment, DocumentSequence,
         MeteringWindow, UsageRecord,
     ]
 
@@ -97,6 +98,7 @@ class Generator(FleetTables, PeopleTables, WorkloadTables, BillingTables):
         self._step("invoices", self.invoices)
         self._step("invoice lines", self.invoice_lines)
         self._step("credit notes", self.credit_notes)
+        self._step("payments", self.payments)
         self._step("document sequences", self.document_sequences)
         self._step("metering windows", self.metering_windows)
         self._step("usage records", self.usage_records)
