@@ -1,4 +1,4 @@
-"""Migration 0006: every invoice paid before it becomes one payment (of its total less the credit
+"""Migration 0008: every invoice paid before it becomes one payment (of its total less the credit
 notes issued before it was paid), every invoice's credit notes and payments are summed onto it,
 and the invoice summary sums them from then on."""
 
@@ -13,8 +13,8 @@ from billing.models import Invoice, InvoiceSummary, Payment
 from billing.selectors.finance import invoice_summary_totals
 from billing.services import payments
 
-BEFORE = [("billing", "0005_invoice_export")]
-AFTER = [("billing", "0006_payments")]
+BEFORE = [("billing", "0007_rate_periods_never_overlap")]
+AFTER = [("billing", "0008_payments")]
 
 
 def _migrate(targets):

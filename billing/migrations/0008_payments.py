@@ -145,7 +145,7 @@ def restore_0004(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('billing', '0005_invoice_export'),
+        ('billing', '0007_rate_periods_never_overlap'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
