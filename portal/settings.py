@@ -135,7 +135,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["ENGINE"] = "portal.db.postgresql"
 # The cache holds the API's throttle counters and the OIDC discovery and signing keys. Local
 # memory counts per process; production points it at Redis so that every worker counts together.
+# On Redis the cache fails open (portal.redis_cache): while Redis is down every read is a miss
+# (the throttle lets requests through) and no request fails for it; a short connect and read
+# timeout keeps a Redis that does not answer from holding requests.
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
+    CACHES["default"]["BACKEND"] = "portal.redis_cache.FailOpenRedisCache"
+    CACHES["default"].setdefault("OPTIONS", {})
+    CACHES["default"]["OPTIONS"].setdefault("socket_connect_timeout", 0.5)
+    CACHES["default"]["OPTIONS"].setdefault("socket_timeout", 1)
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 # Production keeps each worker's connection for a minute (opening one costs about 5 ms, a third
 # of the lightest page), checked before a request reuses it so a dropped connection is replaced
