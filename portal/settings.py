@@ -560,7 +560,19 @@ LOGGING = {
 # roles in step and deactivates users disabled or deleted there. Off while the client is unset.
 KEYCLOAK_DIRECTORY_CLIENT_ID = env.str("KEYCLOAK_DIRECTORY_CLIENT_ID", default="")
 KEYCLOAK_DIRECTORY_CLIENT_SECRET = env.str("KEYCLOAK_DIRECTORY_CLIENT_SECRET", default="")
-KEYCLOAK_DIRECTORY_SYNC_SECONDS = env.int("KEYCLOAK_DIRECTORY_SYNC_SECONDS", default=900)
+KEYCLOAK_DIRECTORY_SYNC_SECONDS = env.int("KEYCLOAK_DIRECTORY_SYNC_SECONDS", default=300)
+# One sync may run this long (its Celery time limit; its reads get all but a minute of it) and
+# reads this many Admin REST calls at a time: a Keycloak answering in seconds per call still
+# completes a sync. Shorter than the interval, so that two runs never overlap.
+KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT = env.int("KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT", default=240)
+KEYCLOAK_DIRECTORY_CONCURRENCY = env.int("KEYCLOAK_DIRECTORY_CONCURRENCY", default=8)
+if not 70 <= KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT < KEYCLOAK_DIRECTORY_SYNC_SECONDS:
+    raise environ.ImproperlyConfigured(
+        "KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT must be at least 70 seconds and shorter than "
+        "KEYCLOAK_DIRECTORY_SYNC_SECONDS (two syncs must not overlap)."
+    )
+if not 1 <= KEYCLOAK_DIRECTORY_CONCURRENCY <= 32:
+    raise environ.ImproperlyConfigured("KEYCLOAK_DIRECTORY_CONCURRENCY must be 1 to 32.")
 if KEYCLOAK_DIRECTORY_CLIENT_ID and not (OIDC_ISSUER_URL and KEYCLOAK_DIRECTORY_CLIENT_SECRET):
     raise environ.ImproperlyConfigured(
         "KEYCLOAK_DIRECTORY_CLIENT_ID needs OIDC_ISSUER_URL and KEYCLOAK_DIRECTORY_CLIENT_SECRET."
