@@ -540,10 +540,13 @@ LOGGING = {
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
     },
+    "filters": {"forbidden_in_one_line": {"()": "portal.log_filters.ForbiddenInOneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "axes": {"level": "WARNING"},
+        # A 403 is one line ("Forbidden (Permission denied): /path"), not a traceback.
+        "django.request": {"filters": ["forbidden_in_one_line"]},
         # Eager mode (the demo) runs every task in the web process: a line per task, and
         # kombu's note about the in-memory broker, would bury what the demo prints.
         **(
