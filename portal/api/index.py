@@ -25,6 +25,9 @@ class ApiIndexView(APIView):
     """The API's index: each endpoint that takes no argument, by name, with its URL; the
     OpenAPI schema and its browsable documentation."""
 
+    def get_view_name(self) -> str:
+        return "API index"
+
     @extend_schema(
         responses={200: OpenApiTypes.OBJECT},
         examples=[OpenApiExample("Index", value={
