@@ -17,3 +17,21 @@ def throttles_count_across_workers(app_configs, **kwargs) -> list[checks.CheckMe
             )
         ]
     return []
+
+
+@checks.register(checks.Tags.security, deploy=True)
+def keycloak_directory_sync_configured(app_configs, **kwargs) -> list[checks.CheckMessage]:
+    """Signing in with Keycloak, the portal must also hear when someone leaves it: without the
+    directory client, a user removed, disabled or stripped of a role in Keycloak keeps their
+    access through personal API tokens."""
+    if settings.OIDC_ISSUER_URL and not settings.KEYCLOAK_DIRECTORY_CLIENT_ID:
+        return [
+            checks.Warning(
+                "Keycloak signs people in, but the directory sync is off: someone removed or "
+                "disabled in Keycloak keeps their access through personal API tokens.",
+                hint="Set KEYCLOAK_DIRECTORY_CLIENT_ID and KEYCLOAK_DIRECTORY_CLIENT_SECRET "
+                "(the realm export's portal-directory client; docs/keycloak.md).",
+                id="portal.W002",
+            )
+        ]
+    return []

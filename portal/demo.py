@@ -16,6 +16,7 @@ from inventory.demo_fleet import demo_fleet_details
 from inventory.models import GPU, Node, NodeState, Rack, Site
 from inventory.resource_classes import GPU_MODELS
 from portal import demo_billing
+from portal.fleet.simulated import READY_AFTER_ANNOTATION
 from portal.models import SimulatedObject
 from tenants.access import services as tenant_services
 from tenants.models import Membership, QuotaRequest, RoleAssignment, Tenant, Workload
@@ -353,6 +354,36 @@ def _backdate(workload: Workload) -> None:
     SimulatedObject.objects.filter(pk__in=ids).update(created_at=long_ago, updated_at=long_ago)
 
 
+# The demo's endpoint "still coming up" takes this long after the load ends: however long
+# loading took, it is still coming up when someone first opens it, then comes up on its own.
+COMING_UP_SECONDS = 600
+
+
+def _workload_rows(workload: Workload):
+    """The workload's objects on the simulated cluster (by its label)."""
+    return [
+        row for row in SimulatedObject.objects.filter(namespace=workload.tenant.namespace)
+        if ((row.body.get("metadata") or {}).get("labels") or {}).get(LABEL_WORKLOAD_ID)
+        == str(workload.pk)
+    ]
+
+
+def _coming_up(workload_ids: list[int]) -> None:
+    """Restart the clock of what was just applied at the end of the load, with a controller
+    taking COMING_UP_SECONDS (an annotation the simulated fleet reads)."""
+    now = timezone.now()
+    for workload in Workload.objects.filter(pk__in=workload_ids).select_related("tenant"):
+        for row in _workload_rows(workload):
+            metadata = dict(row.body.get("metadata") or {})
+            metadata["annotations"] = {
+                **(metadata.get("annotations") or {}),
+                READY_AFTER_ANNOTATION: str(COMING_UP_SECONDS),
+            }
+            SimulatedObject.objects.filter(pk=row.pk).update(
+                body={**row.body, "metadata": metadata}, created_at=now, updated_at=now
+            )
+
+
 def _settle(workload_id: int) -> None:
     """Apply a workload on the simulated fleet and look at it once its objects are old enough
     to be ready (the demo's past workloads)."""
@@ -361,12 +392,14 @@ def _settle(workload_id: int) -> None:
     workloads.workload_observe(workload_id=workload_id)
 
 
-def _workloads(users: dict) -> None:
+def _workloads(users: dict) -> list[int]:
     """A few workloads in each state, launched, reconciled and observed through the services
     (the tasks would do the same after commit; here they run at once). Only on the simulated
-    fleet: the demo launches nothing on a real cluster."""
+    fleet: the demo launches nothing on a real cluster. Returns the ids of those launched now
+    that are to be still coming up."""
+    fresh: list[int] = []
     if settings.FLEET_BACKEND != "simulated":
-        return
+        return fresh
     for item in WORKLOADS:
         tenant = Tenant.objects.get(slug=item.tenant)
         if Workload.objects.filter(tenant=tenant, name=item.name).exists():
@@ -377,6 +410,8 @@ def _workloads(users: dict) -> None:
         )
         workloads.workload_reconcile(workload_id=workload.pk)
         if item.state == "fresh":
+            fresh.append(workload.pk)
+            _coming_up([workload.pk])  # nothing the rest of the load reads finds it ready
             continue
         _backdate(workload)
         workloads.workload_observe(workload_id=workload.pk)
@@ -385,6 +420,7 @@ def _workloads(users: dict) -> None:
                 workload_id=workload.pk, actor=users[item.launched_by], action="stop"
             )
             workloads.workload_reconcile(workload_id=workload.pk)
+    return fresh
 
 
 @transaction.atomic
@@ -416,6 +452,7 @@ def load_demo() -> list[DemoAccount]:
     )
     _quota_requests(users)
     _vm_images()
-    _workloads(users)
+    fresh = _workloads(users)
     demo_billing.load_billing_demo(users=users, apply=_settle)
+    _coming_up(fresh)  # from the end of the load on
     return list(ACCOUNTS)

@@ -9,7 +9,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from .error_responses import error_response, is_api_request, request_too_large
 from .errors import DomainError
-from .queueing import deferred_tasks
+from .queueing import DEFERRED_NOTICE, deferred_tasks
 from .request_context import current_request_id
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -86,12 +86,7 @@ class DeferredWorkMiddleware:
         with deferred_tasks() as deferred:
             response = self.get_response(request)
         if deferred and not is_api_request(request) and hasattr(request, "_messages"):
-            messages.warning(
-                request,
-                "Saved. The task queue is unreachable right now, so what follows from this "
-                "change (the cluster, notifications) waits; it is carried out automatically "
-                "once the queue is back.",
-            )
+            messages.warning(request, DEFERRED_NOTICE)
         return response
 
 

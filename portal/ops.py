@@ -1,4 +1,9 @@
-"""Operations endpoints: liveness, readiness (database and broker), Prometheus metrics.
+"""Operations endpoints: liveness, readiness (database, broker, cache), Prometheus metrics.
+
+/readyz is 503 only when the database cannot be reached: nothing works without it. A broker or
+cache that is down leaves it 200 with the status "degraded" (pages and the API go on: writes
+queue their follow-up later, the cache fails open), so that a Redis outage does not take every
+web pod out of its Service at once.
 
 /healthz answers everyone (liveness probes). /readyz answers everyone with its status (readiness
 probes need only that) and shows what each check found only to operators: a scraper with the
@@ -13,12 +18,15 @@ import time
 from functools import cache
 
 from django.conf import settings
+from django.core.cache import caches
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from django_prometheus.exports import ExportToDjangoView
 from kombu import Connection
+
+from .redis_cache import cache_ping
 
 
 @cache
@@ -76,7 +84,14 @@ def _check_broker() -> dict:
     return {"status": "ok"}
 
 
-CHECKS = {"database": _check_database, "broker": _check_broker}
+def _check_cache() -> dict:
+    cache_ping(caches["default"])
+    return {"status": "ok", "backend": type(caches["default"]).__name__}
+
+
+CHECKS = {"database": _check_database, "broker": _check_broker, "cache": _check_cache}
+# Without these the pod serves nothing; without the others it serves, degraded.
+ESSENTIAL = ("database",)
 
 
 def _sees_readiness_details(request: HttpRequest) -> bool:
@@ -100,8 +115,9 @@ def readyz(request: HttpRequest) -> JsonResponse:
             result = {"status": "fail", "detail": f"{type(exc).__name__}: {exc}"[:300]}
         result["ms"] = round(1000 * (time.monotonic() - started), 1)
         results[name] = result
-    ready = all(r["status"] == "ok" for r in results.values())
-    body: dict = {"status": "ok" if ready else "fail"}
+    ready = all(results[name]["status"] == "ok" for name in ESSENTIAL)
+    healthy = all(r["status"] == "ok" for r in results.values())
+    body: dict = {"status": "ok" if healthy else "degraded" if ready else "fail"}
     if _sees_readiness_details(request):
         body["checks"] = results  # addresses, versions and error texts: operators only
     return JsonResponse(body, status=200 if ready else 503)

@@ -66,6 +66,19 @@ def enqueue_on_commit(task_name: str, *args: Any) -> None:
     transaction.on_commit(lambda: send_task(task_name, *args), robust=True)
 
 
+# What a person (a page's message) or a client (the API's `notice`) is told when their write
+# was saved but its follow-up could not be queued.
+DEFERRED_NOTICE = (
+    "Saved. The task queue is unreachable right now, so what follows from this change (the "
+    "cluster, notifications) waits; it is carried out automatically once the queue is back."
+)
+
+
+def tasks_deferred_now() -> list[str]:
+    """Names of the tasks the current request could not queue so far (empty outside one)."""
+    return list(_deferred.get() or ())
+
+
 @contextmanager
 def deferred_tasks() -> Iterator[list[str]]:
     """Collect the names of tasks that could not be queued inside the block (one request)."""

@@ -135,7 +135,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["ENGINE"] = "portal.db.postgresql"
 # The cache holds the API's throttle counters and the OIDC discovery and signing keys. Local
 # memory counts per process; production points it at Redis so that every worker counts together.
+# On Redis the cache fails open (portal.redis_cache): while Redis is down every read is a miss
+# (the throttle lets requests through) and no request fails for it; a short connect and read
+# timeout keeps a Redis that does not answer from holding requests.
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
+    CACHES["default"]["BACKEND"] = "portal.redis_cache.FailOpenRedisCache"
+    CACHES["default"].setdefault("OPTIONS", {})
+    CACHES["default"]["OPTIONS"].setdefault("socket_connect_timeout", 0.5)
+    CACHES["default"]["OPTIONS"].setdefault("socket_timeout", 1)
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 # Production keeps each worker's connection for a minute (opening one costs about 5 ms, a third
 # of the lightest page), checked before a request reuses it so a dropped connection is replaced
@@ -534,10 +542,13 @@ LOGGING = {
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
     },
+    "filters": {"forbidden_in_one_line": {"()": "portal.log_filters.ForbiddenInOneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "axes": {"level": "WARNING"},
+        # A 403 is one line ("Forbidden (Permission denied): /path"), not a traceback.
+        "django.request": {"filters": ["forbidden_in_one_line"]},
         # Eager mode (the demo) runs every task in the web process: a line per task, and
         # kombu's note about the in-memory broker, would bury what the demo prints.
         **(
@@ -554,7 +565,19 @@ LOGGING = {
 # roles in step and deactivates users disabled or deleted there. Off while the client is unset.
 KEYCLOAK_DIRECTORY_CLIENT_ID = env.str("KEYCLOAK_DIRECTORY_CLIENT_ID", default="")
 KEYCLOAK_DIRECTORY_CLIENT_SECRET = env.str("KEYCLOAK_DIRECTORY_CLIENT_SECRET", default="")
-KEYCLOAK_DIRECTORY_SYNC_SECONDS = env.int("KEYCLOAK_DIRECTORY_SYNC_SECONDS", default=900)
+KEYCLOAK_DIRECTORY_SYNC_SECONDS = env.int("KEYCLOAK_DIRECTORY_SYNC_SECONDS", default=300)
+# One sync may run this long (its Celery time limit; its reads get all but a minute of it) and
+# reads this many Admin REST calls at a time: a Keycloak answering in seconds per call still
+# completes a sync. Shorter than the interval, so that two runs never overlap.
+KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT = env.int("KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT", default=240)
+KEYCLOAK_DIRECTORY_CONCURRENCY = env.int("KEYCLOAK_DIRECTORY_CONCURRENCY", default=8)
+if not 70 <= KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT < KEYCLOAK_DIRECTORY_SYNC_SECONDS:
+    raise environ.ImproperlyConfigured(
+        "KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT must be at least 70 seconds and shorter than "
+        "KEYCLOAK_DIRECTORY_SYNC_SECONDS (two syncs must not overlap)."
+    )
+if not 1 <= KEYCLOAK_DIRECTORY_CONCURRENCY <= 32:
+    raise environ.ImproperlyConfigured("KEYCLOAK_DIRECTORY_CONCURRENCY must be 1 to 32.")
 if KEYCLOAK_DIRECTORY_CLIENT_ID and not (OIDC_ISSUER_URL and KEYCLOAK_DIRECTORY_CLIENT_SECRET):
     raise environ.ImproperlyConfigured(
         "KEYCLOAK_DIRECTORY_CLIENT_ID needs OIDC_ISSUER_URL and KEYCLOAK_DIRECTORY_CLIENT_SECRET."

@@ -8,6 +8,7 @@ from inventory import urls as inventory_urls
 from tenants.identity.views import sign_in_failed
 
 from . import account, ops, pages, views
+from .api.index import ApiIndexView
 from .api.schema import SchemaView
 
 fleet_pages = [
@@ -17,6 +18,7 @@ fleet_pages = [
 ]
 
 api_v1 = [
+    path("", ApiIndexView.as_view(), name="index"),
     path("", include("portal.api.urls")),
     path("", include("tenants.api.urls")),
     path("", include("inventory.api.urls")),
@@ -46,6 +48,7 @@ urlpatterns = [
     path("api/v1/", include((api_v1, "api"), namespace="api")),
     path("api/schema/", SchemaView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("healthz", ops.healthz, name="healthz"),
     path("readyz", ops.readyz, name="readyz"),
     path("metrics", ops.metrics, name="metrics"),

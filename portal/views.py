@@ -6,6 +6,7 @@ from django.db import connection
 from django.http import HttpResponse, HttpResponseServerError
 from django.shortcuts import redirect, render
 from django.template import loader
+from django.templatetags.static import static
 from django.urls import Resolver404, resolve
 from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import page_not_found, permission_denied, server_error
@@ -33,6 +34,11 @@ def no_access(request):
     if access_for(request.user).has_any_access:
         return redirect("home")
     return render(request, "portal/no_access.html")
+
+
+def favicon(request):
+    """/favicon.ico, which browsers ask for where a page names none (a JSON answer, a file)."""
+    return redirect(static("favicon.svg"))
 
 
 def _is_api(request) -> bool:

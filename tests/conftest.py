@@ -19,6 +19,7 @@ pytest_plugins = [
     "tests.support.fixtures_oidc",
     "tests.support.fixtures_prometheus",
     "tests.support.fixtures_celery",
+    "tests.support.fixtures_redis",  # redis_url, own_redis; the suite's Redis flushed at the end
 ]
 
 
@@ -62,18 +63,6 @@ def _fresh_cache():
 
     cache.clear()
     yield
-
-
-@pytest.fixture
-def redis_url() -> str:
-    """TEST_REDIS_URL; each parallel test process (pytest-xdist) has a Redis database of its own
-    after it, so that no test sees another process's queues or unacknowledged messages."""
-    url = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    if not worker.startswith("gw"):
-        return url
-    base, _, db = url.rpartition("/")
-    return f"{base}/{(int(db or 0) + int(worker[2:])) % 16}"
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ the garbage collector's and Helm's part.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import uuid
 from datetime import datetime, timedelta
@@ -50,6 +51,8 @@ from .simulated_scheduler import (
     unschedulable_status,
 )
 
+# Seconds an object's controller takes here, when longer than FLEET_SIMULATED_READY_SECONDS.
+READY_AFTER_ANNOTATION = "simulated.ai-factory.io/ready-after-seconds"
 CLUSTER_SCOPED_KINDS = frozenset(
     {
         "Namespace",
@@ -190,6 +193,10 @@ class SimulatedFleetGateway(FleetGateway):
 
     def _clock(self, row: SimulatedObject, now: datetime) -> Clock:
         delay = timedelta(seconds=settings.FLEET_SIMULATED_READY_SECONDS)
+        # An object may take longer than the fleet's delay (the demo's endpoint still coming up).
+        annotations = (row.body.get("metadata") or {}).get("annotations") or {}
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            delay = max(delay, timedelta(seconds=float(annotations[READY_AFTER_ANNOTATION])))
         return Clock(
             created_at=row.created_at,
             changed_at=row.updated_at,

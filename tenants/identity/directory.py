@@ -1,30 +1,49 @@
 """Reading Keycloak's directory through its Admin REST API (an adapter: no ORM, no writes).
 
 The portal authenticates as a confidential client with a service account (client-credentials
-grant) whose roles are realm-management's read-only `view-users` and `query-groups`, through
-python-keycloak. It pulls by group and by role, not user by user, except for the one question
-only a user's own resource answers: is this account still there, and enabled?
+grant) whose roles are realm-management's read-only `view-users` and `query-groups` (what the
+shipped realm export grants), through python-keycloak. Every call it makes needs only
+`view-users`: tenant groups are read by path with their members; each linked user's own
+resource says whether the account is still there and enabled, and their role mappings which
+realm and client roles they hold. (Listing a role's holders would need `view-realm`, or
+`view-clients` for a client's role.)
 
-Every failure to read (connection refused, timeout, 5xx, 401/403, a body of the wrong shape) is
-raised as `DirectoryUnavailable`, so the caller can change nothing rather than act on a partial
-picture. Only two answers mean "absent": 404 for a group path (nobody is in a group that does
-not exist) and 404 for a user (deleted).
+Reads run a few at a time (KEYCLOAK_DIRECTORY_CONCURRENCY) and within a time budget, so that a
+Keycloak answering in seconds per call still completes a sync within its task's time limit.
+
+Every failure to read (connection refused, timeout, 5xx, 401/403, a body of the wrong shape, the
+budget spent) is raised as `DirectoryUnavailable` naming its cause, so the caller can change
+nothing rather than act on a partial picture. Only two answers mean "absent": 404 for a group
+path (nobody is in a group that does not exist) and 404 for a user (deleted).
 """
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from keycloak import KeycloakAdmin, KeycloakOpenIDConnection
 from keycloak.exceptions import KeycloakError
 
 NOT_FOUND = 404
+UNAUTHORIZED, FORBIDDEN = 401, 403
+K = TypeVar("K")
 _FAIL = object()  # `_read` without a `missing` value: a 404 is a failure too
 
 
 class DirectoryUnavailable(Exception):
     """Keycloak's directory could not be read completely."""
+
+
+@dataclass(frozen=True)
+class UserRoles:
+    """The roles mapped to a user directly (their role mappings): realm roles, and the roles of
+    each client by its clientId."""
+
+    realm: frozenset[str]
+    clients: dict[str, frozenset[str]]
 
 
 @dataclass(frozen=True)
@@ -53,6 +72,29 @@ def _status(exc: KeycloakError) -> int:
     return int(getattr(exc, "response_code", 0) or 0)
 
 
+def _cause(exc: Exception) -> str:
+    """What went wrong, in words an operator can act on."""
+    status = _status(exc) if isinstance(exc, KeycloakError) else 0
+    if status == UNAUTHORIZED:
+        return ("Keycloak refused the directory client's credentials (401): check "
+                "KEYCLOAK_DIRECTORY_CLIENT_ID and KEYCLOAK_DIRECTORY_CLIENT_SECRET")
+    if status == FORBIDDEN:
+        return ("Keycloak forbade the call (403): the directory client's service account "
+                "lacks the realm-management role view-users (docs/keycloak.md)")
+    causes, seen = [], exc
+    while seen is not None and len(causes) < 5:  # python-keycloak wraps requests' errors
+        causes.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    root = causes[-1]
+    text = f"{exc}" + (f" ({type(root).__name__}: {root})" if root is not exc else "")
+    if any(isinstance(c, TimeoutError) or "timeout" in type(c).__name__.lower() for c in causes):
+        return (f"Keycloak did not answer within {settings.OIDC_TIMEOUT:g} s (OIDC_TIMEOUT): "
+                f"{text[:200]}")
+    if status:
+        return f"Keycloak answered {status}: {text[:200]}"
+    return f"Keycloak could not be reached: {text[:200]}"
+
+
 def _ids(users: Any) -> set[str]:
     if not isinstance(users, list) or not all(isinstance(u, dict) and u.get("id") for u in users):
         raise DirectoryUnavailable(f"unexpected user list from Keycloak: {str(users)[:200]}")
@@ -73,7 +115,6 @@ class KeycloakDirectory:
             verify=True,
         )
         self._admin = KeycloakAdmin(connection=connection)
-        self._client_uuids: dict[str, str | None] = {}
 
     def _read(self, what: str, call, *args, missing: Any = _FAIL, **kwargs) -> Any:
         """`call(*args, **kwargs)`; on a 404 `missing` when given, else DirectoryUnavailable."""
@@ -82,9 +123,39 @@ class KeycloakDirectory:
         except KeycloakError as exc:
             if missing is not _FAIL and _status(exc) == NOT_FOUND:
                 return missing
-            raise DirectoryUnavailable(f"{what}: {exc}") from exc
+            raise DirectoryUnavailable(f"{what}: {_cause(exc)}") from exc
         except (OSError, ValueError, TypeError) as exc:  # requests' errors are OSErrors
-            raise DirectoryUnavailable(f"{what}: {exc}") from exc
+            raise DirectoryUnavailable(f"{what}: {_cause(exc)}") from exc
+
+    def read_all(
+        self, reads: dict[K, Callable[[], Any]], *, deadline: float, concurrency: int
+    ) -> dict[K, Any]:
+        """Run every read, `concurrency` at a time, and return their results by key; the first
+        failure, or `deadline` (time.monotonic()) passing first, is DirectoryUnavailable."""
+        if not reads:
+            return {}
+        keys = list(reads)
+        results = {keys[0]: reads[keys[0]]()}  # one alone first: it fetches the access token
+        pool = ThreadPoolExecutor(max_workers=max(1, concurrency),
+                                  thread_name_prefix="keycloak-directory")
+        try:
+            futures = {pool.submit(reads[key]): key for key in keys[1:]}
+            done, pending = wait(futures, timeout=max(0.0, deadline - time.monotonic()),
+                                 return_when=FIRST_EXCEPTION)
+            for future in done:
+                error = future.exception()
+                if error is not None:
+                    raise error
+                results[futures[future]] = future.result()
+            if pending:
+                raise DirectoryUnavailable(
+                    f"Keycloak answered too slowly: {len(results)} of {len(keys)} reads done "
+                    "when the sync's time budget ran out (KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT, "
+                    "KEYCLOAK_DIRECTORY_CONCURRENCY)"
+                )
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return results
 
     def group_member_ids(self, path: str) -> set[str]:
         """Direct members of the group at `path`; none when the group does not exist."""
@@ -103,34 +174,27 @@ class KeycloakDirectory:
         )
         return _ids(members)
 
-    def realm_role_member_ids(self, role: str) -> set[str]:
-        """Users holding the realm role directly (none when the realm has no such role)."""
-        users = self._read(
-            f"realm role {role}",
-            self._admin.get_realm_role_members,
-            role,
-            {"briefRepresentation": "true"},
-            missing=[],
+    def user_roles(self, subject: str) -> UserRoles:
+        """The roles mapped to the user directly (none when Keycloak answers 404: deleted)."""
+        found = self._read(
+            f"role mappings of user {subject}", self._admin.get_all_roles_of_user, subject,
+            missing={},
         )
-        return _ids(users)
-
-    def client_role_member_ids(self, client_id: str, role: str) -> set[str]:
-        """Users holding the client's role directly (none when the client has no such role)."""
-        if client_id not in self._client_uuids:
-            self._client_uuids[client_id] = self._read(
-                f"client {client_id}", self._admin.get_client_id, client_id
+        if not isinstance(found, dict):
+            raise DirectoryUnavailable(
+                f"role mappings of user {subject}: unexpected answer {str(found)[:200]}"
             )
-        uuid = self._client_uuids[client_id]
-        if not uuid:
-            raise DirectoryUnavailable(f"client {client_id} is not in the realm")
-        users = self._read(
-            f"client role {client_id}/{role}",
-            self._admin.get_client_role_members,
-            uuid,
-            role,
-            missing=[],
-        )
-        return _ids(users)
+        try:
+            realm = frozenset(str(r["name"]) for r in found.get("realmMappings") or [])
+            clients = {
+                str(client_id): frozenset(str(r["name"]) for r in (m.get("mappings") or []))
+                for client_id, m in (found.get("clientMappings") or {}).items()
+            }
+        except (AttributeError, KeyError, TypeError) as exc:
+            raise DirectoryUnavailable(
+                f"role mappings of user {subject}: unexpected answer {str(found)[:200]}"
+            ) from exc
+        return UserRoles(realm=realm, clients=clients)
 
     def user(self, subject: str) -> DirectoryUser | None:
         """The user with this `sub`, or None when Keycloak answers 404 (deleted)."""

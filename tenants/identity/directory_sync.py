@@ -12,21 +12,26 @@ Keycloak `sub`:
 - deactivates a user Keycloak answers 404 for (deleted) or reports `enabled: false`, and
   revokes their personal API tokens, each change audited.
 
-What counts, as in the Admin API's lists: direct members of `<prefix><slug>/<role>` groups and
-direct holders of the mapped realm and portal-client roles. Subgroups never count (sign-in
-ignores them too). Composite roles and roles inherited through a group are not listed by
-Keycloak's role-users endpoints, so the sync does not honour them: map the portal's roles to
-users directly (docs/keycloak.md).
+What counts: direct members of `<prefix><slug>/<role>` groups, and the realm and portal-client
+roles mapped to each user directly (their role mappings: all the realm export's `view-users`
+reads). Subgroups never count (sign-in ignores them too). Composite roles and roles inherited
+through a group are not direct mappings, so the sync does not honour them: map the portal's
+roles to users directly (docs/keycloak.md).
 
-Safety: everything is read before anything is written. If any read fails, nothing changes for
-anyone, the failure is logged and audited, and the next run tries again. A directory that
-answers 404 for every linked user at once (more than one) is treated as misconfigured, not as
-everyone leaving. Deactivation is sticky: re-enabling a user in Keycloak does not reactivate
-the portal account (a platform admin does, in Django admin); revoked tokens stay revoked.
+Safety: everything is read before anything is written. If any read fails, or reading takes
+longer than the sync's budget (a slow Keycloak: reads run KEYCLOAK_DIRECTORY_CONCURRENCY at a
+time, within KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT less a minute for the writes), nothing changes
+for anyone, the failure is logged and audited with its cause, and the next run tries again. A
+directory that answers 404 for every linked user at once (more than one) is treated as
+misconfigured, not as everyone leaving. Deactivation is sticky: re-enabling a user in Keycloak
+does not reactivate the portal account (a platform admin does, in Django admin); revoked tokens
+stay revoked.
 """
 
 import logging
+import time
 from dataclasses import dataclass, field
+from functools import partial
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -42,6 +47,7 @@ from .directory import (
     DirectoryUnavailable,
     DirectoryUser,
     KeycloakDirectory,
+    UserRoles,
     directory_configured,
 )
 from .sync import claim_rules, keycloak_access_sync
@@ -65,9 +71,13 @@ class DirectorySyncResult:
 @dataclass(frozen=True)
 class _Snapshot:
     groups: dict[str, set[str]]  # group path -> subjects
-    realm_roles: dict[str, set[str]]  # realm role -> subjects
-    client_roles: dict[str, set[str]]  # role of the portal's client -> subjects
+    roles: dict[str, UserRoles]  # subject -> the roles mapped to them directly
     users: dict[str, DirectoryUser | None]  # subject -> the user, None when deleted
+
+
+def read_budget_seconds() -> float:
+    """How long the reads may take: the sync task's time limit less a minute for the writes."""
+    return max(10.0, settings.KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT - 60.0)
 
 
 def _read_directory(subjects: list[str]) -> _Snapshot:
@@ -79,32 +89,30 @@ def _read_directory(subjects: list[str]) -> _Snapshot:
         for slug in Tenant.objects.order_by("slug").values_list("slug", flat=True)
         for role in ROLE_STRENGTH
     ]
-    mapped_roles = sorted(rules.platform_admin_roles | rules.finance_roles)
+    reads = {("group", path): partial(directory.group_member_ids, path) for path in paths}
+    for subject in subjects:
+        reads[("user", subject)] = partial(directory.user, subject)
+        reads[("roles", subject)] = partial(directory.user_roles, subject)
+    found = directory.read_all(
+        reads, deadline=time.monotonic() + read_budget_seconds(),
+        concurrency=settings.KEYCLOAK_DIRECTORY_CONCURRENCY,
+    )
     return _Snapshot(
-        groups={path: directory.group_member_ids(path) for path in paths},
-        realm_roles={role: directory.realm_role_member_ids(role) for role in mapped_roles},
-        client_roles={
-            role: directory.client_role_member_ids(rules.client_id, role) for role in mapped_roles
-        },
-        users=directory.users(subjects),
+        groups={path: found[("group", path)] for path in paths},
+        roles={subject: found[("roles", subject)] for subject in subjects},
+        users={subject: found[("user", subject)] for subject in subjects},
     )
 
 
 def _claims_of(subject: str, snapshot: _Snapshot) -> dict:
     """The claims Keycloak's mappers would issue for `subject` now (for grants_from_claims)."""
+    roles = snapshot.roles[subject]
+    client_id = settings.OIDC_RP_CLIENT_ID
     return {
         "sub": subject,
         "groups": sorted(p for p, members in snapshot.groups.items() if subject in members),
-        "realm_access": {
-            "roles": sorted(r for r, holders in snapshot.realm_roles.items() if subject in holders)
-        },
-        "resource_access": {
-            settings.OIDC_RP_CLIENT_ID: {
-                "roles": sorted(
-                    r for r, holders in snapshot.client_roles.items() if subject in holders
-                )
-            }
-        },
+        "realm_access": {"roles": sorted(roles.realm)},
+        "resource_access": {client_id: {"roles": sorted(roles.clients.get(client_id, ()))}},
     }
 
 

@@ -24,6 +24,7 @@ from rest_framework.response import Response
 from portal.api.filtering import FormOnceFilterSet
 from portal.api.pagination import CountStamp
 from portal.cached_rows import CachedRows
+from portal.queueing import DEFERRED_NOTICE, tasks_deferred_now
 
 from ..access.rules import access_for, tenants_operated_by
 from ..api.lookups import operated_tenant
@@ -110,7 +111,10 @@ LAUNCH_EXAMPLES = [
     ),
 ]
 ACCEPTED = OpenApiResponse(
-    WorkloadSerializer, description="Accepted: the cluster follows; poll the workload's `url`."
+    WorkloadSerializer,
+    description="Accepted: the cluster follows; poll the workload's `url`. While the task queue "
+    "is unreachable the change is saved all the same and the answer carries a `notice` saying "
+    "that its follow-up waits for the queue (it is carried out once the queue is back).",
 )
 LOCATION = OpenApiParameter(
     "Location", OpenApiTypes.URI, OpenApiParameter.HEADER, response=[202],
@@ -211,9 +215,13 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return Response(data, status=code)
 
     def _accepted(self, pk: int) -> Response:
-        """202 with the workload as it stands after the service's transaction."""
+        """202 with the workload as it stands after the service's transaction, and the page's
+        notice when its follow-up could not be queued (the broker is down: the sweeps will)."""
         workload = workloads_visible_to(self.request.user).get(pk=pk)
-        return self._render(workload, code=status.HTTP_202_ACCEPTED)
+        response = self._render(workload, code=status.HTTP_202_ACCEPTED)
+        if tasks_deferred_now():
+            response.data["notice"] = DEFERRED_NOTICE
+        return response
 
     @extend_schema(
         request=WorkloadLaunchSerializer,

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_POST
 
 from portal.cached_rows import CachedRows, RowValues
 from portal.confirmation import confirmation_page, is_confirmed
+from portal.error_responses import error_response
 from portal.paging import url_maker
 
 from ..pages import redirect_to_current, tenant_page
@@ -29,6 +30,7 @@ from ..templatetags.workload_tags import held
 from . import services
 from .badges import status_badge
 from .forms import FORMS, ScaleForm
+from .kinds.vm.spec import POWER_ACTIONS
 from .models import Workload, WorkloadStatus
 from .registry import KINDS
 from .selectors import (
@@ -280,6 +282,11 @@ def workload_scale(request, slug: str, pk: int):
 def workload_power(request, slug: str, pk: int):
     workload = _tenant_workload(request, slug, pk)
     action = request.POST.get("action", "")
+    if action not in POWER_ACTIONS:  # as the API's 400: bad input, not a server error
+        return error_response(
+            request, status=400, code="invalid", title="Unknown power action",
+            message=f"“{action[:40]}” is not a power action: use {', '.join(POWER_ACTIONS)}.",
+        )
     if action in ("stop", "restart") and not is_confirmed(request, name=workload.name):
         consequences = (
             [f"{workload.name} shuts down; its disk is kept and its GPUs go back to your quota.",

@@ -12,10 +12,14 @@
 // roles, disable a user, tamper with the next ID token of a user, re-sign a token with changed
 // claims, read request counters, delete a user, make the Admin REST API fail.
 //
-// Under /admin/realms/<realm>/ it also answers the few Keycloak Admin REST API calls the portal's
-// directory sync makes (group-by-path, group members, realm- and client-role users, clients,
-// users/{id}), with Keycloak's JSON shapes, to a bearer token of the `portal-directory`
-// service-account client (client-credentials grant).
+// Under /admin/realms/<realm>/ it also answers the Keycloak Admin REST API calls a directory
+// sync may make (group-by-path, group members, realm- and client-role users, clients,
+// users/{id}, users/{id}/role-mappings), with Keycloak's JSON shapes, to a bearer token of the
+// `portal-directory` service-account client (client-credentials grant), enforcing Keycloak's
+// per-endpoint permissions: the service account holds the realm-management roles the shipped
+// realm export grants it (deploy/keycloak/realm-export.json), and a call that needs another
+// role (view-realm for a realm role's users, view-clients for a client's) is a 403 as in
+// Keycloak. Tests may change those roles and slow every Admin REST answer down.
 
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -48,11 +52,23 @@ const counters = { discovery: 0, token: 0, userinfo: 0, jwks: 0, directory: 0, i
 const revokedJtis = new Set(); // JWT access tokens revoked at /revoke, as Keycloak keeps them
 // After `after` more Admin REST calls, the next `remaining` answer `status` (an outage).
 let directoryFault = { status: 0, remaining: 0, after: 0 };
+// The realm-management roles of the directory client's service account, from the realm export.
+const realmExport = JSON.parse(readFileSync(
+  process.env.REALM_EXPORT_FILE || join(here, '..', '..', 'deploy', 'keycloak', 'realm-export.json'), 'utf8',
+));
+const exportedDirectoryRoles = () => {
+  const account = realmExport.users.find((u) => u.serviceAccountClientId === 'portal-directory');
+  return [...((account && account.clientRoles && account.clientRoles['realm-management']) || [])];
+};
+let directoryRoles = exportedDirectoryRoles();
+let directoryDelayMs = 0; // every Admin REST answer waits this long (a slow Keycloak)
 
 function resetUsers() {
   users = new Map(fixture.users.map((u) => [u.username, { enabled: true, ...structuredClone(u) }]));
   tampers.clear();
   directoryFault = { status: 0, remaining: 0, after: 0 };
+  directoryRoles = exportedDirectoryRoles();
+  directoryDelayMs = 0;
   revokedJtis.clear();
   for (const key of Object.keys(counters)) counters[key] = 0;
 }
@@ -448,6 +464,12 @@ const adminRoutes = {
     };
     return { ...directoryFault };
   },
+  'POST /admin/directory-access': async (body) => {
+    // The service account's realm-management roles and a delay per Admin REST answer.
+    if (Array.isArray(body.roles)) directoryRoles = [...body.roles];
+    if ('delay_ms' in body) directoryDelayMs = Number(body.delay_ms) || 0;
+    return { roles: directoryRoles, delay_ms: directoryDelayMs };
+  },
   'POST /admin/revoke-access-token': async (body) => {
     revokedJtis.add(decodeJwt(body.token).jti);
     return { ok: true };
@@ -510,38 +532,61 @@ function pageOf(list, query) {
   return list.slice(first, first + max);
 }
 
+// Keycloak's realm-management roles, any one of which lets a service account make the call.
+const VIEW_USERS = ['view-users', 'manage-users'];
+const VIEW_REALM = ['view-realm', 'manage-realm'];
+const VIEW_CLIENTS = ['view-clients', 'manage-clients'];
+const LIST_CLIENTS = ['query-clients', ...VIEW_CLIENTS];
+
+function roleMappings(user) {
+  const mapping = (name) => ({ id: uuidOf(`role:${name}`), name, composite: false });
+  const body = {};
+  if ((user.realm_roles || []).length) body.realmMappings = user.realm_roles.map(mapping);
+  const clients = Object.entries(user.client_roles || {}).filter(([, roles]) => roles.length);
+  if (clients.length) {
+    body.clientMappings = Object.fromEntries(clients.map(([clientId, roles]) => [clientId, {
+      id: uuidOf(`client:${clientId}`), client: clientId, mappings: roles.map(mapping),
+    }]));
+  }
+  return body;
+}
+
 const directoryRoutes = [
-  [/^\/group-by-path\/(.+)$/, (m) => {
+  [/^\/group-by-path\/(.+)$/, VIEW_USERS, (m) => {
     const path = `/${decodeURIComponent(m[1]).replace(/^\/+/, '')}`;
     return allGroupPaths().has(path) ? groupRepresentation(path) : [404, { error: 'Group path does not exist' }];
   }],
-  [/^\/groups\/([^/]+)\/members$/, (m, query) => {
+  [/^\/groups\/([^/]+)\/members$/, VIEW_USERS, (m, query) => {
     const path = [...allGroupPaths()].find((p) => uuidOf(`group:${p}`) === m[1]);
     if (!path) return [404, { error: 'Could not find group by id' }];
     const members = [...users.values()].filter((u) => u.groups.includes(path));
     return pageOf(members.map(userRepresentation), query);
   }],
-  [/^\/roles\/([^/]+)\/users$/, (m, query) => {
+  [/^\/roles\/([^/]+)\/users$/, VIEW_REALM, (m, query) => {
     const role = decodeURIComponent(m[1]);
     const holders = [...users.values()].filter((u) => (u.realm_roles || []).includes(role));
     return pageOf(holders.map(userRepresentation), query);
   }],
-  [/^\/clients$/, (m, query) => {
+  [/^\/clients$/, LIST_CLIENTS, (m, query) => {
     const wanted = query.get('clientId');
     return Object.entries(clientUuids)
       .filter(([, clientId]) => !wanted || clientId === wanted)
       .map(([id, clientId]) => ({ id, clientId }));
   }],
-  [/^\/clients\/([^/]+)\/roles\/([^/]+)\/users$/, (m, query) => {
+  [/^\/clients\/([^/]+)\/roles\/([^/]+)\/users$/, VIEW_CLIENTS, (m, query) => {
     const clientId = clientUuids[m[1]];
     if (!clientId) return [404, { error: 'Could not find client' }];
     const role = decodeURIComponent(m[2]);
     const holders = [...users.values()].filter((u) => ((u.client_roles || {})[clientId] || []).includes(role));
     return pageOf(holders.map(userRepresentation), query);
   }],
-  [/^\/users\/([^/]+)$/, (m) => {
+  [/^\/users\/([^/]+)$/, VIEW_USERS, (m) => {
     const user = userBySub(decodeURIComponent(m[1]));
     return user ? userRepresentation(user) : [404, { error: 'User not found' }];
+  }],
+  [/^\/users\/([^/]+)\/role-mappings$/, VIEW_USERS, (m) => {
+    const user = userBySub(decodeURIComponent(m[1]));
+    return user ? roleMappings(user) : [404, { error: 'User not found' }];
   }],
 ];
 
@@ -552,10 +597,11 @@ async function handleDirectory(req, res) {
     res.end(JSON.stringify(body));
   };
   counters.directory += 1;
+  if (directoryDelayMs > 0) await new Promise((resolve) => { setTimeout(resolve, directoryDelayMs); });
   const bearer = (req.headers.authorization || '').replace(/^Bearer\s+/i, '');
   const token = bearer ? await provider.ClientCredentials.find(bearer) : undefined;
   if (!token || token.isExpired) return send(401, { error: 'HTTP 401 Unauthorized' });
-  // Only the service account holding realm-management's view-users and query-groups reads.
+  // Only the directory client's service account reads, with the roles it holds.
   if (token.clientId !== directoryClientId) return send(403, { error: 'HTTP 403 Forbidden' });
   if (directoryFault.after > 0) {
     directoryFault.after -= 1;
@@ -565,9 +611,12 @@ async function handleDirectory(req, res) {
   }
   if (req.method !== 'GET') return send(405, { error: 'HTTP 405 Method Not Allowed' });
   const path = url.pathname.slice(directoryPrefix.length);
-  for (const [regex, handler] of directoryRoutes) {
+  for (const [regex, needs, handler] of directoryRoutes) {
     const match = path.match(regex);
     if (match) {
+      if (!needs.some((role) => directoryRoles.includes(role))) {
+        return send(403, { error: 'HTTP 403 Forbidden' });
+      }
       const result = handler(match, url.searchParams);
       const [status, body] = Array.isArray(result) && typeof result[0] === 'number' ? result : [200, result];
       return send(status, body);

@@ -78,6 +78,24 @@ def test_anonymous_gets_json_401_not_a_login_page(api_client, db):
     }
 
 
+def test_the_api_root_is_an_index_of_its_endpoints(api_client, tenant_member):
+    api_client.force_login(tenant_member)
+    response = api_client.get("/api/v1/")
+
+    assert response.status_code == 200
+    body = response.json()
+    endpoints = body["endpoints"]
+    for key in ("nodes", "workloads", "quota-requests", "billing/invoices", "tokens", "me"):
+        assert endpoints[key] == f"http://testserver/api/v1/{key}/"
+    assert all("{" not in url and "<" not in url for url in endpoints.values())
+    assert body["schema"] == "http://testserver/api/schema/"
+    # Every endpoint it names answers (a list, or the endpoint itself): none is a 404.
+    for key in ("workloads", "billing/rates", "quota-requests", "me"):
+        assert api_client.get(endpoints[key]).status_code == 200, key
+    assert api_client.logout() is None
+    assert api_client.get("/api/v1/").status_code == 401
+
+
 def test_unknown_api_url_is_json_404(api_client, tenant_member):
     api_client.force_login(tenant_member)
     response = api_client.get("/api/v1/does-not-exist/")

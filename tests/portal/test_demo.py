@@ -92,3 +92,27 @@ def test_make_demo_on_another_port_points_the_mails_there():
     commands = [line for line in dry_run.stdout.splitlines() if "manage.py" in line]
     assert any("load_demo" in c and "PORTAL_URL=http://127.0.0.1:8765" in c for c in commands)
     assert any("runserver" in c and "PORTAL_URL=http://127.0.0.1:8765" in c for c in commands)
+
+
+@pytest.mark.django_db(transaction=True)  # the mail is sent when the load commits
+def test_the_first_load_prints_the_accounts_and_the_url_not_the_demos_mail(
+    settings, capsys, tmp_path
+):
+    # As `make demo` runs it: mail to the console (the development default).
+    settings.EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+    settings.BASE_DIR = tmp_path
+    out = StringIO()
+
+    call_command("load_demo", stdout=out)
+
+    printed = capsys.readouterr().out
+    assert "Subject:" not in printed  # nothing on the console before (or among) the accounts
+    lines = out.getvalue().splitlines()
+    mail_dir = tmp_path / "artifacts" / "demo-mail"
+    assert lines[0] == f"The e-mails the demo sent while loading are in {mail_dir}/."
+    assert lines[1] == "Demo data is loaded. Sign in with:"
+    assert [line.split()[0] for line in lines[2:6]] == ["olivia", "mike", "fiona", "adam"]
+    assert lines[-1] == f"The portal: {settings.PORTAL_URL}/"
+    sent = list(mail_dir.iterdir())
+    assert sent and "Subject:" in sent[0].read_text()
+    assert settings.EMAIL_BACKEND == "django.core.mail.backends.console.EmailBackend"

@@ -168,3 +168,35 @@ def test_the_demo_server_shows_the_portals_404_and_still_serves_static_files(
     assert status_404 == 404
     assert 'id="error-page"' in page and "Page not found" in page
     assert "URLconf" not in page and "portal.urls" not in page
+
+
+@pytest.mark.django_db
+def test_a_refused_page_is_logged_as_one_line_without_a_traceback(login, tenant_member, caplog):
+    import logging
+
+    from django.conf import settings as django_settings
+
+    caplog.set_level(logging.WARNING, logger="django.request")
+    response = login(tenant_member).get("/fleet/nodes/")
+
+    assert response.status_code == 403
+    (record,) = [r for r in caplog.records if r.name == "django.request"]
+    formatter = logging.Formatter(django_settings.LOGGING["formatters"]["plain"]["format"])
+    line = formatter.format(record)
+    assert "Forbidden" in line and "/fleet/nodes/" in line
+    assert "\n" not in line and "Traceback" not in line
+
+
+@pytest.mark.django_db
+def test_every_page_names_the_portals_favicon_which_is_served(client, login, tenant_member):
+    from django.contrib.staticfiles import finders
+
+    page = login(tenant_member).get("/", follow=True).content.decode()
+    login_page = Client().get("/accounts/login/").content.decode()
+
+    for html in (page, login_page):
+        assert '<link rel="icon" type="image/svg+xml" href="/static/favicon.svg">' in html
+    path = finders.find("favicon.svg")
+    assert path and Path(path).read_text().startswith("<svg")
+    # Where no page names it (a JSON answer), browsers ask for /favicon.ico: the same icon.
+    assert Client().get("/favicon.ico")["Location"] == "/static/favicon.svg"

@@ -1,4 +1,4 @@
-"""Operations endpoints: /healthz, /readyz (database and broker), /metrics."""
+"""Operations endpoints: /healthz, /readyz (database, broker, cache), /metrics."""
 
 import pytest
 from django.test import override_settings
@@ -26,14 +26,15 @@ def test_readyz_checks_postgresql_and_redis(client, redis_url):
 
 
 @pytest.mark.django_db
-def test_readyz_is_503_with_the_failing_check_named_when_the_broker_is_down(client):
+def test_readyz_is_200_degraded_with_the_failing_check_named_when_the_broker_is_down(client):
     with override_settings(
         CELERY_TASK_ALWAYS_EAGER=False, CELERY_BROKER_URL="redis://127.0.0.1:1/0"
     ):
         response = client.get("/readyz")
     body = response.json()
-    assert response.status_code == 503
-    assert body["status"] == "fail"
+    # The pod still serves (writes wait for the queue): it stays in its Service.
+    assert response.status_code == 200
+    assert body["status"] == "degraded"
     assert body["checks"]["database"]["status"] == "ok"
     assert body["checks"]["broker"]["status"] == "fail"
     assert "Error" in body["checks"]["broker"]["detail"]
@@ -76,8 +77,8 @@ def test_readyz_keeps_what_failed_from_anonymous_callers_but_says_it_failed(clie
         CELERY_TASK_ALWAYS_EAGER=False, CELERY_BROKER_URL="redis://127.0.0.1:1/0"
     ):
         response = client.get("/readyz", REMOTE_ADDR=OUTSIDE)
-    assert response.status_code == 503
-    assert response.json() == {"status": "fail"}
+    assert response.status_code == 200
+    assert response.json() == {"status": "degraded"}
     assert b"127.0.0.1" not in response.content
 
 
@@ -134,6 +135,15 @@ def test_where_https_is_required_the_metrics_token_counts_only_over_https(client
     assert plain.status_code == 403
     assert b"over HTTPS" in plain.content
     assert secure.status_code == 200
+
+
+def test_production_caches_on_redis_failing_open():
+    from .test_settings import PRODUCTION_ENV, _manage
+
+    code = "from django.conf import settings as s; print(s.CACHES['default']['BACKEND'])"
+    result = _manage("shell", "--no-imports", "-c", code, env=PRODUCTION_ENV)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "portal.redis_cache.FailOpenRedisCache"
 
 
 def test_production_opens_metrics_to_nobody_until_configured():

@@ -44,10 +44,23 @@ def test_check_deploy_is_clean_in_production_signing_in_with_keycloak_only():
         "OIDC_RP_CLIENT_ID": "portal",
         "OIDC_RP_CLIENT_SECRET": "Zq8vR2pL5wN9xT4mB7cF1hJ3dG6sK0",
         "LOCAL_LOGIN_ENABLED": "false",
+        "KEYCLOAK_DIRECTORY_CLIENT_ID": "portal-directory",
+        "KEYCLOAK_DIRECTORY_CLIENT_SECRET": "Mv3xQ8rT1wY6zB9cD2fG5hJ7kL0nP4",
     }
     result = _manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION_ENV | keycloak)
     assert result.returncode == 0, result.stderr
     assert "System check identified no issues" in result.stdout
+
+
+def test_check_deploy_warns_when_keycloak_signs_in_but_the_directory_sync_is_off():
+    keycloak = {
+        "OIDC_ISSUER_URL": "https://sso.example.com/realms/ai-factory",
+        "OIDC_RP_CLIENT_ID": "portal",
+        "OIDC_RP_CLIENT_SECRET": "Zq8vR2pL5wN9xT4mB7cF1hJ3dG6sK0",
+    }
+    result = _manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION_ENV | keycloak)
+    assert result.returncode != 0
+    assert "portal.W002" in result.stderr and "KEYCLOAK_DIRECTORY_CLIENT_ID" in result.stderr
 
 
 def test_production_refuses_to_start_without_secret_key():

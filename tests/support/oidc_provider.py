@@ -79,6 +79,18 @@ class OidcProvider:
         body = {"status": status, "remaining": remaining, "after": after}
         self._admin("POST", "/directory-fault", body)
 
+    def directory_access(
+        self, *, roles: list[str] | None = None, delay_ms: int | None = None
+    ) -> dict[str, Any]:
+        """The directory client's realm-management `roles` (the realm export's until the next
+        reset), and `delay_ms` before every Admin REST API answer (a slow Keycloak)."""
+        body: dict[str, Any] = {}
+        if roles is not None:
+            body["roles"] = roles
+        if delay_ms is not None:
+            body["delay_ms"] = delay_ms
+        return self._admin("POST", "/directory-access", body)
+
     def tamper_next_id_token(
         self, username: str, *, claims: dict | None = None, corrupt_signature: bool = False
     ) -> None:

@@ -6,6 +6,8 @@ or Celery task) pulls the directory, and the token loses exactly that access. A 
 cannot be read changes nothing.
 """
 
+import time
+
 import pytest
 import requests
 from django.conf import settings as django_settings
@@ -198,7 +200,7 @@ def test_the_sync_is_a_no_op_without_the_admin_client(keycloak, signed_in, setti
     assert olga.is_active
 
 
-def test_the_sync_reads_by_group_and_role_and_follows_email_verification(keycloak, signed_in):
+def test_the_sync_reads_by_group_and_user_and_follows_email_verification(keycloak, signed_in):
     olga, _ = signed_in("olga")
     for username in ("mark", "vera", "sam", "fay", "pat"):
         signed_in(username)
@@ -207,9 +209,9 @@ def test_the_sync_reads_by_group_and_role_and_follows_email_verification(keycloa
 
     keycloak_directory_sync()
 
-    # 2 tenants x 3 roles x (group-by-path + members) + 2 mapped roles x (realm + client role)
-    # + the portal client's uuid + one status per linked user: not one call per user per group.
-    assert keycloak.stats()["directory"] - calls_before == 12 + 4 + 1 + 6
+    # 2 tenants x 3 roles x (group-by-path + members) + per linked user its status and its
+    # role mappings: not one call per user per group.
+    assert keycloak.stats()["directory"] - calls_before == 12 + 6 * 2
     olga.refresh_from_db()
     assert olga.email == "olga@new.example"
     assert OidcIdentity.objects.get(user=olga).email_verified is False
@@ -218,7 +220,10 @@ def test_the_sync_reads_by_group_and_role_and_follows_email_verification(keycloa
 def test_beat_runs_the_sync_periodically():
     entry = django_settings.CELERY_BEAT_SCHEDULE["keycloak-directory-sync"]
     assert entry["task"] == "tenants.identity.tasks.keycloak_directory_sync_task"
-    assert entry["schedule"] == float(django_settings.KEYCLOAK_DIRECTORY_SYNC_SECONDS)
+    assert entry["schedule"] == float(django_settings.KEYCLOAK_DIRECTORY_SYNC_SECONDS) == 300.0
+    # Its own time limit, shorter than the interval: two runs never overlap.
+    assert keycloak_directory_sync_task.time_limit == 240 < entry["schedule"]
+    assert not keycloak_directory_sync_task.acks_late
 
 
 def test_groups_larger_than_a_page_are_read_whole(keycloak, tenants):
@@ -251,3 +256,91 @@ def test_groups_larger_than_a_page_are_read_whole(keycloak, tenants):
         == 130
     )
     assert not Membership.objects.filter(tenant=tenants["globex"]).exists()
+
+
+def test_the_realm_exports_roles_suffice_and_a_missing_one_is_named(
+    keycloak, signed_in, api_client
+):
+    # The provider grants the service account what deploy/keycloak/realm-export.json grants.
+    assert sorted(keycloak.directory_access()["roles"]) == ["query-groups", "view-users"]
+    olga, raw = signed_in("olga")
+    fay, _ = signed_in("fay")  # finance as a realm role
+    keycloak.update_user("fay", realm_roles=[])
+    keycloak.directory_access(roles=["query-groups"])  # view-users taken away
+    keycloak.update_user("olga", enabled=False)
+
+    refused = keycloak_directory_sync()
+
+    assert not refused.ok
+    assert "403" in refused.error and "view-users" in refused.error
+    olga.refresh_from_db()
+    assert olga.is_active and call(api_client, raw).status_code == 200
+    assert RoleAssignment.objects.filter(user=fay).exists()
+
+    keycloak.directory_access(roles=["view-users"])  # Keycloak's view-users alone is enough
+    result = keycloak_directory_sync()
+
+    assert result.ok and result.deactivated == [olga.username]
+    assert not RoleAssignment.objects.filter(user=fay).exists()
+
+
+def test_a_keycloak_answering_in_seconds_still_completes_the_sync_in_time(
+    keycloak, signed_in, settings
+):
+    olga, _ = signed_in("olga")
+    for username in ("mark", "vera", "sam", "fay", "pat"):
+        signed_in(username)
+    keycloak.update_user("olga", enabled=False)
+    # 24 reads of a second each: one after the other they would take 24 s, past the budget.
+    settings.KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT = 70  # reads get 10 s
+    keycloak.directory_access(delay_ms=1000)
+
+    started = time.monotonic()
+    result = keycloak_directory_sync()
+
+    assert result.ok, result.error
+    assert time.monotonic() - started < 10
+    assert result.deactivated == [olga.username]
+
+
+def test_a_keycloak_too_slow_for_the_budget_changes_nothing_and_says_so(
+    keycloak, signed_in, settings
+):
+    olga, _ = signed_in("olga")
+    keycloak.update_user("olga", enabled=False, groups=[])
+    settings.KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT = 70  # reads get 10 s
+    settings.KEYCLOAK_DIRECTORY_CONCURRENCY = 1
+    keycloak.directory_access(delay_ms=1500)  # 8 reads one at a time: 12 s
+
+    result = keycloak_directory_sync()
+
+    assert not result.ok and "answered too slowly" in result.error
+    olga.refresh_from_db()
+    assert olga.is_active and memberships(olga) == {"acme": "owner"}
+    event = AuditEvent.objects.get(action="keycloak.directory_sync_failed")
+    assert "too slowly" in event.changes["error"]
+
+
+def test_a_call_past_its_timeout_is_named_as_such(keycloak, signed_in, settings):
+    olga, _ = signed_in("olga")
+    keycloak.update_user("olga", enabled=False)
+    settings.OIDC_TIMEOUT = 1
+    keycloak.directory_access(delay_ms=2500)
+
+    result = keycloak_directory_sync()
+
+    assert not result.ok and "did not answer within 1 s" in result.error
+    olga.refresh_from_db()
+    assert olga.is_active
+
+
+def test_an_unreachable_keycloak_changes_nothing_and_is_reported(signed_in, keycloak, settings):
+    olga, _ = signed_in("olga")
+    settings.OIDC_ISSUER_URL = "http://127.0.0.1:1/realms/ai-factory"
+
+    result = keycloak_directory_sync()
+
+    assert not result.ok and "could not be reached" in result.error
+    olga.refresh_from_db()
+    assert olga.is_active
+    assert AuditEvent.objects.filter(action="keycloak.directory_sync_failed").count() == 1

@@ -2,10 +2,12 @@
 real services (launch, reconcile, observe, scale, power, delete), fails an endpoint whose model
 does not exist in KServe's words, and the demo data loads twice without changing anything."""
 
+from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
 from portal.models import AuditEvent, OutboxEmail, SimulatedObject
 from tenants.workloads import services
@@ -225,3 +227,27 @@ def test_the_demo_loads_twice_without_changes_and_has_workloads_in_every_state()
     }
     assert set(VmImage.objects.values_list("key", flat=True)) == {"ubuntu-2404-nvidia", "rocky-9"}
     assert AuditEvent.objects.filter(action="vm_image.create").count() == 2
+
+
+@pytest.mark.django_db
+def test_the_demos_endpoint_coming_up_still_is_when_first_opened_however_long_loading_took(
+    settings, login
+):
+    # Loading takes far longer than the fleet's controllers here: everything else is ready.
+    settings.FLEET_SIMULATED_READY_SECONDS = 0.01
+    call_command("load_demo", stdout=StringIO())
+    fresh = Workload.objects.select_related("tenant").get(name="search-embeddings")
+    mike = fresh.launched_by
+
+    # Someone opens it for the first time: it looks again, and it is still coming up.
+    page = login(mike).get(f"/t/{fresh.tenant.slug}/workloads/{fresh.pk}/")
+    assert page.status_code == 200
+    assert observe(fresh) == S.PROVISIONING
+    assert Workload.objects.get(name="support-assistant").status == S.READY
+
+    # Once its time has passed (it comes up on its own), it is ready.
+    SimulatedObject.objects.filter(namespace=fresh.tenant.namespace).update(
+        created_at=timezone.now() - timedelta(hours=1),
+        updated_at=timezone.now() - timedelta(hours=1),
+    )
+    assert observe(fresh) == S.READY

@@ -151,3 +151,20 @@ def test_slurm_workers_scale_within_quota_and_never_below_zero(slurm, tenant, te
     assert tenant_demand_in_use(tenant=tenant).get(H100, 0) == 0
     slurm.refresh_from_db()
     assert slurm.status != WorkloadStatus.FAILED
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("action", ["explode", "", "START"])
+def test_the_power_page_answers_an_unknown_action_with_400_as_the_api_does(
+    vm, tenant, tenant_member, login, api_client, action
+):
+    page = login(tenant_member).post(
+        f"/t/{tenant.slug}/workloads/{vm.pk}/power/", {"action": action, "confirm": vm.name}
+    )
+    api_client.force_login(tenant_member)
+    api = api_client.post(f"/api/v1/workloads/{vm.pk}/power/", {"action": action}, format="json")
+
+    assert page.status_code == api.status_code == 400
+    assert "is not a power action" in page.content.decode()
+    vm.refresh_from_db()
+    assert vm.spec.get("running", True) is True
