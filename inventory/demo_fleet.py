@@ -18,7 +18,7 @@ from portal.fleet import get_gateway
 
 from . import resource_classes
 from .models import GPU, NIC, BiosProfile, HealthEvent, Node, NodeState, NodeValidation
-from .node_labels import MIG_COMPUTE_SLICES
+from .node_labels import MIG_COMPUTE_SLICES, RESERVED_FOR_KEY, reservation_patch
 from .services.sync import cluster_sync
 
 NAMESPACE = uuid.UUID("8d4c8f7e-6a1b-4c3e-9f0d-2b7a5e1c9d40")
@@ -130,7 +130,7 @@ def _node_object(node: Node, *, hami: bool = False) -> dict:
     if model and hami:
         key, value = resource_classes.HAMI_NODE_LABEL
         return {"apiVersion": "v1", "kind": "Node", "metadata": {
-            "name": node.k8s_name, "labels": labels | {key: value},
+            "name": node.k8s_name, "labels": _reserved(node, labels | {key: value}),
             "annotations": {resource_classes.HAMI_REGISTER_ANNOTATION: _hami_register(gpus, model)},
         }, "spec": _node_spec(node)}
     if model:
@@ -153,13 +153,22 @@ def _node_object(node: Node, *, hami: bool = False) -> dict:
         for profile, count in counts.items():
             labels[f"nvidia.com/mig-{profile}.count"] = str(count)
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node.k8s_name,
-                                                             "labels": labels},
+                                                             "labels": _reserved(node, labels)},
             "spec": _node_spec(node)}
 
 
 def _node_spec(node: Node) -> dict:
-    return {"unschedulable": True} if node.state not in (
+    spec = {"unschedulable": True} if node.state not in (
         NodeState.AVAILABLE, NodeState.DISCOVERED, NodeState.VALIDATING) else {}
+    if node.reserved_for:  # as the portal's reservation leaves it (node_reservation_reconcile)
+        spec["taints"] = reservation_patch(
+            reserved_for=node.reserved_for, observed_label="", taints=[]
+        )["spec"]["taints"]
+    return spec
+
+
+def _reserved(node: Node, labels: dict) -> dict:
+    return labels | ({RESERVED_FOR_KEY: node.reserved_for} if node.reserved_for else {})
 
 
 def _pod(name: str, namespace: str, node: str, *, gpus: int = 0, mig: str = "",
@@ -180,7 +189,7 @@ def _pod(name: str, namespace: str, node: str, *, gpus: int = 0, mig: str = "",
 def _simulated_cluster(nodes: dict[int, Node]) -> None:
     """The cluster the simulated fleet shows: every node, and a few tenants' pods on them."""
     pods = []
-    for number in (1, 2, 3):
+    for number in (1, 2):
         if number in nodes:
             pods.append(_pod(f"helix-train-{number}", "tenant-helix", nodes[number].k8s_name,
                              gpus=8))

@@ -39,7 +39,7 @@ from ..models import (
 from ..selectors.issuing import confirmation_name, issue_previews
 from ..services import invoicing, rates
 from ..services.accounts import billing_account_update
-from ..templatetags.billing_tags import quantity_shown
+from ..templatetags.billing_tags import decimal_shown, quantity_shown
 
 # --- rate cards -------------------------------------------------------------------------------
 
@@ -151,7 +151,7 @@ class InvoiceLineInline(admin.TabularInline):
     model = InvoiceLine
     fields = [
         "position", "kind", "description", "period_start", "period_end", "hours",
-        "quantity_as_shown", "unit", "unit_price", "amount", "credited_events",
+        "quantity_as_shown", "unit", "price", "amount", "credited_events",
     ]
     readonly_fields = fields
     extra = 0
@@ -174,6 +174,10 @@ class InvoiceLineInline(admin.TabularInline):
     @admin.display(description="quantity")
     def quantity_as_shown(self, line: InvoiceLine) -> str:
         return quantity_shown(line.quantity)
+
+    @admin.display(description="unit price")
+    def price(self, line: InvoiceLine) -> str:
+        return decimal_shown(line.unit_price)
 
     @admin.display(description="events")
     def credited_events(self, line: InvoiceLine) -> str:

@@ -42,10 +42,17 @@ from .access import platform_admin_required
 PAGE_SIZE = 50
 
 
+def _label(filters: NodeFilterSet, name: str) -> str:
+    """A filter's label as its form shows it; its own (computed from the model) otherwise."""
+    field = filters.form.fields.get(name)
+    own = filters.filters[name].label if name in filters.filters else None
+    return str((field.label if field is not None else None) or own or name)
+
+
 def _filter_errors(filters: NodeFilterSet, query) -> list[str]:
     """What is wrong with the filter: an unknown value, or a filter that does not exist."""
     errors = [
-        f"{filters.form.fields[name].label or name}: {message}"
+        f"{_label(filters, name)}: {message}"
         for name, messages_ in filters.errors.items()
         for message in messages_
     ]

@@ -127,7 +127,7 @@ def test_a_vm_whose_gpus_no_node_has_left_waits_degraded_in_the_schedulers_words
     _observe(vm)
     vm = _observe(vm)
     assert (vm.status, vm.status_reason) == (S.DEGRADED, "Unschedulable")
-    assert "Insufficient nvidia.com/" in vm.status_message
+    assert "Insufficient NVIDIA H100 80GB HBM3 GPUs (passthrough)" in vm.status_message
     assert vm.details["printable_status"] == "ErrorUnschedulable"
 
 

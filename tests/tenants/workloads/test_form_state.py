@@ -4,11 +4,13 @@ quota request form prefills, keeps its preview, warns of a second ask for the sa
 keeps the price the tenant was quoted, for the requester and the reviewer."""
 
 import re
+from decimal import Decimal
 
 import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
+from billing.models import Rate
 from tenants.models import QuotaRequest
 from tenants.workloads.models import Workload
 from tests.billing.spend_data import rate
@@ -138,8 +140,8 @@ def test_the_price_quoted_is_kept_on_the_request_and_shown_to_requester_and_revi
     # 4 x 2.50 + 3 x 0.0345 = 10.1035 an hour, each line as the price card showed it
     assert str(request.quoted_per_hour) == "10.1035" and request.quoted_currency
 
-    # Later rates do not change what was quoted.
-    rate(H100, "9.99")
+    # A changed rate does not change what was quoted.
+    Rate.objects.filter(resource=H100).update(unit_price=Decimal("9.99"))
     detail = member.get(f"/t/acme/quota/requests/{request.pk}/").content.decode()
     assert re.search(r'id="quoted-price".*?10\.1035</strong> per hour', detail, re.S)
     review = login(platform_admin).get(
