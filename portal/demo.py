@@ -19,6 +19,7 @@ from portal import demo_billing
 from portal.fleet.simulated import READY_AFTER_ANNOTATION
 from portal.models import SimulatedObject
 from tenants.access import services as tenant_services
+from tenants.enforcement.services import tenants_reconcile_sweep
 from tenants.models import Membership, QuotaRequest, RoleAssignment, Tenant, Workload
 from tenants.quota import services as tenant_quota
 from tenants.workloads import services as workloads
@@ -455,4 +456,7 @@ def load_demo() -> list[DemoAccount]:
     fresh = _workloads(users)
     demo_billing.load_billing_demo(users=users, apply=_settle)
     _coming_up(fresh)  # from the end of the load on
+    # The periodic sweep's pass, once everything runs: what each tenant's quota objects on the
+    # cluster count now (the pages show it beside what the workloads hold).
+    tenants_reconcile_sweep()
     return list(ACCOUNTS)

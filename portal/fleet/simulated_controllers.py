@@ -49,8 +49,7 @@ def _kueue_queue(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> S
 
 
 def _resource_quota(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status:
-    if not clock.ready:
-        return {}
+    # Kubernetes' quota controller counts a new quota's usage at once, not after a delay.
     hard = dict((obj.get("spec") or {}).get("hard") or {})
     return {"hard": hard, "used": dict.fromkeys(hard, "0")}
 
