@@ -605,7 +605,7 @@ class InferenceKind:
             " namespace's network policy admits traffic from the tenant's own pods and from the"
             " ingress gateway, which serves the endpoint URL.",
             "Any OpenAI client works: set its base URL to the one above and the model to"
-            f" {name!r}. The endpoint has no API key of its own.",
+            f" “{name}”. The endpoint has no API key of its own.",
         ]
         if spec.get("min_replicas") == 0:
             notes.append(
