@@ -11,6 +11,7 @@ requests through, the rest recompute) and every write is dropped, each logged as
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
@@ -22,87 +23,41 @@ logger = logging.getLogger(__name__)
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
 
 
-def _unreachable(operation: str, exc: BaseException) -> None:
-    logger.warning("Cache unreachable (%s: %s): %s treated as a miss", type(exc).__name__,
-                   exc, operation)
+def _fail_open(operation: str, missing: Callable[[], Any]):
+    """Django's client method `operation`, answering `missing()` (and logging a warning) when
+    Redis cannot be reached."""
+
+    def method(self, *args, **kwargs):
+        try:
+            return getattr(super(FailOpenRedisCacheClient, self), operation)(*args, **kwargs)
+        except UNREACHABLE as exc:
+            logger.warning("Cache unreachable (%s: %s): %s treated as a miss",
+                           type(exc).__name__, exc, operation)
+            return missing(*args)
+
+    method.__name__ = operation
+    return method
+
+
+def _not_found(key, *args) -> int:
+    raise ValueError(f"Key '{key}' not found (the cache is unreachable).")
 
 
 class FailOpenRedisCacheClient(RedisCacheClient):
-    """Django's Redis client, answering as an empty cache while Redis cannot be reached."""
+    """Django's Redis client, answering as an empty cache while Redis cannot be reached: every
+    read a miss, every write dropped; incr says the key is missing, as Django's does."""
 
-    def add(self, key, value, timeout) -> bool:
-        try:
-            return super().add(key, value, timeout)
-        except UNREACHABLE as exc:
-            _unreachable("add", exc)
-            return False
-
-    def get(self, key, default) -> Any:
-        try:
-            return super().get(key, default)
-        except UNREACHABLE as exc:
-            _unreachable("get", exc)
-            return default
-
-    def set(self, key, value, timeout) -> None:
-        try:
-            super().set(key, value, timeout)
-        except UNREACHABLE as exc:
-            _unreachable("set", exc)
-
-    def touch(self, key, timeout) -> bool:
-        try:
-            return super().touch(key, timeout)
-        except UNREACHABLE as exc:
-            _unreachable("touch", exc)
-            return False
-
-    def delete(self, key) -> bool:
-        try:
-            return super().delete(key)
-        except UNREACHABLE as exc:
-            _unreachable("delete", exc)
-            return False
-
-    def get_many(self, keys) -> dict:
-        try:
-            return super().get_many(keys)
-        except UNREACHABLE as exc:
-            _unreachable("get_many", exc)
-            return {}
-
-    def has_key(self, key) -> bool:
-        try:
-            return super().has_key(key)
-        except UNREACHABLE as exc:
-            _unreachable("has_key", exc)
-            return False
-
-    def incr(self, key, delta) -> int:
-        try:
-            return super().incr(key, delta)
-        except UNREACHABLE as exc:
-            _unreachable("incr", exc)
-            raise ValueError(f"Key '{key}' not found (the cache is unreachable).") from exc
-
-    def set_many(self, data, timeout) -> None:
-        try:
-            super().set_many(data, timeout)
-        except UNREACHABLE as exc:
-            _unreachable("set_many", exc)
-
-    def delete_many(self, keys) -> None:
-        try:
-            super().delete_many(keys)
-        except UNREACHABLE as exc:
-            _unreachable("delete_many", exc)
-
-    def clear(self) -> bool:
-        try:
-            return super().clear()
-        except UNREACHABLE as exc:
-            _unreachable("clear", exc)
-            return False
+    add = _fail_open("add", lambda *args: False)
+    get = _fail_open("get", lambda key, default: default)
+    set = _fail_open("set", lambda *args: None)
+    touch = _fail_open("touch", lambda *args: False)
+    delete = _fail_open("delete", lambda *args: False)
+    get_many = _fail_open("get_many", lambda *args: {})
+    has_key = _fail_open("has_key", lambda *args: False)
+    incr = _fail_open("incr", _not_found)
+    set_many = _fail_open("set_many", lambda *args: None)
+    delete_many = _fail_open("delete_many", lambda *args: None)
+    clear = _fail_open("clear", lambda *args: False)
 
 
 class FailOpenRedisCache(RedisCache):
