@@ -152,9 +152,14 @@ def _node_object(node: Node, *, hami: bool = False) -> dict:
                 counts[profile] = counts.get(profile, 0) + 1
         for profile, count in counts.items():
             labels[f"nvidia.com/mig-{profile}.count"] = str(count)
+    status = {}
+    if model and not any(g.mig_layout for g in gpus):
+        # The device plugin offers the healthy GPUs only.
+        healthy = sum(g.health != GPU.Health.FAILED for g in gpus)
+        status = {"allocatable": {"nvidia.com/gpu": str(healthy)}}
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node.k8s_name,
                                                              "labels": _reserved(node, labels)},
-            "spec": _node_spec(node)}
+            "spec": _node_spec(node), **({"status": status} if status else {})}
 
 
 def _node_spec(node: Node) -> dict:

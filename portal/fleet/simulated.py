@@ -299,6 +299,7 @@ class SimulatedFleetGateway(FleetGateway):
                 labels=dict(meta.get("labels") or {}),
                 taints=tuple(spec.get("taints") or ()),
                 unschedulable=bool(spec.get("unschedulable")),
+                allocatable=dict((row.body.get("status") or {}).get("allocatable") or {}),
             ))
         return views
 

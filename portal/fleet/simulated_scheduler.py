@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Manifest = dict[str, Any]
@@ -33,6 +33,8 @@ class NodeView:
     labels: dict[str, str]
     taints: tuple[Manifest, ...] = ()
     unschedulable: bool = False
+    # `status.allocatable`: what the device plugin offers, its unhealthy GPUs left out.
+    allocatable: dict[str, str] = field(default_factory=dict)
 
 
 def _tolerated(taint: Manifest, tolerations: Sequence[Manifest]) -> bool:
@@ -86,7 +88,11 @@ def gpu_requests(pod_spec: Manifest) -> dict[str, int]:
 
 
 def _room(node: NodeView, resource: str) -> int | None:
-    """How many of `resource` the node has (None: it does not say, so it is not counted)."""
+    """How many of `resource` the node has (None: it does not say, so it is not counted): its
+    allocatable where the node reports one (a failed GPU is not offered), else the count GPU
+    Feature Discovery labels."""
+    if resource in node.allocatable:
+        return _units(node.allocatable[resource])
     if resource == GPU:
         count = node.labels.get("nvidia.com/gpu.count")
     else:

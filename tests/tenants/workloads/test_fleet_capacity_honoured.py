@@ -164,3 +164,27 @@ def test_the_demo_never_runs_more_gpus_than_its_nodes_have():
                 assert units <= int(labels[f"{resource}.count"]), (name, resource)
     for node in Node.objects.prefetch_related("gpus"):
         assert node.gpus_in_use <= len(node.gpus.all()), node.hostname
+
+
+@pytest.mark.django_db
+def test_a_failed_gpu_on_a_node_still_in_service_is_not_offered(fleet, tenant, tenant_member):
+    """The device plugin leaves an unhealthy GPU out of the node's allocatable: a replica that
+    needs all eight of a node whose eighth failed waits, in the scheduler's words."""
+    for name in NODES:
+        get_gateway().apply(manifests=[
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+                "kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true",
+                "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8",
+            }}, "spec": {}, "status": {"allocatable": {"nvidia.com/gpu": "7"}}}
+        ])
+    full = _endpoint(tenant, tenant_member, "full", gpus=8, replicas=1)
+    fleet.advance(20)
+
+    full = _observe(full)
+
+    assert (full.status, full.status_reason) == (S.DEGRADED, "Unschedulable")
+    assert "2 Insufficient GPUs" in full.status_message
+    assert sum(_gpus_placed().values()) == 0
+    fits = _endpoint(tenant, tenant_member, "fits", gpus=7, replicas=1)
+    fleet.advance(20)
+    assert _observe(fits).status == S.READY
