@@ -2,7 +2,8 @@
 
 Defaults give the embedded demo (SQLite, eager Celery, simulated fleet, local accounts).
 `PORTAL_ENV=production` turns on the production posture and refuses to start without
-SECRET_KEY and ALLOWED_HOSTS. Every variable is listed in `.env.example` and docs/configuration.md.
+SECRET_KEY and ALLOWED_HOSTS. Every variable read here is declared in portal/config_vars.py, from
+which docs/configuration.md's table and .env.example are written (manage.py config_reference).
 """
 
 import os

@@ -1,10 +1,13 @@
-"""docs/configuration.md's table and .env.example list exactly the same variables."""
+"""The environment variables settings read, their declarations (portal/config_vars.py), the
+reference table of docs/configuration.md and .env.example agree."""
 
+import ast
 import re
 from pathlib import Path
 
+from portal import config_vars
+
 ROOT = Path(__file__).resolve().parents[2]
-TEST_ONLY_SECTION = "**Test suite only**"
 
 
 def _env_example() -> dict[str, str]:
@@ -12,42 +15,52 @@ def _env_example() -> dict[str, str]:
     return dict(re.findall(r"^([A-Z][A-Z0-9_]*)=(.*)$", text, re.MULTILINE))
 
 
-def _configuration_table() -> dict[str, str]:
-    """Variable -> default cell of docs/configuration.md's table (test-only rows left out)."""
-    section = (ROOT / "docs" / "configuration.md").read_text()
-    rows: dict[str, str] = {}
-    for line in section.splitlines():
-        if TEST_ONLY_SECTION in line:
-            break
-        match = re.match(r"^\| `([A-Z][A-Z0-9_]*)` \| (.*?) \|", line)
-        if match:
-            rows[match[1]] = match[2]
-    return rows
+def _variables_settings_read() -> list[str]:
+    """Every name passed to `env(...)` or `env.<cast>(...)` in the settings module(s)."""
+    files = [ROOT / "portal" / "settings.py", *sorted((ROOT / "portal" / "settings").glob("*.py"))]
+    names = []
+    for path in (f for f in files if f.exists()):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and node.args):
+                continue
+            func, first = node.func, node.args[0]
+            on_env = (isinstance(func, ast.Name) and func.id == "env") or (
+                isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                and func.value.id == "env"
+            )
+            if on_env:
+                assert isinstance(first, ast.Constant), f"{path}:{node.lineno}: a computed name"
+                names.append(first.value)
+    return names
 
 
-def test_configuration_table_and_env_example_name_the_same_variables():
-    example, table = _env_example(), _configuration_table()
+def test_every_variable_settings_read_is_declared_and_every_declared_one_is_read():
+    read = _variables_settings_read()
+    # The scan sees one-line and multi-line reads alike.
+    assert {"SECRET_KEY", "REMEDIATION_CRITICAL_XIDS", "DATABASE_URL"} <= set(read)
 
-    assert sorted(set(example) - set(table)) == [], "only in .env.example"
-    assert sorted(set(table) - set(example)) == [], "only in docs/configuration.md"
-
-
-def test_configuration_page_defaults_agree_with_env_example_values():
-    """Where the configuration page gives one literal default and .env.example a value, they
-    are equal."""
-    example, table = _env_example(), _configuration_table()
-    disagree = {}
-    for name, cell in table.items():
-        literal = re.fullmatch(r"`([^`]*)`", cell.strip())
-        if literal and example.get(name) and literal[1] != example[name]:
-            disagree[name] = (literal[1], example[name])
-    assert disagree == {}
+    declared = config_vars.declared()
+    assert sorted(set(read) - set(declared)) == [], "read in settings, not declared"
+    assert sorted(set(declared) - set(read)) == [], "declared, never read in settings"
 
 
-def test_the_configuration_page_lists_each_variable_once():
-    section = (ROOT / "docs" / "configuration.md").read_text()
-    names = re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", section, re.MULTILINE)
+def test_each_variable_is_declared_once():
+    names = [var.name for section in config_vars.SECTIONS for var in section.variables]
     assert len(names) == len(set(names))
+
+
+def test_the_reference_table_and_env_example_are_what_the_declarations_write():
+    """Run `python manage.py config_reference` after changing portal/config_vars.py."""
+    for path, text in config_vars.written_files(ROOT).items():
+        assert path.read_text() == text, f"{path.name} is stale: run manage.py config_reference"
+
+
+def test_env_example_gives_each_declared_variable_its_declared_value():
+    example = _env_example()
+    assert list(example) == list(config_vars.declared())
+    assert example["PORTAL_ENV"] == "development"
+    assert example["CELERY_BROKER_URL"] == ""  # empty: the default, tasks run in-process
+    assert example["SECRET_KEY"] != ""
 
 
 def _settings_under(env: dict[str, str]) -> dict[str, str]:

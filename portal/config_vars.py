@@ -1,0 +1,430 @@
+"""Every environment variable the portal reads, declared once: name, default, meaning.
+
+portal/settings.py reads each one with django-environ where it is used. From these declarations
+`python manage.py config_reference` writes the reference table of docs/configuration.md and the
+whole of .env.example; tests/portal/test_configuration.py fails when a variable settings read is
+not declared here (or one declared here is not read), when a declared default is not the one
+settings use, and when either file is not what the declarations write.
+"""
+
+import re
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+    # As the environment writes it (and .env.example does); empty where the default is empty or
+    # depends on other settings, which `shown` then says.
+    default: str
+    meaning: str  # Markdown, for the reference page; .env.example gets it as plain text
+    shown: str = ""  # the reference's default cell, when it is not the plain `default`
+    example: str | None = None  # .env.example's value, when it is not `default`
+
+    @property
+    def default_cell(self) -> str:
+        return self.shown or (f"`{self.default}`" if self.default else "empty")
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    note: str  # Markdown after the title, or ""
+    variables: tuple[Var, ...]
+
+
+SECTIONS = (
+    Section(
+        "Mode and secrets",
+        "",
+        (
+            Var("PORTAL_ENV", "development",
+                "`production` turns on the production posture: `DEBUG` off, secure cookies, HSTS, "
+                "HTTPS redirect, manifest static files; refuses to start without `SECRET_KEY` and "
+                "`ALLOWED_HOSTS`"),
+            Var("SECRET_KEY", "",
+                "Django's signing key; `make demo` writes a random one into `.env`",
+                shown="— (required)", example="change-me-to-a-long-random-string"),
+            Var("DEBUG", "false",
+                "`true` shows Django's technical error pages (tracebacks, URL patterns) instead of "
+                "the portal's; development only, production forces it off"),
+            Var("ALLOWED_HOSTS", "127.0.0.1,localhost",
+                "comma-separated host names; required in production"),
+            Var("CSRF_TRUSTED_ORIGINS", "",
+                "origins allowed to POST behind a proxy, e.g. `https://portal.example.com`"),
+            Var("TIME_ZONE", "UTC",
+                "time zone for display and Celery's schedule"),
+            Var("LOG_LEVEL", "INFO",
+                "root log level (logs go to stdout)"),
+        ),
+    ),
+    Section(
+        "Database",
+        "",
+        (
+            Var("DATABASE_URL", "sqlite:///db.sqlite3",
+                "PostgreSQL in production: `postgres://user:pass@host:5432/portal`"),
+            Var("DATABASE_CONN_MAX_AGE", "",
+                "seconds a worker keeps its database connection open between requests "
+                "(health-checked before reuse); `0` opens one per request",
+                shown="`60` in production, `0` in development"),
+        ),
+    ),
+    Section(
+        "Celery",
+        "",
+        (
+            Var("CELERY_BROKER_URL", "",
+                "Redis in production: `redis://host:6379/0`; unset means tasks run in-process "
+                "(demo)",
+                shown="empty (`memory://`)"),
+            Var("CELERY_RESULT_BACKEND", "",
+                "optional Celery result backend, e.g. `redis://host:6379/1`"),
+            Var("CELERY_TASK_ALWAYS_EAGER", "",
+                "run tasks in the calling process instead of a worker",
+                shown="`true` without a broker"),
+            Var("CELERY_TASK_DEFAULT_QUEUE", "celery",
+                "the queue tasks are sent to (and workers started without `-Q` read)"),
+            Var("CELERY_VISIBILITY_TIMEOUT", "100",
+                "seconds before Redis hands out again a message no worker acknowledged (its worker "
+                "was killed); must exceed `CELERY_TASK_TIME_LIMIT` + `CELERY_RETRY_BACKOFF_MAX`"),
+            Var("CELERY_TASK_TIME_LIMIT", "60",
+                "seconds a task may run (it is told to stop 5 s before)"),
+            Var("CELERY_RETRY_BACKOFF_MAX", "30",
+                "the longest wait between two tries of a failed task"),
+            Var("OUTBOX_SWEEP_SECONDS", "60",
+                "how often mail that is still owed (broker or mail server down) is sent again"),
+        ),
+    ),
+    Section(
+        "Cache",
+        "",
+        (
+            Var("CACHE_URL", "",
+                "the cache (API throttle counters, Keycloak discovery and keys); production: a "
+                "shared one, e.g. `rediscache://redis:6379/2`",
+                shown="`locmemcache://`"),
+        ),
+    ),
+    Section(
+        "Fleet",
+        "",
+        (
+            Var("FLEET_BACKEND", "simulated",
+                "`kubernetes` drives a real cluster through the official client; `simulated` keeps "
+                "the objects in the database (the demo)"),
+            Var("KUBECONFIG", "",
+                "path to a kubeconfig; empty means in-cluster configuration (the pod's service "
+                "account) inside a pod — where Kubernetes sets `KUBERNETES_SERVICE_HOST` — and "
+                "`~/.kube/config` elsewhere"),
+            Var("KUBE_CONTEXT", "",
+                "kubeconfig context to use; empty means its current context"),
+            Var("FLEET_REQUEST_TIMEOUT", "15",
+                "seconds per Kubernetes API call"),
+            Var("FLEET_FIELD_MANAGER", "ai-factory-portal",
+                "field manager name for server-side apply"),
+            Var("FLEET_SIMULATED_READY_SECONDS", "20",
+                "how long the simulated fleet takes to make an object ready"),
+        ),
+    ),
+    Section(
+        "Tenants on the cluster",
+        "",
+        (
+            Var("TENANT_INGRESS_NAMESPACE", "ingress-gateway",
+                "namespace of the ingress gateway that every tenant's NetworkPolicy lets in"),
+            Var("TENANT_EDIT_CLUSTER_ROLE", "edit",
+                "ClusterRole bound to the tenant's Keycloak group in its namespace"),
+            Var("KUBERNETES_OIDC_GROUPS_PREFIX", "oidc:",
+                "the API server's `--oidc-groups-prefix` (Keycloak group `x` is `oidc:x` in RBAC)"),
+            Var("TENANT_RECONCILE_SWEEP_SECONDS", "300",
+                "how often every tenant is re-applied (retries failures, repairs drift)"),
+            Var("WORKLOAD_OBSERVE_SECONDS", "15",
+                "how often every live workload's objects are read back (one list per kind) to "
+                "follow its state"),
+            Var("WORKLOAD_RECONCILE_SWEEP_SECONDS", "120",
+                "how often workloads not applied yet, failing or still deleting are queued again"),
+            Var("KUBERNETES_CLUSTER_DOMAIN", "cluster.local",
+                "the cluster's DNS domain, in the in-cluster addresses workload pages show"),
+            Var("PORTAL_URL", "http://127.0.0.1:8000",
+                "where people reach the portal; links in e-mails are absolute, e.g. "
+                "`https://portal.example.com`"),
+            Var("QUOTA_GRANT_REMINDER_DAYS", "7",
+                "days before a temporary quota grant ends that its tenant is reminded"),
+            Var("BILLING_CURRENCY", "EUR",
+                "ISO 4217 code every amount of money is shown in (budgets, invoices)"),
+            Var("BILLING_TAX_PERCENT", "",
+                "tax charged on invoices, in percent of the discounted subtotal (e.g. `19`); empty:"
+                " no tax"),
+            Var("BILLING_PAYMENT_TERMS_DAYS", "30",
+                "days from an invoice's issue date to its due date"),
+            Var("INVOICE_FILES_PRERENDER", "",
+                "render an issued, paid or voided invoice's PDF, CSV and XLSX in a worker right "
+                "after the decision (otherwise at their first download)",
+                shown="`true` unless tasks run eagerly"),
+            Var("INVOICE_EXPORT_INLINE_MAX_CSV", "20000",
+                "an invoice list CSV of more invoices than this is written in the background "
+                "(listed under \"Your exports\") rather than streamed while one waits"),
+            Var("INVOICE_EXPORT_INLINE_MAX_XLSX", "2000",
+                "the same for the list's XLSX (about 5 s of writing at 2,000 invoices on 2 cores)"),
+            Var("INVOICE_EXPORT_KEEP_DAYS", "7",
+                "days a background export is kept (the sweep, beat entry "
+                "`billing-invoice-exports-sweep`, deletes older ones)"),
+            Var("INVOICE_EXPORT_TIME_LIMIT", "1800",
+                "seconds a worker may spend writing one export; past it, the export fails with the "
+                "reason"),
+        ),
+    ),
+    Section(
+        "Metrics",
+        "",
+        (
+            Var("PROMETHEUS_URL", "",
+                "Prometheus with the DCGM exporter's series, e.g. `http://prometheus:9090` "
+                "(measured GPU utilization)"),
+            Var("PROMETHEUS_TIMEOUT", "5",
+                "seconds before a Prometheus query gives up (the ingestion retries later)"),
+        ),
+    ),
+    Section(
+        "Fleet inventory and health",
+        "",
+        (
+            Var("INVENTORY_SYNC_INTERVAL", "300",
+                "seconds between reads of the cluster's Node objects into the inventory"),
+            Var("HEALTH_INGEST_INTERVAL", "60",
+                "seconds between DCGM health ingestions from Prometheus"),
+            Var("HEALTH_LOOKBACK_MINUTES", "10",
+                "how many minutes back a health finding counts"),
+            Var("REMEDIATION_CORDON_AT", "warning",
+                "cordon a node at this severity or worse (`info`, `warning`, `critical` or `off`)"),
+            Var("REMEDIATION_DRAIN_AT", "critical",
+                "drain a node to maintenance at this severity (evictions honour "
+                "PodDisruptionBudgets)"),
+            Var("REMEDIATION_CRITICAL_XIDS", "48,63,64,74,79,92,94,95,119,120",
+                "GPU XID error codes that count as critical"),
+        ),
+    ),
+    Section(
+        "Sign-in",
+        "",
+        (
+            Var("LOCAL_LOGIN_ENABLED", "true",
+                "the username/password form, for bootstrap and the demo; turn it off in "
+                "production"),
+            Var("AXES_FAILURE_LIMIT", "5",
+                "failed sign-ins before a username + address is locked out"),
+            Var("AXES_COOLOFF_MINUTES", "15",
+                "how long a lock-out lasts"),
+            Var("SESSION_COOKIE_AGE", "28800",
+                "session lifetime in seconds (8 hours)"),
+        ),
+    ),
+    Section(
+        "Sign-in with Keycloak",
+        "(OpenID Connect; see [docs/keycloak.md](keycloak.md))",
+        (
+            Var("OIDC_ISSUER_URL", "",
+                "the realm URL (the tokens' issuer), e.g. "
+                "`https://sso.example.com/realms/ai-factory`; empty turns Keycloak sign-in off (the"
+                " demo)"),
+            Var("OIDC_RP_CLIENT_ID", "",
+                "the portal's confidential client in that realm (required with `OIDC_ISSUER_URL`)"),
+            Var("OIDC_RP_CLIENT_SECRET", "",
+                "that client's secret (required with `OIDC_ISSUER_URL`)"),
+            Var("OIDC_OP_AUTHORIZATION_ENDPOINT", "",
+                "override the endpoint from `$OIDC_ISSUER_URL/.well-known/openid-configuration`",
+                shown="discovered"),
+            Var("OIDC_OP_TOKEN_ENDPOINT", "",
+                "as above; with the authorization, token, userinfo and JWKS endpoints all set, no "
+                "discovery request is made",
+                shown="discovered"),
+            Var("OIDC_OP_USER_ENDPOINT", "",
+                "as above (userinfo)",
+                shown="discovered"),
+            Var("OIDC_OP_JWKS_ENDPOINT", "",
+                "as above (signing keys)",
+                shown="discovered"),
+            Var("OIDC_OP_LOGOUT_ENDPOINT", "",
+                "as above (RP-initiated logout: signing out of the portal signs out of Keycloak)",
+                shown="discovered"),
+            Var("OIDC_RP_SCOPES", "openid email profile",
+                "scopes the portal asks for"),
+            Var("OIDC_TIMEOUT", "10",
+                "seconds: HTTP timeout towards Keycloak"),
+            Var("OIDC_CLOCK_LEEWAY", "30",
+                "seconds of clock difference tolerated between the portal and Keycloak"),
+            Var("OIDC_DISCOVERY_CACHE_SECONDS", "3600",
+                "how long the discovery document is cached"),
+            Var("OIDC_JWKS_CACHE_SECONDS", "3600",
+                "how long the realm's signing keys are cached"),
+            Var("OIDC_RENEW_ID_TOKEN_EXPIRY_SECONDS", "300",
+                "how often a signed-in user's Keycloak session is re-checked (a user disabled in "
+                "Keycloak loses the portal within this time)"),
+            Var("OIDC_ROLE_PLATFORM_ADMIN", "platform-admin",
+                "Keycloak realm or client roles (comma-separated) that make a user a platform "
+                "admin"),
+            Var("OIDC_ROLE_FINANCE", "finance",
+                "Keycloak realm or client roles (comma-separated) that make a user finance staff"),
+            Var("OIDC_GROUP_PREFIX", "/tenants/",
+                "groups `<prefix><tenant slug>/<owner\\|member\\|viewer>` become tenant "
+                "memberships"),
+            Var("OIDC_API_AUDIENCE", "",
+                "audience a Keycloak access token must carry to be accepted as an API bearer token",
+                shown="`OIDC_RP_CLIENT_ID`"),
+            Var("KEYCLOAK_DIRECTORY_CLIENT_ID", "",
+                "the realm's service-account client for the directory sync (`realm-management` "
+                "roles `view-users`, `query-groups`; see docs/keycloak.md); empty turns the sync "
+                "off"),
+            Var("KEYCLOAK_DIRECTORY_CLIENT_SECRET", "",
+                "that client's secret"),
+            Var("KEYCLOAK_DIRECTORY_SYNC_SECONDS", "300",
+                "how often Keycloak's directory is pulled: users disabled or deleted there are "
+                "deactivated and their API tokens revoked; memberships and roles follow groups and "
+                "roles"),
+            Var("KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT", "240",
+                "the longest one sync runs, in seconds (under the interval; its reads stop a minute"
+                " before)"),
+            Var("KEYCLOAK_DIRECTORY_CONCURRENCY", "8",
+                "how many Admin REST calls one sync makes at a time"),
+            Var("API_TOKEN_MAX_LIFETIME_DAYS", "90",
+                "the longest a personal API token lives; longer is refused, older tokens stop "
+                "working"),
+            Var("OIDC_INTROSPECT_ACCESS_TOKENS", "true",
+                "ask Keycloak (token introspection, with the portal's client) on every API request "
+                "whether a bearer access token is still active, so one revoked in Keycloak is "
+                "refused at once; `false` trusts it until it expires"),
+        ),
+    ),
+    Section(
+        "API throttles and operations",
+        "",
+        (
+            Var("API_THROTTLE_USER_RATE", "6000/hour",
+                "API requests per signed-in user; beyond, a JSON 429 with `Retry-After`"),
+            Var("API_THROTTLE_ANON_RATE", "600/hour",
+                "API requests per anonymous client address"),
+            Var("TRUSTED_PROXY_COUNT", "0",
+                "proxies in front of the portal that append to `X-Forwarded-For`; 0 counts the "
+                "peer's own address (a forged header changes nothing)"),
+            Var("METRICS_BEARER_TOKEN", "",
+                "the scraper's bearer token for `/metrics` (and `/readyz` details); taken over "
+                "HTTPS only in production"),
+            Var("METRICS_ALLOWED_NETWORKS", "",
+                "CIDRs whose direct peers (never a forwarded address) read `/metrics` and `/readyz`"
+                " details without a token, e.g. the cluster's pod network",
+                shown="`127.0.0.1/32,::1/128` (development), empty (production)"),
+            Var("BENCH_FLOOR_ENABLED", "false",
+                "route `/bench/floor/`, the benchmark's floor page (a signed-in page running one "
+                "query); `make bench` sets it for its own server, never set it in a deployment"),
+        ),
+    ),
+    Section(
+        "Production security",
+        "(read only when `PORTAL_ENV=production`)",
+        (
+            Var("SESSION_COOKIE_SECURE", "true",
+                "session cookie only over HTTPS"),
+            Var("CSRF_COOKIE_SECURE", "true",
+                "CSRF cookie only over HTTPS"),
+            Var("SECURE_SSL_REDIRECT", "true",
+                "redirect HTTP to HTTPS (not `/healthz`, `/readyz`, `/metrics`)"),
+            Var("SECURE_HSTS_SECONDS", "31536000",
+                "HSTS max-age"),
+            Var("SECURE_HSTS_PRELOAD", "true",
+                "add `preload` to the HSTS header"),
+        ),
+    ),
+    Section(
+        "Email",
+        "",
+        (
+            Var("EMAIL_URL", "consolemail://",
+                "where mail goes, e.g. `smtp://user:pass@host:587/?tls=True`"),
+            Var("DEFAULT_FROM_EMAIL", "portal@localhost",
+                "sender address"),
+        ),
+    ),
+    Section(
+        "Metering",
+        "(usage records every hour, from workloads and, with `PROMETHEUS_URL`, from DCGM in "
+        "Prometheus; without it measured metering is off and makes no windows)",
+        (
+            Var("METERING_MINUTE", "5",
+                "minute past each hour at which the last closed hour is metered (beat entry "
+                "`billing-meter-hourly`)"),
+            Var("METERING_LOOKBACK_HOURS", "48",
+                "how far back each run looks for hours not metered yet or metered as gaps "
+                "(Prometheus was down): they are metered again"),
+            Var("METERING_MAX_WINDOWS_PER_RUN", "24",
+                "the most windows (one source's hour) one run meters, the oldest first"),
+            Var("METERING_START", "",
+                "nothing before this instant is metered (ISO 8601 with its zone, e.g. "
+                "`2026-01-01T00:00:00Z`); empty: only the look-back limits"),
+            Var("METERING_STEP_SECONDS", "30",
+                "the PromQL subquery step of measured metering; at least the scrape interval of the"
+                " DCGM exporter (and OpenCost), and dividing an hour"),
+            Var("METERING_OPENCOST_THRESHOLD_PERCENT", "10",
+                "a tenant-hour whose GPU-seconds in OpenCost's `container_gpu_allocation` differ "
+                "more than this from the allocated ones is flagged to admins"),
+        ),
+    ),
+)
+
+REFERENCE_BEGIN = "<!-- BEGIN the declarations' table (manage.py config_reference) -->"
+REFERENCE_END = "<!-- END the declarations' table -->"
+ENV_EXAMPLE_HEADER = """\
+# Every environment variable the portal reads, with its default; an empty value means the default.
+# Written by `python manage.py config_reference` from portal/config_vars.py: edit that, not this.
+# A development checkout reads .env (written by `make demo`); production reads the real environment.
+"""
+
+
+def declared() -> dict[str, Var]:
+    return {var.name: var for section in SECTIONS for var in section.variables}
+
+
+def reference_table() -> str:
+    """The Markdown table docs/configuration.md shows between its markers."""
+    lines = ["| variable | default | meaning |", "|---|---|---|"]
+    for section in SECTIONS:
+        lines.append(f"| **{section.title}**{' ' + section.note if section.note else ''} | | |")
+        lines += [f"| `{v.name}` | {v.default_cell} | {v.meaning} |" for v in section.variables]
+    return "\n".join(lines) + "\n"
+
+
+def _plain(markdown: str) -> str:
+    """Markdown as a comment reads it: links as their text, no backticks or escapes."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)
+    return text.replace("`", "").replace("\\|", "|")
+
+
+def env_example() -> str:
+    """The whole of .env.example."""
+    out = [ENV_EXAMPLE_HEADER]
+    for section in SECTIONS:
+        title = f"# --- {section.title} "
+        out.append(f"\n{title}{'-' * max(3, 99 - len(title))}\n")
+        if section.note:
+            out += [f"# {line}\n" for line in textwrap.wrap(_plain(section.note), 97)]
+        for var in section.variables:
+            comment = _plain(var.meaning)
+            if var.shown and not var.example:
+                comment += f" (default: {_plain(var.shown)})"
+            out += [f"# {line}\n" for line in textwrap.wrap(comment, 97, break_on_hyphens=False)]
+            value = var.default if var.example is None else var.example
+            out.append(f"{var.name}={value}\n")
+    return "".join(out)
+
+
+def written_files(root: Path) -> dict[Path, str]:
+    """What config_reference writes: each file's whole text, from the declarations."""
+    page = root / "docs" / "configuration.md"
+    before, rest = page.read_text().split(REFERENCE_BEGIN, 1)
+    after = rest.split(REFERENCE_END, 1)[1]
+    return {
+        page: f"{before}{REFERENCE_BEGIN}\n{reference_table()}{REFERENCE_END}{after}",
+        root / ".env.example": env_example(),
+    }
