@@ -14,7 +14,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 TEST_WORKERS ?= auto
 TEST_DEBIAN_PACKAGES := chromium prometheus poppler-utils
 
-.PHONY: demo serve install install-test debian-packages test lint bench clean
+.PHONY: demo serve install install-test debian-packages test lint docs bench clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,docs]'
 	touch $@
 
 # A development checkout keeps its own secret key in .env, written once.
@@ -74,6 +74,11 @@ test: install-test
 	DATABASE_URL=$(TEST_DATABASE_URL) TEST_REDIS_URL=$(TEST_REDIS_URL) DJANGO_ALLOW_ASYNC_UNSAFE=true \
 	  $(VENV)/bin/pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
+# The documentation site (MkDocs, Material theme) from docs/ into site/; the suite builds it with
+# --strict too (tests/test_docs.py), so a broken link or a page left out of the nav fails it.
+docs: $(VENV)/.installed-test
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 # The fleet-scale benchmark (issue 13): builds the data set once per scale (cached as a template
 # database), serves it with gunicorn in the production posture, and writes artifacts/bench/
 # results.json and results.md. BENCH_SCALE=0.1 make bench for a quicker, smaller run.
@@ -83,4 +88,4 @@ bench: $(VENV)/.installed-test .env  # the provisioning run uses the tests' Kube
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_SCALE=$(BENCH_SCALE) $(PY) -m portal.bench
 
 clean:
-	rm -rf $(VENV) staticfiles artifacts
+	rm -rf $(VENV) staticfiles artifacts site

@@ -269,8 +269,8 @@ SECTIONS = (
             Var("OIDC_ROLE_FINANCE", "finance",
                 "Keycloak realm or client roles (comma-separated) that make a user finance staff"),
             Var("OIDC_GROUP_PREFIX", "/tenants/",
-                "groups `<prefix><tenant slug>/<owner\\|member\\|viewer>` become tenant "
-                "memberships"),
+                "groups `<prefix><tenant slug>/<role>` (role: `owner`, `member` or `viewer`) "
+                "become tenant memberships"),
             Var("OIDC_API_AUDIENCE", "",
                 "audience a Keycloak access token must carry to be accepted as an API bearer token",
                 shown="`OIDC_RP_CLIENT_ID`"),
@@ -396,9 +396,9 @@ def reference_table() -> str:
 
 
 def _plain(markdown: str) -> str:
-    """Markdown as a comment reads it: links as their text, no backticks or escapes."""
+    """Markdown as a comment reads it: links as their text, no backticks."""
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)
-    return text.replace("`", "").replace("\\|", "|")
+    return text.replace("`", "")
 
 
 def env_example() -> str:
