@@ -224,7 +224,7 @@ SECTIONS = (
     ),
     Section(
         "Sign-in with Keycloak",
-        "(OpenID Connect; see [docs/keycloak.md](keycloak.md))",
+        "(OpenID Connect; see [Identity](keycloak.md))",
         (
             Var("OIDC_ISSUER_URL", "",
                 "the realm URL (the tokens' issuer), e.g. "
@@ -276,8 +276,8 @@ SECTIONS = (
                 shown="`OIDC_RP_CLIENT_ID`"),
             Var("KEYCLOAK_DIRECTORY_CLIENT_ID", "",
                 "the realm's service-account client for the directory sync (`realm-management` "
-                "roles `view-users`, `query-groups`; see docs/keycloak.md); empty turns the sync "
-                "off"),
+                "roles `view-users`, `query-groups`; see [Identity](keycloak.md)); empty turns the "
+                "sync off"),
             Var("KEYCLOAK_DIRECTORY_CLIENT_SECRET", "",
                 "that client's secret"),
             Var("KEYCLOAK_DIRECTORY_SYNC_SECONDS", "300",
