@@ -65,7 +65,8 @@ SECTIONS = (
         "",
         (
             Var("DATABASE_URL", "sqlite:///db.sqlite3",
-                "PostgreSQL in production: `postgres://user:pass@host:5432/portal`"),
+                "the database: by default the SQLite file `db.sqlite3` in the checkout; PostgreSQL "
+                "in production, `postgres://user:pass@host:5432/portal`"),
             Var("DATABASE_CONN_MAX_AGE", "",
                 "seconds a worker keeps its database connection open between requests "
                 "(health-checked before reuse); `0` opens one per request",
@@ -77,9 +78,9 @@ SECTIONS = (
         "",
         (
             Var("CELERY_BROKER_URL", "",
-                "Redis in production: `redis://host:6379/0`; unset means tasks run in-process "
-                "(demo)",
-                shown="empty (`memory://`)"),
+                "Celery's broker: Redis in production, `redis://host:6379/0`; unset, tasks run "
+                "in-process (the demo)",
+                shown="`memory://`"),
             Var("CELERY_RESULT_BACKEND", "",
                 "optional Celery result backend, e.g. `redis://host:6379/1`"),
             Var("CELERY_TASK_ALWAYS_EAGER", "",
