@@ -1,0 +1,256 @@
+"""Inference endpoint: one model served by vLLM behind KServe, in the tenant's namespace.
+
+One KServe `InferenceService` in Standard mode (a plain Deployment, Service and HPA; the shipped
+default would be Knative, so the mode is set on each object), predictor `modelFormat: vLLM` on
+the `kserve-vllmserver` ClusterServingRuntime. That runtime runs vLLM's OpenAI-compatible server
+on port 8080 (`/v1/chat/completions`, `/v1/completions`, `/v1/models`) and serves the model
+under the InferenceService's name (`--served-model-name={{.Name}}`). KServe exposes it in the
+cluster as `http://<name>-predictor.<namespace>.svc.<cluster domain>` (port 80) and, when an
+ingress domain is configured, outside as `status.url`.
+
+Each replica holds `gpus_per_replica` units of one GPU class (whole GPUs, or a MIG instance for
+shared tenants), on its model's nodes; a dedicated tenant's replicas land only on the nodes
+reserved for it. The portal reserves quota for `max_replicas`, the most the autoscaler may run.
+
+A shared tenant may instead ask for a HAMi share of a GPU model: `gpu: "hami:<model>"` with
+`gpu_memory_gib` (GiB of one GPU's memory) and `gpu_cores` (percent of its compute, at least
+HAMI_MIN_CORES) per replica. Each replica is then one vGPU — `nvidia.com/gpu: 1`,
+`nvidia.com/gpumem` in MiB, `nvidia.com/gpucores` — scheduled by `hami-scheduler` onto a GPU of
+the model HAMi registered (`nvidia.com/use-gputype`, HAMi's own choice of card type: a HAMi node
+need not carry GPU Feature Discovery's labels), and the workload holds `hami:<model>:memory-gib`
+and `hami:<model>:cores`, each per replica times `max_replicas`. Dedicated tenants get no
+partition, neither at validation nor when a stored spec is built for them.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from inventory import resource_classes
+
+from ..base import (
+    BuildContext,
+    Connection,
+    LaunchContext,
+    Manifest,
+    ObjectKey,
+    Observation,
+    SpecError,
+    condition,
+)
+from ..spec_input import ALL
+from .spec import (
+    DEFAULT_CPU,
+    DEFAULT_GPUS_PER_REPLICA,
+    DEFAULT_MAX_REPLICAS,
+    DEFAULT_MEMORY_GIB,
+    DEFAULT_MIN_REPLICAS,
+    DEPLOYMENT_MODE,
+    DEPLOYMENT_MODE_ANNOTATION,
+    FIELDS,
+    HAMI_FIELDS,
+    INFERENCE_SERVICE,
+    MAX_CPU,
+    MAX_MEMORY_GIB,
+    MAX_REPLICAS,
+    MAX_URI_LENGTH,
+    MIN_GPU_MEMORY_GIB,
+    MODEL_FORMAT,
+    OPENAI_PATH,
+    POD,
+    RUNTIME,
+    SCALABLE,
+    Gpu,
+    cluster_url,
+    serves,
+    service_name,
+    validate,
+)
+from .status import observe
+
+__all__ = [
+    "DEFAULT_CPU",
+    "DEFAULT_GPUS_PER_REPLICA",
+    "DEFAULT_MAX_REPLICAS",
+    "DEFAULT_MEMORY_GIB",
+    "DEFAULT_MIN_REPLICAS",
+    "FIELDS",
+    "HAMI_FIELDS",
+    "KIND",
+    "MAX_CPU",
+    "MAX_MEMORY_GIB",
+    "MAX_REPLICAS",
+    "MAX_URI_LENGTH",
+    "MIN_GPU_MEMORY_GIB",
+    "InferenceKind",
+    "cluster_url",
+    "serves",
+    "service_name",
+]
+
+
+class InferenceKind:
+    """The `inference` workload kind (see `base.WorkloadKind`)."""
+
+    KEY: ClassVar[str] = "inference"
+    LABEL: ClassVar[str] = "Inference endpoint"
+    # KServe copies the InferenceService's labels onto its predictor's pods: they are
+    # observed (a replica no node has room for says why, in the scheduler's words).
+    OWNED_KINDS: ClassVar[tuple[tuple[str, str], ...]] = (INFERENCE_SERVICE, POD)
+
+    def validate(self, spec: Mapping[str, Any], ctx: LaunchContext) -> dict[str, Any]:
+        return validate(spec, ctx)
+
+    def serves(self, spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+        return serves(spec)
+
+    def demand(self, spec: Mapping[str, Any]) -> dict[str, int]:
+        replicas = int(spec["max_replicas"])
+        model = resource_classes.parse_hami_gpu(spec["gpu"])
+        if model is not None:
+            gpus = {
+                resource_classes.hami_key(model.key, "memory-gib"):
+                    int(spec["gpu_memory_gib"]) * replicas,
+                resource_classes.hami_key(model.key, "cores"): int(spec["gpu_cores"]) * replicas,
+            }
+        else:
+            gpus = {spec["gpu"]: int(spec["gpus_per_replica"]) * replicas}
+        return {
+            **gpus,
+            "cpu": int(spec["cpu"]) * replicas,
+            "memory-gib": int(spec["memory_gib"]) * replicas,
+            f"count:{self.KEY}": 1,
+        }
+
+    def manifests(self, spec: Mapping[str, Any], ctx: BuildContext) -> list[Manifest]:
+        gpu = Gpu.of(spec["gpu"])
+        if gpu.kind != "gpu" and not ctx.partitions_allowed:
+            # Launched while the tenant was shared; it is dedicated now: no partition for it.
+            raise SpecError({"gpu": [f"{gpu.label} are partitions, and the tenant is dedicated "
+                                     "now: whole GPUs only. Delete this endpoint and launch "
+                                     "one with a gpu:… class."]})
+        gpus = int(spec["gpus_per_replica"])
+        amounts = {"cpu": str(spec["cpu"]), "memory": f"{spec['memory_gib']}Gi"}
+        if gpu.kind == "hami":
+            memory = resource_classes.parse(resource_classes.hami_key(gpu.model.key, "memory-gib"))
+            amounts |= {
+                resource_classes.GPU_RESOURCE: "1",  # one vGPU
+                memory.kubernetes_resource: memory.kubernetes_quantity(int(spec["gpu_memory_gib"])),
+                resource_classes.HAMI_CORES_RESOURCE: str(int(spec["gpu_cores"])),
+            }
+        else:
+            amounts[gpu.resource_class.kubernetes_resource] = str(gpus)
+        model: dict[str, Any] = {
+            "modelFormat": {"name": MODEL_FORMAT},
+            "runtime": RUNTIME,
+            "storageUri": spec["model_uri"],
+            "resources": {"requests": dict(amounts), "limits": dict(amounts)},
+        }
+        if gpus > 1:
+            # vLLM uses one GPU unless told to split the model across the replica's GPUs.
+            model["args"] = [f"--tensor-parallel-size={gpus}"]
+        predictor: dict[str, Any] = {
+            "minReplicas": int(spec["min_replicas"]),
+            "maxReplicas": int(spec["max_replicas"]),
+            "model": model,
+        }
+        if gpu.kind == "hami":
+            # HAMi places the vGPU: its scheduler, on a GPU of the type its plugin registered.
+            predictor["schedulerName"] = resource_classes.HAMI_SCHEDULER
+            predictor["annotations"] = {
+                resource_classes.HAMI_GPU_TYPE_ANNOTATION: gpu.model.hami_type
+            }
+            if selector := ctx.gpu_node_selector(None):
+                predictor["nodeSelector"] = selector
+        else:
+            predictor["nodeSelector"] = ctx.gpu_node_selector(gpu.model.product_label)
+        if tolerations := ctx.gpu_tolerations():
+            predictor["tolerations"] = tolerations
+        metadata = ctx.metadata(
+            service_name(ctx.name), annotations={DEPLOYMENT_MODE_ANNOTATION: DEPLOYMENT_MODE}
+        )
+        return [
+            {
+                "apiVersion": INFERENCE_SERVICE[0],
+                "kind": INFERENCE_SERVICE[1],
+                "metadata": metadata,
+                "spec": {"predictor": predictor},
+            }
+        ]
+
+    def observe(
+        self, objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
+    ) -> Observation:
+        return observe(objects, spec, ctx)
+
+    def scale(
+        self, spec: Mapping[str, Any], changes: Mapping[str, Any], ctx: LaunchContext
+    ) -> dict[str, Any]:
+        if not isinstance(changes, Mapping):
+            raise SpecError({ALL: ["The changes are a JSON object of fields."]})
+        fixed = {
+            str(key): [
+                "Fixed for a running endpoint: create a new one to change it."
+                if key in FIELDS
+                else "Unknown field."
+            ]
+            for key in changes
+            if key not in SCALABLE
+        }
+        if fixed:
+            raise SpecError(fixed)
+        return self.validate({**spec, **changes}, ctx)
+
+    def connection(
+        self, objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
+    ) -> Connection:
+        name = service_name(ctx.name)
+        obj = objects.get((*INFERENCE_SERVICE, name)) or {}
+        status = obj.get("status") or {}
+        inside = (status.get("address") or {}).get("url") or cluster_url(
+            name, ctx.namespace, ctx.cluster_domain
+        )
+        outside = status.get("url") or ""
+        ready = "Yes" if (condition(obj, "Ready") or {}).get("status") == "True" else "Not yet"
+        body = json.dumps(
+            {
+                "model": name,
+                "messages": [{"role": "user", "content": "Say hello in one sentence."}],
+                "max_tokens": 64,
+            }
+        )
+        base = inside.rstrip("/") + OPENAI_PATH
+        items = [("Model name", name), ("In-cluster URL", inside), ("Ready", ready)]
+        if outside:
+            items.insert(1, ("Endpoint URL", outside))
+        items.append(("OpenAI API base URL", base))
+        notes = [
+            f"From pods in the tenant's namespace ({ctx.namespace}) use the in-cluster URL: the"
+            " namespace's network policy admits traffic from the tenant's own pods and from the"
+            " ingress gateway, which serves the endpoint URL.",
+            "Any OpenAI client works: set its base URL to the one above and the model to"
+            f" “{name}”. The endpoint has no API key of its own.",
+        ]
+        if spec.get("min_replicas") == 0:
+            notes.append(
+                "Minimum replicas is 0, but KServe's Standard mode autoscaler keeps one replica"
+                " running: the endpoint does not scale to zero."
+            )
+        return Connection(
+            items=tuple(items),
+            commands=(
+                ("List the model", f"curl -sS {shlex.quote(base + '/models')}"),
+                (
+                    "Chat completion",
+                    f"curl -sS {shlex.quote(base + '/chat/completions')}"
+                    f" -H 'Content-Type: application/json' -d {shlex.quote(body)}",
+                ),
+            ),
+            notes=tuple(notes),
+        )
+
+
+KIND = InferenceKind()
