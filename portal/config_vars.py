@@ -1,10 +1,11 @@
 """Every environment variable the portal reads, declared once: name, default, meaning.
 
-portal/settings.py reads each one with django-environ where it is used. From these declarations
-`python manage.py config_reference` writes the reference table of docs/configuration.md and the
-whole of .env.example; tests/portal/test_configuration.py fails when a variable settings read is
-not declared here (or one declared here is not read), when a declared default is not the one
-settings use, and when either file is not what the declarations write.
+The settings package (portal/settings/) reads each one with django-environ where it is used.
+From these declarations `python manage.py config_reference` writes the reference table of
+docs/configuration.md and the whole of .env.example; tests/portal/test_configuration.py fails
+when a variable settings read is not declared here (or one declared here is not read), when a
+declared default is not the one settings use, and when either file is not what the declarations
+write.
 """
 
 import re

@@ -51,11 +51,6 @@ def test_the_schema_covers_the_api():
     assert "/api/v1/me/" in PATHS and "/api/v1/tokens/" in PATHS
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def world():
     """One of each object an API path names, in tenant `acme`, and an admin who owns acme."""

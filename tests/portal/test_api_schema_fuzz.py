@@ -94,7 +94,6 @@ def world(db, settings, _connections_kept):
     # Random data must never reach a cluster: the simulated fleet, tasks run in-process.
     settings.FLEET_BACKEND = "simulated"
     settings.CELERY_TASK_ALWAYS_EAGER = True
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     acme = TenantFactory(slug="acme")
     member = MembershipFactory(tenant=acme, role=Membership.Role.MEMBER,
                                user=UserFactory(username="member")).user

@@ -44,11 +44,6 @@ RESOURCES = [
 _serial = itertools.count(1)
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def people(db):
     admin = RoleAssignmentFactory(

@@ -6,12 +6,6 @@ from tenants.quota import services as quota_requests
 from tests.factories import QuotaFactory
 
 
-@pytest.fixture(autouse=True)
-def _fast_password_hashing(settings):
-    # The role fixtures set passwords; PBKDF2 would spend most of these tests' time hashing.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def submit(tenant, tenant_member):
     """`submit(lines={"gpu:nvidia-h200": 8}, ...)` files a quota request through the service."""

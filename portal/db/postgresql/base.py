@@ -9,7 +9,7 @@ Django gives them: `datetime.UTC` with USE_TZ, naive without), from psycopg's co
 Django's loader, which raises Django's error as before; a DateStyle other than ISO is refused
 by both alike (NotImplementedError).
 
-Set as the ENGINE by settings.py wherever DATABASE_URL names PostgreSQL.
+Set as the ENGINE by the settings wherever DATABASE_URL names PostgreSQL.
 """
 
 from __future__ import annotations

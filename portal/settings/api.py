@@ -1,0 +1,74 @@
+"""The REST API (Django REST framework) and its OpenAPI schema (drf-spectacular)."""
+
+from .base import PRODUCTION, env
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "portal.api.authentication.ApiTokenAuthentication",
+        "tenants.identity.oidc.KeycloakBearerAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": [
+        "portal.api.parsers.PortalJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.PortalPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "portal.api.errors.exception_handler",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
+    + ([] if PRODUCTION else ["rest_framework.renderers.BrowsableAPIRenderer"]),
+    # Per signed-in user, and per anonymous client address (REMOTE_ADDR, or the address
+    # TRUSTED_PROXY_COUNT proxies in front of the portal put into X-Forwarded-For): JSON 429.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "portal.api.throttling.PortalAnonThrottle",
+        "portal.api.throttling.PortalUserThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env.str("API_THROTTLE_USER_RATE", default="6000/hour"),
+        "anon": env.str("API_THROTTLE_ANON_RATE", default="600/hour"),
+    },
+    "NUM_PROXIES": env.int("TRUSTED_PROXY_COUNT", default=0),
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "AI Factory Portal API",
+    "DESCRIPTION": "Quota, workloads, inventory and billing of the shared GPU fleet.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "portal.api.schema.document_error_responses",
+    ],
+}
+# Choice sets of different models share field names (kind, role, source, state): name each.
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
+    "NodeStateEnum": "inventory.models.node.NodeState",
+    "NodeRoleEnum": "inventory.models.node.NodeRole",
+    "BiosProfileEnum": "inventory.models.node.BiosProfile",
+    "GpuSharingEnum": "inventory.models.node.GpuSharing",
+    "ValidationKindEnum": "inventory.models.node.ValidationKind",
+    "GpuHealthEnum": "inventory.models.device.GpuHealth",
+    "NicKindEnum": "inventory.models.device.NicKind",
+    "HealthEventKindEnum": "inventory.models.health.HealthEventKind",
+    "HealthEventSourceEnum": "inventory.models.health.HealthEventSource",
+    "HealthEventRemediationEnum": "inventory.models.health.HealthEventRemediation",
+    "SeverityEnum": "inventory.models.health.Severity",
+    "MembershipRoleEnum": "tenants.access.models.Membership.Role",
+    "MembershipSourceEnum": "tenants.access.models.Source",
+    "QuotaRequestStatusEnum": "tenants.quota.models.QuotaRequestStatus",
+    "TenantIsolationEnum": "tenants.access.models.Tenant.Isolation",
+    "TenantStatusEnum": "tenants.access.models.Tenant.Status",
+    "WorkloadStatusEnum": "tenants.workloads.models.WorkloadStatus",
+    "WorkloadKindEnum": "tenants.workloads.registry.CHOICES",
+    "WorkloadEventKindEnum": "tenants.workloads.models.WorkloadEvent.Kind",
+    "WorkloadPowerActionEnum": "tenants.workloads.kinds.vm.spec.POWER_ACTIONS",
+}
+# Billing's invoice API (finance): the invoice's status.
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]["InvoiceStatusEnum"] = "billing.models.InvoiceStatus"

@@ -1,0 +1,63 @@
+"""The fleet: the Kubernetes backend, tenants on the cluster, health and remediation, and who
+may read the portal's metrics."""
+
+import environ
+
+from .base import CELERY_BEAT_SCHEDULE, PRODUCTION, env
+
+# The fleet: "simulated" (demo, state in the database) or "kubernetes" (official client).
+FLEET_BACKEND = env.str("FLEET_BACKEND", default="simulated")
+if FLEET_BACKEND not in {"simulated", "kubernetes"}:
+    raise environ.ImproperlyConfigured("FLEET_BACKEND must be 'simulated' or 'kubernetes'.")
+FLEET_KUBECONFIG = env.str("KUBECONFIG", default="")
+FLEET_KUBE_CONTEXT = env.str("KUBE_CONTEXT", default="")
+FLEET_REQUEST_TIMEOUT = env.float("FLEET_REQUEST_TIMEOUT", default=15.0)
+FLEET_FIELD_MANAGER = env.str("FLEET_FIELD_MANAGER", default="ai-factory-portal")
+FLEET_SIMULATED_READY_SECONDS = env.float("FLEET_SIMULATED_READY_SECONDS", default=20.0)
+
+# Tenants on the cluster: who may reach a tenant's pods, and what its Keycloak group may do.
+TENANT_INGRESS_NAMESPACE = env.str("TENANT_INGRESS_NAMESPACE", default="ingress-gateway")
+TENANT_EDIT_CLUSTER_ROLE = env.str("TENANT_EDIT_CLUSTER_ROLE", default="edit")
+# The API server's --oidc-groups-prefix: Keycloak group "/tenants/x/member" is
+# "oidc:/tenants/x/member" in RBAC (the tenant's RoleBindings name these groups).
+KUBERNETES_OIDC_GROUPS_PREFIX = env.str("KUBERNETES_OIDC_GROUPS_PREFIX", default="oidc:")
+# The cluster's DNS domain: in-cluster addresses of workloads (<svc>.<ns>.svc.<domain>).
+KUBERNETES_CLUSTER_DOMAIN = env.str("KUBERNETES_CLUSTER_DOMAIN", default="cluster.local")
+
+PROMETHEUS_URL = env.str("PROMETHEUS_URL", default="")
+PROMETHEUS_TIMEOUT = env.float("PROMETHEUS_TIMEOUT", default=5.0)
+
+# Fleet health: how often the cluster is read and DCGM signals are ingested, how far back a
+# finding counts, and the remediation policy (a severity, or "off"): cordon the Kubernetes
+# node at REMEDIATION_CORDON_AT or worse, drain it to maintenance at REMEDIATION_DRAIN_AT.
+INVENTORY_SYNC_INTERVAL = env.int("INVENTORY_SYNC_INTERVAL", default=300)
+HEALTH_INGEST_INTERVAL = env.int("HEALTH_INGEST_INTERVAL", default=60)
+HEALTH_LOOKBACK_MINUTES = env.int("HEALTH_LOOKBACK_MINUTES", default=10)
+REMEDIATION_CORDON_AT = env.str("REMEDIATION_CORDON_AT", default="warning")
+REMEDIATION_DRAIN_AT = env.str("REMEDIATION_DRAIN_AT", default="critical")
+for _name in ("REMEDIATION_CORDON_AT", "REMEDIATION_DRAIN_AT"):
+    if vars()[_name] not in {"info", "warning", "critical", "off"}:
+        raise environ.ImproperlyConfigured(f"{_name} must be info, warning, critical or off.")
+# XIDs that mean the GPU needs a reset or repair (ECC, fallen off the bus, NVLink, GSP).
+REMEDIATION_CRITICAL_XIDS = env.list(
+    "REMEDIATION_CRITICAL_XIDS", cast=int, default=[48, 63, 64, 74, 79, 92, 94, 95, 119, 120]
+)
+CELERY_BEAT_SCHEDULE |= {
+    "inventory-cluster-sync": {
+        "task": "inventory.tasks.cluster_sync_task",
+        "schedule": float(INVENTORY_SYNC_INTERVAL),
+    },
+    "inventory-health-ingest": {
+        "task": "inventory.tasks.health_ingest_task",
+        "schedule": float(HEALTH_INGEST_INTERVAL),
+    },
+}
+PROMETHEUS_EXPORT_MIGRATIONS = False
+# Who may read /metrics and the details of /readyz: a scraper presenting this bearer token, or
+# a direct peer (REMOTE_ADDR, never a forwarded address) in one of these networks. Signed-in
+# platform admins also see /readyz's details. Everyone else gets 403 from /metrics and only the
+# status from /readyz.
+METRICS_BEARER_TOKEN = env.str("METRICS_BEARER_TOKEN", default="")
+METRICS_ALLOWED_NETWORKS = env.list(
+    "METRICS_ALLOWED_NETWORKS", default=[] if PRODUCTION else ["127.0.0.1/32", "::1/128"]
+)
