@@ -60,6 +60,14 @@ class SettlementLine:
     description: str  # the credit note's reason, or "Payment"
     amount: Decimal
 
+    @property
+    def label(self) -> str:
+        """How it is named after an invoice's total."""
+        if self.kind == "credit_note":
+            return f"Credit note {self.reference} ({self.date:%Y-%m-%d})"
+        reference = f", {self.reference}" if self.reference else ""
+        return f"Payment {self.date:%Y-%m-%d}{reference}"
+
 
 @dataclass(frozen=True)
 class InvoiceDocument:

@@ -1,204 +1,16 @@
-"""Invoice exports for finance: CSV for accounting, XLSX for review, PDF to send the tenant.
-
-- CSV: one row per line, with the invoice's facts repeated on every row so that each row
-  stands alone in an accounting import; the discount and the tax are rows of their own, so
-  the `amount` column of an invoice adds up to its `invoice_total`. What its credit notes and
-  payments add up to are columns of every row too: `credited`, `net_total` (the total less
-  the credits), `paid` and `balance_due` (negative when over-settled: a refund is owed).
-  Unpriced usage is a row with a quantity and no amount. ISO 8601 dates, `.` decimals, no
-  thousands separators, written through `portal.csv_export` (it defuses formula-like cells).
-- XLSX of a list of invoices: two sheets finance can filter and pivot, "Invoices" (a row per
-  invoice) and "Lines" (a row per line, credit, discount, tax and unpriced usage, with its
-  invoice's number, tenant and period). XLSX of one invoice: a summary sheet and the invoice's
-  own sheet laid out as the invoice reads. Numbers are number cells in the invoice's currency
-  format and dates are date cells. Text is always stored as text: a tenant named
-  `=HYPERLINK(...)` is a string, never a formula.
-- PDF: `templates/billing/invoice_pdf.html` rendered by xhtml2pdf (pure Python, over
-  ReportLab), with every external resource refused.
-"""
+"""Invoices as XLSX workbooks: one invoice as it reads, a list to filter and pivot."""
 
 import io
 from collections.abc import Iterable, Iterator
-from datetime import datetime
-from decimal import ROUND_HALF_UP, Decimal
 from typing import IO
 
-from django.template.loader import render_to_string
 from openpyxl import Workbook
 from openpyxl.cell.cell import ERROR_CODES, ILLEGAL_CHARACTERS_RE, Cell, WriteOnlyCell
 from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet._write_only import WriteOnlyWorksheet
-from xhtml2pdf import pisa
-from xhtml2pdf.config.resources import ResourceAccessPolicy
 
-from portal import csv_export
-
-from .calculations.invoicing import class_label, class_order, quantity_unit
-from .documents import DocumentLine, ExportInvoice, InvoiceDocument, SettlementLine, last_day
-
-# The layout of one invoice's files: an issued invoice's PDF, CSV and XLSX are rendered once
-# and kept (`billing.services.invoice_files`) while this stays the same. Bump it when what
-# they print changes (this module's layouts, templates/billing/invoice_pdf.html).
-FILE_LAYOUT = 2
-
-CSV_COLUMNS = (
-    "invoice_number",
-    "tenant",
-    "tenant_slug",
-    "cost_center",
-    "period_start",
-    "period_end",
-    "issue_date",
-    "due_date",
-    "currency",
-    "status",
-    "line_type",
-    "resource_class",
-    "description",
-    "line_period_start",
-    "line_period_end",
-    "quantity_hours",
-    "quantity",
-    "unit",
-    "unit_price",
-    "amount",
-    "tax_rate",
-    "invoice_total",
-    "credited",
-    "net_total",
-    "paid",
-    "balance_due",
-)
-
-
-def _number(value: Decimal | None) -> str:
-    # Fixed-point always: str(Decimal) may answer "1E+2", which no accounting import reads.
-    return "" if value is None else format(value, "f")
-
-
-def _line_row(line: DocumentLine) -> dict[str, str]:
-    return {
-        "line_type": line.line_type,
-        "resource_class": line.resource_class,
-        "description": line.description,
-        "line_period_start": line.period_start.isoformat(),
-        "line_period_end": line.period_end.isoformat(),
-        "quantity_hours": _number(line.quantity_hours),
-        "quantity": _number(line.quantity),
-        "unit": line.unit,
-        "unit_price": _number(line.unit_price),
-        "amount": _number(line.amount),
-    }
-
-
-def _adjustment_rows(document: InvoiceDocument) -> Iterator[dict[str, str]]:
-    totals, period = document.totals, (document.period_start, document.period_end)
-    adjustments = []
-    if totals.discount:
-        adjustments.append(("discount", f"Discount {totals.discount_percent} %", totals.discount))
-    if totals.tax_percent is not None:
-        adjustments.append(("tax", f"Tax {totals.tax_percent} %", totals.tax))
-    for line_type, description, amount in adjustments:
-        yield {
-            "line_type": line_type,
-            "description": description,
-            "line_period_start": period[0].isoformat(),
-            "line_period_end": period[1].isoformat(),
-            "amount": _number(amount),
-        }
-
-
-def invoice_rows(document: InvoiceDocument) -> list[dict[str, str]]:
-    """The CSV rows of one invoice, as `CSV_COLUMNS` name them."""
-    facts = {
-        "invoice_number": document.number,
-        "tenant": document.tenant_name,
-        "tenant_slug": document.tenant_slug,
-        "cost_center": document.cost_center,
-        "period_start": document.period_start.isoformat(),
-        "period_end": document.period_end.isoformat(),
-        "issue_date": document.issue_date.isoformat(),
-        "due_date": document.due_date.isoformat(),
-        "currency": document.currency,
-        "status": document.status,
-        "tax_rate": _number(document.totals.tax_percent),
-        "invoice_total": _number(document.totals.total),
-        "credited": _number(document.credited),
-        "net_total": _number(document.net_total),
-        "paid": _number(document.paid),
-        "balance_due": _number(document.balance_due),
-    }
-    lines = [_line_row(line) for line in document.lines + document.credit_lines]
-    lines += list(_adjustment_rows(document))
-    lines += [_line_row(line) for line in document.unpriced]
-    return [{column: {**facts, **line}.get(column, "") for column in CSV_COLUMNS} for line in lines]
-
-
-def write_invoices_csv(*, documents: Iterable[InvoiceDocument], out: IO[str]) -> None:
-    """Write the invoices' rows, with a header, to the text stream `out`."""
-    writer = csv_export.dict_writer(out, CSV_COLUMNS)
-    writer.writeheader()
-    for document in documents:
-        writer.writerows(invoice_rows(document))
-
-
-def invoices_csv(*, documents: Iterable[InvoiceDocument]) -> str:
-    out = io.StringIO(newline="")
-    write_invoices_csv(documents=documents, out=out)
-    return out.getvalue()
-
-
-def invoice_list_csv_rows(invoice: ExportInvoice, labels: dict[str, str]) -> list[list[str]]:
-    """The CSV rows of one invoice of a list, as `invoice_rows` writes its document, from plain
-    values (`labels` caches each resource class's label over the export)."""
-    facts = [
-        invoice.number,
-        invoice.tenant_name,
-        invoice.tenant_slug,
-        invoice.cost_center,
-        invoice.period_start.isoformat(),
-        invoice.period_end.isoformat(),
-        invoice.issue_date.isoformat(),
-        invoice.due_date.isoformat(),
-        invoice.currency,
-        invoice.status,
-    ]
-    net = invoice.total - invoice.credited
-    feet = [_number(invoice.tax_percent), _number(invoice.total), _number(invoice.credited),
-            _number(net), _number(invoice.paid), _number(net - invoice.paid)]
-    rows = []
-    for _, kind, resource, start, end, hours, quantity, unit, price, amount in invoice.lines:
-        label = labels.get(resource) or labels.setdefault(resource, class_label(resource))
-        description = label if kind == "usage" else f"Downtime credit: {label}"
-        line_period = (start.date().isoformat(), last_day(end).isoformat())
-        numbers = (_number(hours), _number(quantity), unit, _number(price), _number(amount))
-        rows.append([*facts, kind, resource, description, *line_period, *numbers, *feet])
-    period = (invoice.period_start.isoformat(), invoice.period_end.isoformat())
-    adjustments = []
-    if invoice.discount:
-        adjustments.append(("discount", f"Discount {invoice.discount_percent} %", invoice.discount))
-    if invoice.tax_percent is not None:
-        adjustments.append(("tax", f"Tax {invoice.tax_percent} %", invoice.tax))
-    for line_type, description, amount in adjustments:
-        no_quantity = ("", "", "", "")
-        rows.append(
-            [*facts, line_type, "", description, *period, *no_quantity, _number(amount), *feet]
-        )
-    for item in invoice.unpriced:
-        resource = item["resource"]
-        label = item.get("label") or class_label(resource)
-        description = f"{label}: not billed, {item['reason']}"
-        line_period = (
-            datetime.fromisoformat(item["period_start"]).date().isoformat(),
-            last_day(datetime.fromisoformat(item["period_end"])).isoformat(),
-        )
-        numbers = (_number(Decimal(item["quantity_hours"])), "", "hour", "", "")
-        rows.append([*facts, "unpriced", resource, description, *line_period, *numbers, *feet])
-    return rows
-
-
-# XLSX
+from ..documents import DocumentLine, InvoiceDocument
 
 _HEADER_FONT = Font(bold=True, color="FFFFFF")
 _HEADER_FILL = PatternFill("solid", fgColor="334E68")
@@ -331,7 +143,7 @@ def _invoice_sheet(sheet: WriteOnlyWorksheet, doc: InvoiceDocument) -> None:
     if totals.tax_percent is not None:
         feet.append((f"Tax {totals.tax_percent} %", totals.tax))
     feet.append(("Total", totals.total))
-    feet += [(_settlement_label(item), -item.amount) for item in doc.settlement]
+    feet += [(item.label, -item.amount) for item in doc.settlement]
     if doc.credited or doc.paid:
         feet.append(("Balance due", doc.balance_due))
     sheet.append([])
@@ -344,14 +156,6 @@ def _invoice_sheet(sheet: WriteOnlyWorksheet, doc: InvoiceDocument) -> None:
                       font=_BOLD if label in ("Total", "Balance due") else None),
             ]
         )
-
-
-def _settlement_label(item: SettlementLine) -> str:
-    """How a credit note or a payment is named after an invoice's total."""
-    if item.kind == "credit_note":
-        return f"Credit note {item.reference} ({item.date:%Y-%m-%d})"
-    reference = f", {item.reference}" if item.reference else ""
-    return f"Payment {item.date:%Y-%m-%d}{reference}"
 
 
 def write_invoices_xlsx(*, documents: Iterable[InvoiceDocument], out: IO[bytes]) -> None:
@@ -541,89 +345,4 @@ def write_invoice_list_xlsx(*, documents: Iterable[InvoiceDocument], out: IO[byt
 def invoices_xlsx(*, documents: Iterable[InvoiceDocument]) -> bytes:
     out = io.BytesIO()
     write_invoices_xlsx(documents=documents, out=out)
-    return out.getvalue()
-
-
-# PDF
-
-# Nothing an invoice shows needs a file or a URL: refuse them all (no SSRF, no local reads).
-_NO_RESOURCES = ResourceAccessPolicy.server(allow_remote=False)
-CENT = Decimal("0.01")
-
-
-def _shown(value: Decimal) -> str:
-    # A price: up to the 6 places it may carry, at least 2.
-    whole, _, places = f"{value:,.6f}".partition(".")
-    return f"{whole}.{places.rstrip('0').ljust(2, '0')}"
-
-
-def _pdf_lines(lines: Iterable[DocumentLine]) -> list[dict[str, str]]:
-    """The lines as the PDF prints them: whole GPUs first, then MIG and HAMi shares, then CPU,
-    memory, storage and workloads; each quantity to two places in the unit its class counts
-    in (GPU-hours, MIG instance-hours, GiB-months…), amounts in the invoice's currency."""
-    ordered = sorted(lines, key=lambda line: (*class_order(line.resource_class),
-                                              line.period_start, line.description))
-    return [
-        {
-            "description": line.description,
-            "period": f"{line.period_start.isoformat()} to {line.period_end.isoformat()}",
-            "quantity": f"{_quantity(line).quantize(CENT, ROUND_HALF_UP):,.2f}",
-            "unit": quantity_unit(line.resource_class, line.unit),
-            "unit_price": "" if line.unit_price is None else _shown(line.unit_price),
-            "amount": "" if line.amount is None else f"{line.amount:,.2f}",
-        }
-        for line in ordered
-    ]
-
-
-def _quantity(line: DocumentLine) -> Decimal:
-    return line.quantity if line.quantity is not None else line.quantity_hours
-
-
-def invoice_pdf_html(*, document: InvoiceDocument) -> str:
-    """The invoice as the HTML the PDF is rendered from (also a print preview)."""
-    currency, totals = document.currency, document.totals
-    money = {
-        name: f"{currency} {getattr(totals, name):,.2f}"
-        for name in ("subtotal", "discount", "tax", "total")
-    }
-    context = {
-        "document": document,
-        "lines": _pdf_lines(document.lines),
-        "credit_lines": _pdf_lines(document.credit_lines),
-        "unpriced": _pdf_lines(document.unpriced),
-        "totals": {
-            **money,
-            "discount": money["discount"] if totals.discount else "",
-            "tax": money["tax"] if totals.tax_percent is not None else "",
-            "discount_percent": totals.discount_percent,
-            "tax_percent": totals.tax_percent,
-        },
-        # After the totals: each credit note and payment, and what is left to pay.
-        "settlement": [
-            {"label": _settlement_label(item),
-             "description": item.description if item.kind == "credit_note" else "",
-             "amount": f"-{currency} {item.amount:,.2f}"}
-            for item in document.settlement
-        ],
-        "settled": bool(document.credited or document.paid),
-        "net_total": f"{currency} {document.net_total:,.2f}",
-        "balance_due": f"{currency} {document.balance_due:,.2f}",
-        "refund_owed": (f"{currency} {-document.balance_due:,.2f}"
-                        if document.balance_due < 0 else ""),
-    }
-    return render_to_string("billing/invoice_pdf.html", context)
-
-
-def invoice_pdf(*, document: InvoiceDocument) -> bytes:
-    """The invoice as a PDF document."""
-    out = io.BytesIO()
-    status = pisa.CreatePDF(
-        invoice_pdf_html(document=document),
-        dest=out,
-        encoding="utf-8",
-        resource_policy=_NO_RESOURCES,
-    )
-    if status.err:
-        raise RuntimeError(f"The invoice PDF could not be rendered ({status.err} errors).")
     return out.getvalue()
