@@ -22,6 +22,8 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
+from django.db import IntegrityError
+from django.db.models import F
 from django.utils import timezone
 
 from .directory import (
@@ -130,8 +132,12 @@ class _Progress:
         return self.missing([item])
 
     def save(self) -> None:
-        # ignore_conflicts: a run started by hand beside the periodic one may store it too.
-        DirectoryAnswer.objects.bulk_create(self.unsaved, ignore_conflicts=True)
+        # A run started by hand beside the periodic one may store the same answers (ignored), or
+        # finish and forget the read first (then these answers have no read left to belong to).
+        try:
+            DirectoryAnswer.objects.bulk_create(self.unsaved, ignore_conflicts=True)
+        except IntegrityError:
+            logger.info("Keycloak directory read %s was finished by another run", self.read.pk)
         self.unsaved = []
 
     def snapshot(self, paths: list[str], subjects: list[str]) -> DirectorySnapshot:
@@ -203,6 +209,7 @@ def directory_read(*, paths: list[str], subjects: list[str]) -> DirectorySnapsho
     finally:
         progress.save()
         read.runs += 1
-        read.last_run_at, read.last_error = timezone.now(), error[:2000]
-        read.save(update_fields=["runs", "last_run_at", "last_error"])
+        DirectoryRead.objects.filter(pk=read.pk).update(
+            runs=F("runs") + 1, last_run_at=timezone.now(), last_error=error[:2000]
+        )
     return progress.snapshot(paths, subjects)
