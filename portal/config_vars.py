@@ -291,6 +291,10 @@ SECTIONS = (
                 " before)"),
             Var("KEYCLOAK_DIRECTORY_CONCURRENCY", "8",
                 "how many Admin REST calls one sync makes at a time"),
+            Var("KEYCLOAK_DIRECTORY_READ_MAX_AGE", "3600",
+                "seconds: a directory read that ran out of time is resumed by the next syncs; one "
+                "begun longer ago than this starts over (at least twice the interval; see "
+                "[Identity](keycloak.md))"),
             Var("API_TOKEN_MAX_LIFETIME_DAYS", "90",
                 "the longest a personal API token lives; longer is refused, older tokens stop "
                 "working"),

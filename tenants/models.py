@@ -1,10 +1,13 @@
 """The tenants app's models, kept in its sub-domains; Django finds them through this module."""
 
 from .access.models import Membership, RoleAssignment, Source, Tenant
+from .identity.models import DirectoryAnswer, DirectoryRead
 from .quota.models import Quota, QuotaRequest, QuotaRequestLine, QuotaRequestStatus
 from .workloads.models import Workload, WorkloadEvent, WorkloadStatus
 
 __all__ = [
+    "DirectoryAnswer",
+    "DirectoryRead",
     "Membership",
     "Quota",
     "QuotaRequest",

@@ -75,6 +75,14 @@ KEYCLOAK_DIRECTORY_SYNC_SECONDS = env.int("KEYCLOAK_DIRECTORY_SYNC_SECONDS", def
 # completes a sync. Shorter than the interval, so that two runs never overlap.
 KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT = env.int("KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT", default=240)
 KEYCLOAK_DIRECTORY_CONCURRENCY = env.int("KEYCLOAK_DIRECTORY_CONCURRENCY", default=8)
+# A run that runs out of time keeps what it read and the next resumes it; a read begun longer ago
+# than this starts over, so that no answer acted upon is older than this (docs/keycloak.md).
+KEYCLOAK_DIRECTORY_READ_MAX_AGE = env.int("KEYCLOAK_DIRECTORY_READ_MAX_AGE", default=3600)
+if KEYCLOAK_DIRECTORY_READ_MAX_AGE < 2 * KEYCLOAK_DIRECTORY_SYNC_SECONDS:
+    raise environ.ImproperlyConfigured(
+        "KEYCLOAK_DIRECTORY_READ_MAX_AGE must be at least two KEYCLOAK_DIRECTORY_SYNC_SECONDS "
+        "(a read must be able to span more than one run)."
+    )
 if not 70 <= KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT < KEYCLOAK_DIRECTORY_SYNC_SECONDS:
     raise environ.ImproperlyConfigured(
         "KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT must be at least 70 seconds and shorter than "

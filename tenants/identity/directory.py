@@ -8,8 +8,9 @@ resource says whether the account is still there and enabled, and their role map
 realm and client roles they hold. (Listing a role's holders would need `view-realm`, or
 `view-clients` for a client's role.)
 
-Reads run a few at a time (KEYCLOAK_DIRECTORY_CONCURRENCY) and within a time budget, so that a
-Keycloak answering in seconds per call still completes a sync within its task's time limit.
+Reads run a few at a time (KEYCLOAK_DIRECTORY_CONCURRENCY) and within a time budget; each answer
+is handed to the caller as it arrives, so that what was read before the budget ran out is kept
+(tenants/identity/directory_read.py resumes from it at the next run).
 
 Every failure to read (connection refused, timeout, 5xx, 401/403, a body of the wrong shape, the
 budget spent) is raised as `DirectoryUnavailable` naming its cause, so the caller can change
@@ -18,8 +19,9 @@ path (nobody is in a group that does not exist) and 404 for a user (deleted).
 """
 
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -29,6 +31,7 @@ from keycloak.exceptions import KeycloakError
 
 NOT_FOUND = 404
 UNAUTHORIZED, FORBIDDEN = 401, 403
+MEMBERS_PAGE = 100  # a group's members are read this many at a time, each page one answer
 K = TypeVar("K")
 _FAIL = object()  # `_read` without a `missing` value: a 404 is a failure too
 
@@ -95,10 +98,10 @@ def _cause(exc: Exception) -> str:
     return f"Keycloak could not be reached: {text[:200]}"
 
 
-def _ids(users: Any) -> set[str]:
+def _ids(users: Any) -> list[str]:
     if not isinstance(users, list) or not all(isinstance(u, dict) and u.get("id") for u in users):
         raise DirectoryUnavailable(f"unexpected user list from Keycloak: {str(users)[:200]}")
-    return {str(u["id"]) for u in users}
+    return [str(u["id"]) for u in users]
 
 
 class KeycloakDirectory:
@@ -128,51 +131,73 @@ class KeycloakDirectory:
             raise DirectoryUnavailable(f"{what}: {_cause(exc)}") from exc
 
     def read_all(
-        self, reads: dict[K, Callable[[], Any]], *, deadline: float, concurrency: int
-    ) -> dict[K, Any]:
-        """Run every read, `concurrency` at a time, and return their results by key; the first
-        failure, or `deadline` (time.monotonic()) passing first, is DirectoryUnavailable."""
-        if not reads:
-            return {}
-        keys = list(reads)
-        results = {keys[0]: reads[keys[0]]()}  # one alone first: it fetches the access token
+        self,
+        reads: dict[K, Callable[[], Any]],
+        *,
+        then: Callable[[K, Any], dict[K, Callable[[], Any]]],
+        deadline: float,
+        concurrency: int,
+    ) -> int:
+        """Run every read, `concurrency` at a time, handing each answer to `then(key, answer)`
+        (on this thread) as it arrives; the reads `then` returns run too. Returns how many ran.
+
+        The first failure, or `deadline` (time.monotonic()) passing first, is
+        DirectoryUnavailable; the answers handed over before it stand.
+        """
+        queue = deque(reads.items())
+        if not queue:
+            return 0
+        key, read = queue.popleft()
+        queue.extend(then(key, read()).items())  # one alone first: it fetches the access token
+        done, running, error = 1, {}, None
         pool = ThreadPoolExecutor(max_workers=max(1, concurrency),
                                   thread_name_prefix="keycloak-directory")
         try:
-            futures = {pool.submit(reads[key]): key for key in keys[1:]}
-            done, pending = wait(futures, timeout=max(0.0, deadline - time.monotonic()),
-                                 return_when=FIRST_EXCEPTION)
-            for future in done:
-                error = future.exception()
-                if error is not None:
-                    raise error
-                results[futures[future]] = future.result()
-            if pending:
-                raise DirectoryUnavailable(
-                    f"Keycloak answered too slowly: {len(results)} of {len(keys)} reads done "
-                    "when the sync's time budget ran out (KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT, "
-                    "KEYCLOAK_DIRECTORY_CONCURRENCY)"
-                )
+            while (queue or running) and error is None:
+                if time.monotonic() >= deadline:
+                    raise DirectoryUnavailable(
+                        f"Keycloak answered too slowly: {done} reads done in this run and at "
+                        f"least {len(queue) + len(running)} left when its time budget ran out "
+                        "(KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT, KEYCLOAK_DIRECTORY_CONCURRENCY)"
+                    )
+                while queue and len(running) < max(1, concurrency):
+                    key, read = queue.popleft()
+                    running[pool.submit(read)] = key
+                finished, _ = wait(running, timeout=max(0.0, deadline - time.monotonic()),
+                                   return_when=FIRST_COMPLETED)
+                for future in finished:  # every answer that came, even beside a failure
+                    key = running.pop(future)
+                    if future.exception() is not None:
+                        error = error or future.exception()
+                        continue
+                    queue.extend(then(key, future.result()).items())
+                    done += 1
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
-        return results
+        if error is not None:
+            raise error
+        return done
 
-    def group_member_ids(self, path: str) -> set[str]:
-        """Direct members of the group at `path`; none when the group does not exist."""
+    def group_id(self, path: str) -> str | None:
+        """The id of the group at `path`; None when it does not exist (nobody is in it)."""
         group = self._read(
             f"group {path}", self._admin.get_group_by_path, path.strip("/"), missing={}
         )
         if group == {}:
-            return set()
+            return None
         if not isinstance(group, dict) or not group.get("id"):
             raise DirectoryUnavailable(f"group {path}: unexpected answer {str(group)[:200]}")
+        return str(group["id"])
+
+    def group_member_page(self, path: str, group_id: str, first: int) -> list[str]:
+        """The ids of one page (MEMBERS_PAGE) of the direct members of a group, from `first`."""
         members = self._read(
             f"members of {path}",
             self._admin.get_group_members,
-            group["id"],
-            {"briefRepresentation": "true"},
+            group_id,
+            {"briefRepresentation": "true", "first": first, "max": MEMBERS_PAGE},
         )
-        return _ids(members)
+        return _ids(members)  # as many as Keycloak sent: a full page means read on
 
     def user_roles(self, subject: str) -> UserRoles:
         """The roles mapped to the user directly (none when Keycloak answers 404: deleted)."""
@@ -211,6 +236,3 @@ class KeycloakDirectory:
             email=str(found.get("email") or ""),
             email_verified=found.get("emailVerified") is True,
         )
-
-    def users(self, subjects: Iterable[str]) -> dict[str, DirectoryUser | None]:
-        return {subject: self.user(subject) for subject in subjects}

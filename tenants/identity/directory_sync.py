@@ -2,7 +2,7 @@
 
 Claims arrive only at sign-in, so a user removed from a group, stripped of a role, disabled or
 deleted in Keycloak would keep access through personal API tokens. `keycloak_directory_sync`
-pulls the directory (tenants/keycloak_directory.py) and, for every portal user linked to a
+pulls the directory (directory.py, read by directory_read.py) and, for every portal user linked to a
 Keycloak `sub`:
 
 - builds the claims Keycloak would put in their token now (`groups`, `realm_access`,
@@ -18,20 +18,20 @@ reads). Subgroups never count (sign-in ignores them too). Composite roles and ro
 through a group are not direct mappings, so the sync does not honour them: map the portal's
 roles to users directly (docs/keycloak.md).
 
-Safety: everything is read before anything is written. If any read fails, or reading takes
-longer than the sync's budget (a slow Keycloak: reads run KEYCLOAK_DIRECTORY_CONCURRENCY at a
-time, within KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT less a minute for the writes), nothing changes
-for anyone, the failure is logged and audited with its cause, and the next run tries again. A
-directory that answers 404 for every linked user at once (more than one) is treated as
-misconfigured, not as everyone leaving. Deactivation is sticky: re-enabling a user in Keycloak
-does not reactivate the portal account (a platform admin does, in Django admin); revoked tokens
-stay revoked.
+Safety: everything is read before anything is written, and only a complete read is acted on.
+Reads run KEYCLOAK_DIRECTORY_CONCURRENCY at a time within KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT less
+a minute for the writes; a run that runs out of time or meets a failure changes nothing for
+anyone, logs and audits the cause, and keeps what it read: the next run resumes the read where
+it stopped (directory_read.py; a read older than KEYCLOAK_DIRECTORY_READ_MAX_AGE starts over).
+So a large realm behind a slow Keycloak completes over a few runs, and nobody loses access from
+part of the directory. A directory that answers 404 for every linked user at once (more than one)
+is treated as misconfigured, not as everyone leaving. Deactivation is sticky: re-enabling a user
+in Keycloak does not reactivate the portal account (a platform admin does, in Django admin);
+revoked tokens stay revoked.
 """
 
 import logging
-import time
 from dataclasses import dataclass, field
-from functools import partial
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -43,13 +43,8 @@ from portal.models import ApiToken, OidcIdentity
 
 from ..access.models import Tenant
 from .claims import ROLE_STRENGTH, Grants, grants_from_claims
-from .directory import (
-    DirectoryUnavailable,
-    DirectoryUser,
-    KeycloakDirectory,
-    UserRoles,
-    directory_configured,
-)
+from .directory import DirectoryUnavailable, DirectoryUser, directory_configured
+from .directory_read import DirectorySnapshot, directory_read, directory_read_discard
 from .sync import claim_rules, keycloak_access_sync
 
 logger = logging.getLogger(__name__)
@@ -66,45 +61,20 @@ class DirectorySyncResult:
     users: int = 0
     deactivated: list[str] = field(default_factory=list)
     tokens_revoked: int = 0
+    runs: int = 0  # how many runs the complete read it applied took
 
 
-@dataclass(frozen=True)
-class _Snapshot:
-    groups: dict[str, set[str]]  # group path -> subjects
-    roles: dict[str, UserRoles]  # subject -> the roles mapped to them directly
-    users: dict[str, DirectoryUser | None]  # subject -> the user, None when deleted
-
-
-def read_budget_seconds() -> float:
-    """How long the reads may take: the sync task's time limit less a minute for the writes."""
-    return max(10.0, settings.KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT - 60.0)
-
-
-def _read_directory(subjects: list[str]) -> _Snapshot:
-    rules = claim_rules()
-    directory = KeycloakDirectory()
-    prefix = "/" + rules.group_prefix.strip("/")
+def _read_directory(subjects: list[str]) -> DirectorySnapshot:
+    prefix = "/" + claim_rules().group_prefix.strip("/")
     paths = [
         f"{prefix}/{slug}/{role}"
         for slug in Tenant.objects.order_by("slug").values_list("slug", flat=True)
         for role in ROLE_STRENGTH
     ]
-    reads = {("group", path): partial(directory.group_member_ids, path) for path in paths}
-    for subject in subjects:
-        reads[("user", subject)] = partial(directory.user, subject)
-        reads[("roles", subject)] = partial(directory.user_roles, subject)
-    found = directory.read_all(
-        reads, deadline=time.monotonic() + read_budget_seconds(),
-        concurrency=settings.KEYCLOAK_DIRECTORY_CONCURRENCY,
-    )
-    return _Snapshot(
-        groups={path: found[("group", path)] for path in paths},
-        roles={subject: found[("roles", subject)] for subject in subjects},
-        users={subject: found[("user", subject)] for subject in subjects},
-    )
+    return directory_read(paths=paths, subjects=subjects)
 
 
-def _claims_of(subject: str, snapshot: _Snapshot) -> dict:
+def _claims_of(subject: str, snapshot: DirectorySnapshot) -> dict:
     """The claims Keycloak's mappers would issue for `subject` now (for grants_from_claims)."""
     roles = snapshot.roles[subject]
     client_id = settings.OIDC_RP_CLIENT_ID
@@ -199,6 +169,7 @@ def keycloak_directory_sync() -> DirectorySyncResult:
     gone = [s for s, found in snapshot.users.items() if found is None]
     if len(subjects) > 1 and len(gone) == len(subjects):
         error = f"Keycloak answered 404 for all {len(subjects)} linked users: misconfigured?"
+        directory_read_discard()  # not to be resumed: the next run asks again
         _record_failure(error)
         return DirectorySyncResult(ok=False, error=error)
 
@@ -214,10 +185,13 @@ def keycloak_directory_sync() -> DirectorySyncResult:
         )
         if was_active and (found is None or not found.enabled):
             result.deactivated.append(identity.user.get_username())
+    directory_read_discard()  # applied: the next run reads the directory afresh
+    result.runs = snapshot.runs
     logger.info(
-        "Keycloak directory sync: %d users, deactivated %s, %d tokens revoked",
+        "Keycloak directory sync: %d users, deactivated %s, %d tokens revoked (read in %d runs)",
         result.users,
         result.deactivated or "none",
         result.tokens_revoked,
+        result.runs,
     )
     return result

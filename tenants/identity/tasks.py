@@ -7,7 +7,7 @@ from .directory_sync import keycloak_directory_sync
 
 
 class DirectorySyncFailed(Exception):
-    """The directory could not be read; nothing changed (audited), the next run tries again."""
+    """The directory could not be read whole; nothing changed (audited), the next run resumes."""
 
 
 # Acknowledged on receipt, not late: the sync may run longer than the broker's visibility

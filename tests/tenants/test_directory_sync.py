@@ -3,22 +3,26 @@
 A user signs in and makes a personal API token; then they change in the provider (disabled,
 deleted, a role or a group taken away) while not signing in again; the sync (management command
 or Celery task) pulls the directory, and the token loses exactly that access. A directory that
-cannot be read changes nothing.
+cannot be read changes nothing; one read only in part (too slow for a run) changes nothing
+either, and the next runs resume the read until it is complete.
 """
 
 import time
+from datetime import timedelta
 
 import pytest
 import requests
 from django.conf import settings as django_settings
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from django.db import transaction
+from django.utils import timezone
 
 from portal.models import ApiToken, AuditEvent, OidcIdentity
 from portal.tokens import api_token_create
 from tenants.identity.directory_sync import keycloak_directory_sync
 from tenants.identity.tasks import DirectorySyncFailed, keycloak_directory_sync_task
-from tenants.models import Membership, RoleAssignment, Source
+from tenants.models import DirectoryRead, Membership, RoleAssignment, Source
 from tests.factories import MembershipFactory, TenantFactory
 from tests.support.oidc_provider import USERS, portal_sign_in
 
@@ -141,7 +145,10 @@ def test_a_directory_error_changes_nothing_and_the_next_run_catches_up(
     assert call(api_client, raw).status_code == 401
 
 
-def test_a_failure_half_way_through_the_reads_changes_nothing(keycloak, signed_in, api_client):
+@pytest.mark.parametrize("where", ["early", "at the last read"])
+def test_a_failure_half_way_through_the_reads_changes_nothing_and_the_next_run_resumes(
+    keycloak, signed_in, api_client, where
+):
     olga, raw = signed_in("olga")
     sam, _ = signed_in("sam")
     calls_before = keycloak.stats()["directory"]
@@ -150,13 +157,23 @@ def test_a_failure_half_way_through_the_reads_changes_nothing(keycloak, signed_i
     keycloak.update_user("olga", groups=[], enabled=False)
     keycloak.update_user("sam", groups=[])
 
-    for after in (2, reads - 1):  # in the group reads; at the very last user's status
-        keycloak.fail_directory(status=500, remaining=1, after=after)
-        assert not keycloak_directory_sync().ok
-        assert memberships(sam) == {"acme": "member", "globex": "viewer"}
-        olga.refresh_from_db()
-        assert olga.is_active and memberships(olga) == {"acme": "owner"}
-        assert call(api_client, raw).status_code == 200
+    keycloak.fail_directory(status=500, remaining=1, after=2 if where == "early" else reads - 1)
+    failed = keycloak_directory_sync()
+
+    assert not failed.ok and "Keycloak answered 500" in failed.error
+    assert "the next run resumes" in failed.error
+    assert memberships(sam) == {"acme": "member", "globex": "viewer"}
+    olga.refresh_from_db()
+    assert olga.is_active and memberships(olga) == {"acme": "owner"}
+    assert call(api_client, raw).status_code == 200
+
+    calls_before = keycloak.stats()["directory"]
+    result = keycloak_directory_sync()
+
+    assert result.ok and result.runs == 2 and result.deactivated == [olga.username]
+    assert keycloak.stats()["directory"] - calls_before < reads  # only what was missing
+    assert memberships(sam) == {} and memberships(olga) == {}
+    assert call(api_client, raw).status_code == 401
 
 
 def test_every_linked_user_reported_gone_at_once_is_taken_for_a_misconfiguration(
@@ -336,11 +353,89 @@ def test_a_call_past_its_timeout_is_named_as_such(keycloak, signed_in, settings)
 
 def test_an_unreachable_keycloak_changes_nothing_and_is_reported(signed_in, keycloak, settings):
     olga, _ = signed_in("olga")
+    keycloak.update_user("olga", enabled=False)
+    issuer = settings.OIDC_ISSUER_URL
     settings.OIDC_ISSUER_URL = "http://127.0.0.1:1/realms/ai-factory"
 
     result = keycloak_directory_sync()
 
     assert not result.ok and "could not be reached" in result.error
+    assert "Connection refused" in result.error
     olga.refresh_from_db()
     assert olga.is_active
-    assert AuditEvent.objects.filter(action="keycloak.directory_sync_failed").count() == 1
+    event = AuditEvent.objects.get(action="keycloak.directory_sync_failed")
+    assert "could not be reached" in event.changes["error"]
+
+    settings.OIDC_ISSUER_URL = issuer  # reachable again: the next run catches up
+    assert keycloak_directory_sync().deactivated == [olga.username]
+
+
+def access_state() -> dict:
+    """Who may do what: each user's activity, memberships, platform roles and live tokens."""
+    return {
+        user.username: (
+            user.is_active,
+            sorted(
+                Membership.objects.filter(user=user).values_list("tenant__slug", "role", "source")
+            ),
+            sorted(RoleAssignment.objects.filter(user=user).values_list("role", "source")),
+            ApiToken.objects.filter(user=user, revoked_at__isnull=True).count(),
+        )
+        for user in User.objects.order_by("username")
+    }
+
+
+def test_a_keycloak_too_slow_for_one_run_completes_over_several_with_the_same_result(
+    keycloak, signed_in, settings, api_client
+):
+    olga, olga_raw = signed_in("olga")
+    mark, mark_raw = signed_in("mark")
+    for username in ("sam", "fay"):
+        signed_in(username)
+    keycloak.update_user("olga", enabled=False)
+    keycloak.delete_user("mark")
+    keycloak.update_user("sam", groups=["/tenants/globex/owner"])
+    keycloak.update_user("fay", realm_roles=[])
+    before = access_state()
+    with transaction.atomic():  # what one uninterrupted sync makes of it, then undone
+        assert keycloak_directory_sync().runs == 1
+        expected = access_state()
+        transaction.set_rollback(True)
+    assert access_state() == before != expected
+    settings.KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT = 62  # each run reads for 2 s
+    settings.KEYCLOAK_DIRECTORY_CONCURRENCY = 1
+    keycloak.directory_access(delay_ms=300)  # 20 reads one at a time: 6 s
+
+    results = [keycloak_directory_sync()]
+    while not results[-1].ok and len(results) < 10:
+        # Part of the directory changes nothing: who was deleted keeps access for now.
+        assert "answered too slowly" in results[-1].error
+        assert "the next run resumes this read" in results[-1].error
+        assert access_state() == before
+        assert call(api_client, mark_raw).status_code == 200
+        results.append(keycloak_directory_sync())
+
+    assert results[-1].ok and 2 < len(results) == results[-1].runs
+    assert access_state() == expected
+    assert sorted(results[-1].deactivated) == [mark.username, olga.username]
+    assert call(api_client, mark_raw).status_code == 401
+    assert call(api_client, olga_raw).status_code == 401
+
+
+def test_a_read_begun_too_long_ago_starts_over(keycloak, signed_in, settings):
+    olga, _ = signed_in("olga")
+    keycloak.update_user("olga", enabled=False)
+    settings.KEYCLOAK_DIRECTORY_SYNC_TIME_LIMIT = 62  # each run reads for 2 s
+    settings.KEYCLOAK_DIRECTORY_CONCURRENCY = 1
+    keycloak.directory_access(delay_ms=400)  # 14 reads one at a time: 5.6 s
+    assert "answered too slowly" in keycloak_directory_sync().error
+    age = timedelta(seconds=settings.KEYCLOAK_DIRECTORY_READ_MAX_AGE + 1)
+    DirectoryRead.objects.update(started_at=timezone.now() - age)  # as if begun that long ago
+    keycloak.directory_access(delay_ms=0)
+    calls_before = keycloak.stats()["directory"]
+
+    result = keycloak_directory_sync()
+
+    assert result.ok and result.runs == 1 and result.deactivated == [olga.username]
+    # All of it asked again: 2 tenants x 3 roles x (group-by-path + members) + olga's 2.
+    assert keycloak.stats()["directory"] - calls_before == 12 + 2
