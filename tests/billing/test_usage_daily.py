@@ -13,12 +13,11 @@ from billing.models import UsageDaily, UsageRecord
 from billing.selectors.explorer import (
     GPU_CLASSES,
     UsageFilter,
-    _resource_q,
-    _tenant_q,
     gpu_hours_chart,
     gpu_usage_by_day,
     gpu_usage_by_tenant_and_class,
 )
+from billing.selectors.explorer.filters import _resource_q, _tenant_q
 from billing.services import metering
 from billing.services.metering_measured import MeasuredUsage, Measurement
 from tests.billing.timeline import utc

@@ -121,8 +121,9 @@ def _chart_in_python(usage: UsageFilter, top: int = 8) -> DailyChart:
 
     from django.db.models import Case, Sum, Value, When
 
-    from billing.selectors.explorer import _gpu_seconds, _resource_q, _series, gpu_usage_days
     from billing.selectors.explorer import hours as to_hours
+    from billing.selectors.explorer.filters import _gpu_seconds, _resource_q, gpu_usage_days
+    from billing.selectors.explorer.usage import _series
     from inventory import resource_classes
 
     model_of = Case(
