@@ -16,7 +16,8 @@ from typing import Any
 import jwt
 import requests
 from django.conf import settings
-from django.core.cache import cache
+
+from portal import caching
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def _issuer() -> str:
 
 
 def _cache_key(kind: str, url: str) -> str:
-    return f"openid:{kind}:{url}"
+    return caching.key(f"oidc-{kind}", url)
 
 
 def _get_json(url: str) -> dict[str, Any]:
@@ -103,7 +104,7 @@ def _get_json(url: str) -> dict[str, Any]:
 
 def _discover(issuer: str) -> dict[str, Any]:
     key = _cache_key("discovery", issuer)
-    document = cache.get(key)
+    document = caching.get("oidc-discovery", key)
     if document is None:
         document = _get_json(issuer + DISCOVERY_PATH)
         # OpenID Connect Discovery 1.0 §4.3: the document must name the issuer we asked.
@@ -112,7 +113,7 @@ def _discover(issuer: str) -> dict[str, Any]:
                 f"discovery at {issuer} names issuer {document.get('issuer')!r}; "
                 "check OIDC_ISSUER_URL (it must be the realm URL exactly)"
             )
-        cache.set(key, document, settings.OIDC_DISCOVERY_CACHE_SECONDS)
+        caching.set("oidc-discovery", key, document, settings.OIDC_DISCOVERY_CACHE_SECONDS)
     return document
 
 
@@ -143,12 +144,12 @@ _jwks_fetched_at: dict[str, float] = {}
 
 def _jwks(url: str, *, refresh: bool = False) -> list[dict[str, Any]]:
     key = _cache_key("jwks", url)
-    keys = None if refresh else cache.get(key)
+    keys = None if refresh else caching.get("oidc-jwks", key)
     if keys is None:
         keys = _get_json(url).get("keys")
         if not isinstance(keys, list):
             raise ProviderUnavailable(f"{url}: no 'keys' in the JWKS")
-        cache.set(key, keys, settings.OIDC_JWKS_CACHE_SECONDS)
+        caching.set("oidc-jwks", key, keys, settings.OIDC_JWKS_CACHE_SECONDS)
         _jwks_fetched_at[url] = time.monotonic()
     return keys
 
@@ -183,13 +184,13 @@ def _signing_key(header: dict[str, Any]) -> jwt.PyJWK:
 
 def forget_provider_metadata() -> None:
     """Drop the cached discovery document and keys (after settings changed, or in tests)."""
-    cache.delete(_cache_key("discovery", _issuer()))
+    caching.delete("oidc-discovery", _cache_key("discovery", _issuer()))
     for url in list(_jwks_fetched_at):
-        cache.delete(_cache_key("jwks", url))
+        caching.delete("oidc-jwks", _cache_key("jwks", url))
         _jwks_fetched_at.pop(url, None)
     explicit_jwks = getattr(settings, "OIDC_OP_JWKS_ENDPOINT", "")
     if explicit_jwks:
-        cache.delete(_cache_key("jwks", explicit_jwks))
+        caching.delete("oidc-jwks", _cache_key("jwks", explicit_jwks))
 
 
 _ERRORS: list[tuple[type[Exception], str]] = [

@@ -18,8 +18,9 @@ import hashlib
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from django.core.cache import cache
 from django.db import connection, transaction
+
+from portal import caching
 
 T = TypeVar("T")
 
@@ -93,17 +94,19 @@ def stamped(
     extra: object = None,
     timeout: int = CACHE_SECONDS,
 ) -> T:
-    """`compute()`, cached under `name`, `extra` and the versions of `tables` (the tables it
-    reads: every one of them must be watched, see migration portal 0006)."""
+    """`compute()`, cached under `name` (`<named cache>:<what>`, see portal.caching), `extra`
+    and the versions of `tables` (the tables it reads: every one of them must be watched, see
+    migration portal 0006)."""
     tables = list(tables)
     if unwatched := set(tables) - WATCHED:
         raise ValueError(f"Not watched (no stamp trigger): {', '.join(sorted(unwatched))}")
     if stamps.own_writes:
         return compute()
+    family, _, what = name.partition(":")
     digest = hashlib.sha256(f"{extra!r}:{stamps.key(tables)}".encode()).hexdigest()[:32]
-    key = f"stamped:{name}:{digest}"
-    value = cache.get(key, _MISSING)
+    key = caching.key(family, what, digest)
+    value = caching.get(family, key, _MISSING)
     if value is _MISSING:
         value = compute()
-        cache.set(key, value, timeout)
+        caching.set(family, key, value, timeout)
     return value

@@ -17,7 +17,6 @@ import requests
 from django.conf import settings
 from django.contrib.auth import BACKEND_SESSION_KEY, get_user_model
 from django.contrib.auth.backends import ModelBackend
-from django.core.cache import cache
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import resolve_url
 from django.urls import reverse
@@ -27,6 +26,7 @@ from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.middleware import SessionRefresh
 from rest_framework import authentication, exceptions
 
+from portal import caching
 from portal.openid import (
     ProviderUnavailable,
     TokenRejected,
@@ -247,8 +247,8 @@ class KeycloakBearerAuthentication(authentication.BaseAuthentication):
     @staticmethod
     def _user_for(raw: str, claims: dict[str, Any]):
         # Sync once per token, not once per request: a token's claims never change.
-        key = "oidc-bearer:" + hashlib.sha256(raw.encode()).hexdigest()
-        user_id = cache.get(key)
+        key = caching.key("oidc-bearer", hashlib.sha256(raw.encode()).hexdigest())
+        user_id = caching.get("oidc-bearer", key)
         if user_id is not None:
             user = get_user_model().objects.filter(pk=user_id).first()
             if user is not None:
@@ -257,7 +257,7 @@ class KeycloakBearerAuthentication(authentication.BaseAuthentication):
             user = _sync_user(claims)
         except SignInRejected as exc:
             raise exceptions.AuthenticationFailed("The access token names no user.") from exc
-        cache.set(key, user.pk, max(1, int(claims["exp"] - time.time())))
+        caching.set("oidc-bearer", key, user.pk, max(1, int(claims["exp"] - time.time())))
         return user
 
     def authenticate_header(self, request) -> str:

@@ -23,7 +23,7 @@ def test_every_watched_table_has_the_trigger():
 
 def test_a_table_not_watched_cannot_be_stamped():
     with pytest.raises(ValueError, match="tenants_membership"):
-        stamped("t", ["tenants_membership"], lambda: 1, stamps=read_stamps())
+        stamped("node-list:t", ["tenants_membership"], lambda: 1, stamps=read_stamps())
 
 
 def test_a_committed_write_moves_its_tables_version_and_no_other():
@@ -61,12 +61,12 @@ def test_a_value_is_computed_once_per_version():
         calls.append(1)
         return len(calls)
 
-    assert stamped("t", ["inventory_node"], compute, stamps=read_stamps()) == 1
-    assert stamped("t", ["inventory_node"], compute, stamps=read_stamps()) == 1
-    assert stamped("t", ["inventory_node"], compute, stamps=read_stamps(), extra="x") == 2
+    assert stamped("node-list:t", ["inventory_node"], compute, stamps=read_stamps()) == 1
+    assert stamped("node-list:t", ["inventory_node"], compute, stamps=read_stamps()) == 1
+    assert stamped("node-list:t", ["inventory_node"], compute, stamps=read_stamps(), extra="x") == 2
     NodeFactory()
-    assert stamped("t", ["inventory_node"], compute, stamps=read_stamps()) == 3
-    assert stamped("t", ["inventory_node"], compute, stamps=read_stamps()) == 3
+    assert stamped("node-list:t", ["inventory_node"], compute, stamps=read_stamps()) == 3
+    assert stamped("node-list:t", ["inventory_node"], compute, stamps=read_stamps()) == 3
 
 
 def test_a_transaction_that_wrote_computes_without_the_cache():
@@ -77,7 +77,7 @@ def test_a_transaction_that_wrote_computes_without_the_cache():
         stamps = read_stamps()
         assert stamps.own_writes
         for _ in range(2):
-            stamped("t", ["inventory_node"], lambda: calls.append(1), stamps=stamps)
+            stamped("node-list:t", ["inventory_node"], lambda: calls.append(1), stamps=stamps)
     assert len(calls) == 2
 
 

@@ -6,10 +6,10 @@ import hashlib
 from dataclasses import asdict, dataclass
 from datetime import datetime
 
-from django.core.cache import cache
 from django.core.paginator import EmptyPage, Page, Paginator
 from django.db import connection
 
+from portal import caching
 from tenants.models import Tenant
 
 from ...models import (
@@ -98,7 +98,8 @@ def _page_number(page: str | int | None) -> int:
 def _explorer_key(usage: UsageFilter, stamp: int) -> str:
     what = repr((usage.start.isoformat(), usage.end.isoformat(), usage.tenant_ids,
                  usage.tenant_slug, usage.resource, usage.cost_center))
-    return f"usage-explorer:v1:{hashlib.sha256(what.encode()).hexdigest()[:32]}:{stamp}"
+    digest = hashlib.sha256(what.encode()).hexdigest()[:32]
+    return caching.key("usage-explorer", "v1", digest, stamp)
 
 
 def _worked_out(rows: list, *names: str) -> list:
@@ -157,7 +158,7 @@ def usage_explorer(usage: UsageFilter, *, page: str | int | None, now: datetime)
     summary_key = _explorer_key(usage, stamp)
     requested = _page_number(page)
     page_key = f"{summary_key}:page:{requested}"
-    cached = cache.get_many([summary_key, page_key])
+    cached = caching.get_many("usage-explorer", [summary_key, page_key])
     fresh = {}
     summary = cached.get(summary_key)
     if summary is None:
@@ -166,7 +167,7 @@ def usage_explorer(usage: UsageFilter, *, page: str | int | None, now: datetime)
     if table is None:
         table = fresh[page_key] = _table_page(usage, summary.rows_total, requested)
     if fresh and usage_stamp(usage) == stamp:
-        cache.set_many(fresh, timeout=EXPLORER_CACHE_SECONDS)
+        caching.set_many("usage-explorer", fresh, timeout=EXPLORER_CACHE_SECONDS)
     number, rows = table
     paginator = Paginator(_Rows(summary.rows_total), EXPLORER_PAGE_SIZE)
     return Explorer(

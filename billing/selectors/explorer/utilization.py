@@ -9,7 +9,6 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from functools import cached_property
 
-from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import (
     Count,
@@ -22,6 +21,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Greatest, TruncDate
 
+from portal import caching
 from tenants.models import Tenant
 
 from ... import calculations
@@ -218,7 +218,7 @@ def _day_fingerprints(first: date, last: date) -> dict[date, tuple]:
 
 def _day_key(day: date, fingerprint: tuple) -> str:
     digest = hashlib.sha256(repr(fingerprint).encode()).hexdigest()[:32]
-    return f"fleet-utilization:v1:{day.isoformat()}:{digest}"
+    return caching.key("fleet-utilization", "v1", day.isoformat(), digest)
 
 
 def _tenant_days(start: datetime, end: datetime) -> dict[date, dict[int, list[float]]]:
@@ -241,14 +241,16 @@ def _headline_days(first: date, today: date) -> dict[date, dict[int, list[float]
     prints = _day_fingerprints(first, today)
     closed = [first + timedelta(days=n) for n in range((today - first).days)]
     keys = {day: _day_key(day, prints.get(day, ())) for day in closed}
-    cached = cache.get_many(list(keys.values()))
+    cached = caching.get_many("fleet-utilization", keys.values())
     days = {day: cached[key] for day, key in keys.items() if key in cached}
     missing = [day for day in closed if day not in days]
     since = min(missing, default=today)
     start = datetime(since.year, since.month, since.day, tzinfo=UTC)
     fresh = _tenant_days(start, datetime.combine(today, time(), UTC) + timedelta(days=1))
-    cache.set_many(
-        {keys[day]: fresh.get(day, {}) for day in missing}, timeout=HEADLINE_CACHE_SECONDS
+    caching.set_many(
+        "fleet-utilization",
+        {keys[day]: fresh.get(day, {}) for day in missing},
+        timeout=HEADLINE_CACHE_SECONDS,
     )
     for day in (*missing, today):
         days[day] = fresh.get(day, {})
