@@ -6,8 +6,9 @@ tenant-owned data starts from it, so another tenant's object is simply not found
 
 from dataclasses import dataclass, field
 
+from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
 from .models import Membership, RoleAssignment, Tenant
@@ -127,6 +128,20 @@ def in_tenants_visible_to(queryset: QuerySet, user) -> QuerySet:
     if access.sees_all_tenants:
         return queryset
     return queryset.filter(tenant_id__in=list(access.tenant_roles))
+
+
+def tenant_slug() -> Subquery:
+    """The slug of the row's `tenant`, for `annotate`: a subquery, not a join, so that the
+    list's count (which drops annotations it does not need) counts the rows alone."""
+    return Subquery(Tenant.objects.filter(pk=OuterRef("tenant_id")).order_by().values("slug")[:1])
+
+
+def username_of(user_field: str, column: str = "username") -> Subquery:
+    """The username (or another `column`) of the user the row's `user_field`
+    (`launched_by_id`) names, or None; a subquery for `annotate`, as `tenant_slug`."""
+    return Subquery(
+        get_user_model().objects.filter(pk=OuterRef(user_field)).values(column)[:1]
+    )
 
 
 def tenants_managed_by(user) -> QuerySet[Tenant]:
