@@ -6,6 +6,8 @@ import datetime
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from inventory.models import GPU, Node, Rack, Site
@@ -211,6 +213,22 @@ def test_a_listed_request_shows_its_lines_in_the_order_asked(
         {"resource": "gpu:nvidia-h200", "label": "NVIDIA H200 141GB GPUs", "amount": 24,
          "approved_amount": None, "limit_before": None, "limit_after": None},
     ]
+
+
+def test_a_later_page_reads_the_lines_of_its_own_requests_only(
+    api_client, quota_requests, platform_admin
+):
+    api_client.force_authenticate(platform_admin)
+    api_client.get(REQUESTS)
+    with CaptureQueriesContext(connection) as first:
+        api_client.get(f"{REQUESTS}?page_size=1")
+    with CaptureQueriesContext(connection) as later:
+        page = _listed(api_client, f"{REQUESTS}?page_size=1&page=3")
+
+    assert list(page) == [quota_requests[0].pk]  # newest first
+    lines = [q["sql"] for q in later.captured_queries if "tenants_quotarequestline" in q["sql"]]
+    assert len(lines) == 1 and f"IN ({quota_requests[0].pk})" in lines[0]
+    assert len(later.captured_queries) == len(first.captured_queries)
 
 
 # --- nodes -------------------------------------------------------------------------------------
