@@ -11,8 +11,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from portal.api.fields import JoinedCharField
-
 from .models import (
     CreditNote,
     ExportStatus,
@@ -113,10 +111,8 @@ class InvoiceSerializer(serializers.ModelSerializer):
 
 
 class InvoiceDetailSerializer(InvoiceSerializer):
-    # Read from invoice_for_detail's annotations (no tenant or user object), else along source.
-    tenant = JoinedCharField(source="tenant.slug", joined="tenant_slug")
-    issued_by = JoinedCharField(source="issued_by.username", joined="issued_by_username",
-                                allow_null=True)
+    issued_by = serializers.CharField(source="issued_by.username", read_only=True,
+                                      allow_null=True)
     lines = InvoiceLineSerializer(many=True, read_only=True)
     credit_notes = CreditNoteSerializer(many=True, read_only=True)
     payments = PaymentSerializer(many=True, read_only=True)

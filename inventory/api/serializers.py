@@ -4,7 +4,6 @@ import json
 
 from rest_framework import serializers
 
-from portal.api.fields import RowSerializerMixin
 from portal.validators import validate_readable_text
 
 from ..models import GPU, NIC, HealthEvent, Node, NodeState, NodeValidation, Rack, Site
@@ -65,9 +64,9 @@ class NodeValidationSerializer(serializers.ModelSerializer):
         fields = ["id", "kind", "passed", "summary", "metrics", "recorded_at"]
 
 
-class NodeListSerializer(RowSerializerMixin, serializers.ModelSerializer):
-    site = serializers.SerializerMethodField()
-    rack = serializers.SerializerMethodField()
+class NodeListSerializer(serializers.ModelSerializer):
+    site = serializers.CharField(source="rack.site.slug", read_only=True, allow_null=True)
+    rack = serializers.CharField(source="rack.name", read_only=True, allow_null=True)
     gpu_count = serializers.IntegerField(read_only=True)
     gpu_model = serializers.CharField(read_only=True, allow_null=True)
     health = serializers.CharField(read_only=True)
@@ -81,19 +80,6 @@ class NodeListSerializer(RowSerializerMixin, serializers.ModelSerializer):
             "cpu_cores", "memory_gib", "gpu_count", "gpu_model", "gpu_sharing", "health",
             "open_events", "k8s_ready", "k8s_unschedulable", "k8s_last_seen_at",
         ]
-
-    # The API's list annotates them (`site_slug`, `rack_name`); a node read otherwise (its own
-    # page) has its rack and site joined.
-
-    def get_site(self, node: Node) -> str | None:
-        if "site_slug" in node.__dict__:
-            return node.site_slug
-        return node.rack.site.slug if node.rack else None
-
-    def get_rack(self, node: Node) -> str | None:
-        if "rack_name" in node.__dict__:
-            return node.rack_name
-        return node.rack.name if node.rack else None
 
 
 class NodeDetailSerializer(NodeListSerializer):

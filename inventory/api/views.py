@@ -2,7 +2,7 @@
 
 from dataclasses import asdict
 
-from django.db.models import OuterRef, Prefetch, Subquery
+from django.db.models import Prefetch
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -13,7 +13,6 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.cached_rows import CachedRows
 from tenants.access import access_for, is_platform_admin
 
 from .. import transfer
@@ -68,33 +67,13 @@ class FleetSummaryView(APIView):
         })
 
 
-# The columns NodeListSerializer shows: its fields that are the node's own (not the
-# annotations of nodes_for_list, not site and rack).
-NODE_API_LIST_FIELDS = tuple(
-    name
-    for name in s.NodeListSerializer.Meta.fields
-    if name not in {"site", "rack", "gpu_count", "gpu_model", "health", "open_events"}
+# The columns NodeListSerializer shows of the node itself (its JSON documents from the cluster
+# sync are read and decoded only for a node's own page).
+NODE_API_LIST_FIELDS = (
+    *(name for name in s.NodeListSerializer.Meta.fields
+      if name not in {"site", "rack", "gpu_count", "gpu_model", "health", "open_events"}),
+    "rack__name", "rack__site__slug",
 )
-# The list's queryset, built once: its seven subqueries took a millisecond and more to build
-# on every request. Each request works on a copy (`.all()`), as DRF does with `queryset`.
-# The rack's name and site's slug are annotated (not a rack and a site object per row); as
-# subqueries, so that the count reads the nodes alone.
-NODE_API_LIST = (
-    nodes_for_list()
-    .select_related(None)
-    .only(*NODE_API_LIST_FIELDS)
-    .annotate(
-        rack_name=Subquery(
-            Rack.objects.filter(pk=OuterRef("rack_id")).order_by().values("name")[:1]
-        ),
-        site_slug=Subquery(
-            Rack.objects.filter(pk=OuterRef("rack_id")).order_by().values("site__slug")[:1]
-        ),
-    )
-)
-
-# Each row of the list API, written once per process for the values it shows.
-_LISTED_ROWS = CachedRows(Node)
 
 
 class NodeViewSet(viewsets.ReadOnlyModelViewSet):
@@ -108,8 +87,7 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
         if getattr(self, "swagger_fake_view", False):
             return Node.objects.none()
         if self.action == "list":
-            # The list's rows: not the JSON documents of the cluster sync, decoded per node.
-            return NODE_API_LIST.all()
+            return nodes_for_list().only(*NODE_API_LIST_FIELDS)
         queryset = nodes_for_list()
         if self.action == "retrieve":
             queryset = queryset.prefetch_related(
@@ -119,10 +97,6 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
                 "validations",
             )
         return queryset
-
-    def list(self, request, *args, **kwargs):
-        # Each row is written once per set of values it shows (portal.cached_rows).
-        return _LISTED_ROWS.response(self, self.filter_queryset(self.get_queryset()))
 
     def get_serializer_class(self):
         if self.action == "retrieve":

@@ -3,7 +3,6 @@
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
-from portal.api.fields import RowSerializerMixin
 from portal.reconcile import ReconcileState
 from portal.validators import validate_dns1123_label, validate_readable_name
 
@@ -33,7 +32,7 @@ class MeSerializer(serializers.ModelSerializer):
 # --- tenants ----------------------------------------------------------------------------------
 
 
-class ClusterStateSerializer(RowSerializerMixin, serializers.Serializer):
+class ClusterStateSerializer(serializers.Serializer):
     """What the cluster holds of the tenant: applied, applying, or failing with the error."""
 
     state = serializers.ChoiceField(source="reconcile_state", choices=ReconcileState.choices)
@@ -44,7 +43,7 @@ class ClusterStateSerializer(RowSerializerMixin, serializers.Serializer):
     applied_version = serializers.IntegerField()
 
 
-class TenantSerializer(RowSerializerMixin, serializers.ModelSerializer):
+class TenantSerializer(serializers.ModelSerializer):
     namespace = serializers.CharField(read_only=True)
     cluster = ClusterStateSerializer(source="*", read_only=True)
 

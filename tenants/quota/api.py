@@ -19,7 +19,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from portal.api.filtering import FormOnceFilterSet
-from portal.cached_rows import CachedRows
 
 from ..access.rules import access_for
 from ..api.lookups import operated_tenant
@@ -52,10 +51,6 @@ class QuotaRequestFilter(FormOnceFilterSet):
         model = QuotaRequest
         fields = ["tenant", "status"]
 
-# Each row of the list API (its lines included), written once per process for the values it
-# shows.
-_LISTED_ROWS = CachedRows(QuotaRequest)
-
 
 class QuotaRequestViewSet(
     mixins.ListModelMixin,
@@ -77,10 +72,6 @@ class QuotaRequestViewSet(
         if self.action == "list":
             return quota_requests_listed_to(self.request.user)
         return quota_requests_visible_to(self.request.user)
-
-    def list(self, request: Request, *args, **kwargs) -> Response:
-        # Each row is written once per set of values it shows (portal.cached_rows).
-        return _LISTED_ROWS.response(self, self.filter_queryset(self.get_queryset()))
 
     def _request(self, pk: str) -> QuotaRequest:
         return quota_request_get_for_user(user=self.request.user, request_id=int(pk))

@@ -4,7 +4,6 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
-from portal.api.fields import JoinedCharField, PrefetchedListSerializer, RowSerializerMixin
 from portal.validators import column_max, validate_readable_text
 
 from . import rules as quota_rules
@@ -26,8 +25,7 @@ class QuotaLineSerializer(serializers.Serializer):
 
 
 class ResourceLabelField(serializers.CharField):
-    """A resource class as people read it, from a line's `resource`: of a line object, or of
-    a line listed as a mapping (quota_requests_listed_to)."""
+    """A resource class as people read it, from a line's `resource`."""
 
     def __init__(self, **kwargs) -> None:
         kwargs["read_only"] = True
@@ -37,7 +35,7 @@ class ResourceLabelField(serializers.CharField):
         return super().to_representation(resource_label(value))
 
 
-class QuotaRequestLineSerializer(RowSerializerMixin, serializers.ModelSerializer):
+class QuotaRequestLineSerializer(serializers.ModelSerializer):
     label = ResourceLabelField(source="resource")
 
     class Meta:
@@ -51,18 +49,15 @@ class QuotaRequestLineSerializer(RowSerializerMixin, serializers.ModelSerializer
             "limit_after",
         ]
         read_only_fields = fields
-        # A list of requests reads each one's lines from quota_requests_listed_to's
-        # `lines_prefetched` (mappings read with the requests).
-        list_serializer_class = PrefetchedListSerializer
 
 
-class QuotaRequestSerializer(RowSerializerMixin, serializers.ModelSerializer):
-    tenant = JoinedCharField(source="tenant.slug", joined="tenant_slug")
-    requested_by = JoinedCharField(
-        source="requested_by.username", joined="requested_by_username", allow_null=True
+class QuotaRequestSerializer(serializers.ModelSerializer):
+    tenant = serializers.CharField(source="tenant.slug", read_only=True)
+    requested_by = serializers.CharField(
+        source="requested_by.username", read_only=True, allow_null=True
     )
-    decided_by = JoinedCharField(
-        source="decided_by.username", joined="decided_by_username", allow_null=True
+    decided_by = serializers.CharField(
+        source="decided_by.username", read_only=True, allow_null=True
     )
     lines = QuotaRequestLineSerializer(many=True, read_only=True)
 

@@ -23,7 +23,6 @@ from rest_framework.response import Response
 
 from portal.api.filtering import FormOnceFilterSet
 from portal.api.pagination import CountStamp
-from portal.cached_rows import CachedRows
 from portal.queueing import DEFERRED_NOTICE, tasks_deferred_now
 
 from ..access.rules import access_for, tenants_operated_by
@@ -152,9 +151,6 @@ class KubeconfigRenderer(BaseRenderer):
         return data.encode(self.charset) if isinstance(data, str) else b""
 
 
-_LISTED_ROWS = CachedRows(Workload)
-
-
 class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """Workloads of the tenants you may see: vClusters, inference endpoints, virtual machines
     and Slurm clusters. Owners and members (and platform admins) launch, scale, power and
@@ -185,10 +181,6 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
                 extra=(None if access.sees_all_tenants else sorted(access.tenant_roles), filters),
             )
         return super().paginate_queryset(queryset)
-
-    def list(self, request: Request, *args, **kwargs) -> Response:
-        # Each row is written once per set of values it shows (portal.cached_rows).
-        return _LISTED_ROWS.response(self, self.filter_queryset(self.get_queryset()))
 
     def handle_exception(self, exc: Exception) -> Response:
         response = super().handle_exception(exc)

@@ -3,7 +3,6 @@ the contexts the kinds validate and build against, read from the database."""
 
 from __future__ import annotations
 
-import functools
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from inventory import resource_classes
 from inventory.selectors.capacity import largest_node_by_class
 
 from ..access.models import Tenant
-from ..access.rules import in_tenants_visible_to, tenant_slug, username_of
+from ..access.rules import in_tenants_visible_to
 from ..quota.capacity import pool_of
 from ..quota.models import Quota
 from .in_use import demand_in_use
@@ -32,28 +31,19 @@ def workloads_visible_to(user) -> QuerySet[Workload]:
 
 
 # What the API's list shows of a workload (WorkloadSerializer): all but the manifests last
-# applied and the failure count; its tenant's slug and launcher's username are annotated.
+# applied and the failure count; of its tenant the slug, of its launcher the username.
 WORKLOAD_API_FIELDS = (
-    "id", "tenant", "kind", "name", "launched_by", "spec", "demand", "status", "status_reason",
-    "status_message", "observed", "observed_at", "created_at", "ready_at", "deleted_at",
-    "desired_version", "applied_version", "applied_at", "reconcile_error", "reconcile_failed_at",
+    "id", "tenant__slug", "kind", "name", "launched_by__username", "spec", "demand", "status",
+    "status_reason", "status_message", "observed", "observed_at", "created_at", "ready_at",
+    "deleted_at", "desired_version", "applied_version", "applied_at", "reconcile_error",
+    "reconcile_failed_at",
 )
 
 
 def workloads_listed_to(user) -> QuerySet[Workload]:
-    """`workloads_visible_to(user)` with the columns the API's list shows, and its tenant's
-    slug and launcher's username as `tenant_slug` and `launched_by_username`, not as a tenant
-    and a user object per row."""
-    return in_tenants_visible_to(_workloads_listed().all(), user)
-
-
-@functools.cache
-def _workloads_listed() -> QuerySet[Workload]:
-    """Built once per process (its annotations took longer to build than to run); only ever
-    handed out as a copy (`.all()`), so it is never evaluated itself."""
-    return Workload.objects.only(*WORKLOAD_API_FIELDS).annotate(
-        tenant_slug=tenant_slug(), launched_by_username=username_of("launched_by_id")
-    )
+    """`workloads_visible_to(user)` with the columns the API's list shows (its tenant and
+    launcher joined)."""
+    return workloads_visible_to(user).only(*WORKLOAD_API_FIELDS)
 
 
 def workload_get_for_user(*, user, workload_id: int) -> Workload:

@@ -13,13 +13,6 @@ from typing import Any
 
 from rest_framework import serializers
 
-from portal.api.fields import (
-    ChoiceLabelField,
-    JoinedCharField,
-    MethodCharField,
-    PrefixHyperlinkedIdentityField,
-    RowSerializerMixin,
-)
 from portal.validators import validate_dns1123_label
 
 from ..access.serializers import ClusterStateSerializer
@@ -56,12 +49,12 @@ def unstorable_fields(field: str, value: Mapping[str, Any]) -> dict[str, list[st
 # --- what a workload looks like ---------------------------------------------------------------
 
 
-class ConnectionItemSerializer(RowSerializerMixin, serializers.Serializer):
+class ConnectionItemSerializer(serializers.Serializer):
     label = serializers.CharField()
     value = serializers.CharField()
 
 
-class ConnectionCommandSerializer(RowSerializerMixin, serializers.Serializer):
+class ConnectionCommandSerializer(serializers.Serializer):
     label = serializers.CharField()
     command = serializers.CharField()
 
@@ -74,7 +67,7 @@ def _pairs(rows: Any, second: str) -> list[dict[str, str]]:
     ]
 
 
-class ConnectionSerializer(RowSerializerMixin, serializers.Serializer):
+class ConnectionSerializer(serializers.Serializer):
     """How to use a ready workload: labelled values, commands to run, notes (empty lists until
     it is ready)."""
 
@@ -83,25 +76,23 @@ class ConnectionSerializer(RowSerializerMixin, serializers.Serializer):
     notes = serializers.ListField(child=serializers.CharField())
 
     def to_representation(self, instance: Mapping[str, Any]) -> dict[str, Any]:
-        # Stored as the kind's Connection (pairs as lists): named fields for API clients. The
-        # fields above would answer this same mapping (every value a string already), through a
-        # serializer per item and a list per row.
+        # Stored as the kind's Connection (pairs as lists): named fields for API clients.
         connection = instance if isinstance(instance, Mapping) else {}
-        return {
+        return super().to_representation({
             "items": _pairs(connection.get("items"), "value"),
             "commands": _pairs(connection.get("commands"), "command"),
             "notes": [str(note) for note in connection.get("notes") or []],
-        }
+        })
 
 
-class WorkloadSerializer(RowSerializerMixin, serializers.ModelSerializer):
+class WorkloadSerializer(serializers.ModelSerializer):
     """A workload: what was asked (spec), what it holds (demand), where its lifecycle is, what
     the cluster last said of it and how to use it."""
 
-    url = PrefixHyperlinkedIdentityField(view_name="api:workload-detail")
-    tenant = JoinedCharField(source="tenant.slug", joined="tenant_slug")
+    url = serializers.HyperlinkedIdentityField(view_name="api:workload-detail")
+    tenant = serializers.CharField(source="tenant.slug", read_only=True)
     kind_label = serializers.CharField(read_only=True)
-    status_label = ChoiceLabelField(source="status")
+    status_label = serializers.CharField(source="get_status_display", read_only=True)
     in_progress = serializers.BooleanField(
         read_only=True, help_text="Still being worked on: worth polling until false."
     )
@@ -119,8 +110,8 @@ class WorkloadSerializer(RowSerializerMixin, serializers.ModelSerializer):
         read_only=True, help_text="Kind-specific figures the cluster reported (replicas, IP…)."
     )
     connection = ConnectionSerializer(read_only=True)
-    launched_by = JoinedCharField(
-        source="launched_by.username", joined="launched_by_username", allow_null=True
+    launched_by = serializers.CharField(
+        source="launched_by.username", read_only=True, allow_null=True
     )
 
     class Meta:
@@ -155,7 +146,7 @@ class WorkloadSerializer(RowSerializerMixin, serializers.ModelSerializer):
 class WorkloadEventSerializer(serializers.ModelSerializer):
     """One step of a workload's history, with the demand in force after it."""
 
-    kind_label = MethodCharField(source="get_kind_display")
+    kind_label = serializers.CharField(source="get_kind_display", read_only=True)
     actor = serializers.CharField(source="actor.username", read_only=True, allow_null=True)
     demand = serializers.DictField(child=serializers.IntegerField(), read_only=True)
 
