@@ -36,9 +36,9 @@ def test_a_value_under_a_name_not_declared_is_refused():
 
 def test_a_key_made_under_one_name_is_not_read_or_written_under_another():
     key = caching.key("node-list", "count")
-    with pytest.raises(ValueError, match="made by portal.caching.key"):
+    with pytest.raises(ValueError, match=r"made by portal\.caching\.key"):
         caching.get("node-detail", key)
-    with pytest.raises(ValueError, match="made by portal.caching.key"):
+    with pytest.raises(ValueError, match=r"made by portal\.caching\.key"):
         caching.set_many("api-count", {key: 1}, timeout=60)
 
 
@@ -56,7 +56,7 @@ def test_hits_and_misses_are_counted_per_name_for_prometheus():
 
 def test_the_development_cache_holds_at_most_its_max_entries_whatever_is_asked():
     """Local memory (the demo's and development's cache) culls past MAX_ENTRIES: a flood of
-    distinct keys (filters, ranges, pages) cannot grow a process past entries × entry size."""
+    distinct keys (filters, ranges, pages) cannot grow a process past entries times size."""
     backend = caches["default"]
     if not isinstance(backend, LocMemCache):
         pytest.skip("production's Redis is bounded by its own maxmemory")
