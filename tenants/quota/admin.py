@@ -260,6 +260,7 @@ class QuotaRequestAdmin(admin.ModelAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
+            "preserved_filters": self.get_preserved_filters(request),
             "title": f"Review quota request #{obj.pk}",
             "original": obj,
             "quota_request": obj,
