@@ -16,6 +16,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from portal.admin_filters import RelatedByNameListFilter
 from portal.choices import admin_badge
 from portal.errors import DomainError
 
@@ -148,7 +149,7 @@ class InvoiceAdmin(admin.ModelAdmin):
         "issue_date", "due_date",
     ]
     list_display_links = ["__str__"]
-    list_filter = ["status", PeriodFilter, "tenant"]
+    list_filter = ["status", PeriodFilter, ("tenant", RelatedByNameListFilter)]
     search_fields = ["number", "tenant_name", "tenant__slug", "cost_center"]
     list_select_related = ["tenant"]
     ordering = ["-period_start", "tenant_name", "-id"]

@@ -9,7 +9,7 @@ from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
 from django.utils.html import format_html
 
-from portal.admin_filters import DistinctValuesListFilter
+from portal.admin_filters import DistinctValuesListFilter, RelatedByNameListFilter
 from portal.choices import admin_badge
 
 from ..enforcement.changes import tenant_mark_changed
@@ -161,7 +161,7 @@ class MembershipAdmin(admin.ModelAdmin):
     event, the user's access forgotten). A membership from Keycloak is changed in Keycloak."""
 
     list_display = ["user", "tenant", "role", "source", "created_at"]
-    list_filter = ["role", "source", "tenant"]
+    list_filter = ["role", "source", ("tenant", RelatedByNameListFilter)]
     search_fields = ["user__username", "user__email", "tenant__slug"]
     list_select_related = ["user", "tenant"]
     autocomplete_fields = ["user"]

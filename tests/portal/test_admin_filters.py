@@ -1,4 +1,7 @@
-"""portal.admin_filters: the admin's filter of a column's values, read a value at a time."""
+"""portal.admin_filters: the admin's filter of a column's values, read a value at a time, and
+its filter of a foreign key's rows, read as their names."""
+
+import re
 
 import pytest
 from django.contrib.admin.filters import AllValuesFieldListFilter
@@ -6,8 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from portal.admin_filters import DistinctValuesListFilter
-from tests.factories import TenantFactory
+from portal.admin_filters import DistinctValuesListFilter, RelatedByNameListFilter
+from tests.factories import MembershipFactory, TenantFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -58,3 +61,52 @@ def test_no_tenants_no_cohorts(login, platform_admin):
 
     _, spec = _cohort_filter(response)
     assert spec.lookup_choices == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "admin:tenants_membership_changelist",
+        "admin:tenants_workload_changelist",
+        "admin:billing_invoice_changelist",
+        "admin:billing_usagerecord_changelist",
+        "admin:billing_crosscheck_changelist",
+        "admin:billing_meteringflag_changelist",
+    ],
+)
+def test_a_tenant_filter_lists_every_tenant_by_name_reading_no_manifests(
+    login, platform_admin, url
+):
+    one = TenantFactory(slug="one-lab", name="One <Lab>")
+    TenantFactory(slug="two-lab", name="Two Lab")
+    client = login(platform_admin)
+
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(reverse(url))
+    cl = response.context["cl"]
+    (spec,) = [s for s in cl.filter_specs if getattr(s, "field_path", None) == "tenant"]
+
+    assert isinstance(spec, RelatedByNameListFilter)
+    names = [name for _, name in spec.lookup_choices]
+    assert "One <Lab>" in names and "Two Lab" in names and names == sorted(names)
+    html = response.content.decode()
+    assert f'href="?tenant__id__exact={one.pk}"' in html and "One &lt;Lab&gt;" in html
+    # The tenants listed are read as their keys and names (the rows' own query joins theirs).
+    listed = [q["sql"] for q in captured.captured_queries
+              if q["sql"].startswith('SELECT "tenants_tenant".')]
+    assert listed == ['SELECT "tenants_tenant"."id" AS "id", "tenants_tenant"."name" AS "name" '
+                      'FROM "tenants_tenant" ORDER BY 2 ASC']
+
+
+def test_a_tenant_chosen_lists_its_memberships(login, platform_admin):
+    one, two = TenantFactory(slug="one-lab"), TenantFactory(slug="two-lab")
+    mine = MembershipFactory(tenant=one)
+    MembershipFactory(tenant=two)
+
+    response = login(platform_admin).get(
+        reverse("admin:tenants_membership_changelist") + f"?tenant__id__exact={one.pk}"
+    )
+
+    assert [m.pk for m in response.context["cl"].result_list] == [mine.pk]
+    html = response.content.decode()
+    assert re.search(rf'<li class="selected">\s*<a href="\?tenant__id__exact={one.pk}"', html)
