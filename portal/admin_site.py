@@ -5,12 +5,9 @@ from django.contrib import admin
 from django.contrib.auth import REDIRECT_FIELD_NAME
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.urls import get_script_prefix, reverse
-from django.utils.translation import get_language
+from django.urls import reverse
 
 from tenants.access import is_platform_admin
-
-from .templatetags.portal_admin import CachedAppList
 
 
 class PortalAdminSite(admin.AdminSite):
@@ -18,35 +15,8 @@ class PortalAdminSite(admin.AdminSite):
     site_title = "AI Factory admin"
     index_title = "Fleet, tenants and billing"
 
-    def __init__(self, name="admin"):
-        super().__init__(name)
-        # The app lists a platform admin sees, by (app label, script prefix, language, models).
-        self._admin_app_lists: dict[tuple, list[dict]] = {}
-
     def has_permission(self, request) -> bool:
         return bool(request.user.is_active and is_platform_admin(request.user))
-
-    def get_app_list(self, request, app_label=None):
-        """Django's app list (every page's nav sidebar), built once per process for platform
-        admins: PlatformRoleBackend grants them every permission, so what they see depends only
-        on the registered ModelAdmins (their fixed has_*_permission answers) and the URLs.
-        Building it asked ~150 permission checks and ~50 reverses on every admin page.
-        Anyone else (the login page's visitor) gets Django's own build."""
-        if not self.has_permission(request):
-            return super().get_app_list(request, app_label)
-        key = (app_label, get_script_prefix(), get_language(), len(self._registry))
-        app_list = self._admin_app_lists.get(key)
-        if app_list is None:
-            app_list = super().get_app_list(request, app_label)
-            self._admin_app_lists[key] = app_list
-        # Copies: a caller may change what it was given.
-        return CachedAppList(
-            key,
-            [
-                {**app, "models": [{**m, "perms": dict(m["perms"])} for m in app["models"]]}
-                for app in app_list
-            ],
-        )
 
     def login(self, request, extra_context=None):
         # With local accounts off, the admin's password form must not work either: send people

@@ -12,7 +12,6 @@ dark enough for its badge's white text (at least 4.5:1).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
@@ -57,12 +56,6 @@ def colored(colors: Mapping[str, str]) -> Callable[[C], C]:
 
 def admin_badge(*, value: str, label: str, color: str):
     """The badge Django admin's lists show for a state (the pages use Bootstrap's)."""
-    # A list shows a handful of states on hundreds of rows: each badge formatted once.
-    return _admin_badge(str(value), str(label), color)
-
-
-@functools.lru_cache(maxsize=512)
-def _admin_badge(value: str, label: str, color: str):
     return format_html(
         '<span class="status-{}" style="color:#fff;background:{};padding:1px 6px;'
         'border-radius:4px;white-space:nowrap">{}</span>',

@@ -1,3 +1,4 @@
-"""Billing in Django admin: rate cards, accounts and invoices (invoicing), usage and metering."""
+"""Billing in Django admin: rate cards, accounts, credit notes and budget alerts (accounts),
+invoices (invoicing), usage and metering (usage)."""
 
-from . import invoicing, usage  # noqa: F401  (each module registers its ModelAdmins)
+from . import accounts, invoicing, usage  # noqa: F401  (each module registers its ModelAdmins)

@@ -8,6 +8,7 @@ service replaces their records and audits it, with the admin as the actor).
 from django.contrib import admin, messages
 
 from portal.admin import ReadOnlyModelAdmin
+from portal.admin_filters import RelatedByNameListFilter
 from portal.choices import admin_badge
 
 from ..models import CrossCheck, MeteringFlag, MeteringWindow, UsageRecord
@@ -21,7 +22,7 @@ METER_AGAIN_AT_MOST = 48
 class UsageRecordAdmin(ReadOnlyModelAdmin):
     list_display = ["hour", "tenant", "source", "resource", "workload", "hostname",
                     "unit_seconds", "busy_seconds", "metered_at"]
-    list_filter = ["source", "hour", "tenant"]
+    list_filter = ["source", "hour", ("tenant", RelatedByNameListFilter)]
     search_fields = ["tenant__slug", "resource", "hostname", "workload__name"]
     list_select_related = ["tenant", "workload"]
     date_hierarchy = "hour"
@@ -70,7 +71,7 @@ class MeteringWindowAdmin(ReadOnlyModelAdmin):
 class CrossCheckAdmin(ReadOnlyModelAdmin):
     list_display = ["hour", "tenant", "portal_gpu_seconds", "opencost_gpu_seconds",
                     "difference_percent", "flagged"]
-    list_filter = ["flagged", "hour", "tenant"]
+    list_filter = ["flagged", "hour", ("tenant", RelatedByNameListFilter)]
     search_fields = ["tenant__slug"]
     list_select_related = ["tenant"]
     date_hierarchy = "hour"
@@ -80,7 +81,7 @@ class CrossCheckAdmin(ReadOnlyModelAdmin):
 class MeteringFlagAdmin(ReadOnlyModelAdmin):
     list_display = ["hour", "kind", "hostname", "tenant", "invoice_month", "gpus",
                     "capacity_seconds", "reported_seconds", "kept_seconds", "flagged_at"]
-    list_filter = ["kind", "hour", "tenant"]
+    list_filter = ["kind", "hour", ("tenant", RelatedByNameListFilter)]
     search_fields = ["hostname", "tenant__slug"]
     list_select_related = ["tenant"]
     date_hierarchy = "hour"

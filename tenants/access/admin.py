@@ -9,8 +9,7 @@ from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
 from django.utils.html import format_html
 
-from portal.admin_filters import DistinctValuesListFilter
-from portal.admin_rows import PlannedActionForm
+from portal.admin_filters import DistinctValuesListFilter, RelatedByNameListFilter
 from portal.choices import admin_badge
 
 from ..enforcement.changes import tenant_mark_changed
@@ -42,10 +41,6 @@ class TenantChangeList(ChangeList):
     def get_queryset(self, request, exclude_parameters=None):
         return super().get_queryset(request, exclude_parameters).only(*self.ROW_FIELDS)
 
-    def row_key(self, tenant: Tenant) -> tuple:
-        """Everything a row shows (portal.admin_rows writes its HTML once per key)."""
-        return tuple(getattr(tenant, name) for name in self.ROW_FIELDS)
-
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
@@ -65,9 +60,6 @@ class TenantAdmin(admin.ModelAdmin):
     # (the filtered count; "N total" beside it would be a second scan of the table).
     list_per_page = 50
     show_full_result_count = False
-    # Django's changelist, its rows rendered per column plan (portal.admin_rows).
-    change_list_template = "admin/planned_change_list.html"
-    action_form = PlannedActionForm
     inlines = [MembershipInline, QuotaInline]
     actions = ["reconcile_selected"]
     readonly_fields = [
@@ -169,7 +161,7 @@ class MembershipAdmin(admin.ModelAdmin):
     event, the user's access forgotten). A membership from Keycloak is changed in Keycloak."""
 
     list_display = ["user", "tenant", "role", "source", "created_at"]
-    list_filter = ["role", "source", "tenant"]
+    list_filter = ["role", "source", ("tenant", RelatedByNameListFilter)]
     search_fields = ["user__username", "user__email", "tenant__slug"]
     list_select_related = ["user", "tenant"]
     autocomplete_fields = ["user"]

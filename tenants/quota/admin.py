@@ -3,35 +3,28 @@
 Every decision goes through a service (audit, reconcile and mail after commit).
 """
 
-import functools
-from datetime import date, datetime, timedelta
-from typing import NamedTuple
+from datetime import timedelta
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
-from django.contrib.auth import get_user_model
 from django.contrib.humanize.templatetags.humanize import intcomma
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import QuerySet
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html_join
-from django.utils.translation import get_language
 
 from inventory import resource_classes
-from portal.admin_rows import PlannedActionForm
 from portal.choices import admin_badge
-from portal.list_subquery import ListSubquery
 from portal.state_machine import InvalidTransition
 
-from ..access.models import Tenant
 from . import services as quota_requests
 from .forms import QuotaDecisionForm, RejectForm
-from .models import Quota, QuotaRequest, QuotaRequestLine, resource_label
+from .models import Quota, QuotaRequest, resource_label
 from .selectors import (
     quota_preview,
     quota_request_decision,
@@ -64,20 +57,12 @@ class QuotaInline(admin.TabularInline):
 # --- the quota review queue -------------------------------------------------------------------
 
 
-@functools.cache
-def _resource_choices() -> tuple[tuple[str, str], ...]:
-    """Every resource class and its label, fixed by code: read once per process, not on every
-    page of the queue (39 classes parsed and labelled)."""
-    return tuple((key, resource_classes.parse(key).label) for key in resource_classes.all_keys())
-
-
 class ResourceFilter(admin.SimpleListFilter):
     title = "resource"
-    static_choices = True  # fixed by code (portal_admin.planned_list_filter)
     parameter_name = "resource"
 
     def lookups(self, request, model_admin):
-        return list(_resource_choices())
+        return [(key, resource_classes.parse(key).label) for key in resource_classes.all_keys()]
 
     def queryset(self, request, queryset):
         if self.value():
@@ -91,7 +76,6 @@ class TenantSlugFilter(admin.SimpleListFilter):
 
     title = "tenant"
     parameter_name = "tenant"
-    static_choices = True  # one input (portal_admin.planned_list_filter)
     template = "tenants/admin/slug_filter.html"
 
     def lookups(self, request, model_admin):
@@ -120,7 +104,6 @@ class TenantSlugFilter(admin.SimpleListFilter):
 
 class AgeFilter(admin.SimpleListFilter):
     title = "age"
-    static_choices = True  # fixed by code (portal_admin.planned_list_filter)
     parameter_name = "age"
     BUCKETS = {
         "day": ("Under a day", 0, 1),
@@ -143,132 +126,23 @@ class AgeFilter(admin.SimpleListFilter):
         return queryset
 
 
-class QueueRow(NamedTuple):
-    """A row of the review queue: the values its cells show, named as a QuotaRequest's
-    attributes. Building a model instance per row was a tenth of the page. Django's own row
-    code (a popup's, and the tests' comparison) reads fields through `_meta` as an instance's."""
-
-    id: int
-    status: str
-    created_at: datetime
-    ends_on: date | None
-    tenant_name: str
-    requester: str | None
-    line_resources: list[str]
-    line_amounts: list[int]
-
-    # What Django's row code asks of an instance: its fields (_meta), the value of its pk for
-    # the link (serializable_value) and its name, "Quota request #<pk>", for each checkbox.
-    _meta = QuotaRequest._meta
-    serializable_value = QuotaRequest.serializable_value
-    __str__ = QuotaRequest.__str__
-
-    @property
-    def pk(self) -> int:
-        return self.id
-
-
 class ReviewQueueChangeList(ChangeList):
-    """The queue's rows load only what their cells show: no tenant or requester objects (the
-    tenant's name and the requester's username come in the row, annotated), not the request's
-    justification and decision. Each row's lines come as two arrays in its own row (what the
-    "asked" column shows), not as a prefetch of line objects: one query less, and no related
-    manager per row. COUNT(*) leaves the unused arrays out.
+    """The queue's rows load only what their cells show: the tenant's name and the requester's
+    username (no password hash), not the request's justification and decision. The review
+    page and the bulk actions load whole rows (QuotaRequestAdmin.get_queryset)."""
 
-    The rows' queryset is built once per process (its joins, columns and the two subqueries
-    took a third of a millisecond to chain on every page); each request's filters, search and
-    order go on a copy. QuotaRequestAdmin.get_queryset only chooses what to load (it restricts
-    nothing), so the list's own choice replaces it."""
-
-    ROW_FIELDS = ("id", "status", "created_at", "ends_on", "tenant", "requested_by")
+    ROW_FIELDS = (
+        "id", "status", "created_at", "ends_on", "tenant__name", "requested_by__username",
+    )
 
     def get_queryset(self, request, exclude_parameters=None):
-        self.root_queryset = _queue_rows().all()
-        return super().get_queryset(request, exclude_parameters)
-
-    def apply_select_related(self, qs):
-        return qs  # the rows' names are annotated: no related objects to load
-
-    def get_results(self, request):
-        super().get_results(request)
-        # The page's rows as plain values (QueueRow), where the rows are portal.admin_rows':
-        # a popup (the "+" of a foreign key) goes through Django's row code, which needs
-        # instances.
-        if not (self.is_popup or self.to_field or self.list_editable):
-            self.result_list = [
-                QueueRow._make(values)
-                for values in self.result_list.values_list(*QueueRow._fields)
-            ]
-
-    def row_key(self, obj: QueueRow) -> tuple:
-        """Everything a row shows (portal.admin_rows writes its HTML once per key): the values
-        its columns read, and its age in days."""
         return (
-            obj.pk,
-            obj.status,
-            obj.created_at,
-            obj.ends_on,
-            obj.tenant_name,
-            obj.requester,
-            tuple(obj.line_resources),
-            tuple(obj.line_amounts),
-            _age_days(obj),
+            super()
+            .get_queryset(request, exclude_parameters)
+            .select_related(None)
+            .select_related("tenant", "requested_by")
+            .only(*self.ROW_FIELDS)
         )
-
-
-@functools.cache
-def _queue_rows() -> QuerySet[QuotaRequest]:
-    """The queue's rows, as ReviewQueueChangeList loads them (never evaluated itself)."""
-    # Subqueries, not joins: COUNT(*) leaves them out (a join to the tenants and users made the
-    # count of 400 requests awaiting review 30 times slower, at 1.6 ms).
-    return QuotaRequest.objects.only(*ReviewQueueChangeList.ROW_FIELDS).annotate(
-        tenant_name=Subquery(
-            Tenant.objects.filter(pk=OuterRef("tenant_id")).order_by().values("name")
-        ),
-        requester=Subquery(
-            get_user_model().objects.filter(pk=OuterRef("requested_by_id")).values("username")
-        ),
-        line_resources=ListSubquery(_lines().values("resource")),
-        line_amounts=ListSubquery(_lines().values("amount")),
-    )
-
-
-def _lines():
-    """The lines of the outer query's request, in their order (QuotaRequestLine.Meta)."""
-    return QuotaRequestLine.objects.filter(request=OuterRef("pk")).order_by("id")
-
-
-@functools.lru_cache(maxsize=64)
-def _status_badge(status: str, language: str | None) -> str:
-    """A status's badge, its label translated once per language (not once per row)."""
-    status = QuotaRequest.Status(status)
-    return admin_badge(value=status, label=status.label, color=QuotaRequest.Status.color(status))
-
-
-@functools.lru_cache(maxsize=2048)
-def _asked(lines: tuple[tuple[int, str], ...], language: str | None) -> str:
-    """What a request asks for, as the queue shows it: the same few asks recur on every page."""
-    return format_html_join(
-        ", ", "+{} {}", ((intcomma(amount), resource_label(resource)) for amount, resource in lines)
-    )
-
-
-def _asked_of(obj: QuotaRequest, language: str | None) -> str:
-    amounts = getattr(obj, "line_amounts", None)  # the queue's rows (ReviewQueueChangeList)
-    if amounts is None:
-        lines = tuple((line.amount, line.resource) for line in obj.lines.all())
-    else:
-        lines = tuple(zip(amounts, obj.line_resources, strict=True))
-    return _asked(lines, language)
-
-
-def _age_days(obj: QuotaRequest) -> int:
-    return (timezone.now() - obj.created_at).days
-
-
-def _status_badges(language: str | None):
-    """The status badge of each row of a page in `language`."""
-    return lambda obj: _status_badge(obj.status, language)
 
 
 @admin.register(QuotaRequest)
@@ -289,9 +163,6 @@ class QuotaRequestAdmin(admin.ModelAdmin):
     ordering = ["created_at", "id"]
     actions = ["approve_selected", "reject_selected"]
     change_form_template = "tenants/admin/quota_request_review.html"
-    # Django's changelist, its rows rendered per column plan (portal.admin_rows).
-    change_list_template = "admin/planned_change_list.html"
-    action_form = PlannedActionForm
     list_per_page = 50
     # One COUNT(*) a page, of the requests the filters match: "N total" beside it counted every
     # request ever made (10,000 at fleet scale, growing) on every page of the queue.
@@ -324,32 +195,30 @@ class QuotaRequestAdmin(admin.ModelAdmin):
     def number(self, obj: QuotaRequest) -> str:
         return f"#{obj.pk}"
 
-    # The queue's rows carry the names (ReviewQueueChangeList), not the tenant and user objects.
     @admin.display(description="tenant", ordering="tenant__name")
     def tenant_name(self, obj: QuotaRequest) -> str:
-        return obj.tenant_name
+        return obj.tenant.name
 
     @admin.display(description="requested by", ordering="requested_by__username")
     def requester(self, obj: QuotaRequest) -> str | None:
-        return obj.requester
+        return obj.requested_by.username if obj.requested_by else None
 
     @admin.display(description="asked")
     def asked(self, obj: QuotaRequest) -> str:
-        return _asked_of(obj, get_language())
+        return format_html_join(
+            ", ",
+            "+{} {}",
+            ((intcomma(line.amount), resource_label(line.resource)) for line in obj.lines.all()),
+        )
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: QuotaRequest) -> str:
-        return _status_badge(obj.status, get_language())
-
-    # The planned rows (portal.admin_rows) read the language once per page, not twice per row.
-    asked.planned_per_page = lambda model_admin: functools.partial(
-        _asked_of, language=get_language()
-    )
-    status_badge.planned_per_page = lambda model_admin: _status_badges(get_language())
+        return admin_badge(value=obj.status, label=obj.get_status_display(),
+                           color=obj.status_color)
 
     @admin.display(description="age")
     def age(self, obj: QuotaRequest) -> str:
-        days = _age_days(obj)
+        days = (timezone.now() - obj.created_at).days
         return "today" if days == 0 else f"{days} d"
 
     # -- the review page (replaces the change form) --
@@ -391,6 +260,7 @@ class QuotaRequestAdmin(admin.ModelAdmin):
         context = {
             **self.admin_site.each_context(request),
             "opts": self.opts,
+            "preserved_filters": self.get_preserved_filters(request),
             "title": f"Review quota request #{obj.pk}",
             "original": obj,
             "quota_request": obj,

@@ -8,6 +8,7 @@ Every save goes through a service (validation, audit event). Images are retired 
 from django.contrib import admin, messages
 
 from portal.admin import ReadOnlyModelAdmin
+from portal.admin_filters import RelatedByNameListFilter
 from portal.choices import admin_badge
 
 from .models import VmImage, Workload
@@ -40,7 +41,7 @@ class WorkloadAdmin(ReadOnlyModelAdmin):
 
     list_display = ["name", "tenant", "kind", "status_badge", "status_reason", "launched_by",
                     "created_at", "in_sync"]
-    list_filter = ["status", "kind", "tenant"]
+    list_filter = ["status", "kind", ("tenant", RelatedByNameListFilter)]
     search_fields = ["name", "tenant__slug", "status_reason", "status_message"]
     list_select_related = ["tenant", "launched_by"]
     date_hierarchy = "created_at"
