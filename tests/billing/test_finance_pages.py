@@ -881,17 +881,6 @@ def test_the_chosen_filters_are_shown_and_escaped(login, finance):
     assert '<option value="CC-&lt;1&gt;" selected>CC-&lt;1&gt;</option>' in content
 
 
-@pytest.mark.parametrize(
-    "amount", ["0", "0.00", "1.5", "-2.50", "1234.56", "-1234567.89", "999999.995", "0.005"]
-)
-def test_the_list_shows_amounts_as_floatformat_did(amount):
-    from django.template.defaultfilters import floatformat
-
-    from billing.invoice_rows import money_shown
-
-    assert money_shown(Decimal(amount)) == floatformat(Decimal(amount), "2g")
-
-
 def test_the_list_rows_show_dates_and_amounts_as_before(login, finance, books):
     html = login(finance).get(LIST).content.decode()
 
