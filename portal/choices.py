@@ -12,12 +12,11 @@ dark enough for its badge's white text (at least 4.5:1).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from django.db import models
-from django.utils.html import format_html
+from django.template.loader import render_to_string
 
 BADGE_HEX = {
     "primary": "#5b3cc4",
@@ -55,18 +54,8 @@ def colored(colors: Mapping[str, str]) -> Callable[[C], C]:
     return attach
 
 
-def admin_badge(*, value: str, label: str, color: str):
+def admin_badge(*, value: str, label: str, color: str) -> str:
     """The badge Django admin's lists show for a state (the pages use Bootstrap's)."""
-    # A list shows a handful of states on hundreds of rows: each badge formatted once.
-    return _admin_badge(str(value), str(label), color)
-
-
-@functools.lru_cache(maxsize=512)
-def _admin_badge(value: str, label: str, color: str):
-    return format_html(
-        '<span class="status-{}" style="color:#fff;background:{};padding:1px 6px;'
-        'border-radius:4px;white-space:nowrap">{}</span>',
-        value,
-        BADGE_HEX[color],
-        label,
+    return render_to_string(
+        "admin/_state_badge.html", {"value": value, "label": label, "hex": BADGE_HEX[color]}
     )
