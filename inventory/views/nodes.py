@@ -84,7 +84,6 @@ def node_list(request):
         "filters": filters,
         "filter_errors": errors,
         "page": page,
-        "query": query.urlencode(),
         "reserved_tenants": stamped(
             "node-list:reserved-for", ["inventory_node"], reserved_tenants_in_use, stamps=stamps
         ),

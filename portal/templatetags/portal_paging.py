@@ -12,7 +12,10 @@ def page_query(context, number: int, drop: str = "", params=None) -> str:
     without the names in `drop` (space-separated: a partial's own switch, say). `params`: a
     QueryDict to keep instead of the request's (the filters as the view understood them)."""
     request = context.get("request")
-    kept = params or (request.GET if request is not None else QueryDict())
+    if isinstance(params, QueryDict):
+        kept = params
+    else:
+        kept = request.GET if request is not None else QueryDict()
     dropped = {"page", *drop.split()}
     query = QueryDict(mutable=True)
     query["page"] = str(number)
