@@ -4,17 +4,14 @@ from decimal import Decimal
 
 from django import forms
 
-from portal.forms import KeptWhenUnbound
+from portal.forms import FieldsFromTemplate
 
 from .filters import MonthField
 
 
-class StyledForm(KeptWhenUnbound, forms.Form):
+class StyledForm(FieldsFromTemplate, forms.Form):
     """Bootstrap's classes on every widget, and `is-invalid` on those with errors. `{{ form }}`
-    writes its fields with their labels, help and errors (`_form_fields.html`); an unbound one
-    is written once per process (`KeptWhenUnbound`: an invoice's page offers three, and the
-    widgets' templates were a tenth of the page's time). Keep subclasses free of choices or
-    initial values read from the database or the clock."""
+    writes its fields with their labels, help and errors (`_form_fields.html`)."""
 
     fields_template = "billing/finance/_form_fields.html"
 

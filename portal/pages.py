@@ -131,7 +131,6 @@ def fleet_holdings(request):
                 page=request.GET.get("page"), over_quota_only=over_quota_only
             ),
             "over_quota_only": over_quota_only,
-            "query": "over=1&" if over_quota_only else "",
         },
     )
 

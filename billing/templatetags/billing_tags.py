@@ -14,7 +14,7 @@ register = template.Library()
 
 
 # The filter selects' options (one definition for every app's pages).
-register.simple_tag(select_options)
+register.inclusion_tag("portal/_options.html")(select_options)
 
 
 @register.filter

@@ -4,14 +4,11 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
-from django.urls import get_script_prefix, reverse
-from django.utils.safestring import SafeString
-from django.utils.translation import get_language
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from portal.cached_rows import CachedRows, RowValues
 from portal.confirmation import confirmation_page, is_confirmed
-from portal.links import url_for_each
+from portal.links import url_prefix
 from portal.stamps import read_stamps, stamped
 
 from ..filters import NodeFilterSet
@@ -25,7 +22,6 @@ from ..forms import (
     actions_for,
 )
 from ..models import HealthEvent, Node, NodeState
-from ..node_rows import grouped_numbers, node_row
 from ..selectors.drain import nodes_drain_impact
 from ..selectors.nodes import (
     node_get_for_detail,
@@ -61,28 +57,6 @@ def _filter_errors(filters: NodeFilterSet, query) -> list[str]:
     return errors
 
 
-# Each row of the list, written once per process for the values it shows (portal.cached_rows).
-_LISTED_ROWS = CachedRows(Node)
-
-
-def _node_rows(values: RowValues, page) -> list[SafeString]:
-    """Each node's row of the list (inventory.node_rows), written again only when a value it
-    shows changed, or the language or URL prefix; its node and rack links reversed once for
-    the page (reverse() per row was a sixth of the page)."""
-    node_url = url_for_each("inventory:node-detail")
-    rack_url = url_for_each("inventory:rack-detail")
-    number = grouped_numbers()
-    return _LISTED_ROWS.rows(
-        values, page, (get_language(), get_script_prefix()),
-        lambda node: node_row(
-            node,
-            detail_url=node_url(node.pk),
-            rack_url=rack_url(node.rack_id) if node.rack_id is not None else "",
-            number=number,
-        ),
-    )
-
-
 # What the list's rows and count are drawn from.
 NODE_LIST_TABLES = ("inventory_site", "inventory_rack", "inventory_node", "inventory_gpu",
                     "inventory_healthevent")
@@ -99,26 +73,26 @@ def node_list(request):
     # The filtered count and the filter's choices change only with the inventory: read from
     # the cache between two writes to it (portal.stamps).
     stamps = read_stamps()
-    values = _LISTED_ROWS.values(nodes)
-    paginator = Paginator(values.queryset, PAGE_SIZE)
+    paginator = Paginator(nodes, PAGE_SIZE)
     if not errors:
         paginator.count = stamped(
             "node-list:count", NODE_LIST_TABLES, nodes.count, stamps=stamps,
             extra=sorted(query.lists()),
         )
     page = paginator.get_page(request.GET.get("page"))
-    page.object_list = _node_rows(values, page.object_list)  # each row's <tr>
     context = {
         "filters": filters,
         "filter_errors": errors,
         "page": page,
-        "query": query.urlencode(),
         "reserved_tenants": stamped(
             "node-list:reserved-for", ["inventory_node"], reserved_tenants_in_use, stamps=stamps
         ),
         "site_choices": stamped("node-list:sites", ["inventory_site"], site_choices,
                                 stamps=stamps),
         "states": NodeState.choices,
+        # Each row links to its node and rack: the prefixes reversed once, not once per row.
+        "node_prefix": url_prefix("inventory:node-detail"),
+        "rack_prefix": url_prefix("inventory:rack-detail"),
     }
     template = "inventory/nodes.html#node-table" if request.htmx else "inventory/nodes.html"
     return render(request, template, context, status=400 if errors else 200)

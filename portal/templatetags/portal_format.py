@@ -1,13 +1,11 @@
 """One way to show a count or an amount of money on every page: thousands separators, and
-money with the portal's currency; and a filter select's options written in one call."""
+money with the portal's currency; and a filter select's options from one template."""
 
-import html
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from django import template
 from django.conf import settings
 from django.contrib.humanize.templatetags.humanize import intcomma
-from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
 
@@ -22,14 +20,12 @@ def money(value) -> str:
     return f"{settings.BILLING_CURRENCY} {intcomma(amount, use_l10n=False)}"
 
 
-@register.simple_tag
-def select_options(choices, selected, skip_blank=False) -> SafeString:
-    """The `<option>`s of a filter's select, those chosen marked: one call for them all rather
-    than a template loop per option (a fleet has thousands of tenants, and each option's
-    `{% if %}` read the form's value again), each value and label escaped as the template
-    would. Each choice is a (value, label) pair, or a value that is its own label. `selected`:
-    the chosen value, or the chosen values of a multiple select (a list). `skip_blank`: leave
-    out a choice of no value (the select writes its own "all" option)."""
+@register.inclusion_tag("portal/_options.html")
+def select_options(choices, selected, skip_blank=False) -> dict:
+    """The `<option>`s of a filter's select (templates/portal/_options.html), those chosen
+    marked. Each choice is a (value, label) pair, or a value that is its own label.
+    `selected`: the chosen value, or the chosen values of a multiple select (a list).
+    `skip_blank`: leave out a choice of no value (the select writes its own "all" option)."""
     chosen = (
         frozenset(selected) if isinstance(selected, list | tuple | set | frozenset)
         else (selected,)
@@ -39,11 +35,5 @@ def select_options(choices, selected, skip_blank=False) -> SafeString:
         value, label = choice if isinstance(choice, list | tuple) else (choice, choice)
         if skip_blank and value in ("", None):
             continue
-        mark = " selected" if value in chosen else ""
-        options.append(f'<option value="{_escape(value)}"{mark}>{_escape(label)}</option>')
-    return mark_safe("".join(options))  # noqa: S308 - every value and label escaped above
-
-
-def _escape(value) -> str:
-    # The standard library's escape, as Django's `escape` is (without its lazy wrapper).
-    return html.escape(str(value))
+        options.append((value, label, value in chosen))
+    return {"options": options}

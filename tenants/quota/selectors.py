@@ -242,13 +242,14 @@ def quota_requests_waiting() -> QuerySet:
 
 def quota_requests_on_the_way() -> QuerySet:
     """Approved requests not yet applied on the cluster (still applying, or failed), oldest
-    first, as rows of what the queue shows of them: `(id, status, last_error, attempts,
-    tenant name)`."""
+    first, with only what the queue shows of them: status, last error, attempts, the
+    tenant's name."""
     return (
         QuotaRequest.objects.filter(status__in=(QuotaRequest.Status.APPROVED,
                                                 QuotaRequest.Status.FAILED))
         .order_by("created_at", "id")
-        .values_list("id", "status", "last_error", "attempts", "tenant__name")
+        .select_related("tenant")
+        .only("id", "status", "last_error", "attempts", "tenant__name")
     )
 
 

@@ -1,24 +1,19 @@
 """Quota pages: what a tenant holds, its requests for more, and the platform admins' queue."""
 
 from functools import cache
-from html import escape
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404
+from django.http import Http404, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
-from django.utils.safestring import SafeString
-from django.utils.text import Truncator
 from django.views.decorators.http import require_POST
 
 from inventory import resource_classes
 from portal.confirmation import confirmation_page, is_confirmed
 from portal.context_processors import waiting_count
-from portal.display import grouped, iso_date, time_since
 from portal.paging import page_size_from, url_maker
 
 from ..access.rules import access_for
@@ -72,6 +67,8 @@ def quota_request_list(request, slug: str):
     tenant, context = tenant_page(request, slug, "requests")
     paginator = Paginator(tenant_quota_requests(tenant=tenant), HISTORY_PAGE_SIZE)
     context["page_obj"] = paginator.get_page(request.GET.get("page"))
+    # Each row links to its request: the prefix reversed once, not once per row.
+    context["request_prefix"] = reverse("tenants:quota-request-list", args=[tenant.slug])
     return render(request, "tenants/quota_request_list.html", context)
 
 
@@ -244,67 +241,31 @@ def request_queue(request):
         "tenants/requests.html",
         {
             "page_obj": page,
-            "waiting": _queue_rows(page.object_list, review_url),
-            "page_size": paginator.per_page,
-            "default_page_size": QUEUE_PAGE_SIZE,
-            "on_the_way": _on_the_way_rows(on_the_way[:ON_THE_WAY_SHOWN], review_url),
+            "waiting": _queue_rows(list(page.object_list), review_url),
+            # The next pages keep the size shown (capped), not the size asked for.
+            "page_params": QueryDict(
+                "" if paginator.per_page == QUEUE_PAGE_SIZE else f"page_size={paginator.per_page}"
+            ),
+            "on_the_way": [
+                (request, review_url(request.pk)) for request in on_the_way[:ON_THE_WAY_SHOWN]
+            ],
             "more_on_the_way": len(on_the_way) > ON_THE_WAY_SHOWN,
         },
     )
 
 
-_STATUS_LABELS = dict(QuotaRequest.Status.choices)
-
-
-def _on_the_way_rows(requests, review_url) -> list[SafeString]:
-    """The rows of the requests approved but not applied yet (`quota_requests_on_the_way`),
-    each one `<tr>` written here, as the template wrote them: an include of the status badge
-    per row was most of the page's template time (up to 50 rows)."""
-    rows = []
-    for pk, status, last_error, attempts, tenant_name in requests:
-        border = " border" if status == QuotaRequest.Status.WITHDRAWN else ""
-        label = _STATUS_LABELS.get(status, status)
-        if last_error:
-            cluster = (f'<span class="text-danger">{escape(Truncator(last_error).chars(120))}'
-                       f"</span> (attempt {attempts})")
-        else:
-            cluster = "applying\u2026"
-        rows.append(SafeString(
-            f'<tr><td><a href="{escape(review_url(pk))}">#{pk}</a></td>'
-            f"<td>{escape(tenant_name)}</td>"
-            f'<td><span class="badge text-bg-{QuotaRequest.Status.color(status)}{border}"'
-            f' data-status="{escape(status)}">{escape(label)}</span>\n</td>'
-            f'<td class="small">{cluster}</td></tr>'
-        ))
-    return rows
-
-
-def _queue_rows(requests, review_url) -> list[SafeString]:
-    """The queue's rows, each one `<tr>` written here: a template filter or `{% url %}` per
-    cell cost more than the rest of a 400-row page, and the template's lookups per row were
-    most of a 50-row page once its queries were cheap (tests/tenants/test_request_queue_rows.py
-    holds the template these rows replaced and checks they come out the same)."""
+def _queue_rows(requests, review_url) -> list[dict]:
+    """The queue's rows (`quota_requests_waiting`) with who asked and what, in words, and the
+    link to review each: what templates/tenants/requests.html#queue-row shows."""
     label = cache(resource_label)  # a handful of classes among hundreds of lines
-    ago = time_since(timezone.now())
-    rows = []
     for r in requests:
         who = " ".join(
             name for name in (r["requested_by__first_name"], r["requested_by__last_name"]) if name
         )
-        asked = "".join(
-            f"<div>+{grouped(n)} {escape(label(resource))}</div>"
+        r["who"] = who or r["requested_by__username"] or "—"
+        r["asked"] = [
+            f"+{n:,} {label(resource)}"
             for resource, n in zip(r["line_resources"], r["line_amounts"], strict=True)
-        )
-        pk = r["id"]
-        rows.append(SafeString(
-            f"<tr>\n<td>#{pk}</td>\n"
-            f'<td>{escape(r["tenant__name"])} <span class="badge text-bg-light border">'
-            f'{escape(r["tenant__isolation"])}</span></td>\n'
-            f'<td class="small">{asked}</td>\n'
-            f'<td class="small">{escape(ago(r["created_at"]))} ago<div class="text-muted">'
-            f'{escape(who or r["requested_by__username"] or "—")}</div></td>\n'
-            f'<td class="small">{escape(iso_date(r["ends_on"]) or "—")}</td>\n'
-            f'<td class="text-end"><a class="btn btn-sm btn-outline-primary" '
-            f'href="{escape(review_url(pk))}">Review</a></td>\n</tr>'
-        ))
-    return rows
+        ]
+        r["review_url"] = review_url(r["id"])
+    return requests

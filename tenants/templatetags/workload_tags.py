@@ -1,12 +1,9 @@
 """Template filters of the workload pages: what a workload holds, in words people read."""
 
-from functools import lru_cache
-
 from django import template
 from django.contrib.humanize.templatetags.humanize import intcomma
 
 from inventory import resource_classes
-from portal.display import grouped
 
 register = template.Library()
 
@@ -22,16 +19,12 @@ def held(demand: dict) -> list[str]:
     for resource, amount in (demand or {}).items():
         if resource.startswith("count:"):
             continue
-        # An int the cheap way (intcomma's locale lookups cost ~50 µs); anything else as before.
-        number = grouped(amount) if type(amount) is int else intcomma(amount)
-        words.append(number + _after_amount(resource))
+        words.append(f"{intcomma(amount)}{_after_amount(resource)}")
     return words
 
 
-@lru_cache(maxsize=512)  # bounded: the keys come from stored demands
 def _after_amount(resource: str) -> str:
-    """What follows the amount of `resource` (" vCPU", " \u00d7 NVIDIA H100 80GB HBM3"): parsed once
-    per class and process, a list shows the same few classes on every row."""
+    """What follows the amount of `resource` (" vCPU", " \u00d7 NVIDIA H100 80GB HBM3")."""
     if resource in UNITS:
         return f" {UNITS[resource]}"
     try:
@@ -65,5 +58,5 @@ def detail_value(value) -> str:
     if isinstance(value, list | tuple):
         return ", ".join(detail_value(item) for item in value)
     if isinstance(value, int):
-        return grouped(value)
+        return intcomma(value)
     return str(value)

@@ -11,7 +11,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from inventory import resource_classes
-from portal.forms import KeptWhenUnbound
+from portal.forms import FieldsFromTemplate
 
 from ..access.models import Tenant
 from .kinds import inference, vcluster
@@ -273,10 +273,9 @@ FORMS: dict[str, type[WorkloadForm]] = {
 }
 
 
-class ScaleForm(KeptWhenUnbound, forms.Form):
+class ScaleForm(FieldsFromTemplate, forms.Form):
     """The fields of a running workload its kind lets change, prefilled with its spec.
-    `{{ form }}` writes them (`_scale_fields.html`); unbound, the HTML is kept per process for
-    the kind and the values it is prefilled with (the choices are the launch form's own)."""
+    `{{ form }}` writes them (`_scale_fields.html`)."""
 
     fields_template = "tenants/workloads/_scale_fields.html"
 
@@ -294,9 +293,6 @@ class ScaleForm(KeptWhenUnbound, forms.Form):
                                         if isinstance(field, forms.ChoiceField) else {}),
             )
             self.initial[name] = workload.spec.get(name)
-
-    def unbound_key(self) -> tuple:
-        return (self.kind, *super().unbound_key())
 
     def changes(self, spec: Mapping[str, Any]) -> dict[str, Any]:
         return {name: value for name, value in self.cleaned_data.items()

@@ -4,31 +4,22 @@ power, delete) and the vCluster kubeconfig download. Thin views over selectors a
 
 from __future__ import annotations
 
-from html import escape
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
-from django.urls import get_script_prefix, reverse
-from django.utils import timezone
-from django.utils.safestring import SafeString
-from django.utils.text import Truncator
-from django.utils.translation import get_language
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from portal.cached_rows import CachedRows, RowValues
 from portal.confirmation import confirmation_page, is_confirmed
 from portal.error_responses import error_response
-from portal.paging import url_maker
 
 from ..pages import redirect_to_current, tenant_page
-from ..templatetags.workload_tags import held
 from . import services
-from .badges import status_badge
 from .forms import FORMS, ScaleForm
 from .kinds.vm.spec import POWER_ACTIONS
 from .models import Workload, WorkloadStatus
@@ -61,76 +52,31 @@ def workload_list(request, slug: str):
     if status and status not in WorkloadStatus.values:
         messages.warning(request, f"There is no state “{status[:40]}”: showing every state.")
         status = ""
-    values = _LISTED_ROWS.values(
-        tenant_workloads_for_list(tenant=tenant, kind=kind or None, status=status or None)
-    )
-    page = Paginator(values.queryset, PAGE_SIZE).get_page(request.GET.get("page"))
-    rows = _workload_rows(values, page.object_list, tenant.slug)
+    page = Paginator(
+        tenant_workloads_for_list(tenant=tenant, kind=kind or None, status=status or None),
+        PAGE_SIZE,
+    ).get_page(request.GET.get("page"))
+    workloads = list(page.object_list)
+    for w in workloads:  # User.get_full_name(), or the username; "—" once the launcher left
+        full_name = f"{w.launched_by_first_name or ''} {w.launched_by_last_name or ''}".strip()
+        w.launcher = full_name or w.launched_by_username or "—"
+    page.object_list = workloads
     context |= {
         "page_obj": page,
-        "rows": [html for html, _ in rows],
         "kinds": KINDS.values(),
         "statuses": WorkloadStatus.choices,
         "kind": kind,
         "status": status,
-        "any_in_progress": any(in_progress for _, in_progress in rows),
+        "any_in_progress": any(w.in_progress for w in workloads),
+        # Each row links to its workload: the prefix reversed once, not once per row.
+        "workload_prefix": reverse("tenants:workload-list", args=[tenant.slug]),
+        # The filters as understood (an unknown kind or state is dropped), not the poll's switch.
+        "page_params": QueryDict(urlencode({k: v for k, v in (("kind", kind),
+                                                               ("status", status)) if v})),
     }
     if request.htmx and request.GET.get("rows"):
         return render(request, "tenants/workloads/list.html#rows", context)
     return render(request, "tenants/workloads/list.html", context)
-
-
-# Each row of the list, written once per process for the values it shows (portal.cached_rows).
-_LISTED_ROWS = CachedRows(Workload)
-
-
-def _workload_rows(values: RowValues, page, slug: str) -> list[tuple[SafeString, bool]]:
-    """The page's rows, each one `<tr>` written here, and whether its workload is in progress.
-
-    Written here: an `{% include %}`, the `held` filter and a `date` filter per row cost more
-    than the rest of the page, and then the template's lookups per row did. Same HTML as
-    rendering each workload through the filters (tests/tenants/workloads/test_list_rows.py).
-    A row is written again only when a value it shows changed, or the page's tenant, time
-    zone, language or URL prefix."""
-    detail_url = url_maker("tenants:workload-detail", "slug", "pk")
-    context = (slug, timezone.get_current_timezone(), get_language(), get_script_prefix())
-    return _LISTED_ROWS.rows(
-        values, page, context, lambda w: (_workload_row(w, slug, detail_url), w.in_progress)
-    )
-
-
-def _workload_row(w: Workload, slug: str, detail_url) -> SafeString:
-    """One workload's `<tr>` (of `tenant_workloads_for_list`, its launcher's names annotated)."""
-    note = ""
-    if w.status_message and w.status != WorkloadStatus.READY:
-        text = f"{w.status_reason}: {Truncator(w.status_message).chars(90)}"
-        note = (
-            '<div class="small text-muted text-truncate" style="max-width:28rem"'
-            f' title="{escape(w.status_message)}">{escape(text)}</div>'
-        )
-    holds = "<br>".join(
-        f'<span class="text-nowrap me-2">{escape(words)}</span>' for words in held(w.demand)
-    )
-    if w.launched_by_username is None:
-        launcher = "—"
-    else:  # User.get_full_name(), or the username
-        full_name = f"{w.launched_by_first_name} {w.launched_by_last_name}".strip()
-        launcher = full_name or w.launched_by_username
-    # The `date` filter's "Y-m-d H:i", in the current time zone.
-    created = timezone.localtime(w.created_at).strftime("%Y-%m-%d %H:%M")
-    return SafeString(
-        f'\n      <tr id="workload-{w.pk}" data-kind="{escape(w.kind)}">'
-        f'\n        <td><a href="{escape(detail_url(slug, w.pk))}" class="fw-semibold">'
-        f"{escape(w.name)}</a>"
-        f"\n          {note}</td>"
-        f'\n        <td><i class="bi bi-{escape(w.kind_entry.icon)}" aria-hidden="true"></i>'
-        f" {escape(w.kind_label)}</td>"
-        f"\n        <td>{status_badge(w.status, w.get_status_display(), stopped=w.stopped)}\n</td>"
-        f'\n        <td class="small">{holds}</td>'
-        f'\n        <td class="small text-nowrap">{created}<div class="text-muted">'
-        f"{escape(launcher)}</div></td>"
-        "\n      </tr>\n    "
-    )
 
 
 def _launch_page(request, slug: str):

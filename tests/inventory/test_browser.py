@@ -120,3 +120,22 @@ def test_enter_in_the_why_field_changes_nothing_and_a_return_asks_for_the_node_n
         page.press("#id_confirm", "Enter")  # on the confirmation page, Enter is the answer
     page.locator('#node-status[data-state="available"]').wait_for()
     assert not open_faults.exists()
+
+
+def test_the_node_list_pages_in_place_keeping_its_filter(page, platform_admin):
+    build_fleet(130)
+    sign_in(page, "platform-admin", TEST_PASSWORD)
+    page.goto("/fleet/nodes/")
+    page.select_option("#id_health", "healthy")  # htmx swaps the table in place
+    page.wait_for_url("**health=healthy**")
+    first = page.locator("tr[data-node]").first.get_attribute("data-node")
+
+    page.click("#node-pagination a[rel=next]")  # htmx again: the next page, same filter
+    page.wait_for_url("**page=2**")
+    page.locator("#node-pagination", has_text="Page 2 of").wait_for()
+    screenshot(page, "fleet-nodes-page-2")
+
+    assert "health=healthy" in page.url
+    assert page.locator("#id_health").input_value() == "healthy"
+    assert page.locator("tr[data-node]").first.get_attribute("data-node") != first
+    assert page.locator("[data-health]:not([data-health=healthy])").count() == 0

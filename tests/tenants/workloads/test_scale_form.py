@@ -1,5 +1,5 @@
-"""A running workload's resize form: written once per process for a kind and the values it is
-prefilled with, anew for other values or with errors, and never served with another's."""
+"""A running workload's resize form: written through its template with the workload's own
+values, its errors shown, never another workload's."""
 
 from django.core.exceptions import ValidationError
 from django.template import engines
