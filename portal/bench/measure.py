@@ -21,14 +21,18 @@ from .server import fetch
 
 def session_cookies() -> dict[str, str]:
     """A session per bench account, made by Django's session engine (as a sign-in makes it)."""
+    return {role: login_cookies([username])[username] for role, username in USERS.items()}
+
+
+def login_cookies(usernames: list[str], prefix: str = "") -> dict[str, str]:
+    """A session per user named, keyed `prefix + username`."""
     from django.contrib.auth import get_user_model
 
     cookies = {}
-    for role, username in USERS.items():
+    for user in get_user_model().objects.filter(username__in=usernames):
         client = Client()
-        client.force_login(get_user_model().objects.get(username=username),
-                           backend="django.contrib.auth.backends.ModelBackend")
-        cookies[role] = client.cookies[settings.SESSION_COOKIE_NAME].value
+        client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
+        cookies[prefix + user.username] = client.cookies[settings.SESSION_COOKIE_NAME].value
     return cookies
 
 

@@ -48,9 +48,10 @@ from django.utils import timezone
 from . import dataset
 from .controllers import Controllers
 from .options import BASE_DIR, REQUEST_TIMEOUT, Options
+from .report import PROVISIONING
 from .server import free_port, peak_rss_mib, server_environment, start_server, stop_server
 
-NAME = "provisioning throughput"
+NAME = PROVISIONING
 RSS_TARGET_MIB = 300
 EXTRA_REQUESTS = 2  # the target: requests per workload ≤ objects it owns + 2
 WORKER_START_TIMEOUT = 120
