@@ -167,9 +167,12 @@ def _varied_lines(results: dict[str, Any], sub: str) -> list[str]:
     clients = results["meta"]["concurrency"]
     fixed = {row["name"]: row for row in results["pages"]}
     beat = varied["beat"]
-    tasks = "; ".join(f"{name} {t['sent']} sent, {t['done']} done"
-                      + (f", {t['failed']} failed" if t["failed"] else "")
-                      for name, t in beat["tasks"].items()) or "none sent"
+    tasks = "; ".join(
+        f"{name} {t['sent']} sent, {t['done_in_mode']} done during the mode"
+        + (f" (the longest {t['most_seconds']} s from sent to done)"
+           if t["most_seconds"] is not None else "")
+        + (f", {t['failed']} failed" if t["failed"] else "")
+        for name, t in beat["tasks"].items()) or "none sent"
     lines = [
         "",
         f"{sub} Varied mode",

@@ -178,15 +178,16 @@ class Beat(threading.Thread):
         self.app, self.queue = app, queue
         self.every = {OBSERVE_SWEEP: sweep_every, METER: meter_every}
         self.hours = hours
-        self.sent: list[tuple[str, Any]] = []
+        self.sent: list[tuple[str, datetime.datetime, Any]] = []  # task, sent at, result
         self._halt = threading.Event()
 
     def _send(self, task: str) -> None:
         args = []
         if task == METER:
-            metered = sum(1 for name, _ in self.sent if name == METER)
+            metered = sum(1 for name, _, _ in self.sent if name == METER)
             args = [self.hours[metered % len(self.hours)].isoformat()]
-        self.sent.append((task, self.app.send_task(task, args=args, queue=self.queue)))
+        self.sent.append((task, datetime.datetime.now(tz=datetime.UTC),
+                          self.app.send_task(task, args=args, queue=self.queue)))
 
     def run(self) -> None:
         due = {task: 0.0 for task in self.every if self.every[task] > 0 and
@@ -207,15 +208,28 @@ class Beat(threading.Thread):
         if self.is_alive():
             self.join(timeout=10)
 
-    def tally(self) -> dict[str, Any]:
-        """Per task: how many were sent, and done (or failed) by the end of the mode."""
+    def tally(self, mode_ended: datetime.datetime) -> dict[str, Any]:
+        """Per task: how many were sent, done (a task running when the worker was stopped
+        finishes first), done before the mode ended, failed, and the most seconds one took
+        from being sent to done (its wait in the queue included)."""
         tally: dict[str, Any] = {}
-        for task, result in self.sent:
-            entry = tally.setdefault(task.rsplit(".", 1)[1], {"sent": 0, "done": 0, "failed": 0})
+        for task, sent_at, result in self.sent:
+            entry = tally.setdefault(task.rsplit(".", 1)[1], {
+                "sent": 0, "done": 0, "done_in_mode": 0, "failed": 0, "most_seconds": None})
             entry["sent"] += 1
             state = result.state
-            entry["done"] += state == "SUCCESS"
             entry["failed"] += state == "FAILURE"
+            if state != "SUCCESS":
+                continue
+            entry["done"] += 1
+            done_at = result.date_done
+            if done_at is None:
+                continue
+            if done_at.tzinfo is None:
+                done_at = done_at.replace(tzinfo=datetime.UTC)
+            entry["done_in_mode"] += done_at <= mode_ended
+            took = round((done_at - sent_at).total_seconds(), 1)
+            entry["most_seconds"] = max(entry["most_seconds"] or 0, took)
         return tally
 
 
@@ -319,14 +333,17 @@ def run(port: int, prepared: dict[str, Any], cookies: dict[str, str], options: O
             f"{options.concurrency} clients, beat running …")
         beat.start()
         timed = _time_schedule(port, requests, cookies, options, deadline_seconds)
+        mode_ended = datetime.datetime.now(tz=datetime.UTC)
         beat.stop()
-        tally = beat.tally()
         worker_rss = peak_rss_mib(worker.pid)
+        _stop_worker(worker)
+        tally = beat.tally(mode_ended)
     finally:
         beat.stop()
-        _stop_worker(worker)
+        if worker.poll() is None:
+            _stop_worker(worker)
         worker_log.close()
-        for _, result in beat.sent:
+        for _, _, result in beat.sent:
             result.forget()
         _forget_queues(options.redis_url, queue, sink)
         app.conf.update(result_backend=None)

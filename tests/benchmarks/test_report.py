@@ -40,8 +40,8 @@ RESULTS = {
                           _group("node list", 5.5)],
                "target_p95_ratio": 6.0, "requests": 600, "scheduled": 600, "seconds": 60.0,
                "requests_per_second": 10.0,
-               "beat": {"tasks": {"workloads_observe_sweep_task": {"sent": 4, "done": 4,
-                                                                   "failed": 0}},
+               "beat": {"tasks": {"workloads_observe_sweep_task": {
+                   "sent": 4, "done": 4, "done_in_mode": 3, "failed": 0, "most_seconds": 12.5}},
                         "sweep_seconds": 15.0, "meter_seconds": 60.0,
                         "worker_peak_rss_mib": 180.0}},
     "batch": [{"name": "usage ingestion", "unit": "rows/s", "portal": "usage_meter_span",
@@ -116,7 +116,8 @@ def test_the_tables_show_both_modes_side_by_side_and_the_targets():
     assert "| month-end invoicing: not measured" not in markdown
     assert "| month-end invoicing | not measured: no usage records in the data set | " \
            "not measured |" in markdown
-    assert "workloads_observe_sweep_task 4 sent, 4 done" in markdown
+    assert "workloads_observe_sweep_task 4 sent, 3 done during the mode (the longest 12.5 s " \
+           "from sent to done)" in markdown
     assert "190.5 MiB after the varied mode (170.0 MiB after the fixed mode" in markdown
 
 
