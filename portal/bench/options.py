@@ -40,7 +40,9 @@ class Options:
     provision_kinds: tuple[str, ...] = ("inference", "vcluster", "vm", "slurm")  # in turn
     provision_sweep_seconds: float = 15.0  # beat's observe sweep, played by the harness
     provision_timeout: float = 900.0  # seconds for every workload to be ready
-    # The varied mode (portal/bench/varied.py): a metering window sent this often
+    # The varied mode (portal/bench/varied.py): the observe sweep and a metering window sent
+    # this often (0: not at all)
+    varied_sweep_seconds: float = 15.0
     varied_meter_seconds: float = 60.0
 
     @property
@@ -77,6 +79,10 @@ def options_from_environment() -> Options:
             or settings.CELERY_BEAT_SCHEDULE["workloads-observe-sweep"]["schedule"]
         ),
         provision_timeout=float(os.environ.get("BENCH_PROVISION_TIMEOUT") or 900),
+        varied_sweep_seconds=float(
+            os.environ.get("BENCH_VARIED_SWEEP_SECONDS")
+            or settings.CELERY_BEAT_SCHEDULE["workloads-observe-sweep"]["schedule"]
+        ),
         varied_meter_seconds=float(os.environ.get("BENCH_VARIED_METER_SECONDS") or 60),
     )
 

@@ -160,6 +160,10 @@ def _queries(group: dict[str, Any]) -> str:
     return f"{high}" if low == high else f"{low} to {high}"
 
 
+def _every(seconds: float) -> str:
+    return f"every {seconds:g} s" if seconds > 0 else "never (turned off)"
+
+
 def _varied_lines(results: dict[str, Any], sub: str) -> list[str]:
     varied = results.get("varied")
     if not varied:
@@ -180,8 +184,8 @@ def _varied_lines(results: dict[str, Any], sub: str) -> list[str]:
         f"{varied['requests']:,} requests of {varied['scheduled']:,} scheduled in "
         f"{varied['seconds']} s ({varied['requests_per_second']} a second) from {clients} "
         "clients, each a URL picked at random from its group's pool, while a Celery worker ran "
-        f"beat's tasks (observe sweep every {beat['sweep_seconds']:g} s, a metering window "
-        f"every {beat['meter_seconds']:g} s: {tasks}; its peak RSS "
+        f"beat's tasks (the observe sweep {_every(beat['sweep_seconds'])}, a metering "
+        f"window {_every(beat['meter_seconds'])}: {tasks}; its peak RSS "
         f"{beat['worker_peak_rss_mib']} MiB). Ratios are p95 ÷ the floor's p95 in this mode, "
         "whose requests are mixed in with the others'; queries are the fewest to the most of "
         "any URL of the group, counted in-process.",

@@ -323,7 +323,7 @@ def run(port: int, prepared: dict[str, Any], cookies: dict[str, str], options: O
     hours = _metering_hours(options.celery_hours)
     connections.close_all()
     app, worker, worker_log, hostname = _start_worker(options, run_id, queue, sink)
-    beat = Beat(app, queue, sweep_every=options.provision_sweep_seconds,
+    beat = Beat(app, queue, sweep_every=options.varied_sweep_seconds,
                 meter_every=options.varied_meter_seconds, hours=hours)
     try:
         if not _wait_for_workers(app, [hostname], [worker]):
@@ -348,7 +348,7 @@ def run(port: int, prepared: dict[str, Any], cookies: dict[str, str], options: O
         _forget_queues(options.redis_url, queue, sink)
         app.conf.update(result_backend=None)
     return summarise_groups(groups, prepared, timed) | {
-        "beat": {"tasks": tally, "sweep_seconds": options.provision_sweep_seconds,
+        "beat": {"tasks": tally, "sweep_seconds": options.varied_sweep_seconds,
                  "meter_seconds": options.varied_meter_seconds,
                  "worker_peak_rss_mib": worker_rss},
         "web_workers_mib": {str(pid): peak_rss_mib(pid) for pid in web_workers},

@@ -156,3 +156,11 @@ def test_the_page_s_section_is_replaced_and_the_rest_kept(tmp_path):
 def test_a_page_without_one_section_is_refused(page):
     with pytest.raises(ValueError, match="needs one"):
         replace_section(page, "table")
+
+
+def test_a_run_with_beat_turned_off_says_so():
+    results = copy.deepcopy(RESULTS)
+    results["varied"]["beat"] |= {"tasks": {}, "sweep_seconds": 0.0, "meter_seconds": 0.0}
+    markdown = render_markdown(results)
+    assert "(the observe sweep never (turned off), a metering window never (turned off): " \
+           "none sent;" in markdown
