@@ -188,7 +188,7 @@ def _varied_lines(results: dict[str, Any], sub: str) -> list[str]:
         f"window {_every(beat['meter_seconds'])}: {tasks}; its peak RSS "
         f"{beat['worker_peak_rss_mib']} MiB). Ratios are p95 ÷ the floor's p95 in this mode, "
         "whose requests are mixed in with the others'; queries are the fewest to the most of "
-        "any URL of the group, counted in-process.",
+        "any URL of the group first asked, counted in-process.",
         "",
         "| page group | URLs | accounts | queries | requests | median ms | p95 ms | "
         f"p95 ÷ floor | fixed mode p95 ÷ floor ({clients}) | target |",
