@@ -1,15 +1,7 @@
-"""`python -m portal.bench` (what `make bench` runs): see portal.bench.harness.
-
-Environment: BENCH_SCALE (default 1), BENCH_SEED (42), BENCH_REQUESTS (per page and mode; 200
-at scale 0.5 and above, else 40), BENCH_CONCURRENCY (4), BENCH_WORKERS (gunicorn workers, 4),
-BENCH_OUT (artifacts/bench), BENCH_DATABASE_URL (the bench's own database, replaced on every
-run; its name must contain "bench"; default postgres://postgres@127.0.0.1:5432/portal_bench),
-BENCH_METER_HOURS (hours of usage ingested against COPY, 6), BENCH_CELERY_HOURS (metering
-windows the Celery worker runs, 6), BENCH_REDIS_URL (its broker, redis://127.0.0.1:6379/0),
-BENCH_PROVISION_WORKLOADS (launched through the API and driven to ready against the Kubernetes
-emulator, 1000), BENCH_PROVISION_WORKERS (Celery workers doing it, 2), BENCH_PROVISION_KINDS
-(launched in turn, inference,vcluster,vm,slurm), BENCH_PROVISION_SWEEP_SECONDS (the observe
-sweep's period, production's WORKLOAD_OBSERVE_SECONDS), BENCH_PROVISION_TIMEOUT (900 s).
+"""`python -m portal.bench` (what `make bench` runs): see portal.bench.harness, and
+docs/benchmark.md for every setting (BENCH_SCALE, BENCH_REQUESTS, BENCH_SECONDS_PER_MODE,
+BENCH_CONCURRENCY, BENCH_WORKERS, BENCH_OUT, BENCH_DATABASE_URL, BENCH_REDIS_URL,
+BENCH_VARIED_METER_SECONDS, BENCH_METER_HOURS, BENCH_CELERY_HOURS, BENCH_PROVISION_*).
 """
 
 import os

@@ -71,7 +71,7 @@ def measure_ingestion(*, hours: int) -> dict[str, Any]:
     def measure() -> dict[str, Any]:
         replaced = allocated.delete()[0]
         # Once untimed and undone, so that the portal writes into warm buffers as COPY, which
-        # runs after it, does (the first write after the pages once took 5 times as long).
+        # runs after it, does.
         warm = transaction.savepoint()
         usage_meter_span(start=start, end=end)
         transaction.savepoint_rollback(warm)
@@ -153,8 +153,8 @@ def measure_invoicing() -> dict[str, Any]:
             cursor.execute(sql, [start, end])  # warms the buffers for both runs
             cursor.fetchall()
         # Each side twice, in turn, and the faster of its two runs: on a shared machine one
-        # run of a few seconds is one moment of it (the same code measured 1.5 and then 2.0
-        # times the SQL). Each portal run drafts from nothing and is rolled back after.
+        # run of a few seconds is one moment of it. Each portal run drafts from nothing and is
+        # rolled back after.
         portal_runs, sql_runs, details = [], [], {}
         for _ in range(INVOICING_ROUNDS):
             savepoint = transaction.savepoint()

@@ -5,8 +5,10 @@ Steps: build the data set in the bench database, or clone it from the cached tem
 of the same scale, seed, month, generator and migrations; migrate; collect static files; count
 each page's SQL queries in-process (Django's test client); start gunicorn on 127.0.0.1 with
 PORTAL_ENV=production; sign the bench accounts in through the session engine; time each page
-sequentially and from concurrent clients; read the workers' peak RSS; write results.json and
-results.md. Request counts and time are bounded; nothing leaves the machine.
+sequentially and from concurrent clients (the fixed mode), then the varied mode (URLs from
+pools, beat running: `portal.bench.varied`); read the workers' peak RSS; measure the batch
+work; write results.json and results.md with every target met or missed. Request counts and
+time are bounded; nothing leaves the machine.
 
 Run after `django.setup()` with DATABASE_URL set to the bench database (`portal.bench.__main__`
 does both).
@@ -29,7 +31,7 @@ from billing.models import Invoice
 from inventory.models import Node
 from tenants.models import Workload
 
-from . import dataset
+from . import dataset, varied
 from .billing_runs import measure_ingestion, measure_invoicing
 from .database import prepare_data_set
 from .measure import (
@@ -43,9 +45,9 @@ from .measure import (
     window_spread,
 )
 from .options import BASE_DIR, Options, options_from_environment
-from .pages import FLOOR, PAGES, TARGET_RATIO
+from .pages import FLOOR, PAGES, TARGET_RATIO, VARIED_TARGET_RATIO, WEB_RSS_TARGET_MIB
 from .provisioning import measure_provisioning
-from .report import query_counts_by_scale, render_markdown
+from .report import evaluate_targets, query_counts_by_scale, render_markdown
 from .server import collect_static, free_port, peak_rss_mib, start_server, stop_server, worker_pids
 from .worker import measure_celery_worker
 
@@ -102,6 +104,8 @@ def run(options: Options, log=print) -> dict[str, Any]:
         else:
             row |= count_queries(page, path, cookies[page.user])
         rows.append(row)
+    log("Varied mode: building its URL pools, each URL asked once in-process …")
+    prepared = varied.prepare(options, cookies, log)
     connections.close_all()
 
     port = free_port()
@@ -113,8 +117,7 @@ def run(options: Options, log=print) -> dict[str, Any]:
         measured = [row for row in rows if "skipped" not in row]
         warm_up(port, measured, cookies, options)
         # The floor is timed before every page, and its figures are those of all its requests:
-        # one window of a few seconds is the least steady figure of a run (its p95 with 4
-        # clients moved from 9.5 to 13.2 ms between two runs of the same code), and a page's
+        # one window of a few seconds is the least steady figure of a run, and a page's
         # verdict is a ratio to it.
         floor = next(row for row in measured if row["name"] == FLOOR)
         floor_windows = []
@@ -125,6 +128,9 @@ def run(options: Options, log=print) -> dict[str, Any]:
                                                     options))
                 row |= time_page(port, row["path"], cookies[row["user"]], options)
         floor |= summarise(pool(floor_windows)) | {"floor_windows": window_spread(floor_windows)}
+        after_fixed = [peak_rss_mib(pid) for pid in worker_pids(server.pid)]
+        varied_results = varied.run(port, prepared, cookies, options,
+                                    worker_pids(server.pid), log)
         workers = {pid: peak_rss_mib(pid) for pid in worker_pids(server.pid)}
         master_rss = peak_rss_mib(server.pid)
     finally:
@@ -168,11 +174,16 @@ def run(options: Options, log=print) -> dict[str, Any]:
             "gunicorn_workers": options.workers, "cpus": os.cpu_count(),
             "floor": FLOOR,
             "target_p95_ratio": TARGET_RATIO,
+            "varied_target_p95_ratio": VARIED_TARGET_RATIO,
+            "web_rss_target_mib": WEB_RSS_TARGET_MIB,
         },
         "data_set": data_set,
         "pages": rows,
+        "varied": varied_results,
         "batch": batch,
         "memory": {"web_worker_peak_rss_mib": max(known) if known else None,
+                   "web_worker_peak_rss_after_fixed_mib":
+                       max((rss for rss in after_fixed if rss is not None), default=None),
                    "web_workers_mib": {str(pid): rss for pid, rss in workers.items()},
                    "gunicorn_master_peak_rss_mib": master_rss,
                    "celery_worker_peak_rss_mib": celery_rss,
@@ -182,7 +193,9 @@ def run(options: Options, log=print) -> dict[str, Any]:
             *(f"{row['name']} ({row['skipped']})" for row in batch if "skipped" in row),
         ],
     }
-    results["query_counts_by_scale"] = query_counts_by_scale(options, rows)
+    results["query_counts_by_scale"] = query_counts_by_scale(options, rows,
+                                                             varied_results["groups"])
+    results["targets"] = evaluate_targets(results)
     (options.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     markdown = render_markdown(results)
     (options.out / "results.md").write_text(markdown)

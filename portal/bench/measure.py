@@ -21,14 +21,18 @@ from .server import fetch
 
 def session_cookies() -> dict[str, str]:
     """A session per bench account, made by Django's session engine (as a sign-in makes it)."""
+    return {role: login_cookies([username])[username] for role, username in USERS.items()}
+
+
+def login_cookies(usernames: list[str], prefix: str = "") -> dict[str, str]:
+    """A session per user named, keyed `prefix + username`."""
     from django.contrib.auth import get_user_model
 
     cookies = {}
-    for role, username in USERS.items():
+    for user in get_user_model().objects.filter(username__in=usernames):
         client = Client()
-        client.force_login(get_user_model().objects.get(username=username),
-                           backend="django.contrib.auth.backends.ModelBackend")
-        cookies[role] = client.cookies[settings.SESSION_COOKIE_NAME].value
+        client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
+        cookies[prefix + user.username] = client.cookies[settings.SESSION_COOKIE_NAME].value
     return cookies
 
 
@@ -56,7 +60,7 @@ def _rows(page: Page, body: bytes) -> int | None:
     return None
 
 
-def _summary(latencies: list[float]) -> dict[str, float]:
+def latency_summary(latencies: list[float]) -> dict[str, float]:
     ordered = sorted(latencies)
     p95 = ordered[min(len(ordered) - 1, max(0, round(0.95 * len(ordered)) - 1))]
     return {"median_ms": round(statistics.median(ordered) * 1000, 1),
@@ -83,7 +87,7 @@ def warm_up(port: int, rows: list[dict[str, Any]], cookies: dict[str, str],
         deadline = time.monotonic() + WARM_UP_SECONDS
         for sent in range(1, WARM_UP_MAX + 1):
             started = time.monotonic()
-            _attempt(port, row["path"], cookies[row["user"]])
+            attempt(port, row["path"], cookies[row["user"]])
             # A page that outlasts the whole warm-up (a long export) has been
             # served by every worker after one round: its concurrent requests each held one.
             if sent == 1 and time.monotonic() - started > WARM_UP_SECONDS:
@@ -99,7 +103,7 @@ def warm_up(port: int, rows: list[dict[str, Any]], cookies: dict[str, str],
             thread.join()
 
 
-def _attempt(port: int, path: str, cookie: str) -> int | str:
+def attempt(port: int, path: str, cookie: str) -> int | str:
     """The status of one GET of `path`, or why there was none: a page that outlasts the
     server's or the client's timeout is reported as an error of its row, not the end of the
     run."""
@@ -124,7 +128,7 @@ def time_latencies(port: int, path: str, cookie: str, options: Options) -> dict[
 
     def one(latencies: list[float]) -> None:
         started = time.perf_counter()
-        status = _attempt(port, path, cookie)
+        status = attempt(port, path, cookie)
         # A request with no answer counts as an error, and its time (up to the timeout) as
         # its latency: the page took at least that long.
         latencies.append(time.perf_counter() - started)
@@ -160,8 +164,8 @@ def time_latencies(port: int, path: str, cookie: str, options: Options) -> dict[
 def summarise(timed: dict[str, Any]) -> dict[str, Any]:
     """Medians and p95s of `time_latencies`' answer (or of several pooled by `pool`)."""
     return {
-        "sequential": _summary(timed["sequential"]),
-        "concurrent": _summary(timed["concurrent"]) | {
+        "sequential": latency_summary(timed["sequential"]),
+        "concurrent": latency_summary(timed["concurrent"]) | {
             "clients": timed["clients"],
             "requests_per_second": round(len(timed["concurrent"]) / timed["elapsed"], 1),
         },
@@ -186,7 +190,7 @@ def window_spread(windows: list[dict[str, Any]]) -> dict[str, Any]:
     highest p95 (ms), and the first window's (the floor as one window measures it)."""
     spread: dict[str, Any] = {"windows": len(windows)}
     for mode in ("sequential", "concurrent"):
-        p95s = [_summary(w[mode])["p95_ms"] for w in windows]
+        p95s = [latency_summary(w[mode])["p95_ms"] for w in windows]
         spread[mode] = {"first_p95_ms": p95s[0], "lowest_p95_ms": min(p95s),
                         "highest_p95_ms": max(p95s)}
     return spread

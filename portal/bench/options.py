@@ -16,8 +16,7 @@ USERS = {"owner": dataset.BENCH_OWNER, "admin": dataset.BENCH_ADMIN,
          "finance": dataset.BENCH_FINANCE}
 SERVER_START_TIMEOUT = 60
 # gunicorn's worker timeout and the client's, per request: generous, so that a slow page is
-# measured rather than killed (an export of every invoice, before such exports were written in
-# the background, took about a minute alone on a 2-core machine and twice that with 4 clients).
+# measured rather than killed.
 REQUEST_TIMEOUT = 300
 
 
@@ -41,6 +40,10 @@ class Options:
     provision_kinds: tuple[str, ...] = ("inference", "vcluster", "vm", "slurm")  # in turn
     provision_sweep_seconds: float = 15.0  # beat's observe sweep, played by the harness
     provision_timeout: float = 900.0  # seconds for every workload to be ready
+    # The varied mode (portal/bench/varied.py): the observe sweep and a metering window sent
+    # this often (0: not at all)
+    varied_sweep_seconds: float = 15.0
+    varied_meter_seconds: float = 60.0
 
     @property
     def database_name(self) -> str:
@@ -76,6 +79,11 @@ def options_from_environment() -> Options:
             or settings.CELERY_BEAT_SCHEDULE["workloads-observe-sweep"]["schedule"]
         ),
         provision_timeout=float(os.environ.get("BENCH_PROVISION_TIMEOUT") or 900),
+        varied_sweep_seconds=float(
+            os.environ.get("BENCH_VARIED_SWEEP_SECONDS")
+            or settings.CELERY_BEAT_SCHEDULE["workloads-observe-sweep"]["schedule"]
+        ),
+        varied_meter_seconds=float(os.environ.get("BENCH_VARIED_METER_SECONDS") or 60),
     )
 
 

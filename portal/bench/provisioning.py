@@ -48,9 +48,10 @@ from django.utils import timezone
 from . import dataset
 from .controllers import Controllers
 from .options import BASE_DIR, REQUEST_TIMEOUT, Options
+from .report import PROVISIONING
 from .server import free_port, peak_rss_mib, server_environment, start_server, stop_server
 
-NAME = "provisioning throughput"
+NAME = PROVISIONING
 RSS_TARGET_MIB = 300
 EXTRA_REQUESTS = 2  # the target: requests per workload ≤ objects it owns + 2
 WORKER_START_TIMEOUT = 120
@@ -185,7 +186,7 @@ class Beat(threading.Thread):
             self.join(timeout=10)
 
 
-def _wait_for_workers(app, hostnames: list[str], processes: list[subprocess.Popen]) -> bool:
+def wait_for_workers(app, hostnames: list[str], processes: list[subprocess.Popen]) -> bool:
     deadline = time.monotonic() + WORKER_START_TIMEOUT
     while time.monotonic() < deadline:
         if any(process.poll() is not None for process in processes):
@@ -308,7 +309,7 @@ def measure_provisioning(options: Options) -> dict[str, Any]:
     try:
         server = start_server(options, port, options.out / "provisioning-gunicorn.log",
                               extra_env=celery_env | {"CELERY_TASK_DEFAULT_QUEUE": queue})
-        if not _wait_for_workers(app, hostnames, workers):
+        if not wait_for_workers(app, hostnames, workers):
             return result | {"skipped": "the Celery workers did not start (see "
                                         "provisioning-worker-*.log)"}
         started = time.perf_counter()
@@ -339,7 +340,7 @@ def measure_provisioning(options: Options) -> dict[str, Any]:
         if server is not None:
             stop_server(server)
         emulator.stop()
-        _forget_queues(options.redis_url, queue, sink)
+        forget_queues(options.redis_url, queue, sink)
     return result | _figures(count, ids, by_status, statuses, seen, rss, controllers, {
         "seconds": seconds, "launch_seconds": launch_seconds, "set_aside": set_aside,
         "sweeps": beat.sent, "options": options,
@@ -402,7 +403,7 @@ def _figures(count: int, ids: list[int], by_status: dict[str, int], statuses: Co
     }
 
 
-def _forget_queues(redis_url: str, *names: str) -> None:
+def forget_queues(redis_url: str, *names: str) -> None:
     import redis
 
     client = redis.Redis.from_url(redis_url)

@@ -1,9 +1,10 @@
 """`make bench` cannot rot: its harness runs end to end at a tiny scale inside `make test`.
 
-Only that it ran is asserted (a data set built or reused, gunicorn served every page, usage
-ingestion, month-end invoicing, a Celery worker and provisioning through Celery workers against
-the Kubernetes emulator were measured, both result files list every page and measurement),
-never a timing or a verdict: those are `make bench`'s to report.
+Only that it ran is asserted (a data set built or reused, gunicorn served every page in the
+fixed mode and every group's pool in the varied mode while a Celery worker ran beat's tasks,
+usage ingestion, month-end invoicing, a Celery worker and provisioning through Celery workers
+against the Kubernetes emulator were measured, both result files list every page, group,
+measurement and target), never a timing or a verdict: those are `make bench`'s to report.
 """
 
 import json
@@ -114,5 +115,36 @@ def test_the_benchmark_harness_runs_at_a_small_scale_and_reports_every_measureme
     assert results["memory"]["provisioning_worker_peak_rss_mib"] > 0
     assert "Provisioning: 4 of 4 workloads ready" in markdown
     assert results["not_measured_yet"] == []
+
+    # The varied mode: every group's pool answered in-process and over HTTP, with beat running.
+    varied = results["varied"]
+    groups = {row["name"]: row for row in varied["groups"]}
+    assert list(groups) == [
+        FLOOR, "tenant dashboard", "workload list", "node list", "finance invoice detail",
+        "api: workloads", "api: nodes", "api: quota requests", "admin review queue",
+        "usage explorer"]
+    for name, row in groups.items():
+        assert row["count"] == 2, row  # BENCH_REQUESTS per group
+        assert row["errors"] == 0 and row["dropped"] == 0, row
+        assert row["queries"]["max"] >= row["queries"]["min"] >= 1, row
+        assert row["fixed"] in rows, row
+        assert f"| {name} | {row['urls']} |" in markdown
+    assert groups["tenant dashboard"]["users"] == groups["tenant dashboard"]["urls"] > 1
+    assert varied["requests"] == varied["scheduled"] == 2 * len(groups)
+    assert set(varied["beat"]["tasks"]) == {"workloads_observe_sweep_task", "usage_meter_task"}
+    assert all(task["sent"] >= 1 for task in varied["beat"]["tasks"].values())
+    assert varied["beat"]["worker_peak_rss_mib"] > 0
+    assert results["memory"]["web_worker_peak_rss_after_fixed_mib"] > 0
+    assert "## Varied mode" in markdown and "## Fixed mode" in markdown
+    assert {f"varied: {name}" for name in groups} <= set(
+        results["query_counts_by_scale"]["scales"]["0.005"])
+    # Every target has a verdict or says it was not measured (one scale: queries).
+    targets = results["targets"]
+    assert [target["target"].split(":")[0] for target in targets[:4]] == [
+        "fixed mode", "varied mode", "queries per request constant in data size",
+        "web worker peak RSS after the varied mode < 250 MiB"]
+    assert len(targets) == 4 + len(batch)
+    assert all(target["met"] in (True, False, None) for target in targets)
+    assert "## Targets" in markdown
     assert results["data_set"]["template"].startswith(
         f"{environ.Env.db_url_config(env['BENCH_DATABASE_URL'])['NAME']}_s0_005_")
