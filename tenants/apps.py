@@ -6,6 +6,10 @@ class TenantsConfig(AppConfig):
     verbose_name = "Tenants"
 
     def ready(self) -> None:
-        # Register the tasks in every process, so that services can queue them by name
-        # (and eager mode runs them in-process instead of sending them nowhere).
-        from . import tasks  # noqa: F401
+        from inventory import tenancy
+
+        from . import tasks  # noqa: F401 - registers the tasks, so that services queue them by name
+        from .access.directory import AccessRulesDirectory
+
+        # The inventory, below tenants, asks them its questions through this directory.
+        tenancy.install(AccessRulesDirectory())

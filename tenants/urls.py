@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .access import views as access
+from .dashboard import views as access
 from .enforcement import views as enforcement
 from .quota import views as quota
 from .workloads import views as workloads

@@ -476,3 +476,4 @@ def quote_demand(*, demand: Mapping[str, int], at: datetime) -> Quote:
         per_month=round_money(Fraction(per_hour) * QUOTE_MONTH_HOURS),
         not_billed=tuple(not_billed),
     )
+

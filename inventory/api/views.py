@@ -13,8 +13,6 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tenants.access import access_for, is_platform_admin
-
 from .. import transfer
 from ..filters import NodeFilterSet
 from ..models import GPU, NIC, HealthEvent, Node, NodeValidation, Rack, Site
@@ -29,6 +27,7 @@ from ..selectors.fleet import (
 from ..selectors.nodes import nodes_for_list
 from ..services import health, lifecycle
 from ..services.transfer import inventory_import
+from ..tenancy import tenant_directory
 from . import serializers as s
 
 
@@ -36,14 +35,14 @@ class IsPlatformAdmin(BasePermission):
     message = "Hardware inventory is for platform admins."
 
     def has_permission(self, request, view) -> bool:
-        return is_platform_admin(request.user)
+        return tenant_directory().is_platform_admin(request.user)
 
 
 class HasAnyRole(BasePermission):
     message = "You hold no role in the portal."
 
     def has_permission(self, request, view) -> bool:
-        return access_for(request.user).has_any_access
+        return tenant_directory().has_any_role(request.user)
 
 
 class FleetSummaryView(APIView):

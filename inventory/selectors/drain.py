@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from tenants.access import tenant_names_for_namespaces
-
 from ..models import Node
+from ..tenancy import tenant_directory
 
 
 @dataclass(frozen=True)
@@ -54,7 +53,7 @@ def nodes_drain_impact(*, nodes: Iterable[Node]) -> list[DrainImpact]:
     nodes = list(nodes)
     namespaces = {p.get("namespace", "") for node in nodes for p in node.placed_pods or []}
     reserved = {node.reserved_for for node in nodes if node.reserved_for}
-    tenants_seen = tenant_names_for_namespaces(namespaces, slugs=reserved)
+    tenants_seen = tenant_directory().tenant_names_for_namespaces(namespaces, slugs=reserved)
     owners = {namespace: owner for namespace, owner in tenants_seen.items()
               if namespace in namespaces}
     by_slug = dict(tenants_seen.values())

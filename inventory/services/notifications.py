@@ -1,6 +1,6 @@
 """Tell tenants that a node their workloads ran on was taken out of service.
 
-The inventory knows tenants by slug only, and asks tenants' access rules about them. The
+The inventory knows tenants by slug only, and asks the tenant directory (inventory.tenancy). The
 tenants affected by a node are: the tenant it is reserved for, and the tenants whose namespaces
 had pods on it (seen by the last sync, or by the drain that evicted them).
 """
@@ -11,14 +11,14 @@ from django.db import transaction
 
 from portal.audit import audit
 from portal.outbox import email_enqueue
-from tenants.access import tenant_owner_emails, tenant_slugs_for_namespaces
 
 from ..models import HealthEvent, Node, NodeState
+from ..tenancy import tenant_directory
 
 
 def node_affected_tenants(*, node: Node, namespaces: Iterable[str] = ()) -> list[str]:
     seen = {p.get("namespace", "") for p in node.placed_pods or []} | set(namespaces)
-    slugs = tenant_slugs_for_namespaces(seen)
+    slugs = tenant_directory().tenant_slugs_for_namespaces(seen)
     if node.reserved_for:
         slugs.add(node.reserved_for)
     return sorted(slugs)
@@ -61,16 +61,16 @@ def node_tenants_notify(
     )
     already = set(event.notified_tenants) if event is not None else set()
     affected = node_affected_tenants(node=node, namespaces=namespaces)
-    tenants = [t for t in affected if t not in already]
-    if not tenants:
+    to_tell = [t for t in affected if t not in already]
+    if not to_tell:
         return []
-    owners = tenant_owner_emails(tenants)
+    owners = tenant_directory().tenant_owner_emails(to_tell)
     subject, body = _message(node, event)
     for _slug, emails in sorted(owners.items()):
         email_enqueue(to=emails, subject=subject, body=body, topic="node.tenants_notify")
     if event is not None:
-        event.notified_tenants = sorted(already | set(tenants))
+        event.notified_tenants = sorted(already | set(to_tell))
         event.save(update_fields=["notified_tenants"])
     audit(actor=None, action="node.tenants_notify", obj=node,
-          changes={"tenants": tenants, "emailed": sorted(owners), "event": health_event_id})
-    return tenants
+          changes={"tenants": to_tell, "emailed": sorted(owners), "event": health_event_id})
+    return to_tell

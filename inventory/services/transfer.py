@@ -14,10 +14,10 @@ from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
 from portal.audit import audit
-from tenants.access import tenant_slugs
 
 from .. import identifiers, resource_classes, transfer
 from ..models import GPU, NIC, BiosProfile, InventoryRun, Node, NodeState, Rack, Site
+from ..tenancy import tenant_directory
 from ..transfer import ImportResult, RowResult, parse_bool, parse_identifier, parse_int
 
 MAX_ROWS = 20000
@@ -48,7 +48,7 @@ class _Importer:
         self.nodes = {n.hostname: n for n in Node.objects.select_related("rack__site")}
         self.sites = {s.slug: s for s in Site.objects.all()}
         self.racks = {(r.site.slug, r.name): r for r in Rack.objects.select_related("site")}
-        self.tenants = tenant_slugs()
+        self.tenants = tenant_directory().tenant_slugs()
         self.gpus = {(g.node.hostname, g.index): g for g in GPU.objects.select_related("node")}
         self.nics = {(n.node.hostname, n.name): n for n in NIC.objects.select_related("node")}
         # identifier -> (owner key, line) of whoever holds it: the inventory (line 0) or a row

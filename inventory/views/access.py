@@ -6,7 +6,7 @@ from functools import wraps
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 
-from tenants.access import access_for, is_platform_admin
+from ..tenancy import tenant_directory
 
 
 def platform_admin_required(view: Callable) -> Callable:
@@ -15,7 +15,7 @@ def platform_admin_required(view: Callable) -> Callable:
     @login_required
     @wraps(view)
     def wrapped(request, *args, **kwargs):
-        if not is_platform_admin(request.user):
+        if not tenant_directory().is_platform_admin(request.user):
             raise PermissionDenied
         return view(request, *args, **kwargs)
 
@@ -28,7 +28,7 @@ def any_role_required(view: Callable) -> Callable:
     @login_required
     @wraps(view)
     def wrapped(request, *args, **kwargs):
-        if not access_for(request.user).has_any_access:
+        if not tenant_directory().has_any_role(request.user):
             raise PermissionDenied
         return view(request, *args, **kwargs)
 

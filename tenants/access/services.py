@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 
 from portal.audit import audit
 
-from ..enforcement.changes import tenant_mark_changed
+from .changes import tenant_mark_changed
 from .models import Membership, RoleAssignment, Source, Tenant
 from .rules import forget_access, tenants_managed_by
 

@@ -4,7 +4,7 @@ from django.urls import path
 
 from portal.api.routers import PortalRouter
 
-from ..access.api import MeView, TenantViewSet
+from ..dashboard.api import MeView, TenantViewSet
 from ..quota.api import CapacityView, QuotaRequestViewSet
 from ..workloads.api import WorkloadViewSet
 

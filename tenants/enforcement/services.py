@@ -28,10 +28,10 @@ from portal.fleet import FleetError, FleetGateway, TransientFleetError, get_gate
 from portal.queueing import enqueue_on_commit
 from portal.reconcile import reconcile_failed, reconcile_succeeded
 
+from ..access.changes import RECONCILE_TENANT
 from ..access.models import Tenant
 from ..quota.models import Quota, QuotaRequest
 from ..quota.notifications import quota_request_notify
-from .changes import RECONCILE_TENANT
 from .manifests import (
     COUNT_RESOURCES,
     KUEUE,

@@ -22,9 +22,9 @@ from inventory import resource_classes
 from portal.audit import audit
 from portal.validators import column_max, validate_readable_text
 
+from ..access.changes import tenant_mark_changed
 from ..access.models import Membership, Tenant
 from ..access.rules import access_for, is_platform_admin, tenants_operated_by
-from ..enforcement.changes import tenant_mark_changed
 from . import rules as quota_rules
 from .models import Quota, QuotaRequest, QuotaRequestLine
 from .notifications import quota_request_notify

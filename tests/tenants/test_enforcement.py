@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from portal.fleet import TransientFleetError
 from portal.models import AuditEvent, SimulatedObject
-from tenants.enforcement.changes import tenant_mark_changed
+from tenants.access.changes import tenant_mark_changed
 from tenants.enforcement.manifests import KUEUE
 from tenants.enforcement.services import tenant_reconcile, tenants_reconcile_sweep
 from tenants.models import Quota, QuotaRequest, Tenant

@@ -14,13 +14,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ..quota.selectors import tenant_quota_lines
-from ..quota.serializers import QuotaLineSerializer
-from . import services
-from .models import Membership, Tenant
-from .rules import access_for, tenants_visible_to
-from .selectors import tenant_members
-from .serializers import (
+from ..access import services
+from ..access.models import Membership, Tenant
+from ..access.rules import access_for, tenants_visible_to
+from ..access.selectors import tenant_members
+from ..access.serializers import (
     MemberAddSerializer,
     MemberRoleSerializer,
     MemberSerializer,
@@ -28,6 +26,8 @@ from .serializers import (
     TenantCreateSerializer,
     TenantSerializer,
 )
+from ..quota.selectors import tenant_quota_lines
+from ..quota.serializers import QuotaLineSerializer
 
 
 class MeView(APIView):

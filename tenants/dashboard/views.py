@@ -12,15 +12,15 @@ from django.views.decorators.http import require_POST
 from portal.confirmation import confirmation_page, is_confirmed
 from portal.paging import url_maker
 
+from ..access import services
+from ..access.forms import MemberAddForm, MemberRoleForm
+from ..access.models import Membership, Source, Tenant
+from ..access.rules import access_for
+from ..access.selectors import tenant_members, tenant_members_summary, tenants_for_list
 from ..pages import redirect_to_current, tenant_page
 from ..quota.models import resource_label
 from ..quota.selectors import tenant_quota_lines, tenant_quota_requests_recent
 from ..workloads.selectors import tenant_workloads_recent
-from . import services
-from .forms import MemberAddForm, MemberRoleForm
-from .models import Membership, Source, Tenant
-from .rules import access_for
-from .selectors import tenant_members, tenant_members_summary, tenants_for_list
 
 TENANT_PAGE_SIZE = 50
 

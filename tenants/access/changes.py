@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from portal.queueing import enqueue_on_commit
 from portal.reconcile import reconcile_bump
 
-from ..access.models import Tenant
+from .models import Tenant
 
 RECONCILE_TENANT = "tenants.enforcement.tasks.tenant_reconcile_task"
 

@@ -12,12 +12,12 @@ from django.utils.html import format_html
 from portal.admin_filters import DistinctValuesListFilter, RelatedByNameListFilter
 from portal.choices import admin_badge
 
-from ..enforcement.changes import tenant_mark_changed
+from ..access import services
+from ..access.changes import tenant_mark_changed
+from ..access.models import Membership, RoleAssignment, Tenant
 from ..quota import services as quota_services
 from ..quota.admin import QuotaInline
 from ..quota.models import Quota
-from . import services
-from .models import Membership, RoleAssignment, Tenant
 
 
 class MembershipInline(admin.TabularInline):
