@@ -12,7 +12,7 @@ from django.db.models import QuerySet
 from django.http import FileResponse, HttpResponse, HttpResponseBase, StreamingHttpResponse
 from django.utils import timezone
 
-from portal import csv_export
+from core import csv_export
 
 from . import exports
 from .documents import InvoiceDocument

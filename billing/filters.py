@@ -6,7 +6,7 @@ import django_filters
 from django import forms
 from django.db.models import Q, QuerySet
 
-from portal.api.filtering import FormOnceFilterSet
+from core.api.filtering import FormOnceFilterSet
 
 from .models import Invoice, InvoiceStatus
 

@@ -4,7 +4,7 @@ from decimal import Decimal
 
 from django import forms
 
-from portal.forms import FieldsFromTemplate
+from core.forms import FieldsFromTemplate
 
 from .filters import MonthField
 

@@ -7,8 +7,8 @@ from django.conf import settings
 from django.db import OperationalError
 from django.utils import timezone
 
-from portal.prometheus import PrometheusUnavailable
-from portal.queueing import retry_policy
+from core.prometheus import PrometheusUnavailable
+from core.queueing import retry_policy
 
 from .models import UsageRecord, WindowStatus
 from .services import budgets, invoice_exports, invoice_files, invoicing, metering

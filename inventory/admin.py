@@ -7,8 +7,8 @@ from the cluster sync, the import and the node pages, and are read-only here."""
 from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 
-from portal.admin import ReadOnlyModelAdmin
-from portal.errors import DomainError
+from core.admin import ReadOnlyModelAdmin
+from core.errors import DomainError
 
 from .models import GPU, NIC, HealthEvent, InventoryRun, Node, NodeValidation, Rack, Site
 from .selectors.drain import nodes_drain_impact

@@ -9,7 +9,7 @@ stopped counting does not reopen its event; gauges as `max_over_time()`.
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from portal.prometheus import Sample
+from core.prometheus import Sample
 
 XID_DESCRIPTIONS = {
     13: "Graphics engine exception",

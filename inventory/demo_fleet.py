@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from portal.fleet import get_gateway
+from core.fleet import get_gateway
 
 from . import resource_classes
 from .models import GPU, NIC, BiosProfile, HealthEvent, Node, NodeState, NodeValidation

@@ -1,7 +1,7 @@
-"""The inventory's own domain errors (the rest are portal.errors': RuleViolation,
+"""The inventory's own domain errors (the rest are core.errors': RuleViolation,
 InvalidTransition)."""
 
-from portal.errors import RuleViolation
+from core.errors import RuleViolation
 
 
 class ReasonRequired(RuleViolation):

@@ -3,7 +3,7 @@
 import django_filters
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from portal.api.filtering import FormOnceFilterSet
+from core.api.filtering import FormOnceFilterSet
 
 from .models import GPU, GpuSharing, Node, NodeState, Site
 from .selectors.nodes import NodeHealth

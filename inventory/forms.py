@@ -2,7 +2,7 @@
 
 from django import forms
 
-from portal.validators import validate_readable_text
+from core.validators import validate_readable_text
 
 from .models import NodeState, NodeValidation
 

@@ -1,6 +1,6 @@
-"""The inventory tasks that services queue by name (portal.queueing sends them after commit)."""
+"""The inventory tasks that services queue by name (core.queueing sends them after commit)."""
 
-from portal.queueing import enqueue_on_commit
+from core.queueing import enqueue_on_commit
 
 SCHEDULABILITY = "inventory.tasks.node_schedulability_reconcile_task"
 DRAIN = "inventory.tasks.node_drain_task"

@@ -6,9 +6,9 @@ running one twice, late, or after a crash is harmless. Only transient failures a
 
 from celery import shared_task
 
-from portal.fleet import TransientFleetError
-from portal.prometheus import PrometheusUnavailable
-from portal.queueing import retry_policy
+from core.fleet import TransientFleetError
+from core.prometheus import PrometheusUnavailable
+from core.queueing import retry_policy
 
 from .services import cluster, health, sync
 

@@ -7,7 +7,7 @@ there (`name`, `site`, `rack`, `position`, `u_height`, `serial`, `status`, `tena
 `type`, `mac_address`), plus the fields a GPU fleet needs (`bios_profile`, `uuid`, `ib_guid`,
 `rail`, `numa_node`, …). `status` is exported, and ignored on import: the lifecycle owns it.
 Cells that would be spreadsheet formulas are exported behind a `'` and read back without it
-(`portal.csv_export`), so an export imports unchanged.
+(`core.csv_export`), so an export imports unchanged.
 """
 
 import csv
@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from portal import csv_export
-from portal.csv_export import unescape_cell
+from core import csv_export
+from core.csv_export import unescape_cell
 
 from .identifiers import InvalidIdentifier
 

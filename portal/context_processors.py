@@ -5,11 +5,10 @@ from functools import cache
 from django.conf import settings
 from django.urls import get_script_prefix, get_urlconf, reverse
 
+from core.openid import oidc_enabled
 from tenants.access import access_for
 from tenants.models import RoleAssignment
-from tenants.quota.selectors import quota_requests_pending_count
-
-from .openid import oidc_enabled
+from tenants.quota.views import waiting_count
 
 TENANT_PAGES = (
     "tenants:dashboard",
@@ -52,14 +51,6 @@ def _reversed(urlconf, script_prefix: str) -> dict[str, str]:
 def portal_urls() -> dict[str, str]:
     """The navigation's and base.html's URLs, reversed once per URL configuration and prefix."""
     return _reversed(get_urlconf(), get_script_prefix())
-
-
-def waiting_count(request) -> int:
-    """Quota requests waiting for a decision, counted once per request: the navigation's badge
-    and the review queue show the same number."""
-    if not hasattr(request, "_quota_requests_waiting"):
-        request._quota_requests_waiting = quota_requests_pending_count()
-    return request._quota_requests_waiting
 
 
 def _nav_for(user, request) -> list[dict]:

@@ -16,6 +16,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from billing.selectors.explorer import fleet_utilization_headline
+from core.stamps import read_stamps, stamped
 from inventory.selectors.fleet import (
     fleet_capacity_by_model,
     fleet_gpu_counts_by_model,
@@ -27,12 +28,11 @@ from inventory.selectors.fleet import (
     inventory_last_runs,
 )
 from inventory.views.access import any_role_required, platform_admin_required
-from portal.stamps import read_stamps, stamped
 from tenants.access import is_platform_admin
 from tenants.quota.capacity import capacity_by_resource_class
 from tenants.workloads.selectors import gpu_holdings_page, gpu_holdings_summary
 
-# What each part of the overview reads: it is cached under these tables' versions (portal.stamps),
+# What each part of the overview reads: it is cached under these tables' versions (core.stamps),
 # so between two writes to them every worker reads it from its cache.
 INVENTORY_TABLES = ("inventory_site", "inventory_rack", "inventory_node", "inventory_gpu",
                     "inventory_healthevent", "inventory_inventoryrun")
@@ -76,7 +76,7 @@ def _with_parts(data: dict, *partials: str) -> dict:
 
 def _stamped_part(name, tables, compute, *partials, stamps, extra=None) -> dict:
     """A part of the overview, its data and its partials' HTML, computed and rendered once per
-    version of the tables it is drawn from (see portal.stamps)."""
+    version of the tables it is drawn from (see core.stamps)."""
     return stamped(
         f"fleet-overview:{name}", tables, lambda: _with_parts(compute(), *partials),
         stamps=stamps, extra=extra,

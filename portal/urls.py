@@ -4,12 +4,13 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerView
 from mozilla_django_oidc.views import OIDCLogoutView
 
+from core import account, ops
+from core.api.index import ApiIndexView
+from core.api.schema import SchemaView
 from inventory import urls as inventory_urls
 from tenants.identity.views import sign_in_failed
 
-from . import account, ops, pages, views
-from .api.index import ApiIndexView
-from .api.schema import SchemaView
+from . import pages, views
 
 fleet_pages = [
     path("", pages.fleet_overview, name="fleet"),
@@ -19,7 +20,7 @@ fleet_pages = [
 
 api_v1 = [
     path("", ApiIndexView.as_view(), name="index"),
-    path("", include("portal.api.urls")),
+    path("", include("core.api.urls")),
     path("", include("tenants.api.urls")),
     path("", include("inventory.api.urls")),
     path("", include("billing.api.urls")),

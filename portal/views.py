@@ -11,9 +11,8 @@ from django.urls import Resolver404, resolve
 from django.views.decorators.csrf import csrf_exempt
 from django.views.defaults import page_not_found, permission_denied, server_error
 
+from core.api.errors import json_error_response
 from tenants.access import access_for
-
-from .api.errors import json_error_response
 
 
 @login_required

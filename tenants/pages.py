@@ -6,7 +6,7 @@ from django.http import Http404
 from django.shortcuts import redirect
 from django.urls import reverse
 
-from portal.paging import url_maker
+from core.paging import url_maker
 
 from .access.models import Membership, Tenant
 from .access.rules import access_for, tenant_get_for_user, tenants_visible_to

@@ -2,7 +2,7 @@
 
 Every write goes through a service: rates through `rate_save`/`rate_delete` (their checks shown
 as form errors, also when the service's own check refuses a save that lost a race:
-`portal.admin_saves`), accounts through `billing_account_update`, credit notes through
+`core.admin_saves`), accounts through `billing_account_update`, credit notes through
 `credit_note_create`. A credit note is never edited; budget alerts are only read.
 """
 
@@ -12,10 +12,10 @@ from django import forms
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied, ValidationError
 
+from core.admin import ReadOnlyModelAdmin
+from core.admin_saves import ServiceSaveAdmin
+from core.errors import DomainError
 from inventory import resource_classes
-from portal.admin import ReadOnlyModelAdmin
-from portal.admin_saves import ServiceSaveAdmin
-from portal.errors import DomainError
 
 from ..models import BillingAccount, BudgetAlert, CreditNote, Invoice, Rate
 from ..services import invoicing, rates

@@ -16,9 +16,9 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from portal.admin_filters import RelatedByNameListFilter
-from portal.choices import admin_badge
-from portal.errors import DomainError
+from core.admin_filters import RelatedByNameListFilter
+from core.choices import admin_badge
+from core.errors import DomainError
 
 from ..models import CreditNote, Invoice, InvoiceLine, Payment
 from ..selectors.issuing import confirmation_name, issue_previews

@@ -7,9 +7,9 @@ service replaces their records and audits it, with the admin as the actor).
 
 from django.contrib import admin, messages
 
-from portal.admin import ReadOnlyModelAdmin
-from portal.admin_filters import RelatedByNameListFilter
-from portal.choices import admin_badge
+from core.admin import ReadOnlyModelAdmin
+from core.admin_filters import RelatedByNameListFilter
+from core.choices import admin_badge
 
 from ..models import CrossCheck, MeteringFlag, MeteringWindow, UsageRecord
 from ..services import metering

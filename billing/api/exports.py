@@ -14,7 +14,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from portal.errors import Conflict
+from core.errors import Conflict
 
 from ..downloads import attachment
 from ..filters import InvoiceFilterSet, filter_errors

@@ -23,7 +23,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.errors import RuleViolation
+from core.errors import RuleViolation
 from tenants.access import access_for
 
 from ..downloads import CONTENT_TYPES, invoice_file, invoices_file

@@ -6,7 +6,7 @@ import django_filters
 from django.db.models import Q, QuerySet
 from rest_framework import viewsets
 
-from portal.api.filtering import FormOnceFilterSet
+from core.api.filtering import FormOnceFilterSet
 
 from ..models import Rate
 from ..serializers import RateSerializer

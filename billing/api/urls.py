@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from portal.api.routers import PortalRouter
+from core.api.routers import PortalRouter
 
 from . import exports, invoices, rates, spend, usage
 

@@ -6,7 +6,7 @@
   payments add up to are columns of every row too: `credited`, `net_total` (the total less
   the credits), `paid` and `balance_due` (negative when over-settled: a refund is owed).
   Unpriced usage is a row with a quantity and no amount. ISO 8601 dates, `.` decimals, no
-  thousands separators, written through `portal.csv_export` (it defuses formula-like cells).
+  thousands separators, written through `core.csv_export` (it defuses formula-like cells).
 - XLSX of a list of invoices: two sheets finance can filter and pivot, "Invoices" (a row per
   invoice) and "Lines" (a row per line, credit, discount, tax and unpriced usage, with its
   invoice's number, tenant and period). XLSX of one invoice: a summary sheet and the invoice's

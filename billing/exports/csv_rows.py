@@ -6,7 +6,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import IO
 
-from portal import csv_export
+from core import csv_export
 
 from ..calculations.invoicing import class_label
 from ..documents import DocumentLine, ExportInvoice, InvoiceDocument, last_day

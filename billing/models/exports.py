@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from portal.choices import ColoredChoices, colored
+from core.choices import ColoredChoices, colored
 
 
 @colored({"queued": "secondary", "running": "info", "ready": "success", "failed": "danger"})

@@ -9,9 +9,9 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
-from portal.choices import ColoredChoices, colored
-from portal.errors import RuleViolation
-from portal.state_machine import transition
+from core.choices import ColoredChoices, colored
+from core.errors import RuleViolation
+from core.state_machine import transition
 from tenants.models import Tenant
 
 from .accounts import Rate

@@ -9,7 +9,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
-from portal.choices import ColoredChoices, colored
+from core.choices import ColoredChoices, colored
 from tenants.models import Tenant, Workload
 
 

@@ -23,7 +23,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce
 from django.http import Http404
 
-from portal.models import AuditEvent
+from core.models import AuditEvent
 from tenants.access import access_for
 from tenants.models import Tenant
 

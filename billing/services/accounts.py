@@ -5,7 +5,7 @@ from typing import Any
 
 from django.db import transaction
 
-from portal.audit import audit
+from core.audit import audit
 from tenants.models import Tenant
 
 from ..models import BillingAccount

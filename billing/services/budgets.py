@@ -18,8 +18,8 @@ from django.db import transaction
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from portal.audit import audit
-from portal.outbox import email_enqueue
+from core.audit import audit
+from core.outbox import email_enqueue
 from tenants.access import tenant_owner_emails
 from tenants.models import Tenant
 

@@ -2,7 +2,7 @@
 
 from django.db import transaction
 
-from portal.audit import audit
+from core.audit import audit
 
 from ..models import Invoice
 

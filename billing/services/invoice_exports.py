@@ -22,8 +22,8 @@ from django.db.models import F, Q
 from django.http import QueryDict
 from django.utils import timezone
 
-from portal.audit import audit
-from portal.queueing import enqueue_on_commit, send_task
+from core.audit import audit
+from core.queueing import enqueue_on_commit, send_task
 
 from .. import downloads
 from ..filters import InvoiceFilterSet, filter_errors

@@ -22,9 +22,9 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from portal.audit import audit
-from portal.errors import DomainError, InvalidTransition, RuleViolation
-from portal.queueing import enqueue_on_commit
+from core.audit import audit
+from core.errors import DomainError, InvalidTransition, RuleViolation
+from core.queueing import enqueue_on_commit
 from tenants.models import Tenant
 
 from .. import calculations

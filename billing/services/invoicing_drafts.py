@@ -33,11 +33,11 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
+from core.errors import RuleViolation
+from core.models import AuditEvent
+from core.request_context import current_request_id
 from inventory import resource_classes
 from inventory.models import HealthEvent, Severity
-from portal.errors import RuleViolation
-from portal.models import AuditEvent
-from portal.request_context import current_request_id
 from tenants.models import Tenant
 
 from .. import calculations
@@ -360,7 +360,7 @@ def totals(invoice: Invoice) -> dict[str, Any]:
 def _audit_event(
     *, actor: Any | None, invoice: Invoice, tenant: Tenant, created: bool
 ) -> AuditEvent:
-    """The event `portal.audit.audit` records for a computed draft, built to be written in
+    """The event `core.audit.audit` records for a computed draft, built to be written in
     bulk with the others."""
     is_user = actor is not None and getattr(actor, "is_authenticated", False)
     return AuditEvent(

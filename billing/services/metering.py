@@ -37,9 +37,9 @@ from django.db import connection, transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from portal.audit import audit
-from portal.errors import RuleViolation
-from portal.prometheus import PrometheusClient, PrometheusError, PrometheusUnavailable
+from core.audit import audit
+from core.errors import RuleViolation
+from core.prometheus import PrometheusClient, PrometheusError, PrometheusUnavailable
 from tenants.models import Tenant
 
 from ..calculations.money import HOUR, floor_hour

@@ -33,9 +33,9 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from django.utils.text import slugify
 
+from core.prometheus import PrometheusClient, Sample
 from inventory import resource_classes
 from inventory.dcgm import host_of
-from portal.prometheus import PrometheusClient, Sample
 
 from ..calculations.money import HOUR, SECONDS_PER_HOUR
 

@@ -22,9 +22,9 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from portal.audit import audit
-from portal.errors import InvalidTransition, RuleViolation
-from portal.queueing import enqueue_on_commit
+from core.audit import audit
+from core.errors import InvalidTransition, RuleViolation
+from core.queueing import enqueue_on_commit
 
 from ..models import Invoice, InvoiceFile, InvoiceStatus, Payment
 

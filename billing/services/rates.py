@@ -18,8 +18,8 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 
-from portal.audit import audit
-from portal.errors import RuleViolation
+from core.audit import audit
+from core.errors import RuleViolation
 
 from .. import calculations
 from ..models import InvoiceLine, InvoiceStatus, Rate

@@ -7,7 +7,7 @@ from django import template
 from django.contrib.humanize.templatetags.humanize import intcomma
 
 from billing.calculations.invoicing import quantity_unit
-from portal.templatetags.portal_format import select_options
+from core.templatetags.portal_format import select_options
 
 register = template.Library()
 

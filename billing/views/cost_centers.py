@@ -9,7 +9,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from portal import csv_export
+from core import csv_export
 
 from ..downloads import attachment
 from ..filters import InvoiceFilterSet, filter_errors

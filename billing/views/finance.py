@@ -3,7 +3,7 @@ exports) and one invoice (its lines, credits, trail, the moves its state allows,
 Finance and platform admins only: anyone else gets 403.
 
 Refusals raised by the services (an illegal move, a month not yet ended) become messages on
-the page the person came from, in one place: portal.middleware.DomainErrorMiddleware.
+the page the person came from, in one place: core.middleware.DomainErrorMiddleware.
 """
 
 from datetime import UTC, date, datetime, time, timedelta
@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from portal.confirmation import confirmation_page, is_confirmed
+from core.confirmation import confirmation_page, is_confirmed
 
 from ..documents import last_day
 from ..downloads import CONTENT_TYPES, invoice_file, invoices_file

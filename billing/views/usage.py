@@ -10,7 +10,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from portal import csv_export
+from core import csv_export
 from tenants.access import access_for
 
 from ..calculations.invoicing import class_label

@@ -4,7 +4,7 @@ import json
 
 from rest_framework import serializers
 
-from portal.validators import validate_readable_text
+from core.validators import validate_readable_text
 
 from ..models import GPU, NIC, HealthEvent, Node, NodeState, NodeValidation, Rack, Site
 

@@ -3,7 +3,7 @@
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from portal.validators import validate_readable_name
+from core.validators import validate_readable_name
 
 from .. import identifiers, resource_classes
 from .node import Node

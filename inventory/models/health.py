@@ -5,8 +5,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-from portal.choices import ColoredChoices, colored
-from portal.validators import validate_readable_text
+from core.choices import ColoredChoices, colored
+from core.validators import validate_readable_text
 
 from .device import GPU
 from .node import Node

@@ -6,8 +6,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
 
-from portal.choices import ColoredChoices, colored
-from portal.validators import validate_readable_name, validate_readable_text
+from core.choices import ColoredChoices, colored
+from core.validators import validate_readable_name, validate_readable_text
 
 from .. import identifiers
 from .site import Rack

@@ -2,7 +2,7 @@
 
 from django.db import models
 
-from portal.validators import validate_readable_name
+from core.validators import validate_readable_name
 
 
 class Site(models.Model):

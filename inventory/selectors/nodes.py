@@ -17,8 +17,8 @@ from django.db.models import (
 from django.db.models.expressions import RawSQL
 from django.shortcuts import get_object_or_404
 
-from portal.choices import ColoredChoices, colored
-from portal.models import AuditEvent
+from core.choices import ColoredChoices, colored
+from core.models import AuditEvent
 
 from ..models import GPU, NIC, HealthEvent, Node, NodeState, NodeValidation, Rack, Site
 from ..models.health import Severity

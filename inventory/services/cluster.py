@@ -9,8 +9,8 @@ import logging
 
 from django.utils import timezone
 
-from portal.errors import InvalidTransition
-from portal.fleet import FleetGateway, PermanentFleetError, TransientFleetError, get_gateway
+from core.errors import InvalidTransition
+from core.fleet import FleetGateway, PermanentFleetError, TransientFleetError, get_gateway
 
 from ..models import HealthEvent, Node, NodeState
 from ..models.node import UNSCHEDULABLE_IN_STATE

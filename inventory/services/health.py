@@ -14,8 +14,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from portal.audit import audit
-from portal.prometheus import PrometheusClient, PrometheusError
+from core.audit import audit
+from core.prometheus import PrometheusClient, PrometheusError
 
 from .. import dcgm
 from ..models import GPU, HealthEvent, InventoryRun, Node, NodeState

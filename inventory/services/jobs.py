@@ -12,10 +12,10 @@ from celery import current_app
 from celery.exceptions import Retry
 from django.conf import settings
 
-from portal import queueing
-from portal.audit import audit
-from portal.fleet import FleetError
-from portal.prometheus import PrometheusError
+from core import queueing
+from core.audit import audit
+from core.fleet import FleetError
+from core.prometheus import PrometheusError
 
 JOBS = {
     "cluster-sync": ("inventory.tasks.cluster_sync_task", "Cluster sync"),

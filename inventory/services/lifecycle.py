@@ -11,9 +11,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from portal.audit import audit
-from portal.errors import InvalidTransition, RuleViolation
-from portal.state_machine import transition
+from core.audit import audit
+from core.errors import InvalidTransition, RuleViolation
+from core.state_machine import transition
 
 from .. import queueing
 from ..errors import ReasonRequired

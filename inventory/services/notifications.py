@@ -9,8 +9,8 @@ from collections.abc import Iterable
 
 from django.db import transaction
 
-from portal.audit import audit
-from portal.outbox import email_enqueue
+from core.audit import audit
+from core.outbox import email_enqueue
 
 from ..models import HealthEvent, Node, NodeState
 from ..tenancy import tenant_directory

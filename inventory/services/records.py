@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import models, transaction
 
-from portal.audit import audit
+from core.audit import audit
 
 from .. import queueing
 from ..models import Node, Rack, Site

@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from portal.audit import audit
-from portal.fleet import FleetError, FleetGateway, get_gateway
+from core.audit import audit
+from core.fleet import FleetError, FleetGateway, get_gateway
 
 from .. import queueing
 from ..models import GPU, GpuSharing, InventoryRun, Node, NodeState

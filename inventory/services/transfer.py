@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
-from portal.audit import audit
+from core.audit import audit
 
 from .. import identifiers, resource_classes, transfer
 from ..models import GPU, NIC, BiosProfile, InventoryRun, Node, NodeState, Rack, Site

@@ -7,9 +7,9 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from portal.confirmation import confirmation_page, is_confirmed
-from portal.links import url_prefix
-from portal.stamps import read_stamps, stamped
+from core.confirmation import confirmation_page, is_confirmed
+from core.links import url_prefix
+from core.stamps import read_stamps, stamped
 
 from ..filters import NodeFilterSet
 from ..forms import (
@@ -71,7 +71,7 @@ def node_list(request):
     query = request.GET.copy()
     query.pop("page", None)
     # The filtered count and the filter's choices change only with the inventory: read from
-    # the cache between two writes to it (portal.stamps).
+    # the cache between two writes to it (core.stamps).
     stamps = read_stamps()
     paginator = Paginator(nodes, PAGE_SIZE)
     if not errors:
@@ -159,8 +159,8 @@ def _node_detail(node_id: int) -> dict:
 
 
 def _service_call(request, call, success: str) -> None:
-    # A refusal (portal.errors) becomes a message on the page the person came from, in one
-    # place for every page: portal.middleware.DomainErrorMiddleware.
+    # A refusal (core.errors) becomes a message on the page the person came from, in one
+    # place for every page: core.middleware.DomainErrorMiddleware.
     call()
     messages.success(request, success)
 
@@ -225,7 +225,7 @@ def node_action(request, node_id: int):
         lambda: lifecycle.node_transition(node_id=node.pk, target=target, actor=request.user,
                                           reason=reason)
     )
-    call()  # a refusal becomes a message in one place: portal.middleware
+    call()  # a refusal becomes a message in one place: core.middleware
     node.refresh_from_db(fields=["state", "drain_note"])
     # The state the node is in now, not the one asked for: a drain is still evicting pods.
     if node.state == NodeState.DRAINING:

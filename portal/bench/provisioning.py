@@ -262,8 +262,8 @@ def _ready_seconds(ids: list[int]) -> list[float]:
 def measure_provisioning(options: Options) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
 
+    from core.tokens import api_token_create
     from portal.celery import app
-    from portal.tokens import api_token_create
     from tenants.access.models import Tenant
     from tenants.workloads.models import Workload
     from tests.support.kube_emulator import KubeEmulator  # the tests' emulator (kmock)

@@ -4,28 +4,28 @@ from .base import PRODUCTION, env
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "portal.api.authentication.ApiTokenAuthentication",
+        "core.api.authentication.ApiTokenAuthentication",
         "tenants.identity.oidc.KeycloakBearerAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": [
-        "portal.api.parsers.PortalJSONParser",
+        "core.api.parsers.PortalJSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.PortalPagination",
+    "DEFAULT_PAGINATION_CLASS": "core.api.pagination.PortalPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "portal.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "core.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + ([] if PRODUCTION else ["rest_framework.renderers.BrowsableAPIRenderer"]),
     # Per signed-in user, and per anonymous client address (REMOTE_ADDR, or the address
     # TRUSTED_PROXY_COUNT proxies in front of the portal put into X-Forwarded-For): JSON 429.
     "DEFAULT_THROTTLE_CLASSES": [
-        "portal.api.throttling.PortalAnonThrottle",
-        "portal.api.throttling.PortalUserThrottle",
+        "core.api.throttling.PortalAnonThrottle",
+        "core.api.throttling.PortalUserThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "user": env.str("API_THROTTLE_USER_RATE", default="6000/hour"),
@@ -44,7 +44,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "portal.api.schema.document_error_responses",
+        "core.api.schema.document_error_responses",
     ],
 }
 # Choice sets of different models share field names (kind, role, source, state): name each.

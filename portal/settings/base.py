@@ -78,26 +78,29 @@ INSTALLED_APPS = [
     "mozilla_django_oidc",
     "django_celery_beat",
     "django_prometheus",
-    "portal.apps.PortalConfig",
+    "core.apps.CoreConfig",
+    "portal.apps.WiringConfig",
     "inventory",
     "tenants",
     "billing",
+    # Development packages: the demo's data and simulated fleet. Production never installs them.
+    *([] if PRODUCTION else ["demo"]),
 ]
 
 MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
-    "portal.middleware.RequestIdMiddleware",
+    "core.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "portal.middleware.RequestInputGuardMiddleware",
+    "core.middleware.RequestInputGuardMiddleware",
     "tenants.identity.oidc.KeycloakSessionRefresh",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "portal.middleware.DeferredWorkMiddleware",
-    "portal.middleware.DomainErrorMiddleware",
+    "core.middleware.DeferredWorkMiddleware",
+    "core.middleware.DomainErrorMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",
@@ -128,17 +131,17 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
-# Django's PostgreSQL backend, with timestamps read by psycopg's compiled loader (portal.db).
+# Django's PostgreSQL backend, with timestamps read by psycopg's compiled loader (core.db).
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    DATABASES["default"]["ENGINE"] = "portal.db.postgresql"
+    DATABASES["default"]["ENGINE"] = "core.db.postgresql"
 # The cache holds the API's throttle counters and the OIDC discovery and signing keys. Local
 # memory counts per process; production points it at Redis so that every worker counts together.
-# On Redis the cache fails open (portal.redis_cache): while Redis is down every read is a miss
+# On Redis the cache fails open (core.redis_cache): while Redis is down every read is a miss
 # (the throttle lets requests through) and no request fails for it; a short connect and read
 # timeout keeps a Redis that does not answer from holding requests.
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache":
-    CACHES["default"]["BACKEND"] = "portal.redis_cache.FailOpenRedisCache"
+    CACHES["default"]["BACKEND"] = "core.redis_cache.FailOpenRedisCache"
     CACHES["default"].setdefault("OPTIONS", {})
     CACHES["default"]["OPTIONS"].setdefault("socket_connect_timeout", 0.5)
     CACHES["default"]["OPTIONS"].setdefault("socket_timeout", 1)
@@ -184,7 +187,7 @@ TIME_ZONE = env.str("TIME_ZONE", default="UTC")
 USE_I18N = True
 USE_TZ = True
 # Dates as the portal's pages write them (2026-12-06 14:05), in Django admin too.
-FORMAT_MODULE_PATH = ["portal.formats"]
+FORMAT_MODULE_PATH = ["core.formats"]
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
@@ -196,7 +199,7 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": (
-            "portal.static_storage.ManifestStaticStorage"
+            "core.static_storage.ManifestStaticStorage"
             if PRODUCTION
             else "django.contrib.staticfiles.storage.StaticFilesStorage"
         )
@@ -245,7 +248,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"socket_connect_timeout": 3, "socket_timeout": 5}
 # Publishing never holds a web request for long when the broker is down: one quick retry, then
-# the caller records the work as pending and the sweeps queue it again (portal.queueing).
+# the caller records the work as pending and the sweeps queue it again (core.queueing).
 CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "max_retries": 1,
     "interval_start": 0,
@@ -255,7 +258,7 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE: dict = {
-    "clear-expired-sessions": {"task": "portal.tasks.clear_expired_sessions", "schedule": 86400.0},
+    "clear-expired-sessions": {"task": "core.tasks.clear_expired_sessions", "schedule": 86400.0},
     # Level-triggered tenant enforcement: retries failed applies and repairs drift.
     "tenants-reconcile-sweep": {
         "task": "tenants.enforcement.tasks.tenants_reconcile_sweep_task",
@@ -276,7 +279,7 @@ CELERY_BEAT_SCHEDULE: dict = {
     },
     # Mail waiting in the outbox (the broker was down, or the mail server refused it).
     "outbox-sweep": {
-        "task": "portal.tasks.outbox_sweep_task",
+        "task": "core.tasks.outbox_sweep_task",
         "schedule": env.float("OUTBOX_SWEEP_SECONDS", default=60.0),
     },
 }
@@ -285,7 +288,7 @@ CELERY_TIMEZONE = TIME_ZONE
 SWEEPS_AT_WORKER_START = [
     "tenants.enforcement.tasks.tenants_reconcile_sweep_task",
     "tenants.workloads.tasks.workloads_reconcile_sweep_task",
-    "portal.tasks.outbox_sweep_task",
+    "core.tasks.outbox_sweep_task",
     "inventory.tasks.cluster_sync_task",
     "billing.tasks.invoice_exports_sweep_task",
 ]
@@ -311,7 +314,7 @@ LOGGING = {
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
     },
-    "filters": {"forbidden_in_one_line": {"()": "portal.log_filters.ForbiddenInOneLine"}},
+    "filters": {"forbidden_in_one_line": {"()": "core.log_filters.ForbiddenInOneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {

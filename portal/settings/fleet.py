@@ -9,6 +9,10 @@ from .base import CELERY_BEAT_SCHEDULE, PRODUCTION, env
 FLEET_BACKEND = env.str("FLEET_BACKEND", default="simulated")
 if FLEET_BACKEND not in {"simulated", "kubernetes"}:
     raise environ.ImproperlyConfigured("FLEET_BACKEND must be 'simulated' or 'kubernetes'.")
+FLEET_GATEWAYS = {
+    "kubernetes": "core.fleet.kubernetes.KubernetesFleetGateway",
+    "simulated": "demo.fleet.simulated.SimulatedFleetGateway",
+}
 FLEET_KUBECONFIG = env.str("KUBECONFIG", default="")
 FLEET_KUBE_CONTEXT = env.str("KUBE_CONTEXT", default="")
 FLEET_REQUEST_TIMEOUT = env.float("FLEET_REQUEST_TIMEOUT", default=15.0)

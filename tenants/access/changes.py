@@ -6,8 +6,8 @@ it knows the task only by name, so writers need not import the reconcile (which 
 
 from collections.abc import Iterable
 
-from portal.queueing import enqueue_on_commit
-from portal.reconcile import reconcile_bump
+from core.queueing import enqueue_on_commit
+from core.reconcile import reconcile_bump
 
 from .models import Tenant
 

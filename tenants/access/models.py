@@ -5,8 +5,8 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
-from portal.reconcile import Reconciled
-from portal.validators import validate_dns1123_label, validate_readable_name
+from core.reconcile import Reconciled
+from core.validators import validate_dns1123_label, validate_readable_name
 
 
 class Source(models.TextChoices):
@@ -53,7 +53,7 @@ class Tenant(Reconciled):
             # page reads 50 index entries instead of sorting every tenant.
             models.Index(fields=["name", "-id"], name="tenant_name_list_idx"),
             # The cohorts there are, for the admin's cohort filter: an index probe each
-            # (portal.admin_filters.DistinctValuesListFilter), not a scan of every tenant.
+            # (core.admin_filters.DistinctValuesListFilter), not a scan of every tenant.
             models.Index(fields=["cohort"], name="tenant_cohort_idx"),
         ]
 

@@ -3,8 +3,8 @@
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
-from portal.reconcile import ReconcileState
-from portal.validators import validate_dns1123_label, validate_readable_name
+from core.reconcile import ReconcileState
+from core.validators import validate_dns1123_label, validate_readable_name
 
 from .models import Membership, Tenant
 

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 
-from portal.audit import audit
+from core.audit import audit
 
 from .changes import tenant_mark_changed
 from .models import Membership, RoleAssignment, Source, Tenant

@@ -9,8 +9,8 @@ from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
 from django.utils.html import format_html
 
-from portal.admin_filters import DistinctValuesListFilter, RelatedByNameListFilter
-from portal.choices import admin_badge
+from core.admin_filters import DistinctValuesListFilter, RelatedByNameListFilter
+from core.choices import admin_badge
 
 from ..access import services
 from ..access.changes import tenant_mark_changed

@@ -9,8 +9,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from portal.confirmation import confirmation_page, is_confirmed
-from portal.paging import url_maker
+from core.confirmation import confirmation_page, is_confirmed
+from core.paging import url_maker
 
 from ..access import services
 from ..access.forms import MemberAddForm, MemberRoleForm

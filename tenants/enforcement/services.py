@@ -22,11 +22,11 @@ from django.db.models import F
 from django.utils import timezone
 from kubernetes.utils.quantity import parse_quantity
 
+from core.audit import audit
+from core.fleet import FleetError, FleetGateway, TransientFleetError, get_gateway
+from core.queueing import enqueue_on_commit
+from core.reconcile import reconcile_failed, reconcile_succeeded
 from inventory import resource_classes
-from portal.audit import audit
-from portal.fleet import FleetError, FleetGateway, TransientFleetError, get_gateway
-from portal.queueing import enqueue_on_commit
-from portal.reconcile import reconcile_failed, reconcile_succeeded
 
 from ..access.changes import RECONCILE_TENANT
 from ..access.models import Tenant

@@ -4,8 +4,8 @@ import logging
 
 from celery import shared_task
 
-from portal.fleet import PermanentFleetError, TransientFleetError
-from portal.queueing import retry_policy
+from core.fleet import PermanentFleetError, TransientFleetError
+from core.queueing import retry_policy
 
 from .services import tenant_reconcile, tenants_reconcile_sweep
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from portal.validators import DNS1123_LABEL
+from core.validators import DNS1123_LABEL
 
 from ..access.models import Membership, RoleAssignment
 

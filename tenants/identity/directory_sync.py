@@ -38,8 +38,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from portal.audit import audit
-from portal.models import ApiToken, OidcIdentity
+from core.audit import audit
+from core.models import ApiToken, OidcIdentity
 
 from ..access.models import Tenant
 from .claims import ROLE_STRENGTH, Grants, grants_from_claims

@@ -26,8 +26,8 @@ from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.middleware import SessionRefresh
 from rest_framework import authentication, exceptions
 
-from portal import caching
-from portal.openid import (
+from core import caching
+from core.openid import (
     ProviderUnavailable,
     TokenRejected,
     access_token_active,

@@ -17,8 +17,8 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from portal.audit import audit
-from portal.models import OidcIdentity
+from core.audit import audit
+from core.models import OidcIdentity
 
 from ..access.models import Membership, RoleAssignment, Source, Tenant
 from ..access.services import membership_remove, membership_set, role_grant, role_revoke

@@ -16,7 +16,7 @@ from django.shortcuts import render
 from django.views.generic import View
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
-from portal.openid import ProviderUnavailable, oidc_enabled, provider_endpoints
+from core.openid import ProviderUnavailable, oidc_enabled, provider_endpoints
 
 from .oidc import SignInRejected, failure_url
 

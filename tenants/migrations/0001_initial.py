@@ -3,7 +3,7 @@
 import django.core.validators
 import django.db.models.deletion
 import django.utils.timezone
-import portal.validators
+import core.validators
 from decimal import Decimal
 from django.conf import settings
 from django.db import migrations, models
@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
             name='Tenant',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.CharField(max_length=63, unique=True, validators=[portal.validators.validate_dns1123_label])),
+                ('slug', models.CharField(max_length=63, unique=True, validators=[core.validators.validate_dns1123_label])),
                 ('name', models.CharField(max_length=100)),
                 ('cost_center', models.CharField(blank=True, max_length=50)),
                 ('isolation', models.CharField(choices=[('dedicated', 'Dedicated (whole GPUs on reserved nodes)'), ('shared', 'Shared (partitioned GPUs within the trust domain)')], default='shared', max_length=20)),

@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import portal.validators
+import core.validators
 from django.conf import settings
 from django.db import migrations, models
 
@@ -43,7 +43,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='tenant',
             name='cohort',
-            field=models.CharField(blank=True, help_text='Shared tenants in one cohort lend each other quota they leave idle.', max_length=63, validators=[portal.validators.validate_dns1123_label], verbose_name='Kueue cohort'),
+            field=models.CharField(blank=True, help_text='Shared tenants in one cohort lend each other quota they leave idle.', max_length=63, validators=[core.validators.validate_dns1123_label], verbose_name='Kueue cohort'),
         ),
         migrations.AddField(
             model_name='tenant',

@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
-import portal.validators
+import core.validators
 import tenants.workloads.models
 from django.conf import settings
 from django.db import migrations, models
@@ -21,7 +21,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('key', models.SlugField(unique=True)),
-                ('label', models.CharField(max_length=100, validators=[portal.validators.validate_readable_name])),
+                ('label', models.CharField(max_length=100, validators=[core.validators.validate_readable_name])),
                 ('container_disk', models.CharField(help_text='An OCI image reference of a KubeVirt container disk, e.g. quay.io/containerdisks/ubuntu:24.04', max_length=500, validators=[tenants.workloads.models.validate_oci_reference], verbose_name='container disk image')),
                 ('min_disk_gib', models.PositiveIntegerField(default=20)),
                 ('default_user', models.CharField(default='ubuntu', help_text='The user cloud-init gives the SSH key to.', max_length=32)),
@@ -44,7 +44,7 @@ class Migration(migrations.Migration):
                 ('reconcile_failed_at', models.DateTimeField(blank=True, editable=False, null=True)),
                 ('reconcile_failures', models.PositiveIntegerField(default=0, editable=False, help_text='Failed reconciles since the last success.')),
                 ('kind', models.CharField(choices=[('vcluster', 'vCluster'), ('inference', 'Inference endpoint'), ('vm', 'Virtual machine'), ('slurm', 'Slurm cluster')], max_length=20)),
-                ('name', models.CharField(max_length=63, validators=[portal.validators.validate_dns1123_label])),
+                ('name', models.CharField(max_length=63, validators=[core.validators.validate_dns1123_label])),
                 ('spec', models.JSONField(default=dict)),
                 ('demand', models.JSONField(default=dict, help_text='Resource class → units held.')),
                 ('status', models.CharField(choices=[('pending', 'Pending'), ('provisioning', 'Provisioning'), ('ready', 'Ready'), ('degraded', 'Degraded'), ('failed', 'Failed'), ('deleting', 'Deleting'), ('deleted', 'Deleted')], default='pending', max_length=20)),

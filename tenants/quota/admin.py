@@ -18,9 +18,9 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html_join
 
+from core.choices import admin_badge
+from core.state_machine import InvalidTransition
 from inventory import resource_classes
-from portal.choices import admin_badge
-from portal.state_machine import InvalidTransition
 
 from . import services as quota_requests
 from .forms import QuotaDecisionForm, RejectForm

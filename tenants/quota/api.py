@@ -18,7 +18,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.api.filtering import FormOnceFilterSet
+from core.api.filtering import FormOnceFilterSet
 
 from ..access.rules import access_for
 from ..api.lookups import operated_tenant

@@ -6,8 +6,8 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from core.validators import column_max, validate_readable_text
 from inventory import resource_classes
-from portal.validators import column_max, validate_readable_text
 
 from . import rules as quota_rules
 from .models import QuotaRequest, QuotaRequestLine

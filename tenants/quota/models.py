@@ -5,10 +5,10 @@ from django.core.exceptions import ObjectDoesNotExist, ValidationError
 from django.db import models
 from django.utils import timezone
 
+from core.choices import ColoredChoices, colored
+from core.state_machine import transition
+from core.validators import validate_readable_text
 from inventory import resource_classes
-from portal.choices import ColoredChoices, colored
-from portal.state_machine import transition
-from portal.validators import validate_readable_text
 
 from ..access.models import Tenant
 

@@ -10,7 +10,7 @@ from django.db.models import Q
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from portal.outbox import email_enqueue
+from core.outbox import email_enqueue
 
 from ..access.models import Membership, RoleAssignment
 from .models import QuotaRequest

@@ -13,9 +13,9 @@ from django.db import connection
 from django.db.models import OuterRef, Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 
+from core.list_subquery import ListSubquery
+from core.models import AuditEvent
 from inventory import resource_classes
-from portal.list_subquery import ListSubquery
-from portal.models import AuditEvent
 
 from ..access.models import Tenant
 from ..access.rules import in_tenants_visible_to

@@ -4,7 +4,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.utils import timezone
 from rest_framework import serializers
 
-from portal.validators import column_max, validate_readable_text
+from core.validators import column_max, validate_readable_text
 
 from . import rules as quota_rules
 from .models import QuotaRequest, QuotaRequestLine, resource_label

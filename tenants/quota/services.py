@@ -18,9 +18,9 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from core.audit import audit
+from core.validators import column_max, validate_readable_text
 from inventory import resource_classes
-from portal.audit import audit
-from portal.validators import column_max, validate_readable_text
 
 from ..access.changes import tenant_mark_changed
 from ..access.models import Membership, Tenant

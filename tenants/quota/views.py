@@ -11,10 +11,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from core.confirmation import confirmation_page, is_confirmed
+from core.paging import page_size_from, url_maker
 from inventory import resource_classes
-from portal.confirmation import confirmation_page, is_confirmed
-from portal.context_processors import waiting_count
-from portal.paging import page_size_from, url_maker
 
 from ..access.rules import access_for
 from ..pages import redirect_to_current, tenant_page
@@ -27,6 +26,7 @@ from .selectors import (
     quota_preview,
     quota_request_get_for_user,
     quota_requests_on_the_way,
+    quota_requests_pending_count,
     quota_requests_waiting,
     tenant_pending_asks,
     tenant_quota_lines,
@@ -44,6 +44,14 @@ ON_THE_WAY_SHOWN = 50
 
 
 @login_required
+def waiting_count(request) -> int:
+    """Quota requests waiting for a decision, counted once per request: the navigation's badge
+    and the review queue show the same number."""
+    if not hasattr(request, "_quota_requests_waiting"):
+        request._quota_requests_waiting = quota_requests_pending_count()
+    return request._quota_requests_waiting
+
+
 def quota_home(request):
     return redirect_to_current(request, "tenants:quota-detail")
 

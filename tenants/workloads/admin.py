@@ -7,9 +7,9 @@ Every save goes through a service (validation, audit event). Images are retired 
 
 from django.contrib import admin, messages
 
-from portal.admin import ReadOnlyModelAdmin
-from portal.admin_filters import RelatedByNameListFilter
-from portal.choices import admin_badge
+from core.admin import ReadOnlyModelAdmin
+from core.admin_filters import RelatedByNameListFilter
+from core.choices import admin_badge
 
 from .models import VmImage, Workload
 from .services.catalog import vm_image_save

@@ -21,9 +21,9 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from portal.api.filtering import FormOnceFilterSet
-from portal.api.pagination import CountStamp
-from portal.queueing import DEFERRED_NOTICE, tasks_deferred_now
+from core.api.filtering import FormOnceFilterSet
+from core.api.pagination import CountStamp
+from core.queueing import DEFERRED_NOTICE, tasks_deferred_now
 
 from ..access.rules import access_for, tenants_operated_by
 from ..api.lookups import operated_tenant

@@ -10,8 +10,8 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
+from core.forms import FieldsFromTemplate
 from inventory import resource_classes
-from portal.forms import FieldsFromTemplate
 
 from ..access.models import Tenant
 from .kinds import inference, vcluster

@@ -7,10 +7,10 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
-from portal.choices import ColoredChoices, colored
-from portal.reconcile import Reconciled
-from portal.state_machine import transition
-from portal.validators import validate_dns1123_label, validate_readable_name
+from core.choices import ColoredChoices, colored
+from core.reconcile import Reconciled
+from core.state_machine import transition
+from core.validators import validate_dns1123_label, validate_readable_name
 
 from ..access.models import Tenant
 from .advice import failure_advice

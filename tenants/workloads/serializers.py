@@ -13,7 +13,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from portal.validators import validate_dns1123_label
+from core.validators import validate_dns1123_label
 
 from ..access.serializers import ClusterStateSerializer
 from .kinds.vm.spec import POWER_ACTIONS

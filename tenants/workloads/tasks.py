@@ -2,8 +2,8 @@
 
 from celery import shared_task
 
-from portal.fleet import PermanentFleetError, TransientFleetError
-from portal.queueing import retry_policy
+from core.fleet import PermanentFleetError, TransientFleetError
+from core.queueing import retry_policy
 
 from .services import (
     workload_observe,

@@ -15,8 +15,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from portal.confirmation import confirmation_page, is_confirmed
-from portal.error_responses import error_response
+from core.confirmation import confirmation_page, is_confirmed
+from core.error_responses import error_response
 
 from ..pages import redirect_to_current, tenant_page
 from . import services

@@ -14,7 +14,7 @@ from django.test import Client
 
 from billing.models import CreditNote, Rate, UsageRecord
 from billing.services import invoicing, rates
-from portal.models import AuditEvent
+from core.models import AuditEvent
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

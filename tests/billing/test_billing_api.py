@@ -14,8 +14,8 @@ from pypdf import PdfReader
 
 from billing.models import CreditNote, Invoice, InvoiceStatus, Rate
 from billing.services import invoicing
-from portal import tokens
-from portal.models import AuditEvent
+from core import tokens
+from core.models import AuditEvent
 
 from .finance_data import FEB, H100, JAN, bill, tenant_with_cost_center, utc
 

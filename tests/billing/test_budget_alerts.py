@@ -12,7 +12,7 @@ from billing.models import BudgetAlert, Rate, UsageRecord
 from billing.services.accounts import billing_account_update
 from billing.services.budgets import budget_alerts_send
 from billing.tasks import budget_alerts_task, invoices_month_end_task
-from portal.models import AuditEvent, OutboxEmail
+from core.models import AuditEvent, OutboxEmail
 from tenants.models import Membership
 from tests.factories import MembershipFactory, TenantFactory, UserFactory
 

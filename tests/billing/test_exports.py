@@ -27,7 +27,7 @@ from billing.exports import (
     invoices_xlsx,
     write_invoice_list_xlsx,
 )
-from portal import csv_export
+from core import csv_export
 
 from .timeline import as_usage, utc
 

@@ -19,8 +19,8 @@ from billing import exports
 from billing.models import CreditNote, Invoice, InvoiceStatus, UsageRecord
 from billing.selectors.invoices import invoice_document, invoice_documents
 from billing.services import invoicing
+from core.models import AuditEvent
 from inventory.models import HealthEvent, Severity
-from portal.models import AuditEvent
 from tests.factories import NodeFactory
 
 from .finance_data import FEB, H100, JAN, L40S, bill, tenant_with_cost_center, utc

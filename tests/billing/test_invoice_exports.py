@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from billing.models import ExportStatus, InvoiceExport
 from billing.services import invoice_exports, invoicing
-from portal.models import AuditEvent
+from core.models import AuditEvent
 from tests.factories import RoleAssignmentFactory, UserFactory
 from tests.support.fixtures_celery import CLOSED_PORT_BROKER, celery_broker, wait_until
 

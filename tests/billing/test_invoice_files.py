@@ -11,7 +11,7 @@ from pypdf import PdfReader
 
 from billing.models import InvoiceFile
 from billing.services import invoice_files, invoicing
-from portal.models import AuditEvent
+from core.models import AuditEvent
 
 from .finance_data import FEB, JAN, bill
 

@@ -5,7 +5,7 @@ import pytest
 
 from billing.models import Invoice
 from billing.services import invoicing
-from portal.audit import audit
+from core.audit import audit
 
 from .finance_data import FEB, JAN, bill, tenant_with_cost_center
 

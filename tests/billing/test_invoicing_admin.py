@@ -8,7 +8,7 @@ import pytest
 
 from billing.models import BillingAccount, BudgetAlert, CreditNote, Invoice, Rate, UsageRecord
 from billing.services import invoicing
-from portal.models import AuditEvent
+from core.models import AuditEvent
 from tests.factories import TenantFactory
 
 H100 = "gpu:nvidia-h100-80gb"

@@ -10,8 +10,8 @@ from django.db import connection
 
 from billing.models import CreditNote, Invoice, Rate, UsageRecord
 from billing.services import invoicing
-from portal.errors import InvalidTransition
-from portal.models import AuditEvent
+from core.errors import InvalidTransition
+from core.models import AuditEvent
 from tests.factories import TenantFactory
 
 H100 = "gpu:nvidia-h100-80gb"

@@ -20,9 +20,9 @@ from billing.selectors.rates import rate_card
 from billing.selectors.usage import usage_amounts
 from billing.services import invoicing
 from billing.services.accounts import billing_account_for, billing_account_update
+from core.errors import RuleViolation
+from core.models import AuditEvent
 from inventory.models import HealthEvent, Severity
-from portal.errors import RuleViolation
-from portal.models import AuditEvent
 from tests.factories import NodeFactory, TenantFactory
 
 JAN = datetime(2026, 1, 1, tzinfo=UTC)

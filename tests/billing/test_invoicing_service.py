@@ -21,9 +21,9 @@ from billing.models import (
 from billing.selectors.invoices import invoice_document, invoices_visible_to
 from billing.services import invoicing
 from billing.services.accounts import billing_account_update
+from core.errors import InvalidTransition, RuleViolation
+from core.models import AuditEvent
 from inventory.models import HealthEvent, Severity
-from portal.errors import InvalidTransition, RuleViolation
-from portal.models import AuditEvent
 from tests.factories import NodeFactory
 
 H100 = "gpu:nvidia-h100-80gb"

@@ -14,7 +14,7 @@ from billing import tasks
 from billing.calculations.money import floor_hour
 from billing.models import Invoice, InvoiceStatus, MeteringWindow, UsageRecord
 from billing.services import invoicing
-from portal.models import AuditEvent
+from core.models import AuditEvent
 from tests.factories import TEST_PASSWORD
 from tests.support.fixtures_browser import screenshot, sign_in
 

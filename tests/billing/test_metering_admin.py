@@ -12,8 +12,8 @@ from django.test.utils import CaptureQueriesContext
 from billing import tasks
 from billing.models import CrossCheck, MeteringWindow, UsageRecord
 from billing.services import metering
-from portal.models import AuditEvent
-from portal.prometheus import PrometheusUnavailable
+from core.models import AuditEvent
+from core.prometheus import PrometheusUnavailable
 from tenants.workloads.models import Workload, WorkloadEvent
 from tests.factories import TenantFactory
 

@@ -16,7 +16,7 @@ from billing.services.metering_measured import (
     gpu_queries,
     gpu_resource_class,
 )
-from portal.models import AuditEvent
+from core.models import AuditEvent
 from tenants.workloads.models import Workload, WorkloadEvent
 from tests.inventory.dcgm_series import SCRAPE
 from tests.support.fixtures_prometheus import Series, parse_text_exposition

@@ -11,8 +11,8 @@ from django.core.exceptions import ValidationError
 from billing.models import Invoice, MeteringWindow, UsageRecord
 from billing.selectors.usage import usage_amounts
 from billing.services import metering
-from portal.errors import RuleViolation
-from portal.models import AuditEvent
+from core.errors import RuleViolation
+from core.models import AuditEvent
 from tenants.workloads import services
 from tenants.workloads.models import Workload, WorkloadEvent, WorkloadStatus
 from tests.factories import GPUFactory, NodeFactory, QuotaFactory

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from billing.models import MeteringWindow, UsageRecord
 from billing.services import metering
 from billing.services.metering_allocated import allocated_rows
-from portal.models import AuditEvent
+from core.models import AuditEvent
 from tenants.workloads.models import Workload, WorkloadEvent
 
 from .timeline import utc

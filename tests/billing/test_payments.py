@@ -15,7 +15,7 @@ from pypdf import PdfReader
 
 from billing.models import Invoice, InvoiceStatus, Payment
 from billing.services import invoicing, payments
-from portal.models import AuditEvent
+from core.models import AuditEvent
 from tests.billing.finance_data import JAN, bill
 
 API = "/api/v1/billing/invoices/"

@@ -10,8 +10,8 @@ from django.core.exceptions import ValidationError
 from billing.models import Rate, UsageRecord
 from billing.services import invoicing
 from billing.services.rates import rate_delete, rate_save
-from portal.errors import RuleViolation
-from portal.models import AuditEvent
+from core.errors import RuleViolation
+from core.models import AuditEvent
 
 H100 = "gpu:nvidia-h100-80gb"
 

@@ -2,8 +2,8 @@
 
 import pytest
 
+from core.models import AuditEvent
 from inventory.models import Node, NodeState
-from portal.models import AuditEvent
 from tests.factories import NodeFactory
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
+from core.models import AuditEvent
 from inventory.models import HealthEvent, Node, NodeState
-from portal.models import AuditEvent
 from tests.factories import NodeFactory, QuotaFactory, hami_gpu_node
 
 from .fleets import build_fleet

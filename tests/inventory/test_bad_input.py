@@ -5,8 +5,8 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from core.models import AuditEvent
 from inventory.models import GPU, NIC, HealthEvent, Node, NodeState, NodeValidation, Rack
-from portal.models import AuditEvent
 from tests.factories import NodeFactory, SiteFactory
 
 LONG = "x" * 300

@@ -1,8 +1,8 @@
-"""The fleet overview is cached per version of the tables it is drawn from (portal.stamps):
+"""The fleet overview is cached per version of the tables it is drawn from (core.stamps):
 between two writes a view is a cheap read, and every write path moves what it shows at once.
 
 These tests commit (transaction=True), as the services' transactions do: a transaction that
-wrote something itself reads the overview without the cache (see portal.stamps)."""
+wrote something itself reads the overview without the cache (see core.stamps)."""
 
 from decimal import Decimal
 

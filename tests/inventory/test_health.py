@@ -5,11 +5,11 @@ import re
 import pytest
 from django.core import mail
 
+from core.models import AuditEvent
+from core.prometheus import PrometheusUnavailable
 from inventory.models import GPU, HealthEvent, InventoryRun, Node, NodeState
 from inventory.services.health import health_ingest
 from inventory.tasks import health_ingest_task
-from portal.models import AuditEvent
-from portal.prometheus import PrometheusUnavailable
 from tests.factories import GPUFactory, NodeFactory
 
 from .cluster_objects import RTX_LABELS, node, pod

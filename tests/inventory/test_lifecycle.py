@@ -5,11 +5,11 @@ import itertools
 import pytest
 from django.utils import timezone
 
+from core.errors import InvalidTransition
+from core.models import AuditEvent
 from inventory.errors import ReasonRequired
 from inventory.models import GPU, TRANSITIONS, HealthEvent, Node, NodeState, NodeValidation
 from inventory.services import lifecycle
-from portal.errors import InvalidTransition
-from portal.models import AuditEvent
 from tests.factories import GPUFactory, NodeFactory
 
 ILLEGAL = [

@@ -1,5 +1,5 @@
 """A node's page is drawn from its own rows (node, rack and site, GPUs, NICs, validations,
-health events), cached per version of those tables (portal.stamps), its timeline's audit trail
+health events), cached per version of those tables (core.stamps), its timeline's audit trail
 read on every view: between two writes a view is a cheap read, and every write path shows at
 once. These tests commit (transaction=True), as the services' transactions do."""
 

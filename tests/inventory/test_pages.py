@@ -7,9 +7,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from core.models import AuditEvent
 from inventory.models import GPU, HealthEvent, Node, NodeState
 from inventory.selectors.nodes import nodes_for_list
-from portal.models import AuditEvent
 from tenants.workloads.models import Workload, WorkloadStatus
 from tests.factories import (
     GPUFactory,
@@ -410,7 +410,7 @@ def test_node_list_api_makes_the_same_queries_at_50_and_2000_nodes(
 
 
 # Session, user, roles and memberships (one query); the tables' versions (the filter's site
-# and reserved-for choices and the filtered count are cached under them, portal.stamps); the
+# and reserved-for choices and the filtered count are cached under them, core.stamps); the
 # page of nodes; and the navigation's count of quota requests waiting for a decision.
 NODE_LIST_PAGE_QUERIES = 6
 NODE_LIST_API_QUERIES = 5

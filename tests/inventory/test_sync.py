@@ -2,11 +2,11 @@
 
 import pytest
 
+from core.fleet import TransientFleetError
+from core.models import AuditEvent
 from inventory.models import GPU, HealthEvent, InventoryRun, Node, NodeState
 from inventory.services.sync import cluster_sync
 from inventory.tasks import cluster_sync_task
-from portal.fleet import TransientFleetError
-from portal.models import AuditEvent
 from tests.factories import GPUFactory, NodeFactory
 
 from .cluster_objects import (

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
+from core.models import AuditEvent
 from inventory.models import GPU, NIC, Node, NodeState, Rack
 from inventory.selectors.export import inventory_export_nested, inventory_export_records
 from inventory.services.transfer import inventory_import
 from inventory.transfer import render_csv
-from portal.models import AuditEvent
 from tests.factories import GPUFactory, NodeFactory, RackFactory, SiteFactory, TenantFactory
 
 NODES_CSV = """name,serial,site,rack,position,u_height,bios_profile,tenant,bmc_address,cpu_cores

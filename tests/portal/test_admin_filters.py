@@ -1,4 +1,4 @@
-"""portal.admin_filters: the admin's filter of a column's values, read a value at a time, and
+"""core.admin_filters: the admin's filter of a column's values, read a value at a time, and
 its filter of a foreign key's rows, read as their names."""
 
 import re
@@ -9,8 +9,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from portal.admin_filters import DistinctValuesListFilter, RelatedByNameListFilter
-from portal.models import AuditEvent
+from core.admin_filters import DistinctValuesListFilter, RelatedByNameListFilter
+from core.models import AuditEvent
 from tests.factories import MembershipFactory, TenantFactory
 
 pytestmark = pytest.mark.django_db

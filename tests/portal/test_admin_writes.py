@@ -11,8 +11,8 @@ from django.contrib import admin
 from django.contrib.admin import ModelAdmin
 from django.test import RequestFactory
 
+from core.models import AuditEvent
 from inventory.models import NodeState
-from portal.models import AuditEvent
 from tenants.models import Membership, RoleAssignment
 from tests.factories import NodeFactory, UserFactory
 

@@ -5,7 +5,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from portal.models import ApiToken
+from core.models import ApiToken
 
 
 def _token_for(user, **fields) -> str:
@@ -132,7 +132,7 @@ def test_bad_token_fields_are_field_errors(api_client, tenant_member, payload, f
 
 
 def test_token_lifecycle_is_audited_and_revocation_takes_effect(api_client, tenant_member):
-    from portal.models import AuditEvent
+    from core.models import AuditEvent
 
     api_client.force_login(tenant_member)
     created = api_client.post("/api/v1/tokens/", {"name": "terraform"}, format="json")

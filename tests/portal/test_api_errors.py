@@ -10,8 +10,8 @@ import re
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
+from core.models import ApiToken
 from inventory.models import HealthEvent
-from portal.models import ApiToken
 from tenants.models import Membership, RoleAssignment
 from tenants.quota import services as quota_requests
 from tenants.workloads.models import Workload

@@ -1,13 +1,13 @@
-"""FormOnceFilterSet (portal.api.filtering): one form class per filter set, a form per request;
+"""FormOnceFilterSet (core.api.filtering): one form class per filter set, a form per request;
 an empty value of any filter means "any"."""
 
 import django_filters
 import pytest
 from django.http import QueryDict
 
+from core.api.filtering import FormOnceFilterSet
 from inventory.filters import NodeFilterSet
 from inventory.models import Node, NodeState
-from portal.api.filtering import FormOnceFilterSet
 from tests.factories import NodeFactory
 
 pytestmark = pytest.mark.django_db

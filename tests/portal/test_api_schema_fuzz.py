@@ -28,8 +28,8 @@ from schemathesis.checks import (
 from schemathesis.core.transport import response_content_type
 
 from billing.models import UsageRecord
+from core import tokens
 from inventory.models import HealthEvent
-from portal import tokens
 from portal.wsgi import application
 from tenants.models import Membership, RoleAssignment
 from tenants.quota import services as quota_requests

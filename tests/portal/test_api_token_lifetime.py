@@ -6,8 +6,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.models import ApiToken
-from portal.tokens import api_token_create
+from core.models import ApiToken
+from core.tokens import api_token_create
 
 pytestmark = pytest.mark.django_db
 

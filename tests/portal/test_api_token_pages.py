@@ -7,8 +7,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.models import ApiToken, AuditEvent
-from portal.tokens import api_token_create
+from core.models import ApiToken, AuditEvent
+from core.tokens import api_token_create
 from tests.factories import TEST_PASSWORD
 from tests.support.fixtures_browser import screenshot, sign_in
 

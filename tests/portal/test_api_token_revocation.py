@@ -8,8 +8,8 @@ every method and several kinds of endpoint, including the revoking request's own
 import pytest
 import requests
 
-from portal.models import ApiToken
-from portal.tokens import api_token_create
+from core.models import ApiToken
+from core.tokens import api_token_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

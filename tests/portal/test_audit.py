@@ -2,7 +2,7 @@
 
 import pytest
 
-from portal.models import AuditEvent
+from core.models import AuditEvent
 from tenants.access import services
 from tenants.quota import services as quota_services
 

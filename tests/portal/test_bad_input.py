@@ -10,8 +10,8 @@ from django.db import connection, transaction
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
+from core.models import ApiToken
 from inventory.models import GPU, Node
-from portal.models import ApiToken
 from tenants.models import Quota, QuotaRequest, Tenant
 from tenants.quota import services as quota_requests
 from tests.factories import NodeFactory

@@ -7,8 +7,8 @@ from django.core.cache import cache, caches
 from django.core.cache.backends.locmem import LocMemCache
 from prometheus_client import REGISTRY
 
-from portal import caching
-from portal.stamps import read_stamps, stamped
+from core import caching
+from core.stamps import read_stamps, stamped
 from tests.factories import NodeFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)  # stamps count committed writes
@@ -36,9 +36,9 @@ def test_a_value_under_a_name_not_declared_is_refused():
 
 def test_a_key_made_under_one_name_is_not_read_or_written_under_another():
     key = caching.key("node-list", "count")
-    with pytest.raises(ValueError, match=r"made by portal\.caching\.key"):
+    with pytest.raises(ValueError, match=r"made by core\.caching\.key"):
         caching.get("node-detail", key)
-    with pytest.raises(ValueError, match=r"made by portal\.caching\.key"):
+    with pytest.raises(ValueError, match=r"made by core\.caching\.key"):
         caching.set_many("api-count", {key: 1}, timeout=60)
 
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core import csv_export
 from inventory.models import GPU, Node
-from portal import csv_export
 from tests.factories import GPUFactory, NodeFactory
 
 PAYLOADS = [
@@ -54,7 +54,7 @@ def test_unescaping_an_escaped_cell_gives_it_back(value):
     assert csv_export.unescape_cell(escaped) == value
 
 
-def test_no_module_writes_csv_but_through_portal_csv_export():
+def test_no_module_writes_csv_but_through_core_csv_export():
     root = Path(__file__).resolve().parents[2]
     writers = re.compile(
         r"\bcsv\.(writer|DictWriter)\b|from csv import[^\n]*\b(writer|DictWriter)\b"
@@ -63,7 +63,7 @@ def test_no_module_writes_csv_but_through_portal_csv_export():
         str(path.relative_to(root))
         for path in root.rglob("*.py")
         if not {".venv", "node_modules", "tests"} & set(path.relative_to(root).parts)
-        and path.relative_to(root) != Path("portal/csv_export.py")
+        and path.relative_to(root) != Path("core/csv_export.py")
         and writers.search(path.read_text())
     ]
     assert offenders == []

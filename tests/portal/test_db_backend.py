@@ -1,4 +1,4 @@
-"""portal.db.postgresql: Django's PostgreSQL backend, timestamps read by psycopg's compiled
+"""core.db.postgresql: Django's PostgreSQL backend, timestamps read by psycopg's compiled
 loader, with the same answers (and errors) as Django's own loader."""
 
 import datetime
@@ -10,9 +10,9 @@ from django.db.backends.postgresql.psycopg_any import BaseTzLoader
 from django.utils import timezone
 from psycopg.pq import Format
 
-from portal.audit import audit
-from portal.db.postgresql.base import _fast_loader
-from portal.models import AuditEvent
+from core.audit import audit
+from core.db.postgresql.base import _fast_loader
+from core.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
 TIMESTAMPTZ = psycopg.adapters.types["timestamptz"].oid
@@ -29,7 +29,7 @@ def _select(sql: str):
 
 
 def test_the_portal_uses_the_backend_with_the_compiled_loader():
-    assert connection.settings_dict["ENGINE"] == "portal.db.postgresql"
+    assert connection.settings_dict["ENGINE"] == "core.db.postgresql"
     connection.ensure_connection()
     loader = connection.connection.adapters.get_loader(TIMESTAMPTZ, Format.TEXT)
     assert loader is _fast_loader(connection.timezone)

@@ -7,8 +7,8 @@ from django.contrib.auth import authenticate
 from django.core.management import call_command
 from django.test import RequestFactory
 
+from core.models import AuditEvent, OutboxEmail, SimulatedObject
 from inventory.models import GPU, Node, Site
-from portal.models import AuditEvent, OutboxEmail, SimulatedObject
 from tenants.access import access_for
 from tenants.models import Membership, Quota, Tenant
 

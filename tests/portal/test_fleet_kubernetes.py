@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from kubernetes.client import ApiException
 
-from portal.fleet import (
+from core.fleet import (
     PermanentFleetError,
     TransientFleetError,
     classify,
     get_gateway,
 )
-from portal.fleet.kubernetes import KubernetesFleetGateway
+from core.fleet.kubernetes import KubernetesFleetGateway
 
 GFD_LABELS = json.loads(
     (Path(__file__).parents[1] / "data/nvidia/node-labels-sample-rtx4000ada.json").read_text()

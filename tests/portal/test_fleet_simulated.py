@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from portal.fleet import PermanentFleetError, gateway_override, get_gateway
-from portal.fleet.simulated import SimulatedFleetGateway
-from portal.models import SimulatedObject
+from core.fleet import PermanentFleetError, gateway_override, get_gateway
+from core.models import SimulatedObject
+from demo.fleet.simulated import SimulatedFleetGateway
 from tenants.workloads.kinds import inference, vcluster, vm
 from tenants.workloads.kinds.base import BuildContext, GpuOffer, LaunchContext
 from tenants.workloads.kinds.schemas import manifest_errors

@@ -1,9 +1,9 @@
-"""portal.links: a row's URL written from a prefix reversed once is reverse()'s own."""
+"""core.links: a row's URL written from a prefix reversed once is reverse()'s own."""
 
 import pytest
 from django.urls import reverse
 
-from portal.links import url_prefix
+from core.links import url_prefix
 
 
 @pytest.mark.parametrize("viewname", ["inventory:node-detail", "inventory:rack-detail"])

@@ -3,8 +3,8 @@
 import pytest
 from django.test import override_settings
 
+from core.tasks import clear_expired_sessions
 from portal.celery import app as celery_app
-from portal.tasks import clear_expired_sessions
 
 
 def test_healthz_answers_without_touching_the_database(db, client, django_assert_num_queries):
@@ -56,7 +56,7 @@ def test_metrics_expose_request_counts_latency_and_task_outcomes(client):
     assert "django_http_requests_latency_seconds_by_view_method_bucket" in text
     assert (
         'portal_celery_task_outcomes_total{outcome="success",'
-        'task="portal.tasks.clear_expired_sessions"}' in text
+        'task="core.tasks.clear_expired_sessions"}' in text
     )
 
 
@@ -143,7 +143,7 @@ def test_production_caches_on_redis_failing_open():
     code = "from django.conf import settings as s; print(s.CACHES['default']['BACKEND'])"
     result = _manage("shell", "--no-imports", "-c", code, env=PRODUCTION_ENV)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "portal.redis_cache.FailOpenRedisCache"
+    assert result.stdout.strip() == "core.redis_cache.FailOpenRedisCache"
 
 
 def test_production_opens_metrics_to_nobody_until_configured():

@@ -15,8 +15,8 @@ from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from core.models import ApiToken, AuditEvent
 from inventory.models import Rack, Site
-from portal.models import ApiToken, AuditEvent
 from tenants.models import Membership, Quota, RoleAssignment
 from tenants.quota import services as quota_requests
 from tests.factories import (

@@ -1,11 +1,11 @@
-"""Data stamps (portal.stamps): every committed write to a watched table moves its version,
+"""Data stamps (core.stamps): every committed write to a watched table moves its version,
 whatever wrote it; nothing else does; a transaction with writes of its own is never cached."""
 
 import pytest
 from django.db import connection, transaction
 
+from core.stamps import COMPACT_ABOVE, TABLE, WATCHED, read_stamps, stamped
 from inventory.models import Node
-from portal.stamps import COMPACT_ABOVE, TABLE, WATCHED, read_stamps, stamped
 from tests.factories import NodeFactory, TenantFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,10 +12,10 @@ from django.db import connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
+from core import outbox
+from core.models import OutboxEmail
 from inventory.models import NodeState
 from inventory.services import lifecycle, sync
-from portal import outbox
-from portal.models import OutboxEmail
 from tenants.models import QuotaRequest
 from tenants.quota.services import quota_request_create
 from tests.factories import NodeFactory

@@ -11,10 +11,10 @@ from celery.result import AsyncResult
 from django.contrib.sessions.models import Session
 from django.utils import timezone
 
+from core.metrics import task_outcomes
+from core.models import AuditEvent, OutboxEmail
+from core.tasks import clear_expired_sessions
 from portal.celery import app as celery_app
-from portal.metrics import task_outcomes
-from portal.models import AuditEvent, OutboxEmail
-from portal.tasks import clear_expired_sessions
 from tenants.access.services import tenant_create
 from tenants.models import Tenant
 from tests.support.fixtures_celery import wait_until
@@ -39,7 +39,7 @@ def test_task_round_trips_through_redis_and_a_worker(celery_worker, redis_url):
 @pytest.mark.worker
 def test_metrics_report_the_outcomes_of_tasks_run_by_a_worker(celery_worker, redis_url, client):
     celery_worker(CELERY_RESULT_BACKEND=redis_url)
-    key = ("portal.tasks.clear_expired_sessions", "success")
+    key = ("core.tasks.clear_expired_sessions", "success")
     before = task_outcomes().get(key, 0)
     sent = clear_expired_sessions.apply_async()
     AsyncResult(sent.id, backend=RedisBackend(app=celery_app, url=redis_url), app=celery_app).get(
@@ -52,7 +52,7 @@ def test_metrics_report_the_outcomes_of_tasks_run_by_a_worker(celery_worker, red
         row
         for row in text.splitlines()
         if row.startswith("portal_celery_task_outcomes_total{")
-        and 'task="portal.tasks.clear_expired_sessions"' in row
+        and 'task="core.tasks.clear_expired_sessions"' in row
         and 'outcome="success"' in row
     )
     assert float(line.rsplit(" ", 1)[1]) == before + 1

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from portal.fleet import gateway_override
-from portal.fleet.kubernetes import KubernetesFleetGateway
-from portal.fleet.simulated import SimulatedFleetGateway
+from core.fleet import gateway_override
+from core.fleet.kubernetes import KubernetesFleetGateway
+from demo.fleet.simulated import SimulatedFleetGateway
 
 from .kube_emulator import KubeEmulator, running_kube_emulator
 
@@ -68,5 +68,5 @@ def fleet_clock(simulated_gateway: SimulatedFleetGateway, monkeypatch) -> FleetC
     """Stop the simulated fleet's time; `fleet_clock.advance(seconds)` lets it pass, so its
     controllers are seen mid-way and done without waiting."""
     clock = FleetClock()
-    monkeypatch.setattr("portal.fleet.simulated.timezone", clock)
+    monkeypatch.setattr("demo.fleet.simulated.timezone", clock)
     return clock

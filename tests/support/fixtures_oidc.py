@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from django.contrib.sessions.models import Session
 
-from portal.openid import forget_provider_metadata
+from core.openid import forget_provider_metadata
 
 from .oidc_provider import (
     CLIENT_ID,

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.models import AuditEvent
+from core.models import AuditEvent
 from tenants.models import Quota, QuotaRequest, Tenant
 from tests.factories import GPUFactory, MembershipFactory, NodeFactory, QuotaFactory, TenantFactory
 

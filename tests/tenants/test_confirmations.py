@@ -9,9 +9,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from core.models import ApiToken, AuditEvent
+from core.tokens import api_token_create
 from inventory.models import GPU, HealthEvent, NodeState
-from portal.models import ApiToken, AuditEvent
-from portal.tokens import api_token_create
 from tenants.models import Membership, QuotaRequest
 from tests.factories import GPUFactory, NodeFactory
 

@@ -18,8 +18,8 @@ from django.core.management import CommandError, call_command
 from django.db import transaction
 from django.utils import timezone
 
-from portal.models import ApiToken, AuditEvent, OidcIdentity
-from portal.tokens import api_token_create
+from core.models import ApiToken, AuditEvent, OidcIdentity
+from core.tokens import api_token_create
 from tenants.identity.directory_sync import keycloak_directory_sync
 from tenants.identity.tasks import DirectorySyncFailed, keycloak_directory_sync_task
 from tenants.models import DirectoryRead, Membership, RoleAssignment, Source

@@ -7,8 +7,8 @@ import pytest
 from celery import current_app
 from django.urls import reverse
 
-from portal.fleet import TransientFleetError
-from portal.models import AuditEvent, SimulatedObject
+from core.fleet import TransientFleetError
+from core.models import AuditEvent, SimulatedObject
 from tenants.access.changes import tenant_mark_changed
 from tenants.enforcement.manifests import KUEUE
 from tenants.enforcement.services import tenant_reconcile, tenants_reconcile_sweep

@@ -5,7 +5,7 @@ Pages and API alike answer 404 (missing and forbidden look the same), and nothin
 
 import pytest
 
-from portal.models import AuditEvent
+from core.models import AuditEvent
 from tenants.models import Membership, Quota, QuotaRequest
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from portal.models import AuditEvent, OidcIdentity
+from core.models import AuditEvent, OidcIdentity
 from tenants.identity.claims import Grants
 from tenants.identity.sync import keycloak_access_sync, keycloak_user_sync
 from tenants.models import Membership, RoleAssignment, Source

@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from portal.models import OidcIdentity
+from core.models import OidcIdentity
 from tenants.models import Membership
 from tests.factories import UserFactory
 

@@ -13,9 +13,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
 from rest_framework.test import APIClient
 
-from portal import openid
-from portal.models import ApiToken, OidcIdentity
-from portal.tokens import api_token_create
+from core import openid
+from core.models import ApiToken, OidcIdentity
+from core.tokens import api_token_create
 from tenants.models import Membership, Source
 from tests.factories import TenantFactory
 from tests.support.fixtures_oidc import configure_portal_for

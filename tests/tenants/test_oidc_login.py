@@ -12,7 +12,7 @@ import requests
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.backends.db import SessionStore
 
-from portal.models import AuditEvent, OidcIdentity
+from core.models import AuditEvent, OidcIdentity
 from tenants.models import Membership, RoleAssignment, Source
 from tests.factories import MembershipFactory, RoleAssignmentFactory, TenantFactory, UserFactory
 from tests.support.fixtures_oidc import configure_portal_for

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from portal.models import AuditEvent
+from core.models import AuditEvent
 from tenants.models import Membership, QuotaRequest, Source
 from tenants.quota import services as quota_requests
 from tests.factories import GPUFactory, MembershipFactory, NodeFactory, QuotaFactory, UserFactory
@@ -349,7 +349,7 @@ def test_request_status_polls_through_applying_and_failing_until_applied(
     kube_emulator,
     django_capture_on_commit_callbacks,
 ):
-    from portal.fleet import TransientFleetError
+    from core.fleet import TransientFleetError
     from tenants.enforcement.services import tenant_reconcile, tenants_reconcile_sweep
 
     request = submit({"gpu:nvidia-h100-80gb": 4})

@@ -5,8 +5,8 @@ import threading
 import pytest
 from django.db import close_old_connections, connection, transaction
 
-from portal.models import AuditEvent
-from portal.state_machine import InvalidTransition
+from core.models import AuditEvent
+from core.state_machine import InvalidTransition
 from tenants.models import Quota, QuotaRequest
 from tenants.quota import services as quota_requests
 

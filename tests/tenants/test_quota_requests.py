@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.utils import timezone
 
-from portal.models import AuditEvent
+from core.models import AuditEvent
 from tenants.models import Quota, QuotaRequest, Tenant
 from tenants.quota import services as quota_requests
 from tests.factories import MembershipFactory, UserFactory

@@ -9,7 +9,7 @@ from datetime import datetime
 from django.core.paginator import EmptyPage, Page, Paginator
 from django.db import connection
 
-from portal import caching
+from core import caching
 from tenants.models import Tenant
 
 from ...models import (

@@ -21,7 +21,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Greatest, TruncDate
 
-from portal import caching
+from core import caching
 from tenants.models import Tenant
 
 from ... import calculations

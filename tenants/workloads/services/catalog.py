@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db import transaction
 
-from portal.audit import audit
+from core.audit import audit
 
 from ..models import VmImage
 

@@ -15,12 +15,12 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from portal.audit import audit
-from portal.errors import RuleViolation, Unavailable
-from portal.fleet import FleetError, get_gateway
-from portal.queueing import enqueue_on_commit
-from portal.reconcile import reconcile_bump
-from portal.validators import validate_dns1123_label
+from core.audit import audit
+from core.errors import RuleViolation, Unavailable
+from core.fleet import FleetError, get_gateway
+from core.queueing import enqueue_on_commit
+from core.reconcile import reconcile_bump
+from core.validators import validate_dns1123_label
 
 from ...access.models import Tenant
 from ...access.rules import tenants_operated_by

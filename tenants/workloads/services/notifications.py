@@ -4,7 +4,7 @@ it fails (with the cluster's reason). Kept in the outbox with the change it repo
 from django.conf import settings
 from django.urls import reverse
 
-from portal.outbox import email_enqueue
+from core.outbox import email_enqueue
 
 from ..models import Workload, WorkloadStatus
 

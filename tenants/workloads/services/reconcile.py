@@ -29,11 +29,11 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from portal.audit import audit
-from portal.errors import InvalidTransition
-from portal.fleet import FleetError, FleetGateway, PermanentFleetError, get_gateway
-from portal.queueing import enqueue_on_commit
-from portal.reconcile import reconcile_bump, reconcile_failed, reconcile_succeeded
+from core.audit import audit
+from core.errors import InvalidTransition
+from core.fleet import FleetError, FleetGateway, PermanentFleetError, get_gateway
+from core.queueing import enqueue_on_commit
+from core.reconcile import reconcile_bump, reconcile_failed, reconcile_succeeded
 
 from ..kinds import slurm, vm
 from ..kinds.base import (

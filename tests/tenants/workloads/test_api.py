@@ -9,7 +9,7 @@ import json
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from portal.models import AuditEvent
+from core.models import AuditEvent
 from tenants.models import Membership
 from tenants.workloads import services
 from tenants.workloads.kinds import vcluster

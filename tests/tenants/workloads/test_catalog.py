@@ -3,7 +3,7 @@
 
 import pytest
 
-from portal.models import AuditEvent
+from core.models import AuditEvent
 from tenants.workloads.models import VmImage
 from tenants.workloads.selectors import vm_image_catalog
 from tenants.workloads.services import vm_image_save

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from portal.models import AuditEvent, OutboxEmail, SimulatedObject
+from core.models import AuditEvent, OutboxEmail, SimulatedObject
 from tenants.workloads import services
 from tenants.workloads.kinds import vcluster
 from tenants.workloads.models import VmImage, Workload, WorkloadStatus

@@ -9,10 +9,10 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from core.fleet import get_gateway
+from core.models import SimulatedObject
 from inventory.models import Node
 from inventory.services.sync import cluster_sync
-from portal.fleet import get_gateway
-from portal.models import SimulatedObject
 from tenants.workloads import services
 from tenants.workloads.models import VmImage, Workload, WorkloadStatus
 

@@ -8,9 +8,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection
 
-from portal.errors import InvalidTransition, RuleViolation
-from portal.fleet import PermanentFleetError, TransientFleetError
-from portal.models import AuditEvent, OutboxEmail
+from core.errors import InvalidTransition, RuleViolation
+from core.fleet import PermanentFleetError, TransientFleetError
+from core.models import AuditEvent, OutboxEmail
 from tenants.workloads import services
 from tenants.workloads.models import Workload, WorkloadEvent, WorkloadStatus
 from tenants.workloads.selectors import tenant_demand_in_use
@@ -311,7 +311,7 @@ def test_an_object_deleted_by_hand_is_applied_again(ready, tenant, kube_emulator
                                                     django_capture_on_commit_callbacks):
     kube_gateway = None  # the fixture's gateway is installed; the emulator is the cluster
     kube_emulator.patch_object(*ISVC, "chat", tenant.namespace, patch={"metadata": {}})
-    from portal.fleet import get_gateway
+    from core.fleet import get_gateway
 
     get_gateway().delete(api_version=ISVC[0], kind=ISVC[1], name="chat",
                          namespace=tenant.namespace)

@@ -199,7 +199,7 @@ def test_the_list_makes_the_same_queries_at_any_size(login, tenant, tenant_membe
 def test_platform_admins_see_every_workload_in_django_admin_and_reconcile_it_now(
     login, tenant, tenant_member, platform_admin, gpu_pool, workload_quota, simulated_gateway
 ):
-    from portal.models import AuditEvent
+    from core.models import AuditEvent
 
     workload_quota()
     workload = _launched(tenant, tenant_member)

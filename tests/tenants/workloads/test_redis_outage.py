@@ -17,7 +17,7 @@ from .conftest import INFERENCE_SPEC
 def redis_backed(own_redis):
     """Cache and broker on the test's own Redis, as in production (CACHE_URL=rediscache://)."""
     cache = {
-        "BACKEND": "portal.redis_cache.FailOpenRedisCache",
+        "BACKEND": "core.redis_cache.FailOpenRedisCache",
         "LOCATION": own_redis.url,
         "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 1},
     }

@@ -5,7 +5,7 @@ made once, workers scaled within quota."""
 import pytest
 from django.core.exceptions import ValidationError
 
-from portal.errors import RuleViolation
+from core.errors import RuleViolation
 from tenants.workloads import services
 from tenants.workloads.models import WorkloadStatus
 from tenants.workloads.selectors import tenant_demand_in_use

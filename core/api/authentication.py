@@ -6,7 +6,7 @@ from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
-from portal.models import ApiToken
+from core.models import ApiToken
 
 # Writing last_used_at on every call would turn each read into a write; once a minute is enough.
 LAST_USED_RESOLUTION = timedelta(minutes=1)

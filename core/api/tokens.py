@@ -4,8 +4,8 @@ from django.shortcuts import get_object_or_404
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.response import Response
 
-from portal.models import ApiToken
-from portal.tokens import api_token_create, api_token_revoke, api_tokens_of
+from core.models import ApiToken
+from core.tokens import api_token_create, api_token_revoke, api_tokens_of
 
 
 class ApiTokenSerializer(serializers.ModelSerializer):

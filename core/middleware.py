@@ -91,7 +91,7 @@ class DeferredWorkMiddleware:
 
 
 class DomainErrorMiddleware:
-    """Pages' side of portal.errors: a refusal raised by a service under a page becomes a
+    """Pages' side of core.errors: a refusal raised by a service under a page becomes a
     message on the page the person came from (the API answers them itself, as JSON)."""
 
     def __init__(self, get_response):

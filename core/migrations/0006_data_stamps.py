@@ -1,4 +1,4 @@
-"""Data stamps (portal.stamps): a counter per watched table and backend, moved on in the same
+"""Data stamps (core.stamps): a counter per watched table and backend, moved on in the same
 transaction by a statement-level trigger on every write to the table. Summaries computed from
 these tables are cached under their versions (the fleet overview, the node list's choices,
 the node detail page)."""
@@ -48,7 +48,7 @@ DROP TABLE IF EXISTS portal_datastamp;
 
 def create(apps, schema_editor):
     # PostgreSQL only: elsewhere (the SQLite demo) nothing is cached under stamps, every summary
-    # is computed when asked (portal.stamps.read_stamps).
+    # is computed when asked (core.stamps.read_stamps).
     if schema_editor.connection.vendor != "postgresql":
         return
     schema_editor.execute(CREATE, params=None)

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from portal.demo import load_demo
+from demo.data import load_demo
 
 CONSOLE_MAIL = "django.core.mail.backends.console.EmailBackend"
 FILE_MAIL = "django.core.mail.backends.filebased.EmailBackend"

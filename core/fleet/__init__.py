@@ -1,6 +1,6 @@
 """The fleet gateway: the one place the portal talks to a cluster.
 
-    from portal.fleet import get_gateway, TransientFleetError
+    from core.fleet import get_gateway, TransientFleetError
     get_gateway().apply(manifests=[...])
 
 FLEET_BACKEND picks the backend ("simulated" for the demo, "kubernetes" for a real cluster).
@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
+from django.utils.module_loading import import_string
 
 from .base import (
     FleetError,
@@ -46,14 +47,9 @@ _override: FleetGateway | None = None
 
 
 def _build() -> FleetGateway:
-    # Imported here: the backends pull in the ORM or the (slow to import) kubernetes client.
-    if settings.FLEET_BACKEND == "kubernetes":
-        from .kubernetes import KubernetesFleetGateway
-
-        return KubernetesFleetGateway()
-    from .simulated import SimulatedFleetGateway
-
-    return SimulatedFleetGateway()
+    # Imported by name when first asked: the backends pull in the ORM or the (slow to import)
+    # kubernetes client, and the simulated one is the demo's, which production does not install.
+    return import_string(settings.FLEET_GATEWAYS[settings.FLEET_BACKEND])()
 
 
 def get_gateway() -> FleetGateway:

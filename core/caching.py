@@ -42,13 +42,13 @@ REQUESTS = Counter(
 def key(name: str, *parts: object) -> str:
     """The cache key of `parts` under `name` (which must be one of CACHED)."""
     if name not in CACHED:
-        raise ValueError(f"Not a named cache (portal.caching.CACHED): {name}")
+        raise ValueError(f"Not a named cache (core.caching.CACHED): {name}")
     return ":".join([name, *(str(part) for part in parts)])
 
 
 def _check(name: str, keys: Iterable[str]) -> None:
     if name not in CACHED or any(not k.startswith(f"{name}:") for k in keys):
-        raise ValueError(f"Keys of {name!r} are made by portal.caching.key({name!r}, ...)")
+        raise ValueError(f"Keys of {name!r} are made by core.caching.key({name!r}, ...)")
 
 
 def _count(name: str, hits: int, misses: int) -> None:

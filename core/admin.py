@@ -129,7 +129,7 @@ class OutboxEmailAdmin(ReadOnlyModelAdmin):
 
 # --- the admins of the libraries the portal uses ----------------------------------------------
 # Re-registered so that nothing changes through Django admin without an audit event: accounts
-# save through portal.users; lock-outs are lifted through it; the logs and the beat schedule
+# save through core.users; lock-outs are lifted through it; the logs and the beat schedule
 # (which comes from the settings) are read-only. Django's groups and permissions are not used:
 # platform roles are RoleAssignments.
 

@@ -17,7 +17,7 @@ import jwt
 import requests
 from django.conf import settings
 
-from portal import caching
+from core import caching
 
 logger = logging.getLogger(__name__)
 

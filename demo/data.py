@@ -12,12 +12,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from billing.services import accounts as billing_accounts
+from core.models import SimulatedObject
+from demo.fleet.simulated import READY_AFTER_ANNOTATION
 from inventory.demo_fleet import demo_fleet_details
 from inventory.models import GPU, Node, NodeState, Rack, Site
 from inventory.resource_classes import GPU_MODELS
-from portal import demo_billing
-from portal.fleet.simulated import READY_AFTER_ANNOTATION
-from portal.models import SimulatedObject
 from tenants.access import services as tenant_services
 from tenants.enforcement.services import tenants_reconcile_sweep
 from tenants.models import Membership, QuotaRequest, RoleAssignment, Tenant, Workload
@@ -26,6 +25,8 @@ from tenants.workloads import services as workloads
 from tenants.workloads.kinds.base import LABEL_WORKLOAD_ID
 from tenants.workloads.models import VmImage
 from tenants.workloads.selectors import build_context
+
+from . import billing_data as demo_billing
 
 DEMO_NAMESPACE = uuid.UUID("5f1c2a7e-4d1b-4e0a-9c39-2f6a3b8d7e10")
 

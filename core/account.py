@@ -1,6 +1,6 @@
 """The signed-in user's own pages: the sign-in page, and personal API tokens.
 
-Thin views over portal.tokens (create and revoke are audited there).
+Thin views over core.tokens (create and revoke are audited there).
 """
 
 from datetime import timedelta

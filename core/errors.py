@@ -3,9 +3,9 @@
 Services raise these (and Django's ValidationError for bad fields); views, viewsets and admin
 actions never translate them themselves:
 
-- `portal.api.errors.exception_handler` answers the API's JSON error with `status` and `code`
+- `core.api.errors.exception_handler` answers the API's JSON error with `status` and `code`
   (400 for a rule the request breaks, 409 for a move the state machine refuses or a race lost);
-- `portal.middleware.DomainErrorMiddleware` turns one raised from a page into a message on the
+- `core.middleware.DomainErrorMiddleware` turns one raised from a page into a message on the
   page the person came from.
 
 Every message is safe to show to the person who asked: it names their object, never internals.

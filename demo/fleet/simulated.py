@@ -30,9 +30,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from ..models import SimulatedObject
-from .base import FleetGateway, Manifest, PermanentFleetError
-from .labels import label_selector_matcher
+from core.fleet.base import FleetGateway, Manifest, PermanentFleetError
+from core.fleet.labels import label_selector_matcher
+from core.models import SimulatedObject
+
 from .simulated_clock import Clock, iso
 from .simulated_controllers import (
     CONTROLLERS,
@@ -43,6 +44,7 @@ from .simulated_controllers import (
     resource_quota_used,
 )
 from .simulated_kubevirt import UNSCHEDULABLE
+from .simulated_objects import launcher_pod, merge_patch, waiting_for_a_node
 from .simulated_operators import Made, Plan, dependents, depends_on, key_of
 from .simulated_scheduler import (
     NodeView,
@@ -82,19 +84,6 @@ VMI_NODE_LABEL = "kubevirt.io/nodeName"
 FINISHED_PHASES = ("Succeeded", "Failed")
 # Set on a pod placed once room freed up: its owner waits for it to run.
 PLACED_LATE_ANNOTATION = "simulated.portal/placed-late"
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch: dicts merge, None removes a key, anything else replaces."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 def _render(row: SimulatedObject) -> Manifest:
@@ -273,7 +262,7 @@ class SimulatedFleetGateway(FleetGateway):
                     nodes, used = self._node_views(), self._gpus_placed()
                 self._apply_one(self._placed(item, nodes or [], used or {}), at=item.at)
                 changed = True
-            elif _waiting_for_a_node(existing.body):
+            elif waiting_for_a_node(existing.body):
                 if nodes is None:
                     nodes, used = self._node_views(), self._gpus_placed()
                 changed |= self._place_again(existing, nodes, used or {})
@@ -321,7 +310,7 @@ class SimulatedFleetGateway(FleetGateway):
         for row in SimulatedObject.objects.filter(kind="VirtualMachineInstance"):
             node = ((row.body.get("metadata") or {}).get("labels") or {}).get(VMI_NODE_LABEL)
             if node:
-                add(node, gpu_requests(_launcher(row.body.get("spec") or {})))
+                add(node, gpu_requests(launcher_pod(row.body.get("spec") or {})))
         return used
 
     def _placed(self, item: Made, nodes: list[NodeView], used: dict) -> Manifest:
@@ -341,7 +330,7 @@ class SimulatedFleetGateway(FleetGateway):
                 return True
             pod = spec
         elif manifest["kind"] == "VirtualMachineInstance":
-            pod = _launcher(spec)  # asks for the passthrough GPUs by their resource names
+            pod = launcher_pod(spec)  # asks for the passthrough GPUs by their resource names
         else:
             return True
         node = schedule(name, pod, nodes, used)
@@ -487,27 +476,3 @@ class SimulatedFleetGateway(FleetGateway):
 
     def evict_pod(self, *, name: str, namespace: str) -> None:
         self._rows("v1", "Pod").filter(namespace=namespace, name=name).delete()
-
-
-def _launcher(vmi_spec: Manifest) -> Manifest:
-    """A VMI's launcher pod as the scheduler sees it: the VMI's selector and tolerations, and
-    a limit per passthrough GPU by its resource name."""
-    devices = ((vmi_spec.get("domain") or {}).get("devices") or {}).get("gpus") or []
-    asked: dict[str, int] = {}
-    for device in devices:
-        name = device.get("deviceName", "")
-        asked[name] = asked.get(name, 0) + 1
-    return {**vmi_spec, "containers": [{"resources": {"limits": asked}}]}
-
-
-def _waiting_for_a_node(body: Manifest) -> bool:
-    """A pod the scheduler left Pending, or a VMI whose launcher pod no node took."""
-    if body.get("kind") == "Pod":
-        return not (body.get("spec") or {}).get("nodeName") and any(
-            c.get("reason") == "Unschedulable"
-            for c in (body.get("status") or {}).get("conditions") or []
-        )
-    if body.get("kind") == "VirtualMachineInstance":
-        annotations = (body.get("metadata") or {}).get("annotations") or {}
-        return UNSCHEDULABLE_ANNOTATION in annotations
-    return False

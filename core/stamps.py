@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from django.db import connection, transaction
 
-from portal import caching
+from core import caching
 
 T = TypeVar("T")
 
@@ -94,7 +94,7 @@ def stamped(
     extra: object = None,
     timeout: int = CACHE_SECONDS,
 ) -> T:
-    """`compute()`, cached under `name` (`<named cache>:<what>`, see portal.caching), `extra`
+    """`compute()`, cached under `name` (`<named cache>:<what>`, see core.caching), `extra`
     and the versions of `tables` (the tables it reads: every one of them must be watched, see
     migration portal 0006)."""
     tables = list(tables)

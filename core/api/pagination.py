@@ -4,14 +4,14 @@ from django.core.paginator import Paginator
 from django.utils.functional import cached_property
 from rest_framework.pagination import PageNumberPagination
 
-from portal.stamps import read_stamps, stamped
+from core.stamps import read_stamps, stamped
 
 
 @dataclass(frozen=True)
 class CountStamp:
     """What a list's count depends on besides its tables: `extra` must name everything that
     narrows the rows (the caller's visible tenants, the filters), `tables` every table the
-    count reads (each one watched by a stamp trigger, see `portal.stamps`)."""
+    count reads (each one watched by a stamp trigger, see `core.stamps`)."""
 
     name: str
     tables: tuple[str, ...]

@@ -143,7 +143,7 @@ class OutboxEmail(models.Model):
     """An e-mail the portal owes someone, written in the transaction of what it reports.
 
     Kept until the mail server took it: a broker or mail server that is down delays a decision's
-    mail, never loses it (portal.outbox sends, retries and sweeps).
+    mail, never loses it (core.outbox sends, retries and sweeps).
     """
 
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
