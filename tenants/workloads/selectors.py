@@ -27,15 +27,19 @@ from .models import HOLDING, Workload, WorkloadEvent, WorkloadStatus
 
 
 def workloads_visible_to(user) -> QuerySet[Workload]:
-    """Workloads of the tenants `user` may see (another tenant's are simply not there)."""
-    return in_tenants_visible_to(Workload.objects.select_related("tenant", "launched_by"), user)
+    """Workloads of the tenants `user` may see (another tenant's are simply not there), with
+    `observed_at`, when the portal last saw each."""
+    return in_tenants_visible_to(
+        Workload.objects.select_related("tenant", "launched_by").with_observed_at(), user
+    )
 
 
 # What the API's list shows of a workload (WorkloadSerializer): all but the manifests last
-# applied and the failure count; its tenant's slug and launcher's username are annotated.
+# applied and the failure count; its tenant's slug, launcher's username and `observed_at` are
+# annotated.
 WORKLOAD_API_FIELDS = (
     "id", "tenant", "kind", "name", "launched_by", "spec", "demand", "status", "status_reason",
-    "status_message", "observed", "observed_at", "created_at", "ready_at", "deleted_at",
+    "status_message", "observed", "created_at", "ready_at", "deleted_at",
     "desired_version", "applied_version", "applied_at", "reconcile_error", "reconcile_failed_at",
 )
 
@@ -51,7 +55,7 @@ def workloads_listed_to(user) -> QuerySet[Workload]:
 def _workloads_listed() -> QuerySet[Workload]:
     """Built once per process (its annotations took longer to build than to run); only ever
     handed out as a copy (`.all()`), so it is never evaluated itself."""
-    return Workload.objects.only(*WORKLOAD_API_FIELDS).annotate(
+    return Workload.objects.only(*WORKLOAD_API_FIELDS).with_observed_at().annotate(
         tenant_slug=tenant_slug(), launched_by_username=username_of("launched_by_id")
     )
 

@@ -122,6 +122,9 @@ class WorkloadSerializer(RowSerializerMixin, serializers.ModelSerializer):
     launched_by = JoinedCharField(
         source="launched_by.username", joined="launched_by_username", allow_null=True
     )
+    observed_at = serializers.DateTimeField(
+        read_only=True, help_text="When the portal last saw its state on the cluster."
+    )
 
     class Meta:
         model = Workload

@@ -189,7 +189,8 @@ def test_the_workload_list_is_drfs(tenant, platform_admin):
             demand={"gpu:nvidia-h100-80gb": n + 1}, launched_by=platform_admin if n else None,
             observed={"connection": {"items": [["URL", "http://x"]], "notes": ["n"]},
                       "details": {"replicas": n}, "conditions": [{"type": "Ready"}]},
-            observed_at=now, ready_at=now if n == 0 else None, reconcile_error="boom" * n,
+            observation_recorded_at=now, ready_at=now if n == 0 else None,
+            reconcile_error="boom" * n,
         )
     request = Request(APIRequestFactory().get("/api/v1/workloads/"))
     rows = list(workloads_listed_to(platform_admin).order_by("pk"))

@@ -34,7 +34,8 @@ def workloads(tenant, other_tenant, platform_admin):
             demand={"gpu:nvidia-h100-80gb": n + 1}, launched_by=platform_admin if n else None,
             observed={"connection": {"items": [["URL", f"http://x/{n}"]], "notes": ["n"]},
                       "details": {"replicas": n}, "conditions": [{"type": "Ready"}]},
-            observed_at=now, ready_at=now if n == 0 else None, reconcile_error="boom" * n,
+            observation_recorded_at=now, ready_at=now if n == 0 else None,
+            reconcile_error="boom" * n,
         ))
     return made
 
