@@ -4,7 +4,6 @@ prefetched."""
 from __future__ import annotations
 
 import datetime
-import functools
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -144,26 +143,17 @@ def quota_requests_listed_to(user) -> QuerySet[QuotaRequest]:
     `decided_by_username`: no related objects per row), and each request's lines as a plain
     list of mappings, `lines_prefetched`, read in the same query (no second query for the
     lines, no line object each)."""
-    return in_tenants_visible_to(_quota_requests_listed().all(), user)
-
-
-@functools.cache
-def _quota_requests_listed() -> QuerySet[QuotaRequest]:
-    """Built once per process (its annotations took longer to build than to run); only ever
-    handed out as a copy (`.all()`), so it is never evaluated itself."""
-    return (
-        QuotaRequest.objects.only(*QUOTA_REQUEST_API_FIELDS)
-        .annotate(
-            tenant_slug=tenant_slug(),
-            requested_by_username=username_of("requested_by_id"),
-            decided_by_username=username_of("decided_by_id"),
-            lines_prefetched=ListSubquery(
-                QuotaRequestLine.objects.filter(request=OuterRef("pk"))
-                .order_by("id")
-                .values(line=JSONObject(**{name: name for name in QUOTA_LINE_API_FIELDS}))
-            ),
-        )
+    listed = QuotaRequest.objects.only(*QUOTA_REQUEST_API_FIELDS).annotate(
+        tenant_slug=tenant_slug(),
+        requested_by_username=username_of("requested_by_id"),
+        decided_by_username=username_of("decided_by_id"),
+        lines_prefetched=ListSubquery(
+            QuotaRequestLine.objects.filter(request=OuterRef("pk"))
+            .order_by("id")
+            .values(line=JSONObject(**{name: name for name in QUOTA_LINE_API_FIELDS}))
+        ),
     )
+    return in_tenants_visible_to(listed, user)
 
 
 # What the API shows of a request and of its lines (QuotaRequestSerializer).

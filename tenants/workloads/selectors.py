@@ -3,7 +3,6 @@ the contexts the kinds validate and build against, read from the database."""
 
 from __future__ import annotations
 
-import functools
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -47,16 +46,10 @@ def workloads_listed_to(user) -> QuerySet[Workload]:
     """`workloads_visible_to(user)` with the columns the API's list shows, and its tenant's
     slug and launcher's username as `tenant_slug` and `launched_by_username`, not as a tenant
     and a user object per row."""
-    return in_tenants_visible_to(_workloads_listed().all(), user)
-
-
-@functools.cache
-def _workloads_listed() -> QuerySet[Workload]:
-    """Built once per process (its annotations took longer to build than to run); only ever
-    handed out as a copy (`.all()`), so it is never evaluated itself."""
-    return Workload.objects.only(*WORKLOAD_API_FIELDS).with_observed_at().annotate(
+    listed = Workload.objects.only(*WORKLOAD_API_FIELDS).with_observed_at().annotate(
         tenant_slug=tenant_slug(), launched_by_username=username_of("launched_by_id")
     )
+    return in_tenants_visible_to(listed, user)
 
 
 def workload_get_for_user(*, user, workload_id: int) -> Workload:
