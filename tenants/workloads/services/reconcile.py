@@ -423,6 +423,16 @@ def workload_reconcile(*, workload_id: int, gateway: FleetGateway | None = None)
     return _observe(workload, ctx, gateway, owned).state
 
 
+def _record_sweep(*, started, observed: int, changed: int) -> None:
+    """The sweep's one row, moved on only forwards (two sweeps that overlap finish in any
+    order)."""
+    values = {"started_at": started, "finished_at": timezone.now(), "observed": observed,
+              "changed": changed}
+    sweeps = ObserveSweep.objects.filter(pk=ObserveSweep.SINGLETON)
+    if not sweeps.filter(started_at__lt=started).update(**values):
+        ObserveSweep.objects.get_or_create(pk=ObserveSweep.SINGLETON, defaults=values)
+
+
 def workloads_observe_sweep(*, gateway: FleetGateway | None = None) -> int:
     """Observe every live workload: one list per owned kind across the cluster, then each
     workload's objects from those lists. Returns how many were observed."""
@@ -449,10 +459,7 @@ def workloads_observe_sweep(*, gateway: FleetGateway | None = None) -> int:
         # Not every live workload was seen: the sweep's row would claim the missed ones too.
         _touch(unchanged)
     else:
-        ObserveSweep.objects.update_or_create(pk=ObserveSweep.SINGLETON, defaults={
-            "started_at": started, "finished_at": timezone.now(), "observed": len(live),
-            "changed": len(live) - len(unchanged),
-        })
+        _record_sweep(started=started, observed=len(live), changed=len(live) - len(unchanged))
     # Deletions still waiting for their objects to go: their teardown looks again.
     for workload_id in Workload.objects.filter(status=S.DELETING).values_list("pk", flat=True):
         enqueue_on_commit(RECONCILE, workload_id)
