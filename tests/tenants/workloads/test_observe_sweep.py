@@ -76,10 +76,12 @@ def test_a_sweep_over_unchanged_workloads_writes_no_workload_row_and_records_its
         assert _seen(workload) == sweep.started_at > after.observation_recorded_at
     assert WorkloadEvent.objects.count() == events
 
-    # The next sweep moves the one row on: still nothing written to the workloads.
+    # The next sweep moves the one row on: still nothing written to the workloads, and
+    # whatever their number three statements: the live ones, the deletions, the sweep's row.
     with CaptureQueriesContext(connection) as queries:
         services.workloads_observe_sweep()
     assert _workload_writes(queries) == []
+    assert len(queries.captured_queries) == 3, [q["sql"] for q in queries.captured_queries]
     assert ObserveSweep.objects.count() == 1
     assert _seen(endpoints[0]) == ObserveSweep.objects.get().started_at > sweep.started_at
 
