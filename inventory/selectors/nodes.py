@@ -2,10 +2,10 @@
 
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
 
 from django.db import models
 from django.db.models import (
+    Case,
     Count,
     Exists,
     F,
@@ -13,8 +13,11 @@ from django.db.models import (
     Prefetch,
     Q,
     QuerySet,
+    Subquery,
+    Value,
+    When,
 )
-from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
 from core.choices import ColoredChoices, colored
@@ -31,65 +34,53 @@ class NodeHealth(ColoredChoices):
     CRITICAL = "critical", "Critical"
 
 
-def _open_event(severity: str) -> Exists:
-    return Exists(
-        HealthEvent.objects.filter(
-            node=OuterRef("pk"), resolved_at__isnull=True, severity=severity
-        )
+def _open_events() -> QuerySet[HealthEvent]:
+    return HealthEvent.objects.filter(node=OuterRef("pk"), resolved_at__isnull=True)
+
+
+def _gpus() -> QuerySet[GPU]:
+    return GPU.objects.filter(node=OuterRef("pk"))
+
+
+def _count(rows: QuerySet) -> Coalesce:
+    counted = rows.order_by().values("node").annotate(n=Count("pk")).values("n")
+    return Coalesce(Subquery(counted, output_field=models.IntegerField()), 0)
+
+
+def node_health() -> Case:
+    """The health rule, the one definition (the list, the detail page, the API and the health
+    filter read it): critical with an open critical event or a failed GPU, degraded with an
+    open warning or a degraded GPU, healthy otherwise."""
+    def open_event(severity: str) -> Q:
+        return Q(Exists(_open_events().filter(severity=severity)))
+
+    def gpu_with(health: str) -> Q:
+        return Q(Exists(_gpus().filter(health=health)))
+
+    return Case(
+        When(open_event(Severity.CRITICAL) | gpu_with(GPU.Health.FAILED),
+             then=Value(NodeHealth.CRITICAL)),
+        When(open_event(Severity.WARNING) | gpu_with(GPU.Health.DEGRADED),
+             then=Value(NodeHealth.DEGRADED)),
+        default=Value(NodeHealth.HEALTHY),
+        output_field=models.CharField(),
     )
 
 
-def _gpu_with(health: str) -> Exists:
-    return Exists(GPU.objects.filter(node=OuterRef("pk"), health=health))
+def with_node_facts(nodes: QuerySet[Node]) -> QuerySet[Node]:
+    """`nodes`, each with its GPU count and model (its first GPU's), its open health events and
+    its health (`node_health`)."""
+    return nodes.annotate(
+        gpu_count=_count(_gpus()),
+        gpu_model=Subquery(_gpus().order_by("index").values("model")[:1]),
+        open_events=_count(_open_events()),
+        health=node_health(),
+    )
 
 
 def nodes_for_list() -> QuerySet[Node]:
-    """Every node with its site, GPU model and count, open events and health: one query.
-    (Not to be used as a subquery, `pk__in=`: its facts name the node's table unaliased.)"""
-    return _nodes_for_list().all()
-
-
-@cache
-def _nodes_for_list() -> QuerySet[Node]:
-    """`nodes_for_list()`'s queryset, built once per process (never evaluated itself: each
-    caller gets a copy). Resolving its seven subqueries took longer than the list's rows."""
-    # Constants only in the SQL (no input): see below.
-    return Node.objects.select_related("rack__site").annotate(
-        gpu_count=RawSQL(_GPU_COUNT, (), output_field=models.IntegerField()),  # noqa: S611
-        gpu_model=RawSQL(_GPU_MODEL, (), output_field=models.CharField()),  # noqa: S611
-        open_events=RawSQL(_OPEN_EVENTS, (), output_field=models.IntegerField()),  # noqa: S611
-        health=RawSQL(_HEALTH, (), output_field=models.CharField()),  # noqa: S611
-    ).order_by("hostname")
-
-
-# The list's facts of each node, as subqueries of its row. Written as SQL: built from Django's
-# expressions (seven subqueries), compiling them on every page took longer than PostgreSQL took
-# to run them. The node is "inventory_node" (the list's table, never aliased: nodes_for_list
-# is no subquery of anything). Every value in them is one of the models' constants.
-_NODE = '"inventory_node"."id"'
-_GPUS = f"FROM inventory_gpu g WHERE g.node_id = {_NODE}"
-_OPEN = f"FROM inventory_healthevent e WHERE e.node_id = {_NODE} AND e.resolved_at IS NULL"
-_GPU_COUNT = "SELECT COUNT(*) " + _GPUS
-_GPU_MODEL = "SELECT g.model " + _GPUS + " ORDER BY g.\"index\" LIMIT 1"  # SQLite: a keyword
-_OPEN_EVENTS = "SELECT COUNT(*) " + _OPEN
-
-
-def _open(severity: str) -> str:
-    return f"EXISTS (SELECT 1 {_OPEN} AND e.severity = '{severity}')"
-
-
-def _gpu(health: str) -> str:
-    return f"EXISTS (SELECT 1 {_GPUS} AND g.health = '{health}')"
-
-
-# The health rule (node_get_for_detail's too): critical with an open critical event or a
-# failed GPU, degraded with an open warning or a degraded GPU, healthy otherwise.
-_HEALTH = (
-    f"CASE WHEN {_open(Severity.CRITICAL)} OR {_gpu(GPU.Health.FAILED)} "
-    f"THEN '{NodeHealth.CRITICAL}' "
-    f"WHEN {_open(Severity.WARNING)} OR {_gpu(GPU.Health.DEGRADED)} "
-    f"THEN '{NodeHealth.DEGRADED}' ELSE '{NodeHealth.HEALTHY}' END"
-)
+    """Every node with its site, GPU model and count, open events and health: one query."""
+    return with_node_facts(Node.objects.select_related("rack__site")).order_by("hostname")
 
 
 # What a row of the node list shows: the rest of a node (its JSON documents from the cluster
@@ -104,13 +95,8 @@ def node_rows_for_list() -> QuerySet[Node]:
     """`nodes_for_list()` with only the columns the list's rows show; its rack's and site's
     names as `rack_name` and `site_slug` (a model instance of each per row cost more than
     the row's markup)."""
-    return _node_rows_for_list().all()
-
-
-@cache
-def _node_rows_for_list() -> QuerySet[Node]:
     return (
-        _nodes_for_list()
+        nodes_for_list()
         .select_related(None)
         .only(*NODE_ROW_FIELDS)
         .annotate(rack_name=F("rack__name"), site_slug=F("rack__site__slug"))
@@ -134,11 +120,9 @@ def site_choices() -> list[tuple[str, str]]:
 
 def node_get_for_detail(*, node_id: int) -> Node:
     """A node with its GPUs, NICs, validations and health events, or 404; with what
-    `nodes_for_list()` annotates (GPU count and model, open events, health) worked out from
-    the GPUs and events it reads anyway: its seven subqueries took longer to build and compile
-    than the node took to read."""
-    node = get_object_or_404(
-        Node.objects.select_related("rack__site").prefetch_related(
+    `nodes_for_list()` annotates (GPU count and model, open events, health)."""
+    return get_object_or_404(
+        nodes_for_list().prefetch_related(
             Prefetch("gpus", queryset=GPU.objects.order_by("index")),
             Prefetch("nics", queryset=NIC.objects.order_by("rail", "name")),
             Prefetch("validations", queryset=NodeValidation.objects.select_related("recorded_by")),
@@ -151,20 +135,6 @@ def node_get_for_detail(*, node_id: int) -> Node:
         ),
         pk=node_id,
     )
-    gpus = list(node.gpus.all())
-    open_severities = {e.severity for e in node.health_events.all() if e.is_open}
-    gpu_health = {gpu.health for gpu in gpus}
-    node.gpu_count = len(gpus)
-    node.gpu_model = gpus[0].model if gpus else None
-    node.open_events = sum(1 for e in node.health_events.all() if e.is_open)
-    # nodes_for_list's health rule, on the same rows.
-    if Severity.CRITICAL in open_severities or GPU.Health.FAILED in gpu_health:
-        node.health = NodeHealth.CRITICAL
-    elif Severity.WARNING in open_severities or GPU.Health.DEGRADED in gpu_health:
-        node.health = NodeHealth.DEGRADED
-    else:
-        node.health = NodeHealth.HEALTHY
-    return node
 
 
 @dataclass(frozen=True)

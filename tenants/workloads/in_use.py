@@ -10,10 +10,9 @@ selectors, may read it too.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 
-from django.db import connection
+from django.db.models import Count, QuerySet
 
 from .models import HOLDING, Workload
 
@@ -23,8 +22,6 @@ IN_USE_WORDS = "held by workloads"
 def _summed(rows) -> dict[str, int]:
     sums: dict[str, int] = {}
     for demand, count in rows:
-        if isinstance(demand, str):  # SQLite's JSON is text
-            demand = json.loads(demand)
         if not isinstance(demand, dict):
             continue
         for resource, amount in demand.items():
@@ -32,28 +29,27 @@ def _summed(rows) -> dict[str, int]:
     return sums
 
 
-def demand_in_use(*, tenant_ids: list[int]) -> dict[int, dict[str, int]]:
-    """Per tenant, what its workloads hold of each resource class (every one not deleted).
-    One query whatever the number of tenants.
+def _shapes(workloads: QuerySet[Workload]) -> QuerySet:
+    """The workloads that hold (every one not deleted) grouped by their demand document."""
+    return workloads.filter(status__in=HOLDING).order_by().annotate(n=Count("pk"))
+
+
+def demand_in_use(*, tenant_ids: list[int] | None) -> dict[int, dict[str, int]]:
+    """Per tenant (of `tenant_ids`, or every tenant for None), what its workloads hold of each
+    resource class (every one not deleted). One query whatever the number of tenants.
 
     The database groups the workloads by their demand document and counts each: workloads of
     a tenant are launched from a few shapes, so a tenant running 300 reads a row per shape
     (its 300 documents are neither sent nor expanded key by key), and Python multiplies."""
-    if not tenant_ids:
+    if tenant_ids is not None and not tenant_ids:
         return {}
-    holding = sorted(HOLDING)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT tenant_id, demand, COUNT(*) "  # noqa: S608 - placeholders only
-            f'FROM "{Workload._meta.db_table}" '
-            f"WHERE status IN ({', '.join(['%s'] * len(holding))}) "
-            f"AND tenant_id IN ({', '.join(['%s'] * len(tenant_ids))}) "
-            "GROUP BY tenant_id, demand",
-            [*holding, *tenant_ids],
-        )
-        rows = cursor.fetchall()
+    workloads = Workload.objects.all()
+    if tenant_ids is not None:
+        workloads = workloads.filter(tenant_id__in=tenant_ids)
     by_tenant: dict[int, list] = defaultdict(list)
-    for tenant_id, demand, count in rows:
+    for tenant_id, demand, count in _shapes(workloads.values("tenant_id", "demand")).values_list(
+        "tenant_id", "demand", "n"
+    ):
         by_tenant[tenant_id].append((demand, count))
     return {tenant_id: _summed(shapes) for tenant_id, shapes in by_tenant.items()}
 
@@ -61,13 +57,4 @@ def demand_in_use(*, tenant_ids: list[int]) -> dict[int, dict[str, int]]:
 def demand_in_use_by_class() -> dict[str, int]:
     """The whole fleet's: what every tenant's workloads hold of each resource class (GPUs,
     partitions, vCPUs, memory...). One query, a row per distinct demand document."""
-    holding = sorted(HOLDING)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT demand, COUNT(*) "  # noqa: S608 - placeholders only
-            f'FROM "{Workload._meta.db_table}" '
-            f"WHERE status IN ({', '.join(['%s'] * len(holding))}) "
-            "GROUP BY demand",
-            holding,
-        )
-        return _summed(cursor.fetchall())
+    return _summed(_shapes(Workload.objects.values("demand")).values_list("demand", "n"))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.db.models import Case, F, Q, Subquery, When
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from core.choices import ColoredChoices, colored
@@ -69,6 +71,47 @@ HOLDING = frozenset(set(S.values) - {S.DELETED})
 STOPPED_REASON = "Stopped"
 
 
+class ObserveSweep(models.Model):
+    """The last completed observe sweep (one row): when it read the cluster, and what it saw.
+
+    A sweep writes a workload's row only when what it saw changed; that it looked at all the
+    others is this one row (`Workload.objects.with_observed_at()` reads the two together).
+    """
+
+    SINGLETON = 1
+
+    started_at = models.DateTimeField(help_text="Before it read the live workloads.")
+    finished_at = models.DateTimeField()
+    observed = models.PositiveIntegerField(default=0, help_text="Workloads it looked at.")
+    changed = models.PositiveIntegerField(default=0, help_text="Workloads whose state it wrote.")
+
+    def __str__(self) -> str:
+        return f"observe sweep at {self.started_at:%Y-%m-%d %H:%M:%S}"
+
+
+def observed_at() -> Case:
+    """When the portal last saw a workload's state: its own last recorded observation, or the
+    last completed sweep when that sweep covered it (live, applied before the sweep began)."""
+    sweep = Subquery(ObserveSweep.objects.filter(pk=ObserveSweep.SINGLETON).values("started_at"))
+    covered = (
+        Q(applied_version__gt=0)
+        & ~Q(applied_at__gt=sweep)
+        & ~Q(status__in=(WorkloadStatus.DELETING, WorkloadStatus.DELETED))
+    )
+    own = F("observation_recorded_at")
+    return Case(
+        # Each side coalesced: SQLite's MAX() of a NULL is NULL (PostgreSQL's GREATEST skips it).
+        When(covered, then=Greatest(Coalesce(own, sweep), Coalesce(sweep, own))),
+        default=own,
+    )
+
+
+class WorkloadQuerySet(models.QuerySet):
+    def with_observed_at(self) -> WorkloadQuerySet:
+        """Each workload with `observed_at`, when the portal last saw its state."""
+        return self.annotate(observed_at=observed_at())
+
+
 class Workload(Reconciled):
     """One thing a tenant runs: a vCluster, an inference endpoint, a VM or a Slurm cluster."""
 
@@ -91,12 +134,16 @@ class Workload(Reconciled):
     )
     status_reason = models.CharField(max_length=200, blank=True)
     status_message = models.TextField(blank=True)
-    # What the cluster last said (conditions, details) and how to use it (connection).
+    # What the cluster last said (conditions, details) and how to use it (connection), and
+    # when that was recorded on this row: a change, or a look at this workload alone. When the
+    # portal last saw it is `Workload.objects.with_observed_at()` (a sweep writes only changes).
     observed = models.JSONField(default=dict, blank=True)
-    observed_at = models.DateTimeField(null=True, blank=True)
+    observation_recorded_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     ready_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
+
+    objects = WorkloadQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]

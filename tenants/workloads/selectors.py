@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.paginator import Page, Paginator
-from django.db import connection
 from django.db.models import F, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
@@ -26,15 +25,19 @@ from .models import HOLDING, Workload, WorkloadEvent, WorkloadStatus
 
 
 def workloads_visible_to(user) -> QuerySet[Workload]:
-    """Workloads of the tenants `user` may see (another tenant's are simply not there)."""
-    return in_tenants_visible_to(Workload.objects.select_related("tenant", "launched_by"), user)
+    """Workloads of the tenants `user` may see (another tenant's are simply not there), with
+    `observed_at`, when the portal last saw each."""
+    return in_tenants_visible_to(
+        Workload.objects.select_related("tenant", "launched_by").with_observed_at(), user
+    )
 
 
 # What the API's list shows of a workload (WorkloadSerializer): all but the manifests last
-# applied and the failure count; of its tenant the slug, of its launcher the username.
+# applied and the failure count; of its tenant the slug, of its launcher the username;
+# `observed_at` is annotated.
 WORKLOAD_API_FIELDS = (
     "id", "tenant__slug", "kind", "name", "launched_by__username", "spec", "demand", "status",
-    "status_reason", "status_message", "observed", "observed_at", "created_at", "ready_at",
+    "status_reason", "status_message", "observed", "created_at", "ready_at",
     "deleted_at", "desired_version", "applied_version", "applied_at", "reconcile_error",
     "reconcile_failed_at",
 )
@@ -42,7 +45,7 @@ WORKLOAD_API_FIELDS = (
 
 def workloads_listed_to(user) -> QuerySet[Workload]:
     """`workloads_visible_to(user)` with the columns the API's list shows (its tenant and
-    launcher joined)."""
+    launcher joined) and `observed_at`."""
     return workloads_visible_to(user).only(*WORKLOAD_API_FIELDS)
 
 
@@ -93,24 +96,18 @@ def tenant_workloads_for_list(
 
 def tenant_workloads_recent(*, tenant: Tenant, limit: int) -> list[Workload]:
     """The tenant's latest workloads (not deleted) with what a summary shows of them (the
-    dashboard's card): name, kind and state, not their specs and manifests. One query,
-    written out (the index of live workloads by tenant and age answers it): the ORM's
-    queryset took longer to build than its few rows take to read."""
-    with connection.cursor() as cursor:
-        cursor.execute(_RECENT_WORKLOADS_SQL, [tenant.pk, WorkloadStatus.DELETED, limit])
-        rows = cursor.fetchall()
+    dashboard's card): name, kind and state, not their specs and manifests. One query (the
+    index of live workloads by tenant and age answers it)."""
+    rows = (
+        Workload.objects.filter(tenant=tenant).exclude(status=WorkloadStatus.DELETED)
+        .order_by("-created_at", "-id")
+        .values_list("id", "kind", "name", "status", "status_reason")[:limit]
+    )
     return [
         Workload(id=pk, tenant_id=tenant.pk, kind=kind, name=name, status=status,
                  status_reason=reason)
         for pk, kind, name, status, reason in rows
     ]
-
-
-_RECENT_WORKLOADS_SQL = (
-    'SELECT "id", "kind", "name", "status", "status_reason" '  # noqa: S608 - no input in the text
-    f'FROM "{Workload._meta.db_table}" WHERE "tenant_id" = %s AND NOT "status" = %s '
-    'ORDER BY "created_at" DESC, "id" DESC LIMIT %s'
-)
 
 
 def workload_events(*, workload: Workload) -> QuerySet[WorkloadEvent]:
@@ -122,30 +119,12 @@ _GPU_PREFIXES = ("gpu:", "mig:", "hami:")
 
 def _gpu_held() -> dict[int, dict[str, int]]:
     """Per tenant, what its workloads that are not deleted hold of each GPU class (whole GPUs,
-    MIG instances, HAMi GiB and percent). One query. On PostgreSQL the database sums them over
-    the demands' keys: a row per tenant and class instead of every workload's JSON (20,000 at
-    fleet scale). Elsewhere (the SQLite demo) Python adds them up."""
-    held: dict[int, dict[str, int]] = defaultdict(dict)
-    if connection.vendor != "postgresql":
-        rows = Workload.objects.filter(status__in=HOLDING).order_by()
-        for tenant_id, demand in rows.values_list("tenant_id", "demand"):
-            for resource, amount in (demand if isinstance(demand, dict) else {}).items():
-                if resource.startswith(_GPU_PREFIXES):
-                    held[tenant_id][resource] = held[tenant_id].get(resource, 0) + int(amount)
-        return dict(held)
-    sql = (
-        "SELECT w.tenant_id, d.key, SUM(d.value::numeric) "  # noqa: S608 - no input in the text
-        f'FROM "{Workload._meta.db_table}" w CROSS JOIN LATERAL jsonb_each_text('
-        "CASE jsonb_typeof(w.demand) WHEN 'object' THEN w.demand ELSE '{}'::jsonb END) d "
-        "WHERE w.status = ANY(%s) "
-        "AND (d.key LIKE 'gpu:%%' OR d.key LIKE 'mig:%%' OR d.key LIKE 'hami:%%') "
-        "GROUP BY 1, 2"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [sorted(HOLDING)])
-        for tenant_id, resource, amount in cursor.fetchall():
-            held[tenant_id][resource] = int(amount)
-    return dict(held)
+    MIG instances, HAMi GiB and percent): `demand_in_use` of every tenant. One query."""
+    return {
+        tenant_id: gpus
+        for tenant_id, held in demand_in_use(tenant_ids=None).items()
+        if (gpus := {k: v for k, v in held.items() if k.startswith(_GPU_PREFIXES)})
+    }
 
 
 def tenant_demand_in_use(*, tenant: Tenant) -> dict[str, int]:

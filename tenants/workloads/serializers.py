@@ -113,6 +113,9 @@ class WorkloadSerializer(serializers.ModelSerializer):
     launched_by = serializers.CharField(
         source="launched_by.username", read_only=True, allow_null=True
     )
+    observed_at = serializers.DateTimeField(
+        read_only=True, help_text="When the portal last saw its state on the cluster."
+    )
 
     class Meta:
         model = Workload

@@ -1,7 +1,6 @@
-"""invoice_for_detail reads one invoice by a written-out statement: the same invoice, with the
-same names of its tenant and people, as the ORM reads, and only where invoices_visible_to
-would find it (a tenant's people see their tenant's issued invoices; a draft or another
-tenant's is a 404)."""
+"""invoice_for_detail reads one invoice with the names of its tenant and people annotated: the
+same as its relations say, and only where invoices_visible_to would find it (a tenant's people
+see their tenant's issued invoices; a draft or another tenant's is a 404)."""
 
 from datetime import UTC, date, datetime
 

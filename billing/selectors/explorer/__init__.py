@@ -44,7 +44,6 @@ from .health import (
 from .page import (
     EXPLORER_CACHE_SECONDS,
     EXPLORER_PAGE_SIZE,
-    STAMP_SQL,
     UTILIZATION_FIGURES,
     Explorer,
     ExplorerSummary,
@@ -90,7 +89,6 @@ __all__ = [
     "MIG_SLICES",
     "PER_TENANT_DAY_SQL",
     "PER_TENANT_SQL",
-    "STAMP_SQL",
     "UTC_DAY",
     "UTILIZATION_FIGURES",
     "DailyChart",

@@ -74,7 +74,7 @@ class WorkloadTables(TableWriter):
                 else "",
                 "observed": {"conditions": [{"type": "Ready", "status":
                                              "True" if status == "ready" else "False"}]},
-                "observed_at": self.anchor - datetime.timedelta(minutes=1),
+                "observation_recorded_at": self.anchor - datetime.timedelta(minutes=1),
                 "created_at": created, "ready_at": ready_at,
                 "deleted_at": created + datetime.timedelta(days=3) if status == "deleted"
                 else None,

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from core.audit import audit
@@ -213,10 +214,13 @@ def workload_delete(*, workload_id: int, actor) -> Workload:
     quota released) once every one of them is confirmed gone."""
     workload = Workload.objects.select_related("tenant").get(pk=workload_id)
     _operated(actor, workload.tenant, "delete workloads")
-    workload = Workload.objects.select_for_update().select_related("tenant").get(pk=workload_id)
+    workload = (Workload.objects.select_for_update().select_related("tenant")
+                .with_observed_at().get(pk=workload_id))
     source = workload.status
+    # The sweeps stop covering it: when they last saw it is kept on its row.
     workload.move_to(WorkloadStatus.DELETING, status_reason="DeleteRequested",
-                     status_message="Removing its objects from the cluster.")
+                     status_message="Removing its objects from the cluster.",
+                     observation_recorded_at=workload.observed_at)
     _event(workload, WorkloadEvent.Kind.DELETE_REQUESTED, actor=actor, from_status=source,
            to_status=WorkloadStatus.DELETING)
     audit(actor=actor, action="workload.delete", obj=workload, tenant=workload.tenant,
@@ -232,8 +236,10 @@ def workload_refresh(*, workload: Workload) -> bool:
     if not workload.in_progress:
         return False
     recent = timezone.now() - REFRESH_EVERY
-    queued = Workload.objects.filter(pk=workload.pk).exclude(observed_at__gt=recent).update(
-        observed_at=timezone.now()
+    queued = (
+        Workload.objects.filter(pk=workload.pk).with_observed_at()
+        .filter(Q(observed_at__isnull=True) | Q(observed_at__lte=recent))
+        .update(observation_recorded_at=timezone.now())
     )
     if queued:
         # A deletion is finished by its teardown (which checks nothing is left), not a look.

@@ -7,8 +7,9 @@ confirmed gone. `workload_observe` reads its objects back (by the owner labels) 
 lifecycle as the cluster reports it. Both are safe to run twice, late or after a crash.
 
 `workloads_observe_sweep` (beat, every few seconds) observes every live workload with one list
-per owned kind across the cluster; `workloads_reconcile_sweep` (beat) re-queues every workload
-whose desired state is not yet applied, and every deletion still in progress.
+per owned kind across the cluster, writes the workloads whose state changed and records its own
+time once (`ObserveSweep`); `workloads_reconcile_sweep` (beat) re-queues every workload whose
+desired state is not yet applied, and every deletion still in progress.
 
 Objects that carry an ownerReference belong to their owner (the VMI KubeVirt makes from a VM,
 the pods an operator runs): they are observed, never pruned or deleted directly.
@@ -47,7 +48,7 @@ from ..kinds.base import (
     SpecError,
 )
 from ..kinds.schemas import check_manifests
-from ..models import TRANSITIONS, Workload, WorkloadEvent, WorkloadStatus
+from ..models import TRANSITIONS, ObserveSweep, Workload, WorkloadEvent, WorkloadStatus
 from ..selectors import build_context
 from . import notifications
 
@@ -260,10 +261,10 @@ def _unchanged(workload: Workload, observed: dict[str, Any], observation: Observ
 
 
 def _record_observation(workload: Workload, ctx: BuildContext, objects: dict,
-                        observation: Observation, touched: list[int] | None = None) -> None:
+                        observation: Observation, unchanged: list[int] | None = None) -> None:
     """Record the observation under the workload's lock, moving its lifecycle. When it says
-    what the workload already does, nothing is locked or written but `observed_at`: at once,
-    or with every workload in `touched` in one update (a sweep)."""
+    what the workload already does, nothing is locked, and nothing is written but when it was
+    looked at alone; a sweep adds it to `unchanged` instead (the sweep's own row says when)."""
     connection = None
     if observation.state in ("ready", "degraded"):
         connection = asdict(workload.kind_entry.module.connection(objects, workload.spec, ctx))
@@ -276,10 +277,10 @@ def _record_observation(workload: Workload, ctx: BuildContext, objects: dict,
         "connection": connection,
     }
     if _unchanged(workload, observed, observation):
-        if touched is None:
+        if unchanged is None:
             _touch([workload.pk])
         else:
-            touched.append(workload.pk)
+            unchanged.append(workload.pk)
         return
     with transaction.atomic():
         locked = Workload.objects.select_for_update().select_related("tenant").get(
@@ -288,8 +289,8 @@ def _record_observation(workload: Workload, ctx: BuildContext, objects: dict,
         if locked.status in (S.DELETING, S.DELETED):
             return  # a deletion started meanwhile: its teardown decides from here
         locked.observed = observed
-        locked.observed_at = timezone.now()
-        fields = ["observed", "observed_at"]
+        locked.observation_recorded_at = timezone.now()
+        fields = ["observed", "observation_recorded_at"]
         target = STATE_TO_STATUS.get(observation.state)
         if target is not None and target != locked.status:
             locked.save(update_fields=fields)
@@ -315,15 +316,15 @@ def _touch(workload_ids: list[int]) -> None:
     """Looked at now, nothing else changed (a deletion, meanwhile, is its teardown's)."""
     if workload_ids:
         Workload.objects.filter(pk__in=workload_ids).exclude(
-            status__in=(S.DELETING, S.DELETED)).update(observed_at=timezone.now())
+            status__in=(S.DELETING, S.DELETED)).update(observation_recorded_at=timezone.now())
 
 
 def _observe(workload: Workload, ctx: BuildContext, gateway: FleetGateway,
              owned: dict[ObjectKey, Manifest],
              unowned: dict[ObjectKey, Manifest] | None = None,
-             touched: list[int] | None = None) -> Observation:
+             unchanged: list[int] | None = None) -> Observation:
     """Judge the workload from its objects and record it; `unowned` read here when not given,
-    `touched` as in `_record_observation`."""
+    `unchanged` as in `_record_observation`."""
     objects = {**owned, **(_unowned(workload, ctx, gateway) if unowned is None else unowned)}
     observation = workload.kind_entry.module.observe(objects, workload.spec, ctx)
     if workload.kind == vm.KEY and vm.needs_restart(objects, workload.spec, ctx):
@@ -332,7 +333,7 @@ def _observe(workload: Workload, ctx: BuildContext, gateway: FleetGateway,
                        name=ctx.name, namespace=ctx.namespace)
         observation = Observation("progressing", "Restarting", "The VM is restarting.",
                                   details=observation.details)
-    _record_observation(workload, ctx, objects, observation, touched)
+    _record_observation(workload, ctx, objects, observation, unchanged)
     return observation
 
 
@@ -422,10 +423,21 @@ def workload_reconcile(*, workload_id: int, gateway: FleetGateway | None = None)
     return _observe(workload, ctx, gateway, owned).state
 
 
+def _record_sweep(*, started, observed: int, changed: int) -> None:
+    """The sweep's one row, moved on only forwards (two sweeps that overlap finish in any
+    order)."""
+    values = {"started_at": started, "finished_at": timezone.now(), "observed": observed,
+              "changed": changed}
+    sweeps = ObserveSweep.objects.filter(pk=ObserveSweep.SINGLETON)
+    if not sweeps.filter(started_at__lt=started).update(**values):
+        ObserveSweep.objects.get_or_create(pk=ObserveSweep.SINGLETON, defaults=values)
+
+
 def workloads_observe_sweep(*, gateway: FleetGateway | None = None) -> int:
     """Observe every live workload: one list per owned kind across the cluster, then each
     workload's objects from those lists. Returns how many were observed."""
     gateway = gateway or get_gateway()
+    started = timezone.now()
     live = list(
         Workload.objects.select_related("tenant")
         .exclude(status__in=(S.DELETING, S.DELETED))
@@ -434,14 +446,20 @@ def workloads_observe_sweep(*, gateway: FleetGateway | None = None) -> int:
     )
     owned = _owned_objects(gateway, live)
     unowned = _unowned_in_bulk(gateway, live)
-    touched: list[int] = []  # unchanged: only their observed_at, in one update
+    unchanged: list[int] = []
+    missed = False
     for workload in live:
         try:
             _observe(workload, build_context(workload=workload), gateway,
-                     owned.get(workload.pk, {}), unowned.get(workload.pk, {}), touched)
+                     owned.get(workload.pk, {}), unowned.get(workload.pk, {}), unchanged)
         except FleetError:
+            missed = True
             logger.warning("Could not observe %s", workload, exc_info=True)
-    _touch(touched)
+    if missed:
+        # Not every live workload was seen: the sweep's row would claim the missed ones too.
+        _touch(unchanged)
+    else:
+        _record_sweep(started=started, observed=len(live), changed=len(live) - len(unchanged))
     # Deletions still waiting for their objects to go: their teardown looks again.
     for workload_id in Workload.objects.filter(status=S.DELETING).values_list("pk", flat=True):
         enqueue_on_commit(RECONCILE, workload_id)

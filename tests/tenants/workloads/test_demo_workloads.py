@@ -165,7 +165,7 @@ def test_deleting_a_workload_finishes_with_nothing_of_it_left(
         # Some objects went only after the first look (a Slurm cluster's key Secrets): the
         # detail page's polling looks again and finishes it.
         assert "to be gone" in workload.status_message
-        Workload.objects.filter(pk=workload.pk).update(observed_at=None)  # a poll later
+        Workload.objects.filter(pk=workload.pk).update(observation_recorded_at=None)  # a poll later
         with django_capture_on_commit_callbacks(execute=True):
             assert services.workload_refresh(workload=workload)
 

@@ -388,33 +388,6 @@ def test_the_sweep_reads_the_charts_objects_of_every_vcluster_in_one_list_per_ki
     assert {w.status for w in Workload.objects.all()} == {WorkloadStatus.READY}
 
 
-@pytest.mark.django_db
-def test_a_look_that_finds_nothing_new_locks_and_writes_nothing_but_when_it_looked(
-    ready, kube_emulator
-):
-    from django.test.utils import CaptureQueriesContext
-
-    before = Workload.objects.get(pk=ready.pk)
-    events = WorkloadEvent.objects.filter(workload=ready).count()
-    with CaptureQueriesContext(connection) as queries:
-        assert services.workloads_observe_sweep() == 1
-    statements = [q["sql"] for q in queries.captured_queries]
-    assert not any("FOR UPDATE" in sql for sql in statements)
-    assert [sql.split(" SET ")[1].split(" = ")[0] for sql in statements
-            if sql.startswith("UPDATE")] == ['"observed_at"']
-    after = Workload.objects.get(pk=ready.pk)
-    assert after.observed == before.observed and after.status == WorkloadStatus.READY
-    assert after.observed_at > before.observed_at
-    assert WorkloadEvent.objects.filter(workload=ready).count() == events
-
-    # Something new is recorded as before: the model stops loading.
-    kube_emulator.patch_object(*ISVC, "chat", ready.tenant.namespace, patch={"status": {
-        "conditions": [{"type": "Ready", "status": "False", "reason": "ModelLoadFailed",
-                        "message": "out of memory"}]}})
-    services.workload_observe(workload_id=ready.pk)
-    assert Workload.objects.get(pk=ready.pk).observed != before.observed
-
-
 def test_a_sweep_over_many_workloads_selects_the_portals_objects_not_each_id():
     from tenants.workloads.services.reconcile import MAX_SELECTED_IDS, _selector
 

@@ -113,7 +113,7 @@ def test_a_workload_still_starting_is_looked_at_and_shown_as_found(
     html = client.get(f"/t/acme/workloads/{workload.pk}/").content.decode()
     assert 'hx-trigger="every 3s"' in html  # still in progress: the page polls
     workload.refresh_from_db()
-    assert workload.observed_at is not None  # and a look was asked for
+    assert workload.observation_recorded_at is not None  # and a look was asked for
 
 
 def test_the_switcher_lists_a_members_tenants_and_others_are_not_found(
