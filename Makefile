@@ -89,8 +89,8 @@ BENCH_OUT ?= artifacts/bench
 BENCH_RESULTS_PAGE ?= docs/benchmark.md
 bench: $(VENV)/.installed-test .env  # the provisioning run uses the tests' Kubernetes emulator (kmock)
 	BENCH_DATABASE_URL=$(BENCH_DATABASE_URL) BENCH_SCALE=$(BENCH_SCALE) BENCH_OUT=$(BENCH_OUT) \
-	  $(PY) -m portal.bench
-	$(PY) -m portal.bench.publish $(BENCH_OUT)/results.json $(BENCH_RESULTS_PAGE)
+	  $(PY) -m bench
+	$(PY) -m bench.publish $(BENCH_OUT)/results.json $(BENCH_RESULTS_PAGE)
 
 clean:
 	rm -rf $(VENV) staticfiles artifacts site

@@ -322,9 +322,6 @@ SECTIONS = (
                 "CIDRs whose direct peers (never a forwarded address) read `/metrics` and `/readyz`"
                 " details without a token, e.g. the cluster's pod network",
                 shown="`127.0.0.1/32,::1/128` (development), empty (production)"),
-            Var("BENCH_FLOOR_ENABLED", "false",
-                "route `/bench/floor/`, the benchmark's floor page (a signed-in page running one "
-                "query); `make bench` sets it for its own server, never set it in a deployment"),
         ),
     ),
     Section(

@@ -1,4 +1,3 @@
-from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerView
@@ -56,10 +55,6 @@ urlpatterns = [
     # Last: any other URL under /api/ is the API's JSON 404, whatever DEBUG says.
     re_path(r"^api/(?P<path>.*)$", views.api_not_found, name="api-not-found"),
 ]
-
-if settings.BENCH_FLOOR_ENABLED:
-    # The benchmark's floor page (`make bench`), off in every real deployment.
-    urlpatterns.insert(0, path("bench/floor/", views.bench_floor, name="bench-floor"))
 
 handler400 = "portal.views.handler400"
 handler403 = "portal.views.handler403"

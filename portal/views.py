@@ -2,8 +2,7 @@
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.db import connection
-from django.http import HttpResponse, HttpResponseServerError
+from django.http import HttpResponseServerError
 from django.shortcuts import redirect, render
 from django.template import loader
 from django.templatetags.static import static
@@ -129,17 +128,3 @@ def _resolves_to_an_api_view(path: str) -> bool:
         return resolve(path).func is not api_not_found
     except Resolver404:
         return False
-
-
-@login_required
-def bench_floor(request):
-    """The benchmark's floor (issue 13): a signed-in page that runs one query of its own, so
-    every page's time reads as a multiple of what any request costs. Routed only when
-    BENCH_FLOOR_ENABLED is set (the harness sets it)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-        cursor.fetchone()
-    return HttpResponse(
-        f"<!doctype html><title>floor</title><p>Signed in as {request.user.pk}.</p>",
-        content_type="text/html; charset=utf-8",
-    )

@@ -295,8 +295,6 @@ SWEEPS_AT_WORKER_START = [
 
 # Where people reach the portal: links in e-mails are absolute.
 PORTAL_URL = env.str("PORTAL_URL", default="http://127.0.0.1:8000").rstrip("/")
-# The benchmark's floor page, /bench/floor/ (`make bench` turns it on for its own server only).
-BENCH_FLOOR_ENABLED = env.bool("BENCH_FLOOR_ENABLED", default=False)
 # Temporary quota grants: remind the tenant this many days before the end date.
 QUOTA_GRANT_REMINDER_DAYS = env.int("QUOTA_GRANT_REMINDER_DAYS", default=7)
 

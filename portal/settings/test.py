@@ -2,5 +2,8 @@
 thousands of accounts; how passwords are hashed is Django's and not under test)."""
 
 from portal.settings import *  # noqa: F403
+from portal.settings import INSTALLED_APPS
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# The benchmark's own app: its data set's command and harness are tested too.
+INSTALLED_APPS = [*INSTALLED_APPS, "bench"]

@@ -10,9 +10,9 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.db.models import Count, F, Sum
 
+from bench.dataset import FULL_SCALE, Sizes
 from billing.models import CreditNote, Invoice, InvoiceLine, Payment, UsageDaily, UsageRecord
 from inventory.models import GPU, Node
-from portal.bench.dataset import FULL_SCALE, Sizes
 from tenants.models import QuotaRequest, Tenant, Workload, WorkloadEvent
 from tests.factories import TenantFactory
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import environ
 import pytest
 
-from portal.bench.pages import FLOOR, PAGES
+from bench.pages import FLOOR, PAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,7 +49,7 @@ def test_the_benchmark_harness_runs_at_a_small_scale_and_reports_every_measureme
         "BENCH_PROVISION_TIMEOUT": "90",
     }
     result = subprocess.run(
-        [sys.executable, "-m", "portal.bench"],
+        [sys.executable, "-m", "bench"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=360,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from portal.bench.measure import summarise, time_latencies
+from bench.measure import summarise, time_latencies
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ import datetime
 from collections import Counter
 from urllib.parse import parse_qs, urlsplit
 
-from portal.bench.pages import FLOOR
-from portal.bench.pools import (
+from bench.pages import FLOOR
+from bench.pools import (
     HTML_PAGE_SIZE,
     INVOICES,
     LONG_WALK,

@@ -1,6 +1,6 @@
 """How the provisioning measurement counts what the portal asked of the cluster."""
 
-from portal.bench.provisioning import count_requests
+from bench.provisioning import count_requests
 from tests.support.kube_emulator import SeenRequest
 
 NS = "/namespaces/tenant-acme"

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from portal.bench.publish import END, START, publish, replace_section
-from portal.bench.report import counts_differ, evaluate_targets, render_markdown
+from bench.publish import END, START, publish, replace_section
+from bench.report import counts_differ, evaluate_targets, render_markdown
 
 
 def _timed(p95: float) -> dict:

@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from portal.bench.options import Options
-from portal.bench.server import server_command
+from bench.options import Options
+from bench.server import server_command
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,9 +12,9 @@ django.setup()
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.test import Client  # noqa: E402
 
+from bench.pages import FLOOR, PAGES  # noqa: E402
 from billing.models import Invoice  # noqa: E402
 from inventory.models import Node  # noqa: E402
-from portal.bench.pages import FLOOR, PAGES  # noqa: E402
 from tenants.models import Membership, Tenant  # noqa: E402
 from tenants.workloads.models import Workload  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""How a bench run is set: from the environment (see portal.bench.__main__)."""
+"""How a bench run is set: from the environment (see bench.__main__)."""
 
 from __future__ import annotations
 
@@ -34,13 +34,13 @@ class Options:
     meter_hours: int  # hours of usage metered by usage_meter_span against COPY
     celery_hours: int  # metering windows the Celery worker runs
     redis_url: str  # the Celery worker's broker and result backend
-    # Provisioning through Celery against the Kubernetes emulator (portal/bench/provisioning.py)
+    # Provisioning through Celery against the Kubernetes emulator (bench/provisioning.py)
     provision_workloads: int = 1000  # launched through the API
     provision_workers: int = 2  # Celery worker processes (solo pool each)
     provision_kinds: tuple[str, ...] = ("inference", "vcluster", "vm", "slurm")  # in turn
     provision_sweep_seconds: float = 15.0  # beat's observe sweep, played by the harness
     provision_timeout: float = 900.0  # seconds for every workload to be ready
-    # The varied mode (portal/bench/varied.py): the observe sweep and a metering window sent
+    # The varied mode (bench/varied.py): the observe sweep and a metering window sent
     # this often (0: not at all)
     varied_sweep_seconds: float = 15.0
     varied_meter_seconds: float = 60.0

@@ -5,7 +5,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from portal.bench import dataset
+from bench import dataset
 
 
 class Command(BaseCommand):

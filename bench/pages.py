@@ -17,7 +17,7 @@ FLOOR = "floor"
 class Page:
     name: str
     path: str
-    user: str  # owner | admin | finance (the bench accounts of portal.bench.dataset)
+    user: str  # owner | admin | finance (the bench accounts of bench.dataset)
     api: bool = False
     note: str = ""
     # Still being built (billing's pages, issue 12): reported as "not built yet" until its URL
@@ -35,8 +35,8 @@ class Page:
 
 PAGES: tuple[Page, ...] = (
     # The floor: an authenticated page of the same server that runs one query of its own
-    # (besides the session and user every signed-in request reads). Served only with
-    # BENCH_FLOOR_ENABLED (portal.views.bench_floor).
+    # (besides the session and user every signed-in request reads): bench.views.floor, routed
+    # by the benchmark's own URLs (bench.urls) only.
     Page(FLOOR, "/bench/floor/", "owner", note="session + user + SELECT 1"),
     Page("api: me (earlier floor)", "/api/v1/me/", "owner", api=True,
          note="the floor of PERFORMANCE.md"),
@@ -91,7 +91,7 @@ PAGES: tuple[Page, ...] = (
 
 # The targets: every page's p95 within this many times the floor's with 4 clients, in the fixed
 # mode (one URL per page, nothing else running) and in the varied mode (URLs from pools, beat
-# running: portal.bench.varied); a web worker's peak RSS after the varied mode under this.
+# running: bench.varied); a web worker's peak RSS after the varied mode under this.
 TARGET_RATIO = 4.0
 VARIED_TARGET_RATIO = 6.0
 WEB_RSS_TARGET_MIB = 250

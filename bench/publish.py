@@ -1,4 +1,4 @@
-"""The benchmark page's results, written by the benchmark: `python -m portal.bench.publish
+"""The benchmark page's results, written by the benchmark: `python -m bench.publish
 RESULTS_JSON PAGE` (the last step of `make bench`) replaces what stands between the page's
 markers with the tables of RESULTS_JSON. Pure: no database, no settings.
 """
@@ -21,7 +21,7 @@ def replace_section(page: str, generated: str) -> str:
         raise ValueError(f"the page needs one {START} … {END} section")
     before, rest = page.split(START)
     _, after = rest.split(END)
-    note = ("<!-- Written by `make bench` (portal/bench/publish.py) from its results.json: "
+    note = ("<!-- Written by `make bench` (bench/publish.py) from its results.json: "
             "edits here are replaced. -->")
     return f"{before}{START}\n{note}\n\n{generated.strip()}\n\n{END}{after}"
 

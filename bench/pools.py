@@ -1,6 +1,6 @@
 """The varied mode's URL pools: what people ask for at once, built from the data set's facts.
 
-Pure: `Facts` (read from the database by `portal.bench.varied`) in, `Group`s out, the same for
+Pure: `Facts` (read from the database by `bench.varied`) in, `Group`s out, the same for
 the same facts and seed. Each group is a page of the fixed mode asked for many ways (other
 tenants, pages, filters, invoices, date ranges); a request of the varied mode picks a group and
 then one of its URLs (`schedule`). The API lists' pages are not computed here but walked from
@@ -41,7 +41,7 @@ class Group:
 
 @dataclasses.dataclass(frozen=True)
 class Facts:
-    """What the pools are built from (see `portal.bench.varied.gather_facts`)."""
+    """What the pools are built from (see `bench.varied.gather_facts`)."""
 
     tenant_owners: tuple[tuple[str, str], ...]  # (slug, owner's username) of active tenants
     node_count: int

@@ -33,11 +33,10 @@ def server_environment(options: Options) -> dict[str, str]:
         "SECRET_KEY": options.secret_key,
         "ALLOWED_HOSTS": "127.0.0.1",
         "DATABASE_URL": options.database_url,
-        "BENCH_FLOOR_ENABLED": "true",
         # The bench signs a few accounts in for thousands of API requests: no 429s.
         "API_THROTTLE_USER_RATE": "1000000/hour",
         "LOG_LEVEL": "WARNING",
-        "DJANGO_SETTINGS_MODULE": "portal.settings",
+        "DJANGO_SETTINGS_MODULE": "bench.settings",
     }
 
 

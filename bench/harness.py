@@ -6,11 +6,11 @@ of the same scale, seed, month, generator and migrations; migrate; collect stati
 each page's SQL queries in-process (Django's test client); start gunicorn on 127.0.0.1 with
 PORTAL_ENV=production; sign the bench accounts in through the session engine; time each page
 sequentially and from concurrent clients (the fixed mode), then the varied mode (URLs from
-pools, beat running: `portal.bench.varied`); read the workers' peak RSS; measure the batch
+pools, beat running: `bench.varied`); read the workers' peak RSS; measure the batch
 work; write results.json and results.md with every target met or missed. Request counts and
 time are bounded; nothing leaves the machine.
 
-Run after `django.setup()` with DATABASE_URL set to the bench database (`portal.bench.__main__`
+Run after `django.setup()` with DATABASE_URL set to the bench database (`bench.__main__`
 does both).
 """
 
@@ -97,7 +97,7 @@ def run(options: Options, log=print) -> dict[str, Any]:
         missing = [key for key in _placeholders(page.path) if objects.get(key) is None]
         if not resolves(path):
             if not page.planned:
-                raise SystemExit(f"{page.name}: {path} does not resolve (portal/bench/pages.py)")
+                raise SystemExit(f"{page.name}: {path} does not resolve (bench/pages.py)")
             row["skipped"] = "not built yet"
         elif missing:
             row["skipped"] = f"no {', '.join(missing)} in the data set"

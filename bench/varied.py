@@ -1,5 +1,5 @@
 """The varied mode: `BENCH_CONCURRENCY` clients, each request a URL picked from a pool (other
-tenants, pages, filters, invoices, date ranges: `portal.bench.pools`), while a Celery worker
+tenants, pages, filters, invoices, date ranges: `bench.pools`), while a Celery worker
 runs what beat runs in production (the observe sweep, metering).
 
 Before the server starts, `prepare` reads the facts the pools are built from, walks the list

@@ -1,5 +1,5 @@
 """The results as tables: results.md (and the benchmark page's generated section, written by
-`portal.bench.publish`), every target met or missed, and query counts compared across scales.
+`bench.publish`), every target met or missed, and query counts compared across scales.
 
 Pure: it reads the results (as results.json holds them), never the database or settings.
 """
@@ -14,7 +14,7 @@ from .pages import FLOOR
 if TYPE_CHECKING:
     from .options import Options
 
-PROVISIONING = "provisioning throughput"  # the batch row portal.bench.provisioning writes
+PROVISIONING = "provisioning throughput"  # the batch row bench.provisioning writes
 
 
 def query_counts_by_scale(options: Options, rows: list[dict[str, Any]],
@@ -258,8 +258,8 @@ def _batch_lines(batch: list[dict[str, Any]]) -> list[str]:
     lines = [
         "",
         "Billing's batch work, a Celery worker and provisioning, each against its floor in the "
-        "same run (`portal/bench/billing_runs.py`, `portal/bench/worker.py`, "
-        "`portal/bench/provisioning.py`; ratios are value ÷ floor):",
+        "same run (`bench/billing_runs.py`, `bench/worker.py`, "
+        "`bench/provisioning.py`; ratios are value ÷ floor):",
         "",
         "| measurement | portal | value | floor | floor value | ratio | target | verdict |",
         "|---|---|---:|---|---:|---:|---|---|",

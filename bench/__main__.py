@@ -1,4 +1,4 @@
-"""`python -m portal.bench` (what `make bench` runs): see portal.bench.harness, and
+"""`python -m bench` (what `make bench` runs): see bench.harness, and
 docs/benchmark.md for every setting (BENCH_SCALE, BENCH_REQUESTS, BENCH_SECONDS_PER_MODE,
 BENCH_CONCURRENCY, BENCH_WORKERS, BENCH_OUT, BENCH_DATABASE_URL, BENCH_REDIS_URL,
 BENCH_VARIED_METER_SECONDS, BENCH_METER_HOURS, BENCH_CELERY_HOURS, BENCH_PROVISION_*).
@@ -16,13 +16,11 @@ def main() -> int:
     # One key for this process (which makes the sessions) and the server (which reads them).
     os.environ["SECRET_KEY"] = secrets.token_urlsafe(50)
     os.environ.pop("PORTAL_ENV", None)
-    # The floor page is routed here too: its queries are counted in-process like any page's.
-    os.environ["BENCH_FLOOR_ENABLED"] = "true"
-    os.environ["DJANGO_SETTINGS_MODULE"] = "portal.settings"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "bench.settings"
     import django
 
     django.setup()
-    from portal.bench import harness
+    from bench import harness
 
     harness.run(harness.options_from_environment())
     return 0
