@@ -114,7 +114,8 @@ class WorkloadSerializer(serializers.ModelSerializer):
         source="launched_by.username", read_only=True, allow_null=True
     )
     observed_at = serializers.DateTimeField(
-        read_only=True, help_text="When the portal last saw its state on the cluster."
+        read_only=True, allow_null=True,
+        help_text="When the portal last saw its state on the cluster (null until it has).",
     )
 
     class Meta:

@@ -50,7 +50,8 @@ def workloads(tenant, other_tenant, platform_admin):
             observed={"connection": {"items": [["URL", f"http://x/{n}"], ["odd"]],
                                      "commands": [["ssh", "ssh a"]], "notes": ["n", 3]},
                       "details": {"replicas": n}, "conditions": [{"type": "Ready"}]},
-            observed_at=WHEN, ready_at=WHEN if n == 0 else None, reconcile_error="boom" * n,
+            observation_recorded_at=WHEN, ready_at=WHEN if n == 0 else None,
+            reconcile_error="boom" * n,
         ))
     return made
 
