@@ -77,7 +77,7 @@ def measure_celery_worker(options: Options, *, redis_url: str, hours: int) -> di
     sent = []
     try:
         started = time.perf_counter()
-        first = app.send_task("core.tasks.clear_expired_sessions", queue=queue)
+        first = app.send_task("portal.tasks.clear_expired_sessions", queue=queue)
         sent.append(first)
         try:
             first.get(timeout=120, propagate=False)

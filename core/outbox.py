@@ -28,7 +28,7 @@ from .models import OutboxEmail
 
 logger = logging.getLogger(__name__)
 
-SEND_TASK = "core.tasks.outbox_send_task"
+SEND_TASK = "portal.tasks.outbox_send_task"
 MAX_BACKOFF = timedelta(hours=1)
 MAX_ERROR_LENGTH = 1000
 

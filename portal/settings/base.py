@@ -258,7 +258,7 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE: dict = {
-    "clear-expired-sessions": {"task": "core.tasks.clear_expired_sessions", "schedule": 86400.0},
+    "clear-expired-sessions": {"task": "portal.tasks.clear_expired_sessions", "schedule": 86400.0},
     # Level-triggered tenant enforcement: retries failed applies and repairs drift.
     "tenants-reconcile-sweep": {
         "task": "tenants.enforcement.tasks.tenants_reconcile_sweep_task",
@@ -279,7 +279,7 @@ CELERY_BEAT_SCHEDULE: dict = {
     },
     # Mail waiting in the outbox (the broker was down, or the mail server refused it).
     "outbox-sweep": {
-        "task": "core.tasks.outbox_sweep_task",
+        "task": "portal.tasks.outbox_sweep_task",
         "schedule": env.float("OUTBOX_SWEEP_SECONDS", default=60.0),
     },
 }
@@ -288,7 +288,7 @@ CELERY_TIMEZONE = TIME_ZONE
 SWEEPS_AT_WORKER_START = [
     "tenants.enforcement.tasks.tenants_reconcile_sweep_task",
     "tenants.workloads.tasks.workloads_reconcile_sweep_task",
-    "core.tasks.outbox_sweep_task",
+    "portal.tasks.outbox_sweep_task",
     "inventory.tasks.cluster_sync_task",
     "billing.tasks.invoice_exports_sweep_task",
 ]

@@ -56,7 +56,7 @@ def test_metrics_expose_request_counts_latency_and_task_outcomes(client):
     assert "django_http_requests_latency_seconds_by_view_method_bucket" in text
     assert (
         'portal_celery_task_outcomes_total{outcome="success",'
-        'task="core.tasks.clear_expired_sessions"}' in text
+        'task="portal.tasks.clear_expired_sessions"}' in text
     )
 
 

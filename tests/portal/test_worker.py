@@ -39,7 +39,7 @@ def test_task_round_trips_through_redis_and_a_worker(celery_worker, redis_url):
 @pytest.mark.worker
 def test_metrics_report_the_outcomes_of_tasks_run_by_a_worker(celery_worker, redis_url, client):
     celery_worker(CELERY_RESULT_BACKEND=redis_url)
-    key = ("core.tasks.clear_expired_sessions", "success")
+    key = ("portal.tasks.clear_expired_sessions", "success")
     before = task_outcomes().get(key, 0)
     sent = clear_expired_sessions.apply_async()
     AsyncResult(sent.id, backend=RedisBackend(app=celery_app, url=redis_url), app=celery_app).get(
@@ -52,7 +52,7 @@ def test_metrics_report_the_outcomes_of_tasks_run_by_a_worker(celery_worker, red
         row
         for row in text.splitlines()
         if row.startswith("portal_celery_task_outcomes_total{")
-        and 'task="core.tasks.clear_expired_sessions"' in row
+        and 'task="portal.tasks.clear_expired_sessions"' in row
         and 'outcome="success"' in row
     )
     assert float(line.rsplit(" ", 1)[1]) == before + 1
