@@ -39,19 +39,21 @@ urlpatterns = [
         name="api-token-revoke",
     ),
     path("oidc/", include("mozilla_django_oidc.urls")),
-    path("", include("tenants.urls")),
-    # The fleet overview and capacity summary are composed here (inventory + tenants' grants),
-    # named in the inventory's namespace with its other pages.
-    path("fleet/", include((fleet_pages + inventory_urls.urlpatterns, "inventory"))),
-    path("billing/", include("billing.urls")),
+    # The prefixed groups come before the tenants' pages, which have none: resolving an admin
+    # or API path (and each admin row's link) does not try every tenant page first.
     path("admin/", admin.site.urls),
     path("api/v1/", include((api_v1, "api"), namespace="api")),
     path("api/schema/", SchemaView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    # The fleet overview and capacity summary are composed here (inventory + tenants' grants),
+    # named in the inventory's namespace with its other pages.
+    path("fleet/", include((fleet_pages + inventory_urls.urlpatterns, "inventory"))),
+    path("billing/", include("billing.urls")),
     path("favicon.ico", views.favicon, name="favicon"),
     path("healthz", ops.healthz, name="healthz"),
     path("readyz", ops.readyz, name="readyz"),
     path("metrics", ops.metrics, name="metrics"),
+    path("", include("tenants.urls")),
     # Last: any other URL under /api/ is the API's JSON 404, whatever DEBUG says.
     re_path(r"^api/(?P<path>.*)$", views.api_not_found, name="api-not-found"),
 ]

@@ -5,11 +5,11 @@ input.
 """
 
 from django.contrib import admin
-from django.contrib.admin.views.main import ChangeList
 from django.db.models import QuerySet
 from django.utils.html import format_html
 
 from core.admin_filters import DistinctValuesListFilter, RelatedByNameListFilter
+from core.admin_lists import RowCheckboxAdmin, RowLinksChangeList
 from core.choices import admin_badge
 
 from ..access import services
@@ -27,7 +27,7 @@ class MembershipInline(admin.TabularInline):
     fields = ["user", "role", "source"]
 
 
-class TenantChangeList(ChangeList):
+class TenantChangeList(RowLinksChangeList):
     """The list's rows load only what their cells show: not the manifests last applied (a JSON
     document per tenant, the largest column by far) nor the rest of the cluster bookkeeping.
     The change page and the action load whole rows."""
@@ -43,7 +43,7 @@ class TenantChangeList(ChangeList):
 
 
 @admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
+class TenantAdmin(RowCheckboxAdmin):
     list_display = [
         "name",
         "slug",

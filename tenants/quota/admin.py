@@ -8,7 +8,6 @@ from datetime import timedelta
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.contrib.admin.views.main import ChangeList
 from django.contrib.humanize.templatetags.humanize import intcomma
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
@@ -18,6 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html_join
 
+from core.admin_lists import RowCheckboxAdmin, RowLinksChangeList
 from core.choices import admin_badge
 from core.state_machine import InvalidTransition
 from inventory import resource_classes
@@ -126,7 +126,7 @@ class AgeFilter(admin.SimpleListFilter):
         return queryset
 
 
-class ReviewQueueChangeList(ChangeList):
+class ReviewQueueChangeList(RowLinksChangeList):
     """The queue's rows load only what their cells show: the tenant's name and the requester's
     username (no password hash), not the request's justification and decision. The review
     page and the bulk actions load whole rows (QuotaRequestAdmin.get_queryset)."""
@@ -146,14 +146,13 @@ class ReviewQueueChangeList(ChangeList):
 
 
 @admin.register(QuotaRequest)
-class QuotaRequestAdmin(admin.ModelAdmin):
+class QuotaRequestAdmin(RowCheckboxAdmin):
     list_display = [
         "number",
         "tenant_name",
         "asked",
         "status_badge",
         "requester",
-        "created_at",
         "age",
         "ends_on",
     ]
@@ -163,7 +162,7 @@ class QuotaRequestAdmin(admin.ModelAdmin):
     ordering = ["created_at", "id"]
     actions = ["approve_selected", "reject_selected"]
     change_form_template = "tenants/admin/quota_request_review.html"
-    list_per_page = 50
+    list_per_page = 25
     # One COUNT(*) a page, of the requests the filters match: "N total" beside it counted every
     # request ever made (10,000 at fleet scale, growing) on every page of the queue.
     show_full_result_count = False
@@ -216,7 +215,7 @@ class QuotaRequestAdmin(admin.ModelAdmin):
         return admin_badge(value=obj.status, label=obj.get_status_display(),
                            color=obj.status_color)
 
-    @admin.display(description="age")
+    @admin.display(description="age", ordering="created_at")
     def age(self, obj: QuotaRequest) -> str:
         days = (timezone.now() - obj.created_at).days
         return "today" if days == 0 else f"{days} d"
