@@ -5,6 +5,7 @@ the prometheus-operator kinds through jsonschema's Draft 7 over their CRDs' open
 copied into tests/data/prometheus-operator/.
 """
 
+import copy
 import shutil
 import subprocess
 from functools import cache
@@ -40,11 +41,12 @@ def _render(path: str) -> tuple[dict[str, Any], ...]:
 
 
 def render(overlay: str) -> list[dict[str, Any]]:
-    return list(_render(str(DEPLOY / "overlays" / overlay)))
+    """The overlay's objects, a fresh copy each time (a test may change what it gets)."""
+    return copy.deepcopy(list(_render(str(DEPLOY / "overlays" / overlay))))
 
 
 def render_base() -> list[dict[str, Any]]:
-    return list(_render(str(DEPLOY / "base")))
+    return copy.deepcopy(list(_render(str(DEPLOY / "base"))))
 
 
 def of_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
