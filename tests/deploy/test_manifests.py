@@ -273,3 +273,21 @@ def test_the_rendered_settings_pass_djangos_deployment_checks(overlay):
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_production_overlays_patches_take_effect():
+    """A patch whose target no longer exists changes nothing, silently: each one is checked."""
+    objects = render("production")
+    base = render_base()
+    for name in ("portal-egress-database", "portal-egress-apiserver"):
+        peers = named(objects, "NetworkPolicy", name)["spec"]["egress"][0]["to"]
+        assert peers != named(base, "NetworkPolicy", name)["spec"]["egress"][0]["to"]
+        assert all(set(peer) == {"ipBlock"} for peer in peers), name
+    annotations = named(objects, "Ingress", "portal-web")["metadata"]["annotations"]
+    assert "cert-manager.io/cluster-issuer" in annotations
+    for kind in ("ServiceMonitor", "PrometheusRule"):
+        (monitoring,) = of_kind(objects, kind)
+        assert monitoring["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    for name in ("portal-web", "portal-worker"):
+        hpa = named(objects, "HorizontalPodAutoscaler", name)["spec"]
+        assert hpa != named(base, "HorizontalPodAutoscaler", name)["spec"]
