@@ -3,12 +3,14 @@ and broken CEL rules, answered over HTTP to the official client as the API serve
 
 import json
 
+import kmock
 import pytest
 from kubernetes import client
 from kubernetes.dynamic import DynamicClient
 
 from core.fleet import PermanentFleetError
 from tenants.enforcement.manifests import tenant_manifests
+from tests.support import kube_validation
 from tests.support.kube_validation import SKIPPED_RULES, UNCHECKED_KINDS
 from tests.tenants.test_manifests import COHORT, DEDICATED, SHARED
 from tests.tenants.workloads import test_kind_inference as inference
@@ -196,6 +198,13 @@ def test_every_object_a_workload_kind_writes_is_accepted(kube_gateway, kind, man
             k: v for k, v in sent.items() if k != "metadata"
         }, sent["kind"]
         assert kept["metadata"]["labels"] == sent["metadata"]["labels"]
+
+
+def test_a_rule_calling_a_function_cel_python_lacks_is_not_skipped_silently():
+    with pytest.raises(kmock.KubernetesError) as caught:
+        kube_validation._program("self.name.lowerAscii() == 'a'")
+    assert caught.value.status == 500
+    assert "['lowerAscii']" in caught.value.message and "SKIPPED_RULES" in caught.value.message
 
 
 def test_no_cel_rule_is_skipped_and_the_unchecked_kinds_are_only_controllers():
