@@ -4,7 +4,8 @@ kmock keeps objects in memory and serves discovery, but 0.8 misses what a real A
 in ways the `kubernetes` client notices (see KUBERNETES.md). `PortalKubeEmulator` fills them:
 cluster-scoped `/api/v1/namespaces[/name]`, 201 on create, apiVersion/kind on lists, label and
 field selectors, PUT, server-side apply creating a missing object, no-op applies that keep the
-resourceVersion, uid/resourceVersion/creationTimestamp/generation, and policy/v1 evictions.
+resourceVersion, uid/resourceVersion/creationTimestamp/generation, and policy/v1 evictions; and it
+checks every write against its schema and CEL rules as an API server does (kube_validation.py).
 It serves the bundled built-in kinds plus the custom resources the portal creates. It still has
 no controllers: a test plays them. The fixes touch kmock's private parts: pin kmock==0.8.
 """
@@ -24,6 +25,8 @@ import attrs
 import jsonpatch
 import kmock
 from kmock._internal import dsl, parsing, rendering
+
+from .kube_validation import admit
 
 # (apiVersion, kind, plural, namespaced, subresources) of every custom resource the portal uses.
 CUSTOM_RESOURCES: list[tuple[str, str, str, bool, tuple[str, ...]]] = [
@@ -282,6 +285,14 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
                 pass
         raise NotImplementedError("no reaction matches the request")
 
+    def _admitted(
+        self, request: kmock.Request, candidate: dict[str, Any], live: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """`candidate` as stored once checked like the API server does (kube_validation.py)."""
+        info = self._info(request.resource)
+        kind = info.kind if info is not None and info.kind else candidate.get("kind", "")
+        return admit(request, candidate, live, kind=kind)
+
     def _mutate(self, request: kmock.Request) -> dict[str, Any] | None:
         key = self._key(request)
         obj = self.objects[key] if key in self.objects else None  # noqa: SIM401 (no .get)
@@ -303,7 +314,7 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
                     reason="AlreadyExists",
                     message=f'{key[0].plural} "{key[2]}" already exists',
                 )
-            body = self.stamp(request, data, None)
+            body = self.stamp(request, self._admitted(request, data, None), None)
         elif request.method == "DELETE" and request.name:
             if not exists:
                 raise kmock.KubernetesObjectNotFoundError()
@@ -322,6 +333,7 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
                 patched = merge_patch(live, {"status": (data or {}).get("status")})
             else:
                 patched = merge_patch(live or {}, data or {})
+            patched = self._admitted(request, patched, live)
             if patched == live:
                 return None  # a no-op apply or patch leaves resourceVersion alone
             body = self.stamp(request, patched, live)
@@ -330,7 +342,7 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
                 raise kmock.KubernetesObjectNotFoundError()
             if request.subresource == "status":
                 data = {**live, "status": (data or {}).get("status")}
-            body = self.stamp(request, data, live)
+            body = self.stamp(request, self._admitted(request, data, live), live)
         else:
             return None
         if obj is None:

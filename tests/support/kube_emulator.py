@@ -129,8 +129,10 @@ class KubeEmulator:
         resource = self._resource_of(body["apiVersion"], body["kind"])
         meta = body["metadata"]
         namespace = meta.get("namespace") if handler.resources[resource].namespaced else None
+        # Checked as a strict write: a fixture's typo fails here instead of vanishing.
         request = kmock.Request(
-            resource=resource, namespace=namespace, name=meta["name"], data=body
+            resource=resource, namespace=namespace, name=meta["name"], data=body,
+            params={"fieldValidation": "Strict"},
         )
 
         def store() -> dict[str, Any]:
@@ -140,7 +142,7 @@ class KubeEmulator:
                 if (key in handler.objects and not handler.objects[key].deleted)
                 else None
             )
-            stamped = handler.stamp(request, body, previous)
+            stamped = handler.stamp(request, handler._admitted(request, body, previous), previous)
             handler.objects[key] = stamped
             return stamped
 

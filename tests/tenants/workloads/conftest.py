@@ -83,7 +83,10 @@ def ready_helm_release(kube_emulator, *, name: str, namespace: str, server: str)
                  "lastTransitionTime": "2026-12-01T10:00:00Z"},
             ],
             "history": [{"chartName": "vcluster", "chartVersion": "0.36.1", "version": 1,
-                         "status": "deployed", "name": name, "namespace": namespace}],
+                         "status": "deployed", "name": name, "namespace": namespace,
+                         "digest": "sha256:1f0c", "configDigest": "sha256:9ab2",
+                         "firstDeployed": "2026-12-01T10:00:00Z",
+                         "lastDeployed": "2026-12-01T10:00:00Z"}],
         }},
     )
     kubeconfig = (
@@ -171,4 +174,5 @@ def run_slurm(kube_emulator, *, ctx_name: str, namespace: str, workers: int, lab
                                namespace, patch={"status": {
                                    "replicas": workers, "readyReplicas": workers,
                                    "observedGeneration": nodeset["metadata"].get("generation"),
-                                   "slurmIdle": workers}})
+                                   "slurmIdle": workers, "nodeSetHash": "5d8f7c6b9",
+                                   "selector": f"app.kubernetes.io/instance={base}-workers"}})

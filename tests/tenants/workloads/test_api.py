@@ -583,7 +583,11 @@ def dev(fleet, tenant, tenant_member, django_capture_on_commit_callbacks):
         "conditions": [{"type": "Ready", "status": "True", "reason": "InstallSucceeded",
                         "message": "Helm install succeeded",
                         "lastTransitionTime": "2026-11-30T10:02:41Z"}],
-        "history": [{"status": "deployed", "version": 1, "chartVersion": vcluster.CHART_VERSION}],
+        "history": [{"status": "deployed", "version": 1, "chartVersion": vcluster.CHART_VERSION,
+                     "chartName": "vcluster", "name": release, "namespace": tenant.namespace,
+                     "digest": "sha256:1f0c", "configDigest": "sha256:9ab2",
+                     "firstDeployed": "2026-11-30T10:02:41Z",
+                     "lastDeployed": "2026-11-30T10:02:41Z"}],
     }})
     fleet.put_object({
         "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
