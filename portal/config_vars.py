@@ -96,6 +96,9 @@ SECTIONS = (
                 "seconds a task may run (it is told to stop 5 s before)"),
             Var("CELERY_RETRY_BACKOFF_MAX", "30",
                 "the longest wait between two tries of a failed task"),
+            Var("BEAT_LOCK_TTL_SECONDS", "30",
+                "Celery beat's lock in Redis (the broker) lasts this long unless renewed: a second "
+                "beat waits, and takes over within this time once the first is gone"),
             Var("OUTBOX_SWEEP_SECONDS", "60",
                 "how often mail that is still owed (broker or mail server down) is sent again"),
         ),
