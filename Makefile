@@ -14,7 +14,7 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 TEST_WORKERS ?= auto
 TEST_DEBIAN_PACKAGES := chromium prometheus poppler-utils
 
-.PHONY: demo serve install install-test debian-packages test lint docs bench clean
+.PHONY: demo serve install install-test debian-packages test lint docs bench clean prod-local
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,13 @@ demo: install
 
 serve: install
 	PORTAL_URL=$(PORTAL_URL) $(PY) manage.py runserver $(HOST):$(PORT)
+
+# The production posture on this machine, without containers (docs/prod-local.md): PostgreSQL
+# and Redis started if absent, then gunicorn, a Celery worker and beat under honcho on
+# 127.0.0.1:$(PORT). Ctrl-C stops all three.
+prod-local: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[local]'
+	PROD_LOCAL_PORT=$(PORT) deploy/local/prod-local.sh
 
 # Debian packages the browser and Prometheus tests need, installed only when missing.
 debian-packages:

@@ -29,6 +29,11 @@ CACHED: dict[str, str] = {
     "daily sums and metering windows",
     "oidc-discovery": "Keycloak's discovery document",
     "oidc-jwks": "Keycloak's signing keys",
+    "oidc-jwks-refetch": "a marker that the signing keys were fetched again for an unknown key id "
+    "(at most one such fetch a minute, across every worker)",
+    "oidc-introspection": "Keycloak's introspection answer for a bearer token (opaque, or a JWT "
+    "when OIDC_INTROSPECT_ACCESS_TOKENS), under the token's digest, for at most "
+    "OIDC_INTROSPECTION_CACHE_SECONDS and never past the token's expiry",
     "oidc-bearer": "the user a verified bearer access token names, until the token expires",
 }
 
@@ -83,6 +88,12 @@ def set_many(name: str, values: Mapping[str, Any], timeout: int) -> None:
     _check(name, values)
     if values:
         cache.set_many(dict(values), timeout=timeout)
+
+
+def add(name: str, cache_key: str, value: Any, timeout: int) -> bool:
+    """Set `cache_key` only if absent; True if this call set it (a lock or rate limit)."""
+    _check(name, [cache_key])
+    return cache.add(cache_key, value, timeout)
 
 
 def delete(name: str, cache_key: str) -> None:

@@ -8,8 +8,6 @@ endpoint, cached, and fetched again (at most once a minute) when a token names a
 """
 
 import logging
-import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +22,7 @@ logger = logging.getLogger(__name__)
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 # Unknown key ids make us fetch the JWKS again, but not more often than this (a flood of tokens
 # with random kids must not turn into a flood of requests to Keycloak).
-JWKS_REFETCH_INTERVAL = 60.0
+JWKS_REFETCH_INTERVAL = 60
 
 _ENDPOINT_SETTINGS = {
     "authorization_endpoint": "OIDC_OP_AUTHORIZATION_ENDPOINT",
@@ -138,10 +136,6 @@ def provider_endpoints() -> ProviderEndpoints:
     return ProviderEndpoints(issuer=issuer, introspection_endpoint=introspection, **values)
 
 
-_jwks_lock = threading.Lock()
-_jwks_fetched_at: dict[str, float] = {}
-
-
 def _jwks(url: str, *, refresh: bool = False) -> list[dict[str, Any]]:
     key = _cache_key("jwks", url)
     keys = None if refresh else caching.get("oidc-jwks", key)
@@ -150,8 +144,13 @@ def _jwks(url: str, *, refresh: bool = False) -> list[dict[str, Any]]:
         if not isinstance(keys, list):
             raise ProviderUnavailable(f"{url}: no 'keys' in the JWKS")
         caching.set("oidc-jwks", key, keys, settings.OIDC_JWKS_CACHE_SECONDS)
-        _jwks_fetched_at[url] = time.monotonic()
     return keys
+
+
+def _may_refetch_jwks(url: str) -> bool:
+    # One marker in the shared cache, so the limit holds across every worker and process.
+    marker = caching.key("oidc-jwks-refetch", url)
+    return caching.add("oidc-jwks-refetch", marker, True, JWKS_REFETCH_INTERVAL)
 
 
 def _signing_key(header: dict[str, Any]) -> jwt.PyJWK:
@@ -170,10 +169,8 @@ def _signing_key(header: dict[str, Any]) -> jwt.PyJWK:
         return None
 
     found = match(_jwks(url))
-    if found is None:
-        with _jwks_lock:
-            recently = time.monotonic() - _jwks_fetched_at.get(url, 0.0) < JWKS_REFETCH_INTERVAL
-            found = match(_jwks(url, refresh=not recently))
+    if found is None and _may_refetch_jwks(url):
+        found = match(_jwks(url, refresh=True))
     if found is None:
         raise TokenRejected("signature", f"no signing key {kid!r} in the provider's JWKS")
     try:
@@ -184,13 +181,13 @@ def _signing_key(header: dict[str, Any]) -> jwt.PyJWK:
 
 def forget_provider_metadata() -> None:
     """Drop the cached discovery document and keys (after settings changed, or in tests)."""
-    caching.delete("oidc-discovery", _cache_key("discovery", _issuer()))
-    for url in list(_jwks_fetched_at):
+    issuer = _issuer()
+    discovered = caching.get("oidc-discovery", _cache_key("discovery", issuer)) or {}
+    caching.delete("oidc-discovery", _cache_key("discovery", issuer))
+    urls = {discovered.get("jwks_uri"), getattr(settings, "OIDC_OP_JWKS_ENDPOINT", "")}
+    for url in filter(None, urls):
         caching.delete("oidc-jwks", _cache_key("jwks", url))
-        _jwks_fetched_at.pop(url, None)
-    explicit_jwks = getattr(settings, "OIDC_OP_JWKS_ENDPOINT", "")
-    if explicit_jwks:
-        caching.delete("oidc-jwks", _cache_key("jwks", explicit_jwks))
+        caching.delete("oidc-jwks-refetch", caching.key("oidc-jwks-refetch", url))
 
 
 _ERRORS: list[tuple[type[Exception], str]] = [
@@ -261,14 +258,10 @@ def validate_jwt(
     return claims
 
 
-def access_token_active(token: str) -> bool:
-    """Whether the provider still holds `token` for active (RFC 7662 introspection).
-
-    A JWT's signature and expiry say only that the provider issued it; a token revoked at the
-    provider, or whose session ended or user was disabled there, is still well signed until it
-    expires. Asking the provider each time is what refuses such a token at once. The portal's
-    confidential client authenticates the call. Unreachable or unreadable: ProviderUnavailable.
-    """
+def introspect(token: str) -> dict[str, Any]:
+    """Keycloak's RFC 7662 introspection answer for `token` (`active`, and the token's claims
+    when active), asked with the portal's confidential client. Unreachable or unreadable:
+    ProviderUnavailable. core.bearer caches the answer."""
     url = provider_endpoints().introspection_endpoint
     if not url:
         raise ProviderUnavailable("the provider names no introspection endpoint")
@@ -291,4 +284,26 @@ def access_token_active(token: str) -> bool:
         raise ProviderUnavailable(f"{url}: {exc}") from exc
     if not isinstance(body, dict) or not isinstance(body.get("active"), bool):
         raise ProviderUnavailable(f"{url}: no 'active' in the introspection answer")
-    return body["active"]
+    return body
+
+
+def userinfo(token: str) -> dict[str, Any]:
+    """The userinfo claims `token` gives access to (for an opaque token whose introspection
+    answer lacks the user's claims). A refused token: TokenRejected."""
+    url = provider_endpoints().userinfo_endpoint
+    try:
+        response = requests.get(
+            url,
+            timeout=settings.OIDC_TIMEOUT,
+            verify=settings.OIDC_VERIFY_SSL,
+            headers={"Accept": "application/json", "Authorization": f"Bearer {token}"},
+        )
+        if response.status_code in (401, 403):
+            raise TokenRejected("audience", "the provider refused the token at userinfo")
+        response.raise_for_status()
+        body = response.json()
+    except (requests.RequestException, ValueError) as exc:
+        raise ProviderUnavailable(f"{url}: {exc}") from exc
+    if not isinstance(body, dict):
+        raise ProviderUnavailable(f"{url}: expected a JSON object")
+    return body

@@ -96,6 +96,9 @@ SECTIONS = (
                 "seconds a task may run (it is told to stop 5 s before)"),
             Var("CELERY_RETRY_BACKOFF_MAX", "30",
                 "the longest wait between two tries of a failed task"),
+            Var("BEAT_LOCK_TTL_SECONDS", "30",
+                "Celery beat's lock in Redis (the broker) lasts this long unless renewed: a second "
+                "beat waits, and takes over within this time once the first is gone"),
             Var("OUTBOX_SWEEP_SECONDS", "60",
                 "how often mail that is still owed (broker or mail server down) is sent again"),
         ),
@@ -298,10 +301,15 @@ SECTIONS = (
             Var("API_TOKEN_MAX_LIFETIME_DAYS", "90",
                 "the longest a personal API token lives; longer is refused, older tokens stop "
                 "working"),
-            Var("OIDC_INTROSPECT_ACCESS_TOKENS", "true",
-                "ask Keycloak (token introspection, with the portal's client) on every API request "
-                "whether a bearer access token is still active, so one revoked in Keycloak is "
-                "refused at once; `false` trusts it until it expires"),
+            Var("OIDC_INTROSPECT_ACCESS_TOKENS", "false",
+                "a JWT bearer access token is checked locally (signature, issuer, audience, "
+                "expiry) and trusted until it expires; `true` also asks Keycloak (token "
+                "introspection, cached) whether it is still active, so one revoked in Keycloak is "
+                "refused within OIDC_INTROSPECTION_CACHE_SECONDS"),
+            Var("OIDC_INTROSPECTION_CACHE_SECONDS", "60",
+                "how long Keycloak's introspection answer for a bearer token (opaque tokens, and "
+                "JWTs with OIDC_INTROSPECT_ACCESS_TOKENS) is cached; never past the token's "
+                "expiry; 0 asks on every request"),
         ),
     ),
     Section(

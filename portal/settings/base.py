@@ -256,7 +256,9 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_max": 0.5,
 }
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# django-celery-beat's scheduler behind beat's own lock in Redis (core.beat_lock): one beat sends.
+CELERY_BEAT_SCHEDULER = "core.beat_lock:LockedDatabaseScheduler"
+BEAT_LOCK_TTL_SECONDS = env.int("BEAT_LOCK_TTL_SECONDS", default=30)
 CELERY_BEAT_SCHEDULE: dict = {
     "clear-expired-sessions": {"task": "portal.tasks.clear_expired_sessions", "schedule": 86400.0},
     # Level-triggered tenant enforcement: retries failed applies and repairs drift.

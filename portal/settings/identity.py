@@ -102,6 +102,8 @@ CELERY_BEAT_SCHEDULE |= {
 }
 # A personal API token lives at most this long (older tokens stop working, longer are refused).
 API_TOKEN_MAX_LIFETIME_DAYS = env.int("API_TOKEN_MAX_LIFETIME_DAYS", default=90)
-# Ask Keycloak (token introspection) on every API request whether a bearer access token is
-# still active, so that one revoked in Keycloak is refused at once rather than at its expiry.
-OIDC_INTROSPECT_ACCESS_TOKENS = env.bool("OIDC_INTROSPECT_ACCESS_TOKENS", default=True)
+# JWT access tokens are checked locally (core.bearer); this also asks Keycloak whether one is
+# still active, so a revoked token is refused within OIDC_INTROSPECTION_CACHE_SECONDS.
+OIDC_INTROSPECT_ACCESS_TOKENS = env.bool("OIDC_INTROSPECT_ACCESS_TOKENS", default=False)
+# How long an introspection answer is kept (never past the token's own expiry).
+OIDC_INTROSPECTION_CACHE_SECONDS = env.int("OIDC_INTROSPECTION_CACHE_SECONDS", default=60)

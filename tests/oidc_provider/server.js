@@ -46,9 +46,15 @@ const portalClientId = process.env.PORTAL_CLIENT_ID || 'portal';
 const portalResource = 'urn:ai-factory:portal';
 const otherResource = 'urn:ai-factory:other-service';
 
+// Keys added by /admin/rotate-key (published in the JWKS, newest first) and the key of
+// /admin/resign's `foreign_key` (never published: a token signed by someone else).
+let rotatedKeys = [];
+const foreignKey = (await generateKeyPair('RS256', { extractable: true })).privateKey;
+
 let users = new Map();
 const tampers = new Map(); // sub -> {claims, corrupt_signature} for the next ID token
-const counters = { discovery: 0, token: 0, userinfo: 0, jwks: 0, directory: 0, introspection: 0 };
+// realm: every request to the realm's endpoints, whatever the path.
+const counters = { realm: 0, discovery: 0, token: 0, userinfo: 0, jwks: 0, directory: 0, introspection: 0 };
 const revokedJtis = new Set(); // JWT access tokens revoked at /revoke, as Keycloak keeps them
 // After `after` more Admin REST calls, the next `remaining` answer `status` (an outage).
 let directoryFault = { status: 0, remaining: 0, after: 0 };
@@ -70,6 +76,7 @@ function resetUsers() {
   directoryRoles = exportedDirectoryRoles();
   directoryDelayMs = 0;
   revokedJtis.clear();
+  rotatedKeys = [];
   for (const key of Object.keys(counters)) counters[key] = 0;
 }
 resetUsers();
@@ -102,13 +109,19 @@ function keycloakClaims(user) {
 const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
 const signingJwk = { ...(await exportJWK(privateKey)), kid: 'test-rs256-1', alg: 'RS256', use: 'sig' };
 
-async function resign(token, { claims = {}, corruptSignature = false, headerTyp, kid } = {}) {
+async function resign(token, {
+  claims = {}, corruptSignature = false, headerTyp, kid, rotated = false, foreign = false,
+} = {}) {
   const header = decodeProtectedHeader(token);
   const payload = { ...decodeJwt(token), ...claims };
   for (const [key, value] of Object.entries(claims)) if (value === null) delete payload[key];
+  const newest = rotated && rotatedKeys[0];
+  const key = foreign ? foreignKey : (newest ? newest.privateKey : privateKey);
   let signed = await new SignJWT(payload)
-    .setProtectedHeader({ alg: 'RS256', kid: kid || signingJwk.kid, typ: headerTyp || header.typ || 'JWT' })
-    .sign(privateKey);
+    .setProtectedHeader({
+      alg: 'RS256', kid: kid || (newest ? newest.jwk.kid : signingJwk.kid), typ: headerTyp || header.typ || 'JWT',
+    })
+    .sign(key);
   if (corruptSignature) {
     const [h, p, s] = signed.split('.');
     const flipped = (s[0] === 'A' ? 'B' : 'A') + s.slice(1);
@@ -325,7 +338,17 @@ provider.use(async (ctx, next) => {
   if (ctx.path === '/.well-known/openid-configuration') counters.discovery += 1;
   if (ctx.path === `${oidcPath}/token`) counters.token += 1;
   if (ctx.path === `${oidcPath}/userinfo`) counters.userinfo += 1;
-  if (ctx.path === `${oidcPath}/certs`) counters.jwks += 1;
+  if (ctx.path === `${oidcPath}/certs`) {
+    counters.jwks += 1;
+    if (rotatedKeys.length) {
+      // After a rotation the realm publishes the new keys beside the old one, as Keycloak does.
+      const { d, p, q, dp, dq, qi, ...published } = signingJwk;
+      ctx.type = 'json';
+      ctx.body = { keys: [...rotatedKeys.map((k) => k.jwk), published] };
+      return;
+    }
+  }
+  if (ctx.path === `${oidcPath}/token/introspect`) counters.introspection += 1;
   await next();
   if (ctx.path === `${oidcPath}/token` && ctx.status === 200 && ctx.body?.id_token) {
     const { sub } = decodeJwt(ctx.body.id_token);
@@ -367,7 +390,6 @@ provider.use(async (ctx, next) => {
     ctx.body = {};
     return undefined;
   }
-  counters.introspection += 1;
   // Keycloak lets confidential clients of the realm introspect.
   const secretOk = form.get('client_id') === portalClientId
     && form.get('client_secret') === fixture.clients.portal.secret;
@@ -486,8 +508,17 @@ const adminRoutes = {
       corruptSignature: Boolean(body.corrupt_signature),
       headerTyp: body.header_typ,
       kid: body.kid,
+      rotated: Boolean(body.rotated),
+      foreign: Boolean(body.foreign_key),
     }),
   }),
+  'POST /admin/rotate-key': async () => {
+    // A new realm key, published first in the JWKS; /admin/resign's `rotated` signs with it.
+    const pair = await generateKeyPair('RS256', { extractable: true });
+    const kid = `test-rs256-rotated-${rotatedKeys.length + 1}`;
+    rotatedKeys.unshift({ privateKey: pair.privateKey, jwk: { ...(await exportJWK(pair.publicKey)), kid, alg: 'RS256', use: 'sig' } });
+    return { kid };
+  },
 };
 
 // --- Keycloak's Admin REST API (the part the directory sync reads) ----------------------
@@ -646,6 +677,7 @@ async function handleAdmin(req, res) {
 const callback = provider.callback();
 server.on('request', (req, res) => {
   if (req.url === prefix || req.url.startsWith(`${prefix}/`)) {
+    counters.realm += 1;
     // Keep the full path for oidc-provider's URL building, then strip the mount prefix.
     req.originalUrl = req.url;
     req.url = req.url.slice(prefix.length) || '/';

@@ -100,16 +100,34 @@ class OidcProvider:
         self._admin("POST", f"/users/{username}/next-id-token", body)
 
     def resign(
-        self, token: str, *, claims: dict | None = None, header_typ: str = "", kid: str = ""
+        self,
+        token: str,
+        *,
+        claims: dict | None = None,
+        header_typ: str = "",
+        kid: str = "",
+        rotated: bool = False,
+        foreign_key: bool = False,
     ) -> str:
         """`token` with `claims` changed (None removes one), signed again with the realm's own
-        key; `header_typ` replaces the JOSE header's typ, `kid` the key id it names."""
-        body = {"token": token, "claims": claims or {}}
+        key (`rotated`: its newest key from rotate_key; `foreign_key`: a key the realm never
+        published, under the realm key's id); `header_typ` replaces the JOSE header's typ, `kid`
+        the key id it names."""
+        body = {
+            "token": token,
+            "claims": claims or {},
+            "rotated": rotated,
+            "foreign_key": foreign_key,
+        }
         if header_typ:
             body["header_typ"] = header_typ
         if kid:
             body["kid"] = kid
         return self._admin("POST", "/resign", body)["token"]
+
+    def rotate_key(self) -> str:
+        """The realm gets a new signing key, published first in its JWKS; returns its kid."""
+        return self._admin("POST", "/rotate-key")["kid"]
 
     def stats(self) -> dict[str, int]:
         return self._admin("GET", "/stats")
@@ -211,6 +229,52 @@ def portal_sign_in(
     answer = submit_login_form(session, login_page, username)
     callback = f"{portal_url}/oidc/callback/"
     return follow(session, answer, stop_at=callback if stop_at_callback else "")
+
+
+def opaque_access_token(provider: OidcProvider, username: str, *, portal_url: str) -> str:
+    """An opaque access token for `username`, issued to the portal's own client (code flow with
+    PKCE and its secret, no resource indicator): the provider issues such tokens opaque."""
+    verifier = secrets.token_urlsafe(48)
+    challenge = (
+        base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    )
+    redirect_uri = f"{portal_url}/oidc/callback/"
+    with requests.Session() as session:
+        start = session.get(
+            f"{provider.issuer}/protocol/openid-connect/auth",
+            params={
+                "client_id": CLIENT_ID,
+                "response_type": "code",
+                "scope": "openid profile email",
+                "redirect_uri": redirect_uri,
+                "state": secrets.token_urlsafe(8),
+                "nonce": secrets.token_urlsafe(8),
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+            },
+            allow_redirects=False,
+            timeout=HTTP_TIMEOUT,
+        )
+        answer = submit_login_form(session, follow(session, start), username)
+        redirect = follow(session, answer, stop_at=redirect_uri)
+        location = urljoin(redirect.url, redirect.headers["Location"])
+        code = parse_qs(urlparse(location).query)["code"][0]
+        token = session.post(
+            f"{provider.issuer}/protocol/openid-connect/token",
+            data={
+                "grant_type": "authorization_code",
+                "client_id": CLIENT_ID,
+                "client_secret": CLIENT_SECRET,
+                "code": code,
+                "redirect_uri": redirect_uri,
+                "code_verifier": verifier,
+            },
+            timeout=HTTP_TIMEOUT,
+        )
+        token.raise_for_status()
+        access = token.json()["access_token"]
+        assert access.count(".") != 2, "expected an opaque access token"
+        return access
 
 
 def cli_access_token(provider: OidcProvider, username: str, *, resource: str = PORTAL_RESOURCE):
