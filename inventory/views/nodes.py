@@ -26,6 +26,7 @@ from ..selectors.drain import nodes_drain_impact
 from ..selectors.nodes import (
     node_get_for_detail,
     node_open_critical_event_count,
+    node_row_values,
     node_rows_for_list,
     node_timeline,
     nodes_for_list,
@@ -84,6 +85,7 @@ def node_list(request):
         "filters": filters,
         "filter_errors": errors,
         "page": page,
+        "rows": [node_row_values(node) for node in page.object_list],
         "reserved_tenants": stamped(
             "node-list:reserved-for", ["inventory_node"], reserved_tenants_in_use, stamps=stamps
         ),
