@@ -127,6 +127,9 @@ SECTIONS = (
                 "seconds per Kubernetes API call"),
             Var("FLEET_FIELD_MANAGER", "ai-factory-portal",
                 "field manager name for server-side apply"),
+            Var("FLEET_LIST_PAGE_SIZE", "500",
+                "objects per page of a Kubernetes list (`limit`/`continue`): every list the "
+                "portal makes is read in pages of this size"),
             Var("FLEET_SIMULATED_READY_SECONDS", "20",
                 "how long the simulated fleet takes to make an object ready"),
         ),

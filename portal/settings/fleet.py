@@ -17,6 +17,7 @@ FLEET_KUBECONFIG = env.str("KUBECONFIG", default="")
 FLEET_KUBE_CONTEXT = env.str("KUBE_CONTEXT", default="")
 FLEET_REQUEST_TIMEOUT = env.float("FLEET_REQUEST_TIMEOUT", default=15.0)
 FLEET_FIELD_MANAGER = env.str("FLEET_FIELD_MANAGER", default="ai-factory-portal")
+FLEET_LIST_PAGE_SIZE = env.int("FLEET_LIST_PAGE_SIZE", default=500)
 FLEET_SIMULATED_READY_SECONDS = env.float("FLEET_SIMULATED_READY_SECONDS", default=20.0)
 
 # Tenants on the cluster: who may reach a tenant's pods, and what its Keycloak group may do.
