@@ -55,6 +55,7 @@ class SeenCall:
     path: str
     params: dict[str, str]
     created: bool
+    data: Any = None
 
 
 class KubeEmulator:
@@ -257,7 +258,8 @@ class KubeEmulator:
 
         def record(request: kmock.Request, created: bool) -> None:
             calls.append(SeenCall(method=str(request.method.value), path=request.url.path,
-                                  params=dict(request.params), created=created))
+                                  params=dict(request.params), created=created,
+                                  data=request.data))
 
         assert self.handler is not None
         self._in_loop(lambda: self.handler.call_hooks.append(record))

@@ -151,6 +151,11 @@ def _record_apply_failure(workload_id: int, error: FleetError) -> None:
 MAX_SELECTED_IDS = 100
 
 
+# Kinds the portal may read only inside tenants' namespaces (its RBAC grants no cluster-wide
+# Secrets): listed per namespace, never across the cluster.
+NAMESPACE_READ_KINDS = frozenset({("v1", "Secret")})
+
+
 def _selector(workload_ids: Iterable[int]) -> str:
     ids = sorted(set(workload_ids))
     if len(ids) > MAX_SELECTED_IDS:
@@ -168,8 +173,16 @@ def _owned_objects(gateway: FleetGateway, workloads: list[Workload]) -> dict[int
     namespaces = {w.tenant.namespace for w in workloads}
     namespace = namespaces.pop() if len(namespaces) == 1 else None
     selector = _selector(w.pk for w in workloads)
+    lists = []
     for api_version, kind in sorted(kinds):
-        for obj in gateway.list(api_version=api_version, kind=kind, namespace=namespace,
+        if namespace is None and (api_version, kind) in NAMESPACE_READ_KINDS:
+            owners = {w.tenant.namespace for w in workloads
+                      if (api_version, kind) in w.kind_entry.module.OWNED_KINDS}
+            lists += [(api_version, kind, ns) for ns in sorted(owners)]
+        else:
+            lists.append((api_version, kind, namespace))
+    for api_version, kind, scope in lists:
+        for obj in gateway.list(api_version=api_version, kind=kind, namespace=scope,
                                 label_selector=selector):
             labels = (obj.get("metadata") or {}).get("labels") or {}
             try:
