@@ -87,3 +87,31 @@ def test_the_emulator_refuses_a_field_the_kind_cannot_be_selected_on(small_pages
     with pytest.raises(PermanentFleetError) as refused:
         small_pages._pages(resource, field_selector="spec.nodeName=x")
     assert refused.value.status == 400
+
+
+def test_a_continue_token_that_expired_starts_the_list_over_once(small_pages, kube_emulator):
+    import kmock
+
+    from tests.support.kube_api import status_body
+
+    for index in range(8):
+        kube_emulator.put_object(pod(f"p-{index}", "ns", "node-0"))
+    expired: list[str] = []
+
+    def expire(request):
+        if expired:
+            return StopIteration  # kmock retires the reaction: served as usual from now on
+        expired.append(request.params["continue"])
+        return kmock.Response(status=410, payload=status_body(
+            410, "Expired", "The provided continue parameter is too old"))
+
+    def second_page(request) -> bool:
+        return request.url.path == "/api/v1/pods" and "continue" in request.params
+
+    kube_emulator._in_loop(lambda: kube_emulator.handler[second_page] << expire)
+
+    pods = small_pages.list(api_version="v1", kind="Pod")
+
+    assert len(pods) == 8 and len(expired) == 1
+    pages = kube_emulator.requests("GET", "/api/v1/pods")
+    assert ["continue" in r.params for r in pages] == [False, True, False, True, True]
