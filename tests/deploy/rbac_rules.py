@@ -4,6 +4,7 @@ from its method and path (the API server's RequestInfo), and whether a role's ru
 
 from __future__ import annotations
 
+import json
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,3 +119,35 @@ def granted_triples(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
         for resource in rule.get("resources") or []
         for verb in rule.get("verbs") or []
     }
+
+
+# Tests of the gateway's own generic behaviour (any kind, any namespace), not the portal's
+# operations: their calls are not what the portal's RBAC is for.
+GENERIC_GATEWAY_TESTS = (
+    "tests/portal/test_fleet_kubernetes.py",
+    "tests/inventory/test_paged_reads.py",
+)
+
+
+def refused_in_logs(directory: Path) -> list[str]:
+    """Every logged call of the suite (KUBE_CALL_LOG_DIR) the rendered roles do not grant; in
+    a `tenant-*` namespace the Secrets role counts too (each tenant's namespace binds it)."""
+    roles = {doc["metadata"]["name"]: doc.get("rules") or [] for doc in render()
+             if doc["kind"] == "ClusterRole"}
+    portal_rules = roles.pop("ai-factory-portal")
+    secrets_rules = [rule for rules in roles.values() for rule in rules]
+    refused = set()
+    for log in sorted(directory.glob("*.jsonl")):
+        for line in log.read_text().splitlines():
+            entry = json.loads(line)
+            if entry["test"].startswith(GENERIC_GATEWAY_TESTS) or is_discovery(entry["path"]):
+                continue
+            call = SeenCall(method=entry["method"], path=entry["path"], params=entry["params"],
+                            created=entry["created"], data=entry["data"])
+            for check in attributes(call):
+                tenant = check.namespace.startswith("tenant-")
+                if not (allows(portal_rules, check)
+                        or (tenant and allows(secrets_rules, check))):
+                    refused.add(f"{check.verb} {check.group}/{check.resource} in "
+                                f"{check.namespace or 'the cluster'} ({entry['test']})")
+    return sorted(refused)

@@ -56,6 +56,7 @@ class SeenCall:
     params: dict[str, str]
     created: bool
     data: Any = None
+    agent: str = ""  # User-Agent: the kubernetes client's, or a test playing a controller
 
 
 class KubeEmulator:
@@ -259,7 +260,9 @@ class KubeEmulator:
         def record(request: kmock.Request, created: bool) -> None:
             calls.append(SeenCall(method=str(request.method.value), path=request.url.path,
                                   params=dict(request.params), created=created,
-                                  data=request.data))
+                                  data=request.data, agent=next(
+                                      (v for k, v in request.headers.items()
+                                       if k.lower() == "user-agent"), "")))
 
         assert self.handler is not None
         self._in_loop(lambda: self.handler.call_hooks.append(record))
