@@ -146,8 +146,8 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
     _resource_version: int = 0
     # Predicates for injected rejections: a request they match is answered but not applied.
     vetoes: list[Callable[[kmock.Request], bool]] = attrs.field(factory=list)
-    # Called with every request and whether it created an object (the RBAC test records calls).
-    call_hooks: list[Callable[[kmock.Request, bool], None]] = attrs.field(factory=list)
+    # Called with every request before it is served (the RBAC test records calls).
+    call_hooks: list[Callable[[kmock.Request], None]] = attrs.field(factory=list)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -216,6 +216,13 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
         namespace = request.namespace or (request.data or {}).get("metadata", {}).get("namespace")
         return request.resource, namespace if info is None or info.namespaced else None, name
 
+    def holds(self, request: kmock.Request) -> bool:
+        """Whether the object a request names exists (not deleted) now."""
+        if request.resource is None or not request.resource.plural:
+            return False
+        key = self._key(request)
+        return key in self.objects and not self.objects[key].deleted
+
     def _stored(self, request: kmock.Request) -> dict[str, Any]:
         return self.objects[self._key(request)].raw
 
@@ -253,20 +260,15 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
         return body
 
     async def _handle(self, request: kmock.Request) -> Any:
+        for hook in self.call_hooks:  # before any change: it may ask what exists now
+            hook(request)
         writes = {"POST", "PUT", "PATCH", "DELETE"}
-        created = False
-        try:
-            if (request.resource is not None and request.resource.plural
-                    and request.method in writes):
-                async with self._lock:
-                    vetoed = any(veto(request) for veto in self.vetoes)
-                    event = None if vetoed else self._mutate(request)
-                    if event is not None:
-                        created = event["type"] == "ADDED"
-                        await self._buses[request.resource].put(event)
-        finally:
-            for hook in self.call_hooks:
-                hook(request, created)
+        if request.resource is not None and request.resource.plural and request.method in writes:
+            async with self._lock:
+                vetoed = any(veto(request) for veto in self.vetoes)
+                event = None if vetoed else self._mutate(request)
+                if event is not None:
+                    await self._buses[request.resource].put(event)
         # Not super(): KubernetesEmulator._handle would make the state changes made above again.
         return await self._dispatch(request)
 

@@ -257,12 +257,14 @@ class KubeEmulator:
         """Every request made inside the block, in order, with whether it created an object."""
         calls: list[SeenCall] = []
 
-        def record(request: kmock.Request, created: bool) -> None:
+        def record(request: kmock.Request) -> None:
+            headers = {k.lower(): v for k, v in request.headers.items()}
+            # The API server asks for `create` too when a server-side apply finds no object.
+            applying = "apply-patch" in headers.get("content-type", "")
+            created = request.method == "PATCH" and applying and not self.handler.holds(request)
             calls.append(SeenCall(method=str(request.method.value), path=request.url.path,
                                   params=dict(request.params), created=created,
-                                  data=request.data, agent=next(
-                                      (v for k, v in request.headers.items()
-                                       if k.lower() == "user-agent"), "")))
+                                  data=request.data, agent=headers.get("user-agent", "")))
 
         assert self.handler is not None
         self._in_loop(lambda: self.handler.call_hooks.append(record))
