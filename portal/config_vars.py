@@ -130,6 +130,19 @@ SECTIONS = (
                 "seconds per Kubernetes API call"),
             Var("FLEET_FIELD_MANAGER", "ai-factory-portal",
                 "field manager name for server-side apply"),
+            Var("FLEET_LIST_PAGE_SIZE", "500",
+                "objects per page of a Kubernetes list (`limit`/`continue`): every list the "
+                "portal makes is read in pages of this size"),
+            Var("FLEET_SERVICE_ACCOUNT", "portal",
+                "the portal's own ServiceAccount, which each tenant's namespace binds to "
+                "`FLEET_SECRETS_CLUSTER_ROLE` (see [RBAC](rbac.md))"),
+            Var("FLEET_SERVICE_ACCOUNT_NAMESPACE", "",
+                "that ServiceAccount's namespace",
+                shown="the pod's own namespace (the service account's `namespace` file), "
+                      "else `ai-factory-portal`"),
+            Var("FLEET_SECRETS_CLUSTER_ROLE", "ai-factory-portal-tenant-secrets",
+                "the ClusterRole, from `deploy/base/rbac`, through which the portal handles "
+                "Secrets in tenants' namespaces only"),
             Var("FLEET_SIMULATED_READY_SECONDS", "20",
                 "how long the simulated fleet takes to make an object ready"),
         ),

@@ -111,6 +111,11 @@ class FleetGateway(abc.ABC):
         """The cluster's Node objects, optionally label-selected (e.g. by GPU product)."""
         return self.list(api_version="v1", kind="Node", label_selector=label_selector)
 
+    def list_pods_on_node(self, *, node: str) -> list[Manifest]:
+        """The Pods bound to one node, in every namespace (a drain reads only these)."""
+        pods = self.list(api_version="v1", kind="Pod")
+        return [pod for pod in pods if (pod.get("spec") or {}).get("nodeName") == node]
+
     @abc.abstractmethod
     def patch_node(self, *, name: str, patch: Manifest) -> Manifest:
         """JSON merge patch a Node (cordon: {"spec": {"unschedulable": true}}); returns it."""

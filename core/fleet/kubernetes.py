@@ -20,6 +20,8 @@ from .base import FleetError, FleetGateway, Manifest, PermanentFleetError, class
 # Retry only failed connects (the request never left), quickly: Celery retries everything else
 # with backoff, and a retried read of a PATCH/POST could apply it twice.
 DEFAULT_RETRIES = urllib3.Retry(total=2, connect=2, read=0, status=0, other=0, backoff_factor=0.2)
+# A bound on one list's pages, far above any fleet's: a server that never stops paging is a bug.
+MAX_PAGES = 10_000
 
 
 def build_api_client(
@@ -77,6 +79,7 @@ class KubernetesFleetGateway(FleetGateway):
         field_manager: str | None = None,
         retries: int | urllib3.Retry | None = None,
         discovery_cache_file: str | None = None,
+        page_size: int | None = None,
     ) -> None:
         self._api_client = api_client
         self._retries = retries
@@ -84,6 +87,7 @@ class KubernetesFleetGateway(FleetGateway):
             settings.FLEET_REQUEST_TIMEOUT if request_timeout is None else request_timeout
         )
         self.field_manager = field_manager or settings.FLEET_FIELD_MANAGER
+        self.page_size = page_size or settings.FLEET_LIST_PAGE_SIZE
         self._discovery_cache_file = discovery_cache_file
         self._dynamic: DynamicClient | None = None
         self._resources: dict[tuple[str, str], Resource] = {}
@@ -221,15 +225,50 @@ class KubernetesFleetGateway(FleetGateway):
     ) -> list[Manifest]:
         resource = self._resource(api_version, kind)
         scope = namespace if resource.namespaced else None
-        with _classified():
-            result = self.dynamic.get(
-                resource,
-                namespace=scope,
-                label_selector=label_selector or None,
-                _request_timeout=self.request_timeout,
-            )
-        items = result.to_dict().get("items") or []
+        items = self._pages(resource, namespace=scope, label_selector=label_selector)
         return [_with_type(item, api_version, kind) for item in items]
+
+    def list_pods_on_node(self, *, node: str) -> list[Manifest]:
+        # The API server filters on the node: a drain never reads the rest of the cluster's pods.
+        resource = self._resource("v1", "Pod")
+        items = self._pages(resource, field_selector=f"spec.nodeName={node}")
+        return [_with_type(item, "v1", "Pod") for item in items]
+
+    def _pages(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every item of a list, read `page_size` at a time (limit/continue); a continue token
+        that expired (410) mid-way starts the list over, once."""
+        for attempt in range(2):
+            items: list[dict[str, Any]] = []
+            token = None
+            try:
+                for _ in range(MAX_PAGES):
+                    with _classified():
+                        page = self.dynamic.get(
+                            resource,
+                            namespace=namespace,
+                            label_selector=label_selector or None,
+                            field_selector=field_selector or None,
+                            limit=self.page_size,
+                            _continue=token,
+                            _request_timeout=self.request_timeout,
+                        ).to_dict()
+                    items += page.get("items") or []
+                    token = (page.get("metadata") or {}).get("continue")
+                    if not token:
+                        return items
+            except PermanentFleetError as exc:
+                if exc.status == 410 and token and attempt == 0:
+                    continue
+                raise
+            break
+        raise PermanentFleetError(f"listing {resource.kind} did not end within {MAX_PAGES} pages")
 
     def patch_node(self, *, name: str, patch: Manifest) -> Manifest:
         resource = self._resource("v1", "Node")

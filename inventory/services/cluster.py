@@ -22,8 +22,7 @@ logger = logging.getLogger(__name__)
 
 
 def node_pods(*, gateway: FleetGateway, k8s_name: str) -> list[PodPlacement]:
-    # The gateway's list has no field selector yet: all pods, filtered on spec.nodeName here.
-    pods = gateway.list(api_version="v1", kind="Pod")
+    pods = gateway.list_pods_on_node(node=k8s_name)
     return placements_by_node(pods).get(k8s_name, [])
 
 

@@ -1,9 +1,13 @@
 """The fleet: the Kubernetes backend, tenants on the cluster, health and remediation, and who
 may read the portal's metrics."""
 
+from pathlib import Path
+
 import environ
 
 from .base import CELERY_BEAT_SCHEDULE, PRODUCTION, env
+
+_POD_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 # The fleet: "simulated" (demo, state in the database) or "kubernetes" (official client).
 FLEET_BACKEND = env.str("FLEET_BACKEND", default="simulated")
@@ -17,6 +21,16 @@ FLEET_KUBECONFIG = env.str("KUBECONFIG", default="")
 FLEET_KUBE_CONTEXT = env.str("KUBE_CONTEXT", default="")
 FLEET_REQUEST_TIMEOUT = env.float("FLEET_REQUEST_TIMEOUT", default=15.0)
 FLEET_FIELD_MANAGER = env.str("FLEET_FIELD_MANAGER", default="ai-factory-portal")
+FLEET_LIST_PAGE_SIZE = env.int("FLEET_LIST_PAGE_SIZE", default=500)
+# The portal's own ServiceAccount: tenants' namespaces bind it to FLEET_SECRETS_CLUSTER_ROLE.
+# Inside a pod its namespace is the one Kubernetes mounts with the account's token.
+FLEET_SERVICE_ACCOUNT = env.str("FLEET_SERVICE_ACCOUNT", default="portal")
+FLEET_SERVICE_ACCOUNT_NAMESPACE = env.str("FLEET_SERVICE_ACCOUNT_NAMESPACE", default="") or (
+    _POD_NAMESPACE_FILE.read_text().strip() if _POD_NAMESPACE_FILE.is_file() else ""
+) or "ai-factory-portal"
+FLEET_SECRETS_CLUSTER_ROLE = env.str(
+    "FLEET_SECRETS_CLUSTER_ROLE", default="ai-factory-portal-tenant-secrets"
+)
 FLEET_SIMULATED_READY_SECONDS = env.float("FLEET_SIMULATED_READY_SECONDS", default=20.0)
 
 # Tenants on the cluster: who may reach a tenant's pods, and what its Keycloak group may do.

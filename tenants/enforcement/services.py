@@ -102,6 +102,8 @@ def tenant_spec(*, tenant: Tenant) -> TenantSpec:
         cohort_lendable=_cohort_lendable(tenant),
         ingress_namespace=settings.TENANT_INGRESS_NAMESPACE,
         edit_role=settings.TENANT_EDIT_CLUSTER_ROLE,
+        portal_account=(settings.FLEET_SERVICE_ACCOUNT, settings.FLEET_SERVICE_ACCOUNT_NAMESPACE),
+        secrets_role=settings.FLEET_SECRETS_CLUSTER_ROLE,
     )
 
 

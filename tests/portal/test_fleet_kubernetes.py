@@ -167,7 +167,7 @@ def test_list_is_scoped_by_namespace_and_label_selector(kube_gateway, kube_emula
     assert all(o["apiVersion"] == "serving.kserve.io/v1beta1" for o in everywhere)
     assert kube_emulator.requests(
         "GET", "/apis/serving.kserve.io/v1beta1/namespaces/acme/inferenceservices"
-    )[-1].params == {"labelSelector": "team=nlp"}
+    )[-1].params == {"labelSelector": "team=nlp", "limit": "500"}
 
 
 def test_delete_treats_an_already_missing_object_as_done(kube_gateway, kube_emulator):

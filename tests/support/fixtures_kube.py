@@ -6,6 +6,9 @@ Import them into a conftest.py:
     )
 """
 
+import contextlib
+import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,17 +29,41 @@ def kube_emulator() -> Iterator[KubeEmulator]:
 
 
 @pytest.fixture
-def kube_gateway(kube_emulator: KubeEmulator, tmp_path: Path) -> Iterator[KubernetesFleetGateway]:
-    """The real Kubernetes gateway, pointed at `kube_emulator`; `get_gateway()` returns it."""
+def kube_gateway(
+    kube_emulator: KubeEmulator, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[KubernetesFleetGateway]:
+    """The real Kubernetes gateway, pointed at `kube_emulator`; `get_gateway()` returns it.
+    With KUBE_CALL_LOG_DIR set, the requests it makes are logged there for the RBAC check."""
     gateway = KubernetesFleetGateway(
         api_client=kube_emulator.api_client(),
         request_timeout=2.0,
         # Per test: ports are reused across runs, and discovery caches per host:port.
         discovery_cache_file=str(tmp_path / "kube-discovery.json"),
     )
-    with gateway_override(gateway):
+    log_dir = os.environ.get(CALL_LOG_ENV)
+    recording = kube_emulator.recording() if log_dir else contextlib.nullcontext([])
+    with gateway_override(gateway), recording as calls:
         yield gateway
     gateway.api_client.close()
+    if log_dir:
+        write_call_log(Path(log_dir), request.node.nodeid, calls)
+
+
+CALL_LOG_ENV = "KUBE_CALL_LOG_DIR"
+
+
+def write_call_log(directory: Path, test: str, calls: list) -> None:
+    """Append the kubernetes client's requests (not a test's own) to this process's log."""
+    directory.mkdir(parents=True, exist_ok=True)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with (directory / f"{worker}.jsonl").open("a") as log:
+        for call in calls:
+            if call.agent.startswith("OpenAPI-Generator"):
+                role = (call.data or {}).get("roleRef") if isinstance(call.data, dict) else None
+                entry = {"test": test, "method": call.method, "path": call.path,
+                         "params": call.params, "created": call.created,
+                         "data": {"roleRef": role} if role else None}
+                log.write(json.dumps(entry) + "\n")
 
 
 @pytest.fixture
@@ -70,3 +97,30 @@ def fleet_clock(simulated_gateway: SimulatedFleetGateway, monkeypatch) -> FleetC
     clock = FleetClock()
     monkeypatch.setattr("demo.fleet.simulated.timezone", clock)
     return clock
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A run's call log starts empty (workers only write once their tests have run)."""
+    directory = os.environ.get(CALL_LOG_ENV)
+    if directory and not hasattr(session.config, "workerinput"):
+        for log in Path(directory).glob("*.jsonl"):
+            log.unlink()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """With KUBE_CALL_LOG_DIR set, the run fails if any logged call is not granted by
+    deploy/base/rbac (checked once, by the process that ran or coordinated every test)."""
+    directory = os.environ.get(CALL_LOG_ENV)
+    if not directory or hasattr(session.config, "workerinput"):
+        return
+    from tests.deploy.rbac_rules import refused_in_logs
+
+    refused = refused_in_logs(Path(directory))
+    if refused:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.line("")
+            reporter.write_line("Kubernetes calls deploy/base/rbac does not grant:", red=True)
+            for line in refused:
+                reporter.write_line(f"  {line}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -12,6 +12,7 @@ no controllers: a test plays them. The fixes touch kmock's private parts: pin km
 
 from __future__ import annotations
 
+import base64
 import copy
 import datetime
 import gzip
@@ -148,6 +149,8 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
     _resource_version: int = 0
     # Predicates for injected rejections: a request they match is answered but not applied.
     vetoes: list[Callable[[kmock.Request], bool]] = attrs.field(factory=list)
+    # Called with every request before it is served (the RBAC test records calls).
+    call_hooks: list[Callable[[kmock.Request], None]] = attrs.field(factory=list)
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -216,6 +219,13 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
         namespace = request.namespace or (request.data or {}).get("metadata", {}).get("namespace")
         return request.resource, namespace if info is None or info.namespaced else None, name
 
+    def holds(self, request: kmock.Request) -> bool:
+        """Whether the object a request names exists (not deleted) now."""
+        if request.resource is None or not request.resource.plural:
+            return False
+        key = self._key(request)
+        return key in self.objects and not self.objects[key].deleted
+
     def _stored(self, request: kmock.Request) -> dict[str, Any]:
         return self.objects[self._key(request)].raw
 
@@ -253,6 +263,8 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
         return body
 
     async def _handle(self, request: kmock.Request) -> Any:
+        for hook in self.call_hooks:  # before any change: it may ask what exists now
+            hook(request)
         writes = {"POST", "PUT", "PATCH", "DELETE"}
         if request.resource is not None and request.resource.plural and request.method in writes:
             async with self._lock:
@@ -356,14 +368,10 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
         if info is None:
             raise kmock.KubernetesResourceNotFoundError()
         resource = request.resource
-        fields = dict(
-            term.split("=", 1)
-            for term in (request.params.get("fieldSelector") or "").split(",")
-            if "=" in term
-        )
+        fields = _field_terms(request.params.get("fieldSelector"), info.kind)
         async with self._lock:
             items = []
-            for (res, namespace, name), obj in self.objects.items():
+            for (res, namespace, _name), obj in self.objects.items():
                 if res != resource or obj.deleted:
                     continue
                 if request.namespace is not None and namespace != request.namespace:
@@ -371,16 +379,71 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
                 meta = obj.raw.get("metadata", {})
                 if not _selected(request.params.get("labelSelector"), meta.get("labels") or {}):
                     continue
-                if any(
-                    {"metadata.name": name, "metadata.namespace": namespace}.get(f) != v
-                    for f, v in fields.items()
-                ):
+                if not all(_field_value(obj.raw, f) == v for f, v in fields.items()):
                     continue
                 items.append(obj.raw)
+        items.sort(key=lambda item: _list_key(item))
+        metadata = {"resourceVersion": str(self._resource_version)}
+        items, metadata = _page(items, request.params, metadata)
         group = f"{resource.group}/" if resource.group else ""
         return {
             "apiVersion": f"{group}{resource.version}",
             "kind": f"{info.kind}List",
-            "metadata": {"resourceVersion": str(self._resource_version)},
+            "metadata": metadata,
             "items": items,
         }
+
+
+# Field selectors the API server serves: every kind's metadata, and a Pod's node and phase.
+_FIELDS = {"metadata.name", "metadata.namespace"}
+_POD_FIELDS = {"spec.nodeName", "status.phase"}
+
+
+def _field_terms(selector: str | None, kind: str | None) -> dict[str, str]:
+    """`a=b,c==d` as {field: value}; a field the kind cannot be selected on is a 400."""
+    fields = {}
+    for term in (selector or "").split(","):
+        if not term.strip():
+            continue
+        field, _, value = term.replace("==", "=").partition("=")
+        if field.strip() not in _FIELDS | (_POD_FIELDS if kind == "Pod" else set()):
+            raise kmock.KubernetesError(
+                status=400, reason="BadRequest",
+                message=f'field label not supported: {field.strip()}',
+            )
+        fields[field.strip()] = value.strip()
+    return fields
+
+
+def _field_value(obj: dict[str, Any], path: str) -> str:
+    value: Any = obj
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return "" if value is None else str(value)
+
+
+def _list_key(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
+
+
+def _page(
+    items: list[dict[str, Any]], params: Any, metadata: dict[str, Any]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One page of a key-ordered list: `continue` is the last key served (opaque to clients, as
+    the API server's is), `limit` the page's size; the last page carries no token."""
+    token = params.get("continue")
+    if token:
+        try:
+            after = base64.urlsafe_b64decode(token.encode()).decode()
+        except ValueError as exc:
+            raise kmock.KubernetesError(
+                status=400, reason="BadRequest", message="invalid continue token"
+            ) from exc
+        items = [item for item in items if _list_key(item) > after]
+    limit = int(params.get("limit") or 0)
+    if limit <= 0 or len(items) <= limit:
+        return items, metadata
+    page = items[:limit]
+    token = base64.urlsafe_b64encode(_list_key(page[-1]).encode()).decode()
+    return page, {**metadata, "continue": token, "remainingItemCount": len(items) - limit}

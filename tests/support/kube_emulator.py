@@ -24,7 +24,9 @@ from kubernetes import client
 
 from .kube_api import PortalKubeEmulator, merge_patch, status_body
 
-__all__ = ["KubeEmulator", "PortalKubeEmulator", "SeenRequest", "running_kube_emulator"]
+__all__ = [
+    "KubeEmulator", "PortalKubeEmulator", "SeenCall", "SeenRequest", "running_kube_emulator",
+]
 
 
 def _matches(request: kmock.Request, method: str, path: str | re.Pattern[str]) -> bool:
@@ -42,6 +44,19 @@ class SeenRequest:
     params: dict[str, str]
     content_type: str
     data: Any
+
+
+@dataclass(frozen=True)
+class SeenCall:
+    """One request as the API server's authorizer sees it: method, path, query, and whether it
+    created an object (server-side apply that creates is also authorized as `create`)."""
+
+    method: str
+    path: str
+    params: dict[str, str]
+    created: bool
+    data: Any = None
+    agent: str = ""  # User-Agent: the kubernetes client's, or a test playing a controller
 
 
 class KubeEmulator:
@@ -238,6 +253,27 @@ class KubeEmulator:
             for r in seen
             if (method is None or r.method == method.upper()) and (path is None or r.path == path)
         ]
+
+    @contextmanager
+    def recording(self) -> Iterator[list[SeenCall]]:
+        """Every request made inside the block, in order, with whether it created an object."""
+        calls: list[SeenCall] = []
+
+        def record(request: kmock.Request) -> None:
+            headers = {k.lower(): v for k, v in request.headers.items()}
+            # The API server asks for `create` too when a server-side apply finds no object.
+            applying = "apply-patch" in headers.get("content-type", "")
+            created = request.method == "PATCH" and applying and not self.handler.holds(request)
+            calls.append(SeenCall(method=str(request.method.value), path=request.url.path,
+                                  params=dict(request.params), created=created,
+                                  data=request.data, agent=headers.get("user-agent", "")))
+
+        assert self.handler is not None
+        self._in_loop(lambda: self.handler.call_hooks.append(record))
+        try:
+            yield calls
+        finally:
+            self._in_loop(lambda: self.handler.call_hooks.remove(record))
 
     def _react(self, method: str, path: str | re.Pattern[str], payload: Any) -> None:
         def register() -> None:

@@ -307,7 +307,7 @@ def test_network_policy_denies_all_but_the_tenant_itself_the_ingress_gateway_and
 
 
 def test_role_bindings_give_owner_and_member_groups_edit_and_viewers_view():
-    edit, view = _by_kind(tenant_manifests(SHARED))["RoleBinding"]
+    edit, view, _portal = _by_kind(tenant_manifests(SHARED))["RoleBinding"]
     assert edit["metadata"]["namespace"] == view["metadata"]["namespace"] == "tenant-nova"
     assert edit["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
@@ -321,6 +321,16 @@ def test_role_bindings_give_owner_and_member_groups_edit_and_viewers_view():
     assert view["subjects"] == [
         {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
          "name": "oidc:/tenants/nova/viewer"}
+    ]
+
+
+def test_the_portal_reads_secrets_in_the_tenants_namespace_through_a_binding_of_its_own():
+    *_, portal = _by_kind(tenant_manifests(SHARED))["RoleBinding"]
+    assert portal["metadata"]["namespace"] == "tenant-nova"
+    assert portal["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                 "name": "ai-factory-portal-tenant-secrets"}
+    assert portal["subjects"] == [
+        {"kind": "ServiceAccount", "name": "portal", "namespace": "ai-factory-portal"}
     ]
 
 

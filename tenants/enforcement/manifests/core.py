@@ -15,6 +15,7 @@ from .spec import (
     LIMIT_RANGE,
     NAMESPACE_NAME_LABEL,
     NETWORK_POLICY,
+    PORTAL_ROLE_BINDING,
     RESOURCE_QUOTA,
     ROLE_BINDING,
     VIEW_ROLE_BINDING,
@@ -177,8 +178,15 @@ def _binding(name: str, role: str, groups: tuple[str, ...], spec: TenantSpec) ->
 
 
 def role_binding_manifests(spec: TenantSpec) -> list[Manifest]:
-    """Owners and members edit the namespace; viewers only read it."""
+    """Owners and members edit the namespace; viewers only read it; the portal's own account
+    handles the Secrets of its workloads here (vCluster kubeconfigs, Slurm keys)."""
+    account, account_namespace = spec.portal_account
+    portal = _binding(PORTAL_ROLE_BINDING, spec.secrets_role, (), spec)
+    portal["subjects"] = [
+        {"kind": "ServiceAccount", "name": account, "namespace": account_namespace}
+    ]
     return [
         _binding(ROLE_BINDING, spec.edit_role, spec.edit_groups, spec),
         _binding(VIEW_ROLE_BINDING, spec.view_role, spec.view_groups, spec),
+        portal,
     ]

@@ -22,6 +22,7 @@ LIMIT_RANGE = "tenant-defaults"
 NETWORK_POLICY = "tenant-isolation"
 ROLE_BINDING = "tenant-edit"
 VIEW_ROLE_BINDING = "tenant-view"
+PORTAL_ROLE_BINDING = "ai-factory-portal-secrets"
 
 # Workload kinds counted by ResourceQuota object counts (`count/<plural>.<group>`).
 COUNT_RESOURCES: dict[str, str] = {
@@ -64,6 +65,10 @@ class TenantSpec:
     ingress_namespace: str = "ingress-gateway"
     edit_role: str = "edit"
     view_role: str = "view"
+    # The portal's own ServiceAccount (name, namespace) and the ClusterRole that lets it handle
+    # Secrets in this namespace only (it holds no cluster-wide right on Secrets).
+    portal_account: tuple[str, str] = ("portal", "ai-factory-portal")
+    secrets_role: str = "ai-factory-portal-tenant-secrets"
 
     @property
     def namespace(self) -> str:

@@ -7,9 +7,10 @@ confirmed gone. `workload_observe` reads its objects back (by the owner labels) 
 lifecycle as the cluster reports it. Both are safe to run twice, late or after a crash.
 
 `workloads_observe_sweep` (beat, every few seconds) observes every live workload with one list
-per owned kind across the cluster, writes the workloads whose state changed and records its own
-time once (`ObserveSweep`); `workloads_reconcile_sweep` (beat) re-queues every workload whose
-desired state is not yet applied, and every deletion still in progress.
+per owned kind across the cluster (Secrets: one per tenant namespace, docs/rbac.md), writes
+the workloads whose state changed and records its own time once (`ObserveSweep`);
+`workloads_reconcile_sweep` (beat) re-queues every workload whose desired state is not yet
+applied, and every deletion still in progress.
 
 Objects that carry an ownerReference belong to their owner (the VMI KubeVirt makes from a VM,
 the pods an operator runs): they are observed, never pruned or deleted directly.
@@ -151,6 +152,10 @@ def _record_apply_failure(workload_id: int, error: FleetError) -> None:
 MAX_SELECTED_IDS = 100
 
 
+# Read only inside tenants' namespaces (no cluster-wide Secrets in the portal's RBAC).
+NAMESPACE_READ_KINDS = frozenset({("v1", "Secret")})
+
+
 def _selector(workload_ids: Iterable[int]) -> str:
     ids = sorted(set(workload_ids))
     if len(ids) > MAX_SELECTED_IDS:
@@ -168,8 +173,11 @@ def _owned_objects(gateway: FleetGateway, workloads: list[Workload]) -> dict[int
     namespaces = {w.tenant.namespace for w in workloads}
     namespace = namespaces.pop() if len(namespaces) == 1 else None
     selector = _selector(w.pk for w in workloads)
-    for api_version, kind in sorted(kinds):
-        for obj in gateway.list(api_version=api_version, kind=kind, namespace=namespace,
+    lists = [(*k, ns) for k in sorted(kinds) for ns in (
+        sorted({w.tenant.namespace for w in workloads if k in w.kind_entry.module.OWNED_KINDS})
+        if namespace is None and k in NAMESPACE_READ_KINDS else [namespace])]
+    for api_version, kind, scope in lists:
+        for obj in gateway.list(api_version=api_version, kind=kind, namespace=scope,
                                 label_selector=selector):
             labels = (obj.get("metadata") or {}).get("labels") or {}
             try:
