@@ -95,7 +95,7 @@ test-smoke: install-test
 	venv=.venv-$$version; \
 	echo "Smoke tests on Python $$version ($$interpreter) in $$venv"; \
 	test -x $$venv/bin/python || $(VENV)/bin/uv venv --quiet --python "$$interpreter" $$venv; \
-	VIRTUAL_ENV=$$venv $(VENV)/bin/uv pip sync --quiet --require-hashes $(TEST_LOCK); \
+	VIRTUAL_ENV=$$venv $(VENV)/bin/uv pip sync --quiet --require-hashes --only-binary :all: $(TEST_LOCK); \
 	VIRTUAL_ENV=$$venv $(VENV)/bin/uv pip install --quiet --no-deps --no-build-isolation -e .; \
 	DATABASE_URL=$(TEST_DATABASE_URL) TEST_REDIS_URL=$(TEST_REDIS_URL) DJANGO_ALLOW_ASYNC_UNSAFE=true \
 	  $$venv/bin/python -m pytest -n 0 $(SMOKE_TESTS) $(PYTEST_ARGS)
