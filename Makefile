@@ -84,13 +84,14 @@ test: install-test
 
 # A few fast, meaningful test files (settings, an API, a workload kind's manifests, billing's
 # calculations) on another Python, in its own venv (.venv-3.12, ...) installed from the test lock
-# with uv: `make test-smoke PYTHON=python3.13`. The whole suite runs on $(PYTHON)'s default.
+# with uv: `make test-smoke SMOKE_PYTHON=python3.13`. `make test` runs the whole suite on $(PYTHON).
+SMOKE_PYTHON ?= python3.12
 SMOKE_TESTS := tests/portal/test_configuration.py \
   tests/portal/test_settings.py::test_check_deploy_is_clean_in_production tests/tenants/test_api.py \
   tests/tenants/workloads/test_kind_inference.py tests/billing/test_properties.py
 test-smoke: install-test
 	@set -euo pipefail; \
-	interpreter=$$(.ci/find-python $(PYTHON)); \
+	interpreter=$$(.ci/find-python $(SMOKE_PYTHON)); \
 	version=$$($$interpreter -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
 	venv=.venv-$$version; \
 	echo "Smoke tests on Python $$version ($$interpreter) in $$venv"; \
