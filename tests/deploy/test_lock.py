@@ -105,3 +105,13 @@ def test_requires_python_and_the_classifiers_name_the_same_pythons():
     classifiers = PYPROJECT["project"]["classifiers"]
     declared = {c.rsplit(" :: ", 1)[1] for c in classifiers if re.search(r"Python :: 3\.\d+$", c)}
     assert declared == set(SUPPORTED)
+
+
+def test_ci_runs_the_whole_suite_on_one_python_and_the_smoke_subset_on_the_others():
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert "make test" in ci
+    for version in SUPPORTED[1:]:
+        assert f"make test-smoke SMOKE_PYTHON=python{version}" in ci
+    makefile = (ROOT / "Makefile").read_text()
+    assert f"PYTHON ?= python{SUPPORTED[0]}" in makefile
+    assert "--require-hashes --only-binary :all: $(TEST_LOCK)" in makefile
