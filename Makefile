@@ -14,16 +14,24 @@ TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 TEST_WORKERS ?= auto
 TEST_DEBIAN_PACKAGES := chromium prometheus poppler-utils
 
-.PHONY: demo serve install install-test debian-packages test lint docs bench clean prod-local
+.PHONY: demo serve install install-test debian-packages test test-smoke lint docs bench clean \
+  lock lock-upgrade image-check prod-local
 
-$(VENV)/.installed: pyproject.toml
+# Dependencies come from the lock files (requirements/, every file hash-checked; `make lock`
+# writes them), then the project itself without dependencies and without build isolation (its
+# build backend is in the lock too).
+RUNTIME_LOCK := requirements/runtime.txt
+TEST_LOCK := requirements/test.txt
+PIP_LOCKED := -m pip install --quiet --require-hashes --no-deps
+
+$(VENV)/.installed: $(RUNTIME_LOCK)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	$(PY) $(PIP_LOCKED) -r $(RUNTIME_LOCK)
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
-$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
-	$(PY) -m pip install --quiet -e '.[test,docs]'
+$(VENV)/.installed-test: $(VENV)/.installed $(TEST_LOCK)
+	$(PY) $(PIP_LOCKED) -r $(TEST_LOCK)
 	touch $@
 
 # A development checkout keeps its own secret key in .env, written once.
@@ -81,6 +89,54 @@ test: install-test
 	DATABASE_URL=$(TEST_DATABASE_URL) TEST_REDIS_URL=$(TEST_REDIS_URL) DJANGO_ALLOW_ASYNC_UNSAFE=true \
 	  $(VENV)/bin/pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
+# A few fast, meaningful test files (settings, an API, a workload kind's manifests, billing's
+# calculations) on another Python, in its own venv (.venv-3.12, ...) installed from the test lock
+# with uv: `make test-smoke SMOKE_PYTHON=python3.13`. `make test` runs the whole suite on $(PYTHON).
+SMOKE_PYTHON ?= python3.12
+SMOKE_TESTS := tests/portal/test_configuration.py \
+  tests/portal/test_settings.py::test_check_deploy_is_clean_in_production tests/tenants/test_api.py \
+  tests/tenants/workloads/test_kind_inference.py tests/billing/test_properties.py
+test-smoke: install-test
+	@set -euo pipefail; \
+	interpreter=$$(.ci/find-python $(SMOKE_PYTHON)); \
+	version=$$($$interpreter -c 'import sys; print("%d.%d" % sys.version_info[:2])'); \
+	venv=.venv-$$version; \
+	echo "Smoke tests on Python $$version ($$interpreter) in $$venv"; \
+	test -x $$venv/bin/python || $(VENV)/bin/uv venv --quiet --python "$$interpreter" $$venv; \
+	VIRTUAL_ENV=$$venv $(VENV)/bin/uv pip sync --quiet --require-hashes --only-binary :all: $(TEST_LOCK); \
+	VIRTUAL_ENV=$$venv $(VENV)/bin/uv pip install --quiet --no-deps --no-build-isolation -e .; \
+	DATABASE_URL=$(TEST_DATABASE_URL) TEST_REDIS_URL=$(TEST_REDIS_URL) DJANGO_ALLOW_ASYNC_UNSAFE=true \
+	  $$venv/bin/python -m pytest -n 0 $(SMOKE_TESTS) $(PYTEST_ARGS)
+
+# The lock files, resolved together for every supported Python (--universal) so that the image's
+# runtime lock and the suite's test lock agree: `make lock` after changing a pin in pyproject.toml
+# (it keeps every other version), `make lock-upgrade` to move everything to the newest allowed.
+UV_COMPILE = $(VENV)/bin/uv pip compile --quiet --universal --generate-hashes $(LOCK_ARGS)
+lock: $(VENV)/.installed-test
+	$(UV_COMPILE) --python-version 3.11.5 --extra test --extra docs pyproject.toml \
+	  requirements/build.in -o $(TEST_LOCK)
+	$(UV_COMPILE) --python-version 3.11 --constraint $(TEST_LOCK) pyproject.toml \
+	  requirements/build.in -o $(RUNTIME_LOCK)
+lock-upgrade:
+	$(MAKE) lock LOCK_ARGS=--upgrade
+
+# What deploy/Containerfile does, without a container: deploy/image/install.sh into a clean
+# temporary venv and app folder, then Django's deployment checks from there in the production
+# posture (a throwaway key; the suite's services), and the static files' manifest.
+IMAGE_CHECK_DIR ?= $(or $(TMPDIR),/tmp)/portal-image-check
+IMAGE_CHECK_ENV := PORTAL_ENV=production ALLOWED_HOSTS=portal.example.com \
+  DATABASE_URL=$(TEST_DATABASE_URL) CELERY_BROKER_URL=$(TEST_REDIS_URL) \
+  CACHE_URL=$(subst redis://,rediscache://,$(TEST_REDIS_URL))
+image-check:
+	rm -rf $(IMAGE_CHECK_DIR)
+	PYTHON=$(PYTHON) deploy/image/install.sh deps $(IMAGE_CHECK_DIR)/venv
+	deploy/image/install.sh app $(IMAGE_CHECK_DIR)/venv $(IMAGE_CHECK_DIR)/app
+	cd $(IMAGE_CHECK_DIR)/app && env -i PATH=/usr/bin:/bin $(IMAGE_CHECK_ENV) \
+	  SECRET_KEY=$$($(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))') \
+	  $(IMAGE_CHECK_DIR)/venv/bin/python manage.py check --deploy --fail-level WARNING
+	test -f $(IMAGE_CHECK_DIR)/app/staticfiles/staticfiles.json
+	rm -rf $(IMAGE_CHECK_DIR)
+
 # The documentation site (MkDocs, Material theme) from docs/ into site/; the suite builds it with
 # --strict too (tests/test_docs.py), so a broken link or a page left out of the nav fails it.
 docs: $(VENV)/.installed-test
@@ -100,4 +156,4 @@ bench: $(VENV)/.installed-test .env  # the provisioning run uses the tests' Kube
 	$(PY) -m bench.publish $(BENCH_OUT)/results.json $(BENCH_RESULTS_PAGE)
 
 clean:
-	rm -rf $(VENV) staticfiles artifacts site
+	rm -rf $(VENV) .venv-3.* staticfiles artifacts site
