@@ -5,7 +5,7 @@ from typing import Any
 from django.db import models
 
 from .models import AuditEvent
-from .request_context import current_request_id
+from .request_context import current_request_id, note_tenant
 
 
 def audit(
@@ -19,6 +19,7 @@ def audit(
     """Record `actor` doing `action` to `obj` (within `tenant`, by slug) with `changes`."""
     is_user = actor is not None and getattr(actor, "is_authenticated", False)
     tenant_slug = getattr(tenant, "slug", tenant) or ""
+    note_tenant(str(tenant_slug))
     return AuditEvent.objects.create(
         actor=actor if is_user else None,
         actor_repr=actor.get_username() if is_user else "system",

@@ -1,5 +1,10 @@
 """Prometheus metrics the portal adds to django-prometheus's request metrics.
 
+Under gunicorn each worker counts its own requests; with PROMETHEUS_MULTIPROC_DIR set (see
+portal/gunicorn_conf.py) every worker writes its counts to files there and a scrape sums them
+(`scrape_registry`). What is read at scrape time (task outcomes, queue lengths, beat, metering)
+is registered with `register_collector`, so it is exported in both modes.
+
 Celery task outcomes are counted where the task runs: in a worker process, not the web
 process that serves /metrics. With a Redis broker the workers add their counts to one hash in
 Redis and /metrics reads it, so the web process reports what every worker did. In eager mode
@@ -12,7 +17,7 @@ from collections import Counter
 
 from celery import signals
 from django.conf import settings
-from prometheus_client import REGISTRY
+from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
 from prometheus_client.core import CounterMetricFamily
 
 logger = logging.getLogger(__name__)
@@ -23,7 +28,7 @@ _lock = threading.Lock()
 _clients: dict = {}
 
 
-def _shared_redis():
+def broker_redis():
     """The broker's Redis when tasks run in workers; None in eager mode or with another broker."""
     url = settings.CELERY_BROKER_URL
     if settings.CELERY_TASK_ALWAYS_EAGER or not url.startswith(("redis://", "rediss://")):
@@ -36,7 +41,7 @@ def _shared_redis():
 
 
 def record_task_outcome(task: str, outcome: str) -> None:
-    client = _shared_redis()
+    client = broker_redis()
     if client is None:
         with _lock:
             _local[(task, outcome)] += 1
@@ -48,7 +53,7 @@ def record_task_outcome(task: str, outcome: str) -> None:
 
 
 def task_outcomes() -> dict[tuple[str, str], int]:
-    client = _shared_redis()
+    client = broker_redis()
     if client is None:
         with _lock:
             return dict(_local)
@@ -67,12 +72,18 @@ def task_outcomes() -> dict[tuple[str, str], int]:
 class TaskOutcomeCollector:
     """`portal_celery_task_outcomes_total{task, outcome}`: success, failure, retry."""
 
-    def collect(self):
-        family = CounterMetricFamily(
+    def family(self) -> CounterMetricFamily:
+        return CounterMetricFamily(
             "portal_celery_task_outcomes",
             "Celery task outcomes (success, failure, retry) by task.",
             labels=["task", "outcome"],
         )
+
+    def describe(self):  # registering reads nothing
+        yield self.family()
+
+    def collect(self):
+        family = self.family()
         for (task, outcome), count in sorted(task_outcomes().items()):
             family.add_metric([task, outcome], count)
         yield family
@@ -94,14 +105,36 @@ def _on_retry(sender=None, **kwargs) -> None:
     record_task_outcome(_name(sender), "retry")
 
 
-_registered = False
+# Collectors read at scrape time, by class: each is registered once per process.
+_scrape_collectors: dict[type, object] = {}
+
+
+def register_collector(collector) -> None:
+    """Export `collector` (read at scrape time) from /metrics, in either mode."""
+    if type(collector) in _scrape_collectors:
+        return
+    _scrape_collectors[type(collector)] = collector
+    REGISTRY.register(collector)
+
+
+def multiprocess_mode() -> bool:
+    return bool(settings.PROMETHEUS_MULTIPROC_DIR)
+
+
+def scrape_registry() -> CollectorRegistry:
+    """What /metrics exports: in multiprocess mode, every live and dead worker's counts summed
+    from the files plus the collectors read at scrape time; else this process's registry."""
+    if not multiprocess_mode():
+        return REGISTRY
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    for collector in _scrape_collectors.values():
+        registry.register(collector)
+    return registry
 
 
 def connect_celery_signals() -> None:
-    global _registered
     signals.task_success.connect(_on_success, weak=False, dispatch_uid="portal_task_success")
     signals.task_failure.connect(_on_failure, weak=False, dispatch_uid="portal_task_failure")
     signals.task_retry.connect(_on_retry, weak=False, dispatch_uid="portal_task_retry")
-    if not _registered:
-        REGISTRY.register(TaskOutcomeCollector())
-        _registered = True
+    register_collector(TaskOutcomeCollector())

@@ -10,7 +10,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from .error_responses import error_response, is_api_request, request_too_large
 from .errors import DomainError
 from .queueing import DEFERRED_NOTICE, deferred_tasks
-from .request_context import current_request_id
+from .request_context import current_request, current_request_id, current_tenant
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -27,11 +27,16 @@ class RequestIdMiddleware:
         incoming = request.headers.get("X-Request-ID", "")
         request_id = incoming if _SAFE_ID.match(incoming) else uuid.uuid4().hex
         request.request_id = request_id
-        token = current_request_id.set(request_id)
+        tokens = (
+            (current_request_id, current_request_id.set(request_id)),
+            (current_request, current_request.set(request)),
+            (current_tenant, current_tenant.set("")),
+        )
         try:
             response = self.get_response(request)
         finally:
-            current_request_id.reset(token)
+            for var, token in tokens:
+                var.reset(token)
         response["X-Request-ID"] = request_id
         return response
 

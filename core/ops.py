@@ -23,9 +23,10 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
-from django_prometheus.exports import ExportToDjangoView
 from kombu import Connection
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from .metrics import scrape_registry
 from .redis_cache import cache_ping
 
 
@@ -135,4 +136,4 @@ def metrics(request: HttpRequest) -> HttpResponse:
         )
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
-    return ExportToDjangoView(request)
+    return HttpResponse(generate_latest(scrape_registry()), content_type=CONTENT_TYPE_LATEST)

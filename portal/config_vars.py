@@ -58,7 +58,22 @@ SECTIONS = (
             Var("TIME_ZONE", "UTC",
                 "time zone for display and Celery's schedule"),
             Var("LOG_LEVEL", "INFO",
-                "root log level (logs go to stdout)"),
+                "root log level"),
+            Var("LOG_FORMAT", "",
+                "`json`: one JSON object a line on stdout (time, level, logger, message, "
+                "`request_id`, `user`, `tenant`); `text`: plain lines on stderr",
+                shown="`json` in production, `text` in development"),
+            Var("PROMETHEUS_MULTIPROC_DIR", "",
+                "a writable, empty directory (e.g. `/tmp/metrics`, on the web pod's emptyDir) "
+                "where each gunicorn worker writes its metrics, so that one scrape of `/metrics` "
+                "sums them all; gunicorn's config (`portal/gunicorn_conf.py`) creates and empties "
+                "it at start. Set it for the web process only; empty: each process counts alone"),
+            Var("OTEL_EXPORTER_OTLP_ENDPOINT", "",
+                "an OpenTelemetry collector's OTLP/HTTP base URL, e.g. "
+                "`http://otel-collector:4318`: requests, SQL, Celery tasks and the calls out are "
+                "traced and sent to `<endpoint>/v1/traces`; empty: no tracing"),
+            Var("OTEL_SERVICE_NAME", "ai-factory-portal",
+                "the `service.name` of the portal's spans"),
         ),
     ),
     Section(

@@ -10,14 +10,36 @@ resolvers' caches, serializers' fields, the admin's cached parts) is frozen too:
 collects and freezes again after its 1st, 2nd, 4th … 512th request, so a full collection later
 walks only what requests leave behind (about 20 → 4 ms each at fleet scale).
 Command-line options (bind, workers, timeout) still apply on top of these.
+
+With PROMETHEUS_MULTIPROC_DIR set, every worker writes its metrics to files in that directory
+and /metrics sums them all (core.metrics.scrape_registry), so a scrape is true whichever worker
+answers it. The master empties the directory when it reads this file, before it loads the
+application (a restarted container keeps its /tmp), and marks each dead worker's gauges gone.
 """
 
 from __future__ import annotations
 
 import gc
+import os
+from pathlib import Path
 from typing import Any
 
 preload_app = True
+
+
+def _prepare_multiprocess_dir() -> None:
+    """An empty metrics directory before any metric exists: counts left by an earlier run's
+    workers would be summed into this run's."""
+    path = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not path:
+        return
+    directory = Path(path)
+    directory.mkdir(parents=True, exist_ok=True)
+    for leftover in directory.glob("*.db"):
+        leftover.unlink(missing_ok=True)
+
+
+_prepare_multiprocess_dir()
 
 
 def when_ready(server: Any) -> None:
@@ -34,6 +56,14 @@ def pre_fork(server: Any, worker: Any) -> None:
 
 def post_fork(server: Any, worker: Any) -> None:
     gc.freeze()
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        # Its counters stay summed; its gauges of the live modes are dropped.
+        multiprocess.mark_process_dead(worker.pid)
 
 
 # After which of its requests a worker collects and freezes what it keeps (a bounded number of

@@ -7,6 +7,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 
 from core.paging import url_maker
+from core.request_context import note_tenant
 
 from .access.models import Membership, Tenant
 from .access.rules import access_for, tenant_get_for_user, tenants_visible_to
@@ -43,6 +44,7 @@ def tenant_page(request, slug, page: str, *, tenant: Tenant | None = None):
     # (three statements on every tenant page).
     if request.session.get(CURRENT_TENANT_KEY) != tenant.slug:
         request.session[CURRENT_TENANT_KEY] = tenant.slug
+    note_tenant(tenant.slug)  # the request's later log lines name it
     role = access_for(request.user).tenant_roles.get(tenant.pk)
     platform_admin = access_for(request.user).platform_admin
     return tenant, {

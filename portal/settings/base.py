@@ -47,6 +47,10 @@ PRODUCTION = PORTAL_ENV == "production"
 # production reads the real process environment only.
 if not PRODUCTION and (BASE_DIR / ".env").exists():
     environ.Env.read_env(BASE_DIR / ".env")
+# prometheus_client takes this variable's presence, even empty, for multiprocess mode (and
+# would write its files to the working directory): empty means unset here, as everywhere.
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR") == "":
+    del os.environ["PROMETHEUS_MULTIPROC_DIR"]
 
 SECRET_KEY = env.str("SECRET_KEY")
 # Off unless a developer asks: with DEBUG on, a missing page shows Django's technical 404 (URL
@@ -256,9 +260,15 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {
     "interval_max": 0.5,
 }
 CELERY_BROKER_CONNECTION_TIMEOUT = 3
+# A worker logs through the handler above (LOG_FORMAT, the request id of the task's request)
+# instead of replacing it with Celery's own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # django-celery-beat's scheduler behind beat's own lock in Redis (core.beat_lock): one beat sends.
 CELERY_BEAT_SCHEDULER = "core.beat_lock:LockedDatabaseScheduler"
 BEAT_LOCK_TTL_SECONDS = env.int("BEAT_LOCK_TTL_SECONDS", default=30)
+# Beat writes each entry's last run to its table after every task it sends (not every three
+# minutes): /metrics reads it there (portal_beat_last_run_timestamp_seconds).
+CELERY_BEAT_SYNC_EVERY = 1
 CELERY_BEAT_SCHEDULE: dict = {
     "clear-expired-sessions": {"task": "portal.tasks.clear_expired_sessions", "schedule": 86400.0},
     # Level-triggered tenant enforcement: retries failed applies and repairs drift.
@@ -308,14 +318,45 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
+# gunicorn's workers write their metrics here and /metrics sums them (portal/gunicorn_conf.py);
+# prometheus_client reads the variable itself, from the environment, when it starts.
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
+
+# Tracing (core.tracing): off unless a collector's OTLP/HTTP endpoint is named.
+OTEL_EXPORTER_OTLP_ENDPOINT = env.str("OTEL_EXPORTER_OTLP_ENDPOINT", default="")
+OTEL_SERVICE_NAME = env.str("OTEL_SERVICE_NAME", default="ai-factory-portal")
+
+# `json`: one JSON object a line on stdout (time, level, logger, message, request_id, user,
+# tenant, exc_info), for a log collector; `text`: a line a person reads, on stderr.
+LOG_FORMAT = env.str("LOG_FORMAT", default="json" if PRODUCTION else "text")
+if LOG_FORMAT not in {"json", "text"}:
+    raise environ.ImproperlyConfigured("LOG_FORMAT must be 'json' or 'text'.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": ["asctime", "levelname", "name", "message"],
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
     },
-    "filters": {"forbidden_in_one_line": {"()": "core.log_filters.ForbiddenInOneLine"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {
+        "forbidden_in_one_line": {"()": "core.log_filters.ForbiddenInOneLine"},
+        "request_context": {"()": "core.log_context.RequestContextFilter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["request_context"],
+            **(
+                {"formatter": "json", "stream": "ext://sys.stdout"}
+                if LOG_FORMAT == "json"
+                else {"formatter": "plain"}
+            ),
+        }
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {
         "axes": {"level": "WARNING"},

@@ -91,7 +91,8 @@ def wait_until(condition: Callable[[], object], *, timeout: float, every: float 
 
 @pytest.fixture
 def celery_worker(redis_url, transactional_db) -> Iterator[Callable[..., Worker]]:
-    """`celery_worker(**env)` starts a worker on this test's own queue (`.queue` names it)."""
+    """`celery_worker(loglevel=..., **env)` starts a worker on this test's own queue (`.queue`
+    names it)."""
     queue = f"test-{uuid.uuid4().hex[:8]}"
     db = settings.DATABASES["default"]
     base_env = os.environ | {
@@ -102,12 +103,12 @@ def celery_worker(redis_url, transactional_db) -> Iterator[Callable[..., Worker]
     }
     workers: list[Worker] = []
 
-    def start(**env: str) -> Worker:
+    def start(*, loglevel: str = "WARNING", **env: str) -> Worker:
         process = subprocess.Popen(
             [
                 sys.executable, "-m", "celery", "-A", "portal", "worker",
                 "--pool=solo", "--concurrency=1", "--without-heartbeat", "--without-gossip",
-                "--without-mingle", "-Q", queue, "--loglevel=WARNING",
+                "--without-mingle", "-Q", queue, f"--loglevel={loglevel}",
                 f"--hostname=test-{uuid.uuid4().hex[:6]}@%h",
             ],
             cwd=ROOT, env=base_env | env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

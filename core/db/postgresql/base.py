@@ -9,7 +9,9 @@ Django gives them: `datetime.UTC` with USE_TZ, naive without), from psycopg's co
 Django's loader, which raises Django's error as before; a DateStyle other than ISO is refused
 by both alike (NotImplementedError).
 
-Set as the ENGINE by the settings wherever DATABASE_URL names PostgreSQL.
+Built on django-prometheus's PostgreSQL backend, which counts connections, queries, their
+errors and durations for /metrics. Set as the ENGINE by the settings wherever DATABASE_URL
+names PostgreSQL.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import functools
 
 from django.db.backends.postgresql import base
 from django.db.backends.postgresql.psycopg_any import BaseTzLoader, is_psycopg3
+from django_prometheus.db.backends.postgresql import base as prometheus_base
 
 if is_psycopg3:
     import psycopg
@@ -58,7 +61,7 @@ if is_psycopg3:
         return CompiledTzLoader
 
 
-class DatabaseWrapper(base.DatabaseWrapper):
+class DatabaseWrapper(prometheus_base.DatabaseWrapper):
     def get_new_connection(self, conn_params):
         connection = super().get_new_connection(conn_params)
         if is_psycopg3:
