@@ -60,8 +60,11 @@ def install_release(emulator: Any, obj: dict[str, Any]) -> None:
         "lastAttemptedRevision": obj["spec"]["chart"]["spec"].get("version", ""),
         "conditions": [_ready(reason="InstallSucceeded", generation=generation),
                        _ready("Released", "InstallSucceeded", generation)],
-        "history": [{"chartName": "vcluster", "version": 1, "status": "deployed",
-                     "name": name, "namespace": namespace}],
+        "history": [{"chartName": "vcluster", "chartVersion": "0.36.1", "version": 1,
+                     "status": "deployed",
+                     "name": name, "namespace": namespace, "digest": "sha256:1f0c",
+                     "configDigest": "sha256:9ab2", "firstDeployed": "2026-12-01T10:00:00Z",
+                     "lastDeployed": "2026-12-01T10:00:00Z"}],
     }})
     kubeconfig = (
         "apiVersion: v1\nkind: Config\nclusters:\n- name: vc\n  cluster:\n"
@@ -90,8 +93,10 @@ def boot_vm(emulator: Any, obj: dict[str, Any]) -> None:
     address."""
     name, namespace, _ = _meta(obj)
     template = obj["spec"]["template"]["metadata"]
+    # KubeVirt's conditions carry no observedGeneration.
+    ready = {key: value for key, value in _ready().items() if key != "observedGeneration"}
     emulator.patch_object(*VIRTUAL_MACHINE, name, namespace, patch={"status": {
-        "printableStatus": "Running", "ready": True, "conditions": [_ready()]}})
+        "printableStatus": "Running", "ready": True, "conditions": [ready]}})
     emulator.put_object({
         "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
         "metadata": {"name": name, "namespace": namespace,
@@ -125,7 +130,8 @@ def run_slurm(emulator: Any, obj: dict[str, Any]) -> None:
     workers = int(obj["spec"].get("replicas") or 0)
     emulator.patch_object(*NODE_SET, name, namespace, patch={"status": {
         "replicas": workers, "readyReplicas": workers, "observedGeneration": generation,
-        "slurmIdle": workers}})
+        "slurmIdle": workers, "nodeSetHash": "5d8f7c6b9",
+        "selector": f"app.kubernetes.io/instance={name}"}})
 
 
 PLAYS: dict[tuple[str, str], Callable[[Any, dict[str, Any]], None]] = {
