@@ -128,3 +128,36 @@ def test_a_beat_whose_lock_was_taken_over_stops_sending_and_exits(beats, redis_u
     assert first.process.wait(timeout=15) == 0
     assert "held by other-host:1:abcd, not by this beat" in first.text()
     assert redis.Redis.from_url(redis_url).get(LOCK_KEY) == b"other-host:1:abcd"
+
+
+def test_a_second_scheduler_in_the_holding_process_shares_its_lock_and_releases_it(redis_url):
+    """Beat's SIGTERM handler may build a second scheduler while the first is being built: in
+    that process the lock is already its own, and closing either releases it."""
+    from core.beat_lock import BeatLock
+
+    client = redis.Redis.from_url(redis_url)
+    client.delete(LOCK_KEY)
+    first, second = BeatLock(redis_url, ttl=TTL), BeatLock(redis_url, ttl=TTL)
+    try:
+        assert first.try_acquire()
+        assert second.try_acquire()
+        client.set(LOCK_KEY, "elsewhere:1:0", px=TTL * 1000)  # another process's lock
+        assert not second.try_acquire()
+        client.set(LOCK_KEY, first.token, px=TTL * 1000)
+        second.release()
+        assert client.get(LOCK_KEY) is None
+    finally:
+        client.delete(LOCK_KEY)
+
+
+def test_a_standby_beat_stops_at_once_and_leaves_the_holders_lock(beats, redis_url):
+    first = beats("first")
+    wait_until(first.holds, timeout=20)
+    second = beats("second")
+    wait_until(lambda: "another beat holds the beat lock" in second.text(), timeout=20)
+    held = redis.Redis.from_url(redis_url).get(LOCK_KEY)
+
+    second.process.send_signal(signal.SIGTERM)
+    assert second.process.wait(timeout=5) == 0
+    assert redis.Redis.from_url(redis_url).get(LOCK_KEY) == held
+    assert first.process.poll() is None
