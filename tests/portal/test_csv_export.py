@@ -62,7 +62,9 @@ def test_no_module_writes_csv_but_through_core_csv_export():
     offenders = [
         str(path.relative_to(root))
         for path in root.rglob("*.py")
-        if not {".venv", "node_modules", "tests"} & set(path.relative_to(root).parts)
+        # The project's own code: not a virtualenv (.venv, .venv-3.12 …) or other dot-folder.
+        if not path.relative_to(root).parts[0].startswith(".")
+        and not {"node_modules", "tests"} & set(path.relative_to(root).parts)
         and path.relative_to(root) != Path("core/csv_export.py")
         and writers.search(path.read_text())
     ]
