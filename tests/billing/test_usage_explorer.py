@@ -123,7 +123,7 @@ def _chart_in_python(usage: UsageFilter, top: int = 8) -> DailyChart:
 
     from billing.selectors.explorer import hours as to_hours
     from billing.selectors.explorer.filters import _gpu_seconds, _resource_q, gpu_usage_days
-    from billing.selectors.explorer.usage import _series
+    from billing.selectors.explorer.usage import _series, gpu_usage_by_day
     from inventory import resource_classes
 
     model_of = Case(
@@ -153,6 +153,9 @@ def _chart_in_python(usage: UsageFilter, top: int = 8) -> DailyChart:
         by_model=_series(by_model, usage.days, models, top=top),
         by_tenant=_series(by_tenant, usage.days, names, top=top),
         total_gpu_hours=to_hours(total),
+        # The table's rows: every (tenant, class) pair, a HAMi memory-only one included.
+        tenant_classes=len({(row["tenant__slug"], row["resource"])
+                            for row in gpu_usage_by_day(usage)}),
     )
 
 

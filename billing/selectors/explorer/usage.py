@@ -114,6 +114,9 @@ class DailyChart:
     by_model: list[dict]
     by_tenant: list[dict]
     total_gpu_hours: Decimal
+    # (tenant, GPU class) pairs with usage in the range: the rows of
+    # `gpu_usage_by_tenant_and_class`, counted by the chart's query
+    tenant_classes: int = 0
 
 
 def _series(totals: dict[str, dict[date, float]], days: list[date], labels: dict[str, str],
@@ -131,13 +134,17 @@ def _series(totals: dict[str, dict[date, float]], days: list[date], labels: dict
     return series
 
 
-# GPU-seconds by (day, tenant, model) summed again in SQL: per model and day, per day for each
-# of the `top` tenants with the most GPU-seconds (ties by slug, in code-point order as Python
-# sorts) and for the rest together, and how many tenants there are. A few hundred rows
-# whatever the fleet, where the rows by (day, tenant, model) are tens of thousands a month.
+# The range's daily rows (one per day, tenant and GPU class) summed in SQL: GPU-seconds per
+# model and day, per day for each of the `top` tenants with the most GPU-seconds (ties by slug,
+# in code-point order as Python sorts) and for the rest together, how many tenants there are,
+# and how many (tenant, GPU class) pairs (the explorer table's rows). A few hundred rows
+# whatever the fleet, where the daily rows are tens of thousands a month.
 CHART_SQL = """
 WITH rows AS ({rows}),
-used AS (SELECT day, tenant_id, model, gpu_seconds FROM rows WHERE gpu_seconds <> 0),
+used AS (
+    SELECT day, tenant_id, model, SUM(gpu_seconds) AS gpu_seconds FROM rows
+    WHERE gpu_seconds <> 0 GROUP BY day, tenant_id, model
+),
 ranked AS (
     SELECT used.tenant_id, t.slug, t.name, SUM(used.gpu_seconds) AS total
     FROM used JOIN {tenants} t ON t.id = used.tenant_id
@@ -157,6 +164,8 @@ SELECT 2, '', '', 0.0, day, SUM(gpu_seconds) FROM used
 WHERE tenant_id NOT IN (SELECT tenant_id FROM top) GROUP BY day
 UNION ALL
 SELECT 3, '', '', 0.0, NULL, COUNT(*) FROM ranked
+UNION ALL
+SELECT 4, '', '', 0.0, NULL, COUNT(*) FROM (SELECT DISTINCT tenant_id, resource FROM rows) classes
 """
 CODE_POINTS = {"postgresql": '"C"', "sqlite": "BINARY"}
 
@@ -174,12 +183,12 @@ def gpu_hours_chart(usage: UsageFilter, *, top: int = 8) -> DailyChart:
         *[When(_resource_q(key), then=Value(key)) for key in resource_classes.GPU_MODELS],
         default=Value(""),
     )
+    # One row per day, tenant and class already (UsageDaily's key, of one source).
     rows = (
         gpu_usage_days(usage)
-        .annotate(model=model_of)
-        .values("day", "tenant_id", "model")
-        .annotate(gpu_seconds=Sum(_gpu_seconds("unit_seconds")))
         .order_by()
+        .values("day", "tenant_id", "resource")
+        .annotate(model=model_of, gpu_seconds=_gpu_seconds("unit_seconds"))
     )
     rows_sql, params = rows.query.sql_with_params()
     # Only Django's own SQL (its values passed as parameters) and quoted names go in.
@@ -192,7 +201,7 @@ def gpu_hours_chart(usage: UsageFilter, *, top: int = 8) -> DailyChart:
     ranks: dict[str, tuple[float, str]] = {}
     names: dict[str, str] = {}
     rest: dict[date, float] = {}
-    tenants = 0
+    tenants = tenant_classes = 0
     with connection.cursor() as cursor:
         cursor.execute(sql, (*params, top))
         for kind, key, label, total, day, gpu_seconds in cursor.fetchall():
@@ -203,8 +212,10 @@ def gpu_hours_chart(usage: UsageFilter, *, top: int = 8) -> DailyChart:
                 ranks[key], names[key] = (-total, key), label
             elif kind == 2:
                 rest[_day(day)] = gpu_seconds
-            else:
+            elif kind == 3:
                 tenants = int(gpu_seconds)
+            else:
+                tenant_classes = int(gpu_seconds)
     days = usage.days
     models = {key: model.display_name for key, model in resource_classes.GPU_MODELS.items()}
     models[""] = "Other GPU models"
@@ -221,4 +232,5 @@ def gpu_hours_chart(usage: UsageFilter, *, top: int = 8) -> DailyChart:
         by_model=_series(by_model, days, models, top=top),
         by_tenant=by_tenant,
         total_gpu_hours=hours(sum(sum(per_day.values()) for per_day in by_model.values())),
+        tenant_classes=tenant_classes,
     )
