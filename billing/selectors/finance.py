@@ -22,6 +22,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, RowNumber
 from django.http import Http404
+from django.utils import timezone
 
 from core.models import AuditEvent
 from tenants.access import access_for
@@ -44,6 +45,39 @@ def invoices_for_list(*, user) -> QuerySet[Invoice]:
         .select_related("tenant", "issued_by")
         .order_by("-period_start", "tenant_name", "-id")
     )
+
+
+# The fields a row of the finance invoice list shows (invoice_row_values).
+LIST_FIELDS = (
+    "id", "number", "status", "tenant_name", "tenant__slug", "cost_center", "period_start",
+    "issue_date", "due_date", "subtotal", "total", "currency",
+)
+
+
+def invoice_rows_for_list(invoices: QuerySet[Invoice]) -> QuerySet[Invoice]:
+    """`invoices` reading only what a row of the list shows."""
+    return invoices.select_related(None).select_related("tenant").only(*LIST_FIELDS)
+
+
+def invoice_row_values(invoice: Invoice) -> dict:
+    """What one row of the finance invoice list shows, as plain values: the period's month in
+    the portal's time zone, dates as ISO days and amounts grouped to the cent (they are
+    stored to the cent)."""
+    return {
+        "pk": invoice.pk, "number": invoice.number, "status": invoice.status,
+        "status_color": invoice.status_color, "status_label": invoice.get_status_display(),
+        "is_draft": invoice.is_draft, "month_label": invoice.month_label,
+        "tenant_name": invoice.tenant_name, "tenant_slug": invoice.tenant.slug,
+        "cost_center": invoice.cost_center,
+        "period": f"{timezone.localtime(invoice.period_start):%Y-%m}",
+        "issue_date": _day(invoice.issue_date), "due_date": _day(invoice.due_date),
+        "subtotal": f"{invoice.subtotal:,.2f}", "total": f"{invoice.total:,.2f}",
+        "currency": invoice.currency,
+    }
+
+
+def _day(value) -> str:
+    return value.isoformat() if value else "—"
 
 
 COUNTS = ("count", "drafts")

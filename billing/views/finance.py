@@ -33,6 +33,8 @@ from ..selectors.finance import (
     invoice_filter_choices,
     invoice_for_detail,
     invoice_list_totals,
+    invoice_row_values,
+    invoice_rows_for_list,
     invoices_for_list,
 )
 from ..selectors.invoices import invoice_for_download
@@ -102,13 +104,6 @@ def query_without(request, *names: str) -> str:
     return query.urlencode()
 
 
-# The fields a row of the list shows (templates/billing/finance/invoices.html#invoice-row).
-LIST_FIELDS = (
-    "id", "number", "status", "tenant_name", "tenant__slug", "cost_center", "period_start",
-    "issue_date", "due_date", "subtotal", "total", "currency",
-)
-
-
 def _columns(sort: str, sort_query: str) -> list[dict]:
     """Each heading links to the list sorted by it, ascending first, then descending."""
     prefix = f"?{sort_query}&" if sort_query else "?"
@@ -135,7 +130,7 @@ def _back_to_list(request) -> str:
 def invoice_list(request):
     filters, errors, invoices = _filtered(request)
     # What a row shows, and no more (not the tenant's or the issuer's whole row).
-    rows = invoices.select_related(None).select_related("tenant").only(*LIST_FIELDS)
+    rows = invoice_rows_for_list(invoices)
     totals = invoice_list_totals(user=request.user, invoices=invoices,
                                  filters=None if errors else filters.form.cleaned_data)
     paginator = Paginator(rows, page_size(request))
@@ -149,6 +144,7 @@ def invoice_list(request):
         "filters": filters,
         "filter_errors": errors,
         "page": page,
+        "rows": [invoice_row_values(invoice) for invoice in page.object_list],
         "detail_prefix": detail_prefix,
         "totals": totals,
         "choices": invoice_filter_choices(user=request.user),
