@@ -213,6 +213,12 @@ def parse(key: str) -> ResourceClass:
     raise UnknownResourceClass(f"Unknown resource class {key!r}.")
 
 
+def gpu_label(model_key: str | None) -> str:
+    """`nvidia-h100-80gb` → `NVIDIA H100 80GB HBM3` (unknown keys are shown as they are)."""
+    model = GPU_MODELS.get(model_key or "")
+    return model.display_name if model else (model_key or "")
+
+
 def gpu_class(model_key: str) -> str:
     return f"gpu:{model_key}"
 

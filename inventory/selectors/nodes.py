@@ -23,6 +23,7 @@ from django.shortcuts import get_object_or_404
 from core.choices import ColoredChoices, colored
 from core.models import AuditEvent
 
+from .. import resource_classes
 from ..models import GPU, NIC, HealthEvent, Node, NodeState, NodeValidation, Rack, Site
 from ..models.health import Severity
 
@@ -104,18 +105,21 @@ def node_rows_for_list() -> QuerySet[Node]:
 
 
 def node_row_values(node: Node) -> dict:
-    """What one row of the list shows, as plain values: a template reads a key of a dict at
-    once, where it first tries a model instance as a dict and falls back to its attribute."""
+    """What one row of the list shows, as plain values (counts grouped, the GPU model by its
+    name): a template reads a key of a dict at once, where it first tries a model instance as
+    a dict and falls back to its attribute."""
     return {
         "pk": node.pk, "hostname": node.hostname, "k8s_name": node.k8s_name,
         "rack_id": node.rack_id, "rack_name": node.rack_name, "site_slug": node.site_slug,
-        "position": node.position, "gpu_count": node.gpu_count, "gpu_model": node.gpu_model,
+        "position": node.position, "gpu_count": f"{node.gpu_count:,}" if node.gpu_count else "",
+        "gpu_label": resource_classes.gpu_label(node.gpu_model),
         "gpu_sharing": node.gpu_sharing, "gpu_sharing_color": node.gpu_sharing_color,
         "get_gpu_sharing_display": node.get_gpu_sharing_display(),
         "state": node.state, "state_color": node.state_color,
         "get_state_display": node.get_state_display(), "health": node.health,
-        "open_events": node.open_events, "reserved_for": node.reserved_for,
-        "cpu_cores": node.cpu_cores, "memory_gib": node.memory_gib,
+        "open_events": f"{node.open_events:,}" if node.open_events else "",
+        "reserved_for": node.reserved_for,
+        "cpu_cores": f"{node.cpu_cores:,}", "memory_gib": f"{node.memory_gib:,}",
     }
 
 

@@ -10,8 +10,7 @@ register = template.Library()
 @register.filter
 def gpu_label(model_key: str | None) -> str:
     """`nvidia-h100-80gb` → `NVIDIA H100 80GB HBM3` (unknown keys are shown as they are)."""
-    model = resource_classes.GPU_MODELS.get(model_key or "")
-    return model.display_name if model else (model_key or "")
+    return resource_classes.gpu_label(model_key)
 
 
 @register.filter
