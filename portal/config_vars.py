@@ -124,7 +124,8 @@ SECTIONS = (
         (
             Var("CACHE_URL", "",
                 "the cache (API throttle counters, Keycloak discovery and keys); production: a "
-                "shared one, e.g. `rediscache://redis:6379/2`",
+                "shared one, e.g. `rediscache://redis:6379/2` (`?key_prefix=NAME` to share a "
+                "Redis database with another portal)",
                 shown="`locmemcache://`"),
         ),
     ),

@@ -149,6 +149,11 @@ if CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
     CACHES["default"].setdefault("OPTIONS", {})
     CACHES["default"]["OPTIONS"].setdefault("socket_connect_timeout", 0.5)
     CACHES["default"]["OPTIONS"].setdefault("socket_timeout", 1)
+    # `?key_prefix=` (`timeout`, `version`) in the URL: django-environ writes these in lower
+    # case for Django's Redis backend, which reads only the upper-case settings.
+    for name in ("key_prefix", "timeout", "version"):
+        if name in CACHES["default"]:
+            CACHES["default"][name.upper()] = CACHES["default"].pop(name)
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 # Production keeps each worker's connection for a minute (opening one costs a good part of a
 # light page), checked before a request reuses it so a dropped connection is replaced

@@ -111,3 +111,12 @@ def test_database_conn_max_age_sets_how_long_connections_stay_open():
     result = _manage("shell", "--no-imports", "-c", _DATABASE_CONNECTION, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["0", "True"]
+
+
+def test_a_key_prefix_in_the_cache_url_prefixes_every_key_on_redis():
+    # django-environ hands Django's Redis backend `key_prefix` in lower case, which it ignores.
+    env = PRODUCTION_ENV | {"CACHE_URL": "rediscache://127.0.0.1:6379/2?key_prefix=staging"}
+    code = "from django.core.cache import cache; print(cache.make_key('quota'))"
+    result = _manage("shell", "--no-imports", "-c", code, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["staging:1:quota"]
