@@ -34,6 +34,8 @@ class Options:
     meter_hours: int  # hours of usage metered by usage_meter_span against COPY
     celery_hours: int  # metering windows the Celery worker runs
     redis_url: str  # the Celery worker's broker and result backend
+    # The server's cache: production's posture, one Redis every worker shares
+    cache_url: str = "rediscache://127.0.0.1:6379/1"
     # Provisioning through Celery against the Kubernetes emulator (bench/provisioning.py)
     provision_workloads: int = 1000  # launched through the API
     provision_workers: int = 2  # Celery worker processes (solo pool each)
@@ -66,6 +68,7 @@ def options_from_environment() -> Options:
         meter_hours=int(os.environ.get("BENCH_METER_HOURS") or 6),
         celery_hours=int(os.environ.get("BENCH_CELERY_HOURS") or 6),
         redis_url=os.environ.get("BENCH_REDIS_URL") or "redis://127.0.0.1:6379/0",
+        cache_url=os.environ.get("BENCH_CACHE_URL") or "rediscache://127.0.0.1:6379/1",
         provision_workloads=int(os.environ.get("BENCH_PROVISION_WORKLOADS") or 1000),
         provision_workers=int(os.environ.get("BENCH_PROVISION_WORKERS") or 2),
         provision_kinds=tuple(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import http.client
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -22,6 +23,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# This run's name in the cache's keys.
+RUN = secrets.token_hex(4)
+
+
 def server_environment(options: Options) -> dict[str, str]:
     """The production posture: DEBUG off, SECRET_KEY and ALLOWED_HOSTS from the environment,
     WhiteNoise serving the manifest of collected static files, HTTPS at the proxy."""
@@ -33,11 +38,18 @@ def server_environment(options: Options) -> dict[str, str]:
         "SECRET_KEY": options.secret_key,
         "ALLOWED_HOSTS": "127.0.0.1",
         "DATABASE_URL": options.database_url,
+        # Keys of this server only: values an earlier run cached under the same data stamps
+        # (a data set cloned again has them again) are never read as this run's.
+        "CACHE_URL": _with_key_prefix(options.cache_url, f"bench-{RUN}"),
         # The bench signs a few accounts in for thousands of API requests: no 429s.
         "API_THROTTLE_USER_RATE": "1000000/hour",
         "LOG_LEVEL": "WARNING",
         "DJANGO_SETTINGS_MODULE": "bench.settings",
     }
+
+
+def _with_key_prefix(url: str, prefix: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}key_prefix={prefix}"
 
 
 def _static_fingerprint() -> str:
