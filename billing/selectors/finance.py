@@ -9,9 +9,7 @@ from decimal import Decimal
 from django.db.models import (
     Count,
     DecimalField,
-    Exists,
     F,
-    OuterRef,
     Prefetch,
     Q,
     QuerySet,
@@ -166,14 +164,14 @@ def invoice_summary_totals(*, statuses=()) -> InvoiceTotals:
 
 
 def invoice_for_detail(*, user, invoice_id: int) -> Invoice:
-    """One invoice `user` may see (404 otherwise), with its lines and credit notes: one query
-    for the invoice, one for its lines and one for its notes if it has any (most have none).
+    """One invoice `user` may see (404 otherwise), with its lines, credit notes and payments:
+    four queries whatever the invoice holds.
 
     The invoice's row carries what its page and API answer show of its tenant and people, as
     annotations read through joins (one row: nothing to count): `tenant_slug`,
-    `issued_by_username` (and `_first_name`, `_last_name`), `paid_by_username`,
-    `voided_by_username`, and `has_credit_notes`. The tenant and the users are still there as
-    relations, read when asked for (the actions that need them)."""
+    `issued_by_username` (and `_first_name`, `_last_name`), `paid_by_username` and
+    `voided_by_username`. The tenant and the users are still there as relations, read when
+    asked for (the actions that need them)."""
     invoices = Invoice.objects.annotate(
         tenant_slug=F("tenant__slug"),
         issued_by_username=F("issued_by__username"),
@@ -181,21 +179,16 @@ def invoice_for_detail(*, user, invoice_id: int) -> Invoice:
         issued_by_last_name=F("issued_by__last_name"),
         paid_by_username=F("paid_by__username"),
         voided_by_username=F("voided_by__username"),
-        has_credit_notes=Exists(CreditNote.objects.filter(invoice=OuterRef("pk"))),
     )
     invoice = invoices_visible_to(user, invoices).filter(pk=invoice_id).first()
     if invoice is None:
         raise Http404("No invoice matches the given query.")
-    notes = (CreditNote.objects.select_related("created_by") if invoice.has_credit_notes
-             else CreditNote.objects.none())
-    # Payments are read only when its row says some were recorded (`amount_paid`).
-    payments = (Payment.objects.select_related("recorded_by").order_by("date", "id")
-                if invoice.amount_paid else Payment.objects.none())
     prefetch_related_objects(
         [invoice],
         Prefetch("lines", queryset=InvoiceLine.objects.order_by("position", "id")),
-        Prefetch("credit_notes", queryset=notes),
-        Prefetch("payments", queryset=payments),
+        Prefetch("credit_notes", queryset=CreditNote.objects.select_related("created_by")),
+        Prefetch("payments", queryset=Payment.objects.select_related("recorded_by")
+                 .order_by("date", "id")),
     )
     return invoice
 
