@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.db.models import Count, Min, Q
 from django.utils import timezone
 
 from ..calculations.money import HOUR, floor_hour
@@ -39,34 +40,34 @@ class UnmeteredSpan:
         return f"{self.start:%Y-%m-%d %H}:00 to {last:%Y-%m-%d %H}:59 UTC"
 
 
-def _metering_began() -> datetime | None:
-    if settings.METERING_START is not None:
-        start = settings.METERING_START.astimezone(UTC)
-        return start if start == floor_hour(start) else floor_hour(start) + HOUR
-    first = (
-        MeteringWindow.objects.filter(source=UsageRecord.Source.ALLOCATED)
-        .order_by("hour").values_list("hour", flat=True).first()
-    )
-    return None if first is None else first.astimezone(UTC)
-
-
 def unmetered_spans(
     *, start: datetime, end: datetime, now: datetime | None = None
 ) -> list[UnmeteredSpan]:
     """The closed hours of [start, end) since metering began whose allocated window is not
-    done, as runs of consecutive hours, oldest first (two queries)."""
-    began = _metering_began()
-    if began is None:
-        return []
-    first = max(floor_hour(start.astimezone(UTC)), began)
+    done, as runs of consecutive hours, oldest first. One query when every hour is metered
+    (when metering began, and how many of the hours are done); the done hours are read only
+    when some are missing."""
+    lowest = floor_hour(start.astimezone(UTC))
+    if settings.METERING_START is not None:
+        setting = settings.METERING_START.astimezone(UTC)
+        lowest = max(lowest, setting if setting == floor_hour(setting) else
+                     floor_hour(setting) + HOUR)
     last = min(end.astimezone(UTC), floor_hour((now or timezone.now()).astimezone(UTC)))
-    if first >= last:
+    done_in_range = Q(status=WindowStatus.DONE, hour__gte=lowest, hour__lt=last)
+    facts = MeteringWindow.objects.filter(source=UsageRecord.Source.ALLOCATED).aggregate(
+        first=Min("hour"), done=Count("pk", filter=done_in_range),
+    )
+    if settings.METERING_START is None and facts["first"] is None:
+        return []  # nothing was ever metered: no hour is a gap
+    # Metering began at METERING_START, else at the oldest allocated window (none is older,
+    # so the done windows counted from `lowest` are those from `first`).
+    first = lowest if settings.METERING_START is not None else max(
+        lowest, facts["first"].astimezone(UTC))
+    if first >= last or facts["done"] == (last - first) // HOUR:
         return []
     done = set(
-        MeteringWindow.objects.filter(
-            source=UsageRecord.Source.ALLOCATED, status=WindowStatus.DONE,
-            hour__gte=first, hour__lt=last,
-        ).values_list("hour", flat=True)
+        MeteringWindow.objects.filter(done_in_range, source=UsageRecord.Source.ALLOCATED)
+        .values_list("hour", flat=True)
     )
     spans: list[UnmeteredSpan] = []
     hour = first
