@@ -37,7 +37,7 @@ def _by_definition(start, end, metering_start) -> list[UnmeteredSpan]:
 
 @pytest.mark.parametrize("seed", range(12))
 def test_the_spans_are_the_hours_without_a_done_allocated_window(settings, seed):
-    rng = random.Random(seed)  # noqa: S311 (a repeatable sample)
+    rng = random.Random(seed)  # a repeatable sample
     hours = [DAY_ONE + n * HOUR for n in range(80)]
     first = rng.randrange(0, 40)
     for hour in hours[first:]:
