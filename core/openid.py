@@ -84,13 +84,24 @@ def _cache_key(kind: str, url: str) -> str:
 
 
 def _get_json(url: str) -> dict[str, Any]:
+    return _provider_json("GET", url)
+
+
+def _provider_json(method: str, url: str, *, data: dict | None = None,
+                   bearer: str | None = None) -> dict[str, Any]:
+    """The JSON object the provider answers at `url`. No answer, an error status or anything
+    but a JSON object: ProviderUnavailable; a `bearer` token it refuses (401, 403):
+    TokenRejected."""
+    headers = {"Accept": "application/json"}
+    if bearer is not None:
+        headers["Authorization"] = f"Bearer {bearer}"
     try:
-        response = requests.get(
-            url,
-            timeout=settings.OIDC_TIMEOUT,
-            verify=settings.OIDC_VERIFY_SSL,
-            headers={"Accept": "application/json"},
+        response = requests.request(
+            method, url, data=data, timeout=settings.OIDC_TIMEOUT,
+            verify=settings.OIDC_VERIFY_SSL, headers=headers,
         )
+        if bearer is not None and response.status_code in (401, 403):
+            raise TokenRejected("audience", "the provider refused the token at userinfo")
         response.raise_for_status()
         body = response.json()
     except (requests.RequestException, ValueError) as exc:
@@ -265,24 +276,13 @@ def introspect(token: str) -> dict[str, Any]:
     url = provider_endpoints().introspection_endpoint
     if not url:
         raise ProviderUnavailable("the provider names no introspection endpoint")
-    try:
-        response = requests.post(
-            url,
-            data={
-                "token": token,
-                "token_type_hint": "access_token",
-                "client_id": settings.OIDC_RP_CLIENT_ID,
-                "client_secret": settings.OIDC_RP_CLIENT_SECRET,
-            },
-            timeout=settings.OIDC_TIMEOUT,
-            verify=settings.OIDC_VERIFY_SSL,
-            headers={"Accept": "application/json"},
-        )
-        response.raise_for_status()
-        body = response.json()
-    except (requests.RequestException, ValueError) as exc:
-        raise ProviderUnavailable(f"{url}: {exc}") from exc
-    if not isinstance(body, dict) or not isinstance(body.get("active"), bool):
+    body = _provider_json("POST", url, data={
+        "token": token,
+        "token_type_hint": "access_token",
+        "client_id": settings.OIDC_RP_CLIENT_ID,
+        "client_secret": settings.OIDC_RP_CLIENT_SECRET,
+    })
+    if not isinstance(body.get("active"), bool):
         raise ProviderUnavailable(f"{url}: no 'active' in the introspection answer")
     return body
 
@@ -291,19 +291,4 @@ def userinfo(token: str) -> dict[str, Any]:
     """The userinfo claims `token` gives access to (for an opaque token whose introspection
     answer lacks the user's claims). A refused token: TokenRejected."""
     url = provider_endpoints().userinfo_endpoint
-    try:
-        response = requests.get(
-            url,
-            timeout=settings.OIDC_TIMEOUT,
-            verify=settings.OIDC_VERIFY_SSL,
-            headers={"Accept": "application/json", "Authorization": f"Bearer {token}"},
-        )
-        if response.status_code in (401, 403):
-            raise TokenRejected("audience", "the provider refused the token at userinfo")
-        response.raise_for_status()
-        body = response.json()
-    except (requests.RequestException, ValueError) as exc:
-        raise ProviderUnavailable(f"{url}: {exc}") from exc
-    if not isinstance(body, dict):
-        raise ProviderUnavailable(f"{url}: expected a JSON object")
-    return body
+    return _provider_json("GET", url, bearer=token)
