@@ -17,27 +17,13 @@ from core import caching
 from core.models import ApiToken, OidcIdentity
 from core.tokens import api_token_create
 from tenants.models import Membership, Source
-from tests.factories import TenantFactory
 from tests.support.fixtures_oidc import configure_portal_for
 from tests.support.oidc_provider import OTHER_RESOURCE, USERS, cli_access_token
+from tests.tenants.bearer.calls import me
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 User = get_user_model()
-
-
-@pytest.fixture
-def acme(transactional_db):
-    return TenantFactory(slug="acme", name="Acme Labs")
-
-
-@pytest.fixture
-def client():
-    return APIClient()
-
-
-def me(client: APIClient, token: str):
-    return client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Bearer {token}")
 
 
 def test_a_keycloak_access_token_is_accepted_and_syncs_the_user(keycloak, acme, client):

@@ -10,10 +10,8 @@ import time
 import pytest
 import requests
 from django.core.cache import cache
-from rest_framework.test import APIClient
 
 from core import caching
-from tests.factories import TenantFactory
 from tests.support.oidc_provider import (
     CLIENT_SECRET,
     DIRECTORY_CLIENT_ID,
@@ -21,22 +19,9 @@ from tests.support.oidc_provider import (
     cli_access_token,
     opaque_access_token,
 )
+from tests.tenants.bearer.calls import me
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def acme(transactional_db):
-    return TenantFactory(slug="acme", name="Acme Labs")
-
-
-@pytest.fixture
-def client():
-    return APIClient()
-
-
-def me(client: APIClient, token: str):
-    return client.get("/api/v1/me/", HTTP_AUTHORIZATION=f"Bearer {token}")
 
 
 def test_many_requests_with_one_jwt_call_keycloak_only_for_the_first_jwks(keycloak, acme, client):
