@@ -12,15 +12,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import kubernetes_validate
 import yaml
+
+from tests.support.manifest_schemas import schema_errors as manifest_schema_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 OVERLAYS = sorted(p.parent.name for p in (DEPLOY / "overlays").glob("*/kustomization.yaml"))
-# The version docs/deployment.md names as the one the manifests are checked against.
-KUBERNETES_MINOR = "1.35"
 CRD_DIR = ROOT / "tests" / "data" / "prometheus-operator"
 CRD_FILES = {
     "ServiceMonitor": "monitoring.coreos.com_servicemonitors.yaml",
@@ -95,13 +93,5 @@ def schema_errors(manifest: dict[str, Any]) -> list[str]:
     """Every schema violation of `manifest` (empty when it validates)."""
     if manifest["kind"] in CRD_FILES:
         assert manifest["apiVersion"] == "monitoring.coreos.com/v1"
-        validator = jsonschema.Draft7Validator(crd_schema(manifest["kind"]))
-        return [
-            f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-            for e in validator.iter_errors(manifest)
-        ]
-    try:
-        kubernetes_validate.validate(manifest, KUBERNETES_MINOR, strict=True)
-    except kubernetes_validate.ValidationError as exc:
-        return [str(exc).splitlines()[0]]
-    return []
+        return manifest_schema_errors(manifest, crd_schema(manifest["kind"]))
+    return manifest_schema_errors(manifest)

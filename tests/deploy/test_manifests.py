@@ -10,10 +10,10 @@ import sys
 import pytest
 
 from portal.config_vars import declared
+from tests.support.manifest_schemas import KUBERNETES_MINOR
 
 from .rendering import (
     DEPLOY,
-    KUBERNETES_MINOR,
     OVERLAYS,
     PREPARE_LABEL,
     ROOT,

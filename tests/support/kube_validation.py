@@ -36,9 +36,9 @@ from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 
 from tenants.workloads.kinds.schemas import SCHEMA_DIR
+from tests.support.manifest_schemas import KUBERNETES_MINOR
 
 # The Kubernetes minor whose built-in schemas apply (tests/tenants/kube_schemas.py names it too).
-KUBERNETES_MINOR = "1.35"
 KUEUE_DIR = Path(__file__).resolve().parents[1] / "data" / "kueue"
 KUEUE_FILES = {
     "ClusterQueue": "clusterqueues",

@@ -13,11 +13,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import kubernetes_validate
 import yaml
 
-KUBERNETES_MINOR = "1.35"
+from tests.support.manifest_schemas import schema_errors as manifest_schema_errors
+
 KUEUE_DIR = Path(__file__).resolve().parents[1] / "data" / "kueue"
 KUEUE_GROUP = "kueue.x-k8s.io"
 PLURALS = {
@@ -50,16 +49,8 @@ def schema_errors(manifest: dict[str, Any]) -> list[str]:
     """Every schema violation of `manifest` (empty when it validates)."""
     group, _, version = manifest["apiVersion"].rpartition("/")
     if group == KUEUE_GROUP:
-        validator = jsonschema.Draft7Validator(kueue_schema(manifest["kind"], version))
-        return [
-            f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-            for e in validator.iter_errors(manifest)
-        ]
-    try:
-        kubernetes_validate.validate(manifest, KUBERNETES_MINOR, strict=True)
-    except kubernetes_validate.ValidationError as exc:
-        return [str(exc).splitlines()[0]]
-    return []
+        return manifest_schema_errors(manifest, kueue_schema(manifest["kind"], version))
+    return manifest_schema_errors(manifest)
 
 
 def quota_key_errors(hard: dict[str, str]) -> list[str]:
