@@ -48,7 +48,7 @@ from .options import BASE_DIR, Options, options_from_environment
 from .pages import FLOOR, PAGES, TARGET_RATIO, VARIED_TARGET_RATIO, WEB_RSS_TARGET_MIB
 from .provisioning import measure_provisioning
 from .report import evaluate_targets, query_counts_by_scale, render_markdown
-from .server import collect_static, free_port, peak_rss_mib, start_server, stop_server, worker_pids
+from .server import collect_static, free_port, peak_rss_mib, start_server, stop_process, worker_pids
 from .worker import measure_celery_worker
 
 __all__ = ["options_from_environment", "run"]
@@ -134,7 +134,7 @@ def run(options: Options, log=print) -> dict[str, Any]:
         workers = {pid: peak_rss_mib(pid) for pid in worker_pids(server.pid)}
         master_rss = peak_rss_mib(server.pid)
     finally:
-        stop_server(server)
+        stop_process(server)
 
     floor = next(row for row in rows if row["name"] == FLOOR)
     for row in rows:

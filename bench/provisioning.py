@@ -49,7 +49,7 @@ from . import dataset
 from .controllers import Controllers
 from .options import BASE_DIR, REQUEST_TIMEOUT, Options
 from .report import PROVISIONING
-from .server import free_port, peak_rss_mib, server_environment, start_server, stop_server
+from .server import free_port, peak_rss_mib, server_environment, start_server, stop_process
 
 NAME = PROVISIONING
 RSS_TARGET_MIB = 300
@@ -328,17 +328,13 @@ def measure_provisioning(options: Options) -> dict[str, Any]:
         beat.stop()
         controllers.stop()
         for process in workers:
-            process.terminate()
+            process.terminate()  # every worker told at once, then each waited for
         for process in workers:
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process, timeout=60)
         for log in logs:
             log.close()
         if server is not None:
-            stop_server(server)
+            stop_process(server)
         emulator.stop()
         forget_queues(options.redis_url, queue, sink)
     return result | _figures(count, ids, by_status, statuses, seen, rss, controllers, {

@@ -110,17 +110,18 @@ def start_server(options: Options, port: int, log_path: Path,
         except OSError:
             pass
         time.sleep(0.2)
-    stop_server(server)
+    stop_process(server)
     raise SystemExit(f"gunicorn did not answer within {SERVER_START_TIMEOUT} s: see {log_path}")
 
 
-def stop_server(server: subprocess.Popen) -> None:
-    server.terminate()
+def stop_process(process: subprocess.Popen, *, timeout: float = 30) -> None:
+    """Asks `process` to stop (SIGTERM), and kills it if it has not after `timeout` seconds."""
+    process.terminate()
     try:
-        server.wait(timeout=30)
+        process.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
+        process.kill()
+        process.wait()
 
 
 def worker_pids(master: int) -> list[int]:

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import datetime
 import queue as queues
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -33,11 +31,12 @@ from inventory.selectors.nodes import NodeHealth
 from tenants.models import Membership, QuotaRequest, Tenant, Workload
 
 from .measure import attempt, latency_summary, login_cookies
-from .options import BASE_DIR, Options
+from .options import Options
 from .pages import FLOOR, VARIED_TARGET_RATIO
 from .pools import Facts, Group, Target, api_starts, build_groups, owner_usernames, schedule
 from .provisioning import forget_queues, wait_for_workers
-from .server import peak_rss_mib, server_environment
+from .server import peak_rss_mib, stop_process
+from .worker import start_celery_worker
 
 OBSERVE_SWEEP = "tenants.workloads.tasks.workloads_observe_sweep_task"
 METER = "billing.tasks.usage_meter_task"
@@ -249,25 +248,9 @@ class Beat(threading.Thread):
 
 
 def _start_worker(options: Options, run_id: str, queue: str, sink: str):
-    from portal.celery import app
-
-    redis_url = options.redis_url
-    app.conf.update(task_always_eager=False, broker_url=redis_url, result_backend=redis_url,
-                    task_default_queue=queue)
-    app._after_fork()  # no pooled connection to another broker
-    env = server_environment(options) | {
-        "CELERY_BROKER_URL": redis_url, "CELERY_RESULT_BACKEND": redis_url,
-        "CELERY_TASK_ALWAYS_EAGER": "false", "CELERY_TASK_DEFAULT_QUEUE": sink,
-    }
-    env.pop("PROMETHEUS_URL", None)  # measured metering off: no network
     hostname = f"bench-varied-{run_id}@{_hostname()}"
-    log = (options.out / "varied-worker.log").open("wb")
-    worker = subprocess.Popen(  # noqa: S603
-        [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool=solo",
-         "--concurrency=1", "--without-heartbeat", "--without-gossip", "--without-mingle",
-         "-Q", queue, "--loglevel=WARNING", f"--hostname={hostname}"],
-        cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
+    app, worker, log = start_celery_worker(options, queue=queue, sink=sink, hostname=hostname,
+                                           log_name="varied-worker.log")
     return app, worker, log, hostname
 
 
@@ -275,15 +258,6 @@ def _hostname() -> str:
     import socket
 
     return socket.gethostname()
-
-
-def _stop_worker(worker: subprocess.Popen) -> None:
-    worker.terminate()
-    try:
-        worker.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        worker.kill()
-        worker.wait()
 
 
 def _metering_hours(count: int) -> list[datetime.datetime]:
@@ -351,12 +325,12 @@ def run(port: int, prepared: dict[str, Any], cookies: dict[str, str], options: O
         mode_ended = datetime.datetime.now(tz=datetime.UTC)
         beat.stop()
         worker_rss = peak_rss_mib(worker.pid)
-        _stop_worker(worker)
+        stop_process(worker, timeout=60)
         tally = beat.tally(mode_ended)
     finally:
         beat.stop()
         if worker.poll() is None:
-            _stop_worker(worker)
+            stop_process(worker, timeout=60)
         worker_log.close()
         for _, _, result in beat.sent:
             result.forget()

@@ -29,7 +29,7 @@ from django.db.models import Max
 from billing.models import UsageRecord
 
 from .options import BASE_DIR, Options
-from .server import peak_rss_mib, server_environment
+from .server import peak_rss_mib, server_environment, stop_process
 
 RSS_TARGET_MIB = 300
 TASK_TIMEOUT = 600
@@ -46,32 +46,47 @@ def _current_rss_mib(pid: int) -> float | None:
     return None
 
 
-def measure_celery_worker(options: Options, *, redis_url: str, hours: int) -> dict[str, Any]:
-    import redis
-
+def start_celery_worker(options: Options, *, queue: str, sink: str, hostname: str,
+                        log_name: str, extra_env: dict[str, str] | None = None):
+    """A Celery worker (solo pool, production posture) on the bench database and broker,
+    taking `queue` (its follow-up tasks go to `sink`, which nobody takes), logging to
+    `log_name` in the run's folder; this process's Celery app pointed at the same broker.
+    Answers (app, worker process, open log)."""
     from portal.celery import app
 
-    last = UsageRecord.objects.aggregate(last=Max("hour"))["last"]
-    if last is None:
-        return {"name": "Celery worker peak RSS", "skipped": "no usage records in the data set"}
-    run = uuid.uuid4().hex[:8]
-    queue, sink = f"bench-{run}", f"bench-{run}-follow-ups"
+    redis_url = options.redis_url
     app.conf.update(task_always_eager=False, broker_url=redis_url, result_backend=redis_url,
                     task_default_queue=queue)
     app._after_fork()  # no pooled connection to another broker
     env = server_environment(options) | {
         "CELERY_BROKER_URL": redis_url, "CELERY_RESULT_BACKEND": redis_url,
         "CELERY_TASK_ALWAYS_EAGER": "false", "CELERY_TASK_DEFAULT_QUEUE": sink,
-        # Invoicing every tenant is one task: let it finish at fleet scale.
-        "CELERY_TASK_TIME_LIMIT": str(TASK_TIMEOUT), "CELERY_VISIBILITY_TIMEOUT": "3600",
-    }
+    } | (extra_env or {})
     env.pop("PROMETHEUS_URL", None)  # measured metering off: no network
-    log = (options.out / "celery-worker.log").open("wb")
+    log = (options.out / log_name).open("wb")
     worker = subprocess.Popen(  # noqa: S603
         [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool=solo",
          "--concurrency=1", "--without-heartbeat", "--without-gossip", "--without-mingle",
-         "-Q", queue, "--loglevel=WARNING", f"--hostname=bench-{run}@%h"],
+         "-Q", queue, "--loglevel=WARNING", f"--hostname={hostname}"],
         cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    return app, worker, log
+
+
+def measure_celery_worker(options: Options, *, redis_url: str, hours: int) -> dict[str, Any]:
+    import redis
+
+
+    last = UsageRecord.objects.aggregate(last=Max("hour"))["last"]
+    if last is None:
+        return {"name": "Celery worker peak RSS", "skipped": "no usage records in the data set"}
+    run = uuid.uuid4().hex[:8]
+    queue, sink = f"bench-{run}", f"bench-{run}-follow-ups"
+    # Invoicing every tenant is one task: let it finish at fleet scale.
+    app, worker, log = start_celery_worker(
+        options, queue=queue, sink=sink, hostname=f"bench-{run}@%h", log_name="celery-worker.log",
+        extra_env={"CELERY_TASK_TIME_LIMIT": str(TASK_TIMEOUT),
+                   "CELERY_VISIBILITY_TIMEOUT": "3600"},
     )
     failures: list[str] = []
     sent = []
@@ -99,12 +114,7 @@ def measure_celery_worker(options: Options, *, redis_url: str, hours: int) -> di
         tasks_seconds = time.perf_counter() - started
         peak = peak_rss_mib(worker.pid)
     finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            worker.wait()
+        stop_process(worker, timeout=60)
         log.close()
         for result in sent:
             result.forget()

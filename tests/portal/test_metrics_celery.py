@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from bench.server import stop_process
 from portal.celery import app as celery_app
 from tests.support.fixtures_celery import CLOSED_PORT_BROKER, ROOT, celery_broker, wait_until
 from tests.support.gunicorn_server import portal_database_url
@@ -75,9 +76,4 @@ def test_beat_last_run_is_when_the_real_beat_last_sent_the_task(client, celery_w
             lambda: float(BEAT_METRIC.search(_scrape(client)).group(1)) > first, timeout=30
         )
     finally:
-        beat.terminate()
-        try:
-            beat.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            beat.kill()
-            beat.wait()
+        stop_process(beat, timeout=20)

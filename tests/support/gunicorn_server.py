@@ -1,11 +1,11 @@
 """The portal under real gunicorn (the production config), on 127.0.0.1 and the test
-database, for tests of what only several worker processes show."""
+database, for tests of what only several worker processes show (started and stopped as the
+benchmark does it: bench.server)."""
 
 from __future__ import annotations
 
 import http.client
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,13 +13,11 @@ from pathlib import Path
 
 from django.conf import settings
 
+from bench.server import free_port, stop_process
+
+__all__ = ["free_port", "get", "portal_database_url", "serve_portal", "stop", "wait_until_serving"]
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def get(port: int, path: str, headers: dict | None = None) -> tuple[int, str, dict]:
@@ -69,10 +67,5 @@ def wait_until_serving(server: subprocess.Popen, port: int, *, timeout: float = 
 
 def stop(server: subprocess.Popen) -> str:
     """Stops the server; returns what it printed."""
-    server.terminate()
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.wait()
+    stop_process(server)
     return server.stdout.read().decode(errors="replace") if server.stdout else ""
