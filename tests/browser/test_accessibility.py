@@ -94,20 +94,20 @@ def _crawl(
         queue += _internal_links(page, live_server.url, skip)
 
 
-def test_no_page_scrolls_sideways_on_a_phone_for_any_role(browser, live_server, subtests):
+# One test per role: each crawls its role's pages (minutes for an admin's), and the parallel
+# runs share them out.
+@pytest.mark.parametrize(("username", "password"), ROLES, ids=[name for name, _ in ROLES])
+def test_no_page_scrolls_sideways_on_a_phone(browser, live_server, username, password):
     call_command("load_demo", stdout=StringIO())
-    for username, password in ROLES:
-        with subtests.test(role=username), fresh_page(
-            browser, live_server, viewport={"width": 375, "height": 800}
-        ) as page:
-            sign_in(page, username, password)
-            too_wide, kinds = {}, []
-            for kind, path in _crawl(page, live_server, urlsplit(page.url).path):
-                kinds.append(kind)
-                for width, scroll_width in _too_wide(page, f"reflow-{username}-{kind}").items():
-                    too_wide[f"{path} @{width}"] = scroll_width
-            assert len(kinds) >= 5, kinds  # the crawl really walked the role's pages
-            assert not too_wide, f"pages wider than the phone: {too_wide}"
+    with fresh_page(browser, live_server, viewport={"width": 375, "height": 800}) as page:
+        sign_in(page, username, password)
+        too_wide, kinds = {}, []
+        for kind, path in _crawl(page, live_server, urlsplit(page.url).path):
+            kinds.append(kind)
+            for width, scroll_width in _too_wide(page, f"reflow-{username}-{kind}").items():
+                too_wide[f"{path} @{width}"] = scroll_width
+        assert len(kinds) >= 5, kinds  # the crawl really walked the role's pages
+        assert not too_wide, f"pages wider than the phone: {too_wide}"
 
 
 # Django admin's review queue (the platform admin's "Requests" lead there) is crawled too; the
@@ -119,35 +119,35 @@ AXE_SKIP = re.compile(
 ADMIN_REVIEW_QUEUE = ("/admin/tenants/quotarequest/",)
 
 
-def test_axe_finds_no_serious_violation_on_any_page_of_any_role(browser, live_server, subtests):
+@pytest.mark.parametrize(("username", "password"), ROLES, ids=[name for name, _ in ROLES])
+def test_axe_finds_no_serious_violation_on_any_page(browser, live_server, username, password):
     call_command("load_demo", stdout=StringIO())
-    for username, password in ROLES:
-        with subtests.test(role=username), fresh_page(browser, live_server) as page:
-            sign_in(page, username, password)
-            extra = ADMIN_REVIEW_QUEUE if username == "adam" else ()
-            found, broken_ids, kinds = {}, {}, []
-            for kind, path in _crawl(
-                page, live_server, urlsplit(page.url).path, extra=extra, skip=AXE_SKIP
-            ):
-                kinds.append(kind)
-                with suppress(PlaywrightTimeout):  # a part loaded by htmx (the spend card)
-                    page.wait_for_load_state("networkidle", timeout=3_000)
-                if violations := axe_violations(page):
-                    found[path] = violations
-                    screenshot(page, f"axe-{username}-{kind}")
-                problems = id_problems(page)
-                # Icons are decoration beside their words: hidden from screen readers.
-                if page.locator("i.bi:not([aria-hidden=true])").count():
-                    problems.append("an icon not hidden from screen readers")
-                if problems:
-                    broken_ids[path] = problems
-            assert len(kinds) >= 5, kinds
-            if username == "adam":
-                assert any(k.startswith("/admin/tenants/quotarequest/N/") for k in kinds), kinds
-            assert not found, "axe violations:\n" + "\n".join(
-                f"{path}\n{describe(violations)}" for path, violations in found.items()
-            )
-            assert not broken_ids, broken_ids
+    with fresh_page(browser, live_server) as page:
+        sign_in(page, username, password)
+        extra = ADMIN_REVIEW_QUEUE if username == "adam" else ()
+        found, broken_ids, kinds = {}, {}, []
+        for kind, path in _crawl(
+            page, live_server, urlsplit(page.url).path, extra=extra, skip=AXE_SKIP
+        ):
+            kinds.append(kind)
+            with suppress(PlaywrightTimeout):  # a part loaded by htmx (the spend card)
+                page.wait_for_load_state("networkidle", timeout=3_000)
+            if violations := axe_violations(page):
+                found[path] = violations
+                screenshot(page, f"axe-{username}-{kind}")
+            problems = id_problems(page)
+            # Icons are decoration beside their words: hidden from screen readers.
+            if page.locator("i.bi:not([aria-hidden=true])").count():
+                problems.append("an icon not hidden from screen readers")
+            if problems:
+                broken_ids[path] = problems
+        assert len(kinds) >= 5, kinds
+        if username == "adam":
+            assert any(k.startswith("/admin/tenants/quotarequest/N/") for k in kinds), kinds
+        assert not found, "axe violations:\n" + "\n".join(
+            f"{path}\n{describe(violations)}" for path, violations in found.items()
+        )
+        assert not broken_ids, broken_ids
 
 
 def test_anonymous_pages_reflow_at_320(page, live_server):
