@@ -77,13 +77,14 @@ class ConnectionSerializer(serializers.Serializer):
     notes = serializers.ListField(child=serializers.CharField())
 
     def to_representation(self, instance: Mapping[str, Any]) -> dict[str, Any]:
-        # Stored as the kind's Connection (pairs as lists): named fields for API clients.
+        # Stored as the kind's Connection (pairs as lists): named fields for API clients, the
+        # declared fields' shape already (strings), so not walked through them again per row.
         connection = instance if isinstance(instance, Mapping) else {}
-        return super().to_representation({
+        return {
             "items": _pairs(connection.get("items"), "value"),
             "commands": _pairs(connection.get("commands"), "command"),
             "notes": [str(note) for note in connection.get("notes") or []],
-        })
+        }
 
 
 class WorkloadSerializer(serializers.ModelSerializer):
