@@ -182,6 +182,13 @@ SECTIONS = (
                 "how often workloads not applied yet, failing or still deleting are queued again"),
             Var("KUBERNETES_CLUSTER_DOMAIN", "cluster.local",
                 "the cluster's DNS domain, in the in-cluster addresses workload pages show"),
+            Var("KUEUE_PRIORITY_SERVING", "1000",
+                "value of the Kueue WorkloadPriorityClass `portal-serving` (inference endpoints): "
+                "when a queue's quota is short, a higher value preempts a lower"),
+            Var("KUEUE_PRIORITY_INTERACTIVE", "500",
+                "value of `portal-interactive` (VMs and notebooks people work in)"),
+            Var("KUEUE_PRIORITY_BATCH", "100",
+                "value of `portal-batch` (Slurm clusters, training in a vCluster)"),
             Var("PORTAL_URL", "http://127.0.0.1:8000",
                 "where people reach the portal; links in e-mails are absolute, e.g. "
                 "`https://portal.example.com`"),

@@ -41,6 +41,16 @@ TENANT_EDIT_CLUSTER_ROLE = env.str("TENANT_EDIT_CLUSTER_ROLE", default="edit")
 KUBERNETES_OIDC_GROUPS_PREFIX = env.str("KUBERNETES_OIDC_GROUPS_PREFIX", default="oidc:")
 # The cluster's DNS domain: in-cluster addresses of workloads (<svc>.<ns>.svc.<domain>).
 KUBERNETES_CLUSTER_DOMAIN = env.str("KUBERNETES_CLUSTER_DOMAIN", default="cluster.local")
+# The values of the portal's Kueue WorkloadPriorityClasses: when a queue's quota is short, a
+# workload of a higher value preempts one of a lower (serving > interactive > batch by default).
+KUEUE_PRIORITIES = {
+    "serving": env.int("KUEUE_PRIORITY_SERVING", default=1000),
+    "interactive": env.int("KUEUE_PRIORITY_INTERACTIVE", default=500),
+    "batch": env.int("KUEUE_PRIORITY_BATCH", default=100),
+}
+for _key, _value in KUEUE_PRIORITIES.items():
+    if not -(2**31) <= _value < 2**31:
+        raise environ.ImproperlyConfigured(f"KUEUE_PRIORITY_{_key.upper()} must be a 32-bit int.")
 
 PROMETHEUS_URL = env.str("PROMETHEUS_URL", default="")
 PROMETHEUS_TIMEOUT = env.float("PROMETHEUS_TIMEOUT", default=5.0)

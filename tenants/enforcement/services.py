@@ -100,6 +100,7 @@ def tenant_spec(*, tenant: Tenant) -> TenantSpec:
         suspended=tenant.status == Tenant.Status.SUSPENDED,
         cohort=tenant.cohort,
         cohort_lendable=_cohort_lendable(tenant),
+        priorities=dict(settings.KUEUE_PRIORITIES),
         ingress_namespace=settings.TENANT_INGRESS_NAMESPACE,
         edit_role=settings.TENANT_EDIT_CLUSTER_ROLE,
         portal_account=(settings.FLEET_SERVICE_ACCOUNT, settings.FLEET_SERVICE_ACCOUNT_NAMESPACE),

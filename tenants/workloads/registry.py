@@ -25,6 +25,9 @@ class KindEntry:
     icon: str  # Bootstrap icon name
     summary: str  # one line for the launch page
     scalable: tuple[str, ...] = ()  # spec fields a running one may change, in form order
+    # Its Kueue priority (a key of tenants.enforcement's PRIORITY_CLASSES): serving endpoints
+    # above interactive work above batch.
+    priority: str = "batch"
 
     @property
     def quota_counter(self) -> str:
@@ -38,23 +41,24 @@ KINDS: dict[str, KindEntry] = {
             "vcluster", vcluster.KIND, vcluster.KIND.LABEL,
             resource_classes.COUNT_LABELS["vcluster"], "diagram-3",
             "Your own Kubernetes control plane on the shared fleet.",
-            ("kubernetes_version", "gpu_scheduling", "cpu", "memory_gib"),
+            ("kubernetes_version", "gpu_scheduling", "cpu", "memory_gib"), priority="batch",
         ),
         KindEntry(
             "inference", inference.KIND, "Inference endpoint",
             resource_classes.COUNT_LABELS["inference"], "lightning-charge",
             "A model served by vLLM behind an OpenAI-compatible API (KServe).",
             ("min_replicas", "max_replicas", "gpus_per_replica", "gpu_memory_gib", "gpu_cores"),
+            priority="serving",
         ),
         KindEntry(
             "vm", vm.KIND, vm.KIND.LABEL, resource_classes.COUNT_LABELS["vm"], "pc-display",
             "A virtual machine with whole GPUs by passthrough, reached over SSH (KubeVirt).",
-            ("cpu", "memory_gib", "disk_gib", "gpus"),
+            ("cpu", "memory_gib", "disk_gib", "gpus"), priority="interactive",
         ),
         KindEntry(
             "slurm", slurm.KIND, slurm.KIND.LABEL, resource_classes.COUNT_LABELS["slurm"],
             "grid-3x3-gap", "A Slurm cluster of GPU workers with a login node (Slinky).",
-            ("workers",),
+            ("workers",), priority="batch",
         ),
     )
 }

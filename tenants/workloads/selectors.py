@@ -17,8 +17,15 @@ from inventory.selectors.capacity import largest_node_by_class
 
 from ..access.models import Tenant
 from ..access.rules import in_tenants_visible_to
+from ..enforcement.manifests.spec import (
+    LOCAL_QUEUE,
+    PRIORITY_CLASS_LABEL,
+    PRIORITY_CLASSES,
+    QUEUE_NAME_LABEL,
+)
 from ..quota.capacity import pool_of
 from ..quota.models import Quota
+from . import registry
 from .in_use import demand_in_use
 from .kinds.base import BuildContext, GpuOffer, LaunchContext
 from .models import HOLDING, Workload, WorkloadEvent, WorkloadStatus
@@ -342,7 +349,17 @@ def build_context(*, workload: Workload) -> BuildContext:
         namespace=tenant.namespace,
         isolation=tenant.isolation,
         cluster_domain=settings.KUBERNETES_CLUSTER_DOMAIN,
+        admission_labels=admission_labels(workload.kind),
     )
+
+
+def admission_labels(kind_key: str) -> dict[str, str]:
+    """What queues a workload of `kind_key` in its tenant's LocalQueue, at its kind's priority
+    (a kind puts them on the pods it has Kueue admit)."""
+    return {
+        QUEUE_NAME_LABEL: LOCAL_QUEUE,
+        PRIORITY_CLASS_LABEL: PRIORITY_CLASSES[registry.kind(kind_key).priority],
+    }
 
 
 @dataclass(frozen=True)

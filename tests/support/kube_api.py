@@ -35,6 +35,7 @@ CUSTOM_RESOURCES: list[tuple[str, str, str, bool, tuple[str, ...]]] = [
     ("kueue.x-k8s.io/v1beta2", "LocalQueue", "localqueues", True, ("status",)),
     ("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "resourceflavors", False, ()),
     ("kueue.x-k8s.io/v1beta2", "Cohort", "cohorts", False, ("status",)),
+    ("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass", "workloadpriorityclasses", False, ()),
     ("serving.kserve.io/v1beta1", "InferenceService", "inferenceservices", True, ("status",)),
     (
         "serving.kserve.io/v1alpha1",

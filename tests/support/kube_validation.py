@@ -45,6 +45,7 @@ KUEUE_FILES = {
     "LocalQueue": "localqueues",
     "ResourceFlavor": "resourceflavors",
     "Cohort": "cohorts",
+    "WorkloadPriorityClass": "workloadpriorityclasses",
 }
 # Kinds the emulator serves with no schema: only tests playing their controllers write them.
 UNCHECKED_KINDS: dict[tuple[str, str], str] = {

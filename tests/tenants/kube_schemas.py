@@ -24,6 +24,7 @@ PLURALS = {
     "LocalQueue": "localqueues",
     "ResourceFlavor": "resourceflavors",
     "Cohort": "cohorts",
+    "WorkloadPriorityClass": "workloadpriorityclasses",
 }
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")

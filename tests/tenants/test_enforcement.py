@@ -10,8 +10,8 @@ from django.urls import reverse
 from core.fleet import TransientFleetError
 from core.models import AuditEvent, SimulatedObject
 from tenants.access.changes import tenant_mark_changed
-from tenants.enforcement.manifests import KUEUE
-from tenants.enforcement.services import tenant_reconcile, tenants_reconcile_sweep
+from tenants.enforcement.manifests import KUEUE, tenant_manifests
+from tenants.enforcement.services import tenant_reconcile, tenant_spec, tenants_reconcile_sweep
 from tenants.models import Quota, QuotaRequest, Tenant
 from tenants.quota import services as quota_requests
 from tests.factories import QuotaFactory
@@ -30,6 +30,9 @@ OBJECTS = [
     ("rbac.authorization.k8s.io/v1", "RoleBinding", "tenant-view", NS),
     (KUEUE, "ResourceFlavor", "portal-default", None),
     (KUEUE, "ResourceFlavor", "gpu-nvidia-h100-80gb", None),
+    (KUEUE, "WorkloadPriorityClass", "portal-serving", None),
+    (KUEUE, "WorkloadPriorityClass", "portal-interactive", None),
+    (KUEUE, "WorkloadPriorityClass", "portal-batch", None),
     (KUEUE, "ClusterQueue", "tenant-acme", None),
     (KUEUE, "LocalQueue", "default", NS),
 ]
@@ -96,6 +99,10 @@ def test_approved_quota_is_applied_read_back_and_valid_against_the_schemas(
     assert all(r.params.get("fieldManager") == "ai-factory-portal" for r in applies)
     assert AuditEvent.objects.filter(action="tenant.applied", tenant_slug="acme").exists()
     assert AuditEvent.objects.filter(action="quota_request.applied").count() == 1
+    # The portal's priorities, serving above interactive above batch; the queue preempts by them.
+    values = [o["value"] for o in objects if o["kind"] == "WorkloadPriorityClass"]
+    assert values == [1000, 500, 100]
+    assert by_kind["ClusterQueue"]["spec"]["preemption"] == {"withinClusterQueue": "LowerPriority"}
 
 
 def test_reconciling_again_changes_nothing_on_the_cluster(approved_tenant, kube_emulator, tenant):
@@ -304,6 +311,14 @@ def test_a_cohort_change_re_enforces_the_peers_that_may_borrow_from_it(db):
     spec = tenant_spec(tenant=borrower)
     assert spec.cohort_lendable == {"gpu:nvidia-l40s": 6}
     assert resource_quota_hard(spec)["requests.nvidia.com/gpu"] == "6"  # 2 own + 4 borrowed
+
+
+def test_the_priority_values_are_the_fleets_settings(tenant, settings):
+    settings.KUEUE_PRIORITIES = {"serving": 70, "interactive": 60, "batch": 50}
+    classes = [m for m in tenant_manifests(tenant_spec(tenant=tenant))
+               if m["kind"] == "WorkloadPriorityClass"]
+    assert {m["metadata"]["name"]: m["value"] for m in classes} == {
+        "portal-serving": 70, "portal-interactive": 60, "portal-batch": 50}
 
 
 def test_the_demo_fleet_holds_the_same_valid_objects(

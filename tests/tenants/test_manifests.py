@@ -1,8 +1,11 @@
 """The tenant's objects on the cluster, built by pure functions and checked against the schemas."""
 
+import dataclasses
+
 import pytest
 
 from tenants.enforcement.manifests import (
+    PRIORITY_CLASSES,
     RESERVED_FOR_KEY,
     TENANT_LABEL,
     Grant,
@@ -293,6 +296,40 @@ def test_cohort_tenant_borrows_within_its_limits_and_its_quota_ceiling_includes_
     assert hard["requests.nvidia.com/gpu"] == str(8 + 4 + 2)  # L40S 8+4, H100 2+0 lendable
     assert burst_ceiling(Grant("r", 8, borrowing_limit=None), lendable=20) == 28
     assert burst_ceiling(Grant("r", 8, borrowing_limit=30), lendable=20) == 28
+
+
+def test_the_portals_priority_classes_come_before_the_queue_with_the_values_set():
+    spec = dataclasses.replace(SHARED, priorities={"serving": 900, "interactive": 40, "batch": 4})
+    manifests = tenant_manifests(spec)
+    kinds = [m["kind"] for m in manifests]
+    classes = {m["metadata"]["name"]: m["value"] for m in _by_kind(manifests)[
+        "WorkloadPriorityClass"]}
+    assert classes == {"portal-serving": 900, "portal-interactive": 40, "portal-batch": 4}
+    assert set(classes) == set(PRIORITY_CLASSES.values())
+    assert max(i for i, k in enumerate(kinds) if k == "WorkloadPriorityClass") < kinds.index(
+        "ClusterQueue")
+    # Cluster-wide, the same for every tenant (its name carries no tenant).
+    for manifest in _by_kind(manifests)["WorkloadPriorityClass"]:
+        assert "namespace" not in manifest["metadata"]
+        assert TENANT_LABEL not in manifest["metadata"]["labels"]
+    assert_valid(manifests)
+
+
+def test_within_a_queue_lower_priority_gives_way_and_a_cohort_reclaims_what_it_lent():
+    def rules(spec):
+        return _one(tenant_manifests(spec), "ClusterQueue")["spec"]["preemption"]
+
+    assert rules(SHARED) == {"withinClusterQueue": "LowerPriority"}
+    # In a cohort: the lender takes its quota back from any borrower (Kueue picks the lowest
+    # priority first), and a borrower may displace a lower-priority borrower.
+    assert rules(COHORT) == {
+        "withinClusterQueue": "LowerPriority",
+        "reclaimWithinCohort": "Any",
+        "borrowWithinCohort": {"policy": "LowerPriority"},
+    }
+    # A dedicated tenant is in no cohort: nobody reclaims from it.
+    assert rules(DEDICATED) == {"withinClusterQueue": "LowerPriority"}
+    assert "cohortName" not in _one(tenant_manifests(DEDICATED), "ClusterQueue")["spec"]
 
 
 def test_network_policy_denies_all_but_the_tenant_itself_the_ingress_gateway_and_dns():

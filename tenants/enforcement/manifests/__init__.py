@@ -7,8 +7,9 @@ before the LocalQueue that points at it).
 
 Per tenant: Namespace, ResourceQuota, LimitRange, a default-deny NetworkPolicy, a RoleBinding of
 the tenant's Keycloak group to `edit`, Kueue ResourceFlavors (one per GPU model; dedicated
-tenants get their own, pinned to their reserved nodes), an optional Cohort, a ClusterQueue and
-its LocalQueue.
+tenants get their own, pinned to their reserved nodes), the portal's WorkloadPriorityClasses
+(the same for every tenant), an optional Cohort, a ClusterQueue (with its preemption rules) and
+its LocalQueue, which the tenant's GPU workloads queue in.
 """
 
 from __future__ import annotations
@@ -29,12 +30,17 @@ from .kueue import (
     cohort_manifest,
     flavor_name,
     local_queue_manifest,
+    priority_class_manifests,
     resource_flavor_manifests,
     scheduling_for,
 )
 from .spec import (
     COUNT_RESOURCES,
     KUEUE,
+    LOCAL_QUEUE,
+    PRIORITY_CLASS_LABEL,
+    PRIORITY_CLASSES,
+    QUEUE_NAME_LABEL,
     RESOURCE_QUOTA,
     TENANT_LABEL,
     Grant,
@@ -54,6 +60,7 @@ def tenant_manifests(spec: TenantSpec) -> list[Manifest]:
         network_policy_manifest(spec),
         *role_binding_manifests(spec),
         *resource_flavor_manifests(spec),
+        *priority_class_manifests(spec),
     ]
     cohort = cohort_manifest(spec)
     if cohort is not None:
@@ -65,6 +72,10 @@ def tenant_manifests(spec: TenantSpec) -> list[Manifest]:
 __all__ = [
     "COUNT_RESOURCES",
     "KUEUE",
+    "LOCAL_QUEUE",
+    "PRIORITY_CLASSES",
+    "PRIORITY_CLASS_LABEL",
+    "QUEUE_NAME_LABEL",
     "RESERVED_FOR_KEY",
     "RESOURCE_QUOTA",
     "TENANT_LABEL",

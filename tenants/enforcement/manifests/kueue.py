@@ -25,6 +25,8 @@ from .spec import (
     DEFAULT_FLAVOR,
     KUEUE,
     LOCAL_QUEUE,
+    PRIORITY_CLASSES,
+    PRIORITY_DESCRIPTIONS,
     TENANT_LABEL,
     Grant,
     Manifest,
@@ -103,6 +105,32 @@ def resource_flavor_manifests(spec: TenantSpec) -> list[Manifest]:
     return flavors
 
 
+def priority_class_manifests(spec: TenantSpec) -> list[Manifest]:
+    """The portal's WorkloadPriorityClasses (cluster-wide: every tenant applies the same)."""
+    return [
+        {
+            "apiVersion": KUEUE,
+            "kind": "WorkloadPriorityClass",
+            "metadata": object_meta(name, None, namespaced=False),
+            "value": spec.priorities[key],
+            "description": PRIORITY_DESCRIPTIONS[key],
+        }
+        for key, name in PRIORITY_CLASSES.items()
+    ]
+
+
+def preemption(spec: TenantSpec) -> dict[str, Any]:
+    """Who gives way when the queue's quota is short. Inside the tenant's queue, work of a
+    lower priority. In a cohort, a tenant takes back the quota it lent, whatever the priority
+    of the borrowers (Kueue picks the lowest first), and a borrower may displace another
+    borrower of a lower priority. A dedicated tenant is in no cohort: nothing it runs is ever
+    reclaimed by another."""
+    rules: dict[str, Any] = {"withinClusterQueue": "LowerPriority"}
+    if spec.in_cohort:
+        rules |= {"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}}
+    return rules
+
+
 def cohort_manifest(spec: TenantSpec) -> Manifest | None:
     if not spec.in_cohort:
         return None
@@ -172,6 +200,7 @@ def cluster_queue_manifest(spec: TenantSpec) -> Manifest:
         # A suspended tenant's running work finishes; nothing new is admitted.
         "stopPolicy": "Hold" if spec.suspended else "None",
         "resourceGroups": groups,
+        "preemption": preemption(spec),
     }
     if spec.in_cohort:
         cq_spec["cohortName"] = spec.cohort

@@ -16,6 +16,23 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 LOCAL_QUEUE = "default"
+# What puts a workload's pods in its tenant's queue (Kueue admits them: quota per flavor,
+# borrowing in the cohort, preemption), and at which of the portal's priorities.
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+# The portal's WorkloadPriorityClasses, highest first: serving endpoints above interactive
+# work (VMs, notebooks) above batch (Slurm, training in a vCluster). Their values are
+# settings (KUEUE_PRIORITY_*); a higher value preempts a lower one when quota is short.
+PRIORITY_CLASSES: dict[str, str] = {
+    "serving": "portal-serving",
+    "interactive": "portal-interactive",
+    "batch": "portal-batch",
+}
+PRIORITY_DESCRIPTIONS: dict[str, str] = {
+    "serving": "Inference endpoints: preempt interactive and batch work when quota is short.",
+    "interactive": "VMs and notebooks people work in: preempt batch work.",
+    "batch": "Slurm clusters and training: the first to be preempted.",
+}
 DEFAULT_FLAVOR = "portal-default"
 RESOURCE_QUOTA = "tenant-quota"
 LIMIT_RANGE = "tenant-defaults"
@@ -62,6 +79,10 @@ class TenantSpec:
     cohort: str = ""
     # Per resource class: how much the other tenants of the cohort lend at most.
     cohort_lendable: dict[str, int] = field(default_factory=dict)
+    # The value of each of PRIORITY_CLASSES (fleet-wide: every tenant applies the same).
+    priorities: dict[str, int] = field(
+        default_factory=lambda: {"serving": 1000, "interactive": 500, "batch": 100}
+    )
     ingress_namespace: str = "ingress-gateway"
     edit_role: str = "edit"
     view_role: str = "view"

@@ -108,6 +108,9 @@ class BuildContext:
     isolation: Literal["dedicated", "shared"]
     # Where the portal is reached (links in connection details); the cluster's DNS suffix.
     cluster_domain: str = "cluster.local"
+    # Labels that queue a GPU workload's pods in its tenant's Kueue LocalQueue at its kind's
+    # priority (kueue.x-k8s.io/queue-name, /priority-class); empty: not queued.
+    admission_labels: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def partitions_allowed(self) -> bool:

@@ -4,6 +4,7 @@ status blocks shaped as KServe 0.20 writes them in Standard mode, scale, connect
 input."""
 
 import copy
+import dataclasses
 import json
 import shlex
 
@@ -12,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from inventory.resource_classes import WORKLOAD_KINDS
+from tenants.enforcement.manifests import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from tenants.workloads.kinds import inference, schemas
 from tenants.workloads.kinds.base import (
     LABEL_KIND,
@@ -26,6 +28,7 @@ from tenants.workloads.kinds.base import (
     SpecError,
 )
 from tenants.workloads.kinds.naming import DNS1035_LABEL
+from tenants.workloads.selectors import admission_labels
 
 KIND = inference.KIND
 H100 = "gpu:nvidia-h100-80gb"
@@ -164,6 +167,19 @@ def test_owner_labels_name_and_namespace():
         LABEL_WORKLOAD_ID: "73",
         LABEL_KIND: "inference",
     }
+
+
+def test_whole_gpus_and_mig_instances_queue_in_the_tenants_local_queue_a_hami_share_does_not():
+    queued = dataclasses.replace(SHARED_BUILD, admission_labels=admission_labels("inference"))
+    for gpu in (H100, MIG):
+        labels = service(clean(gpu=gpu), queued)["metadata"]["labels"]
+        assert labels[QUEUE_NAME_LABEL] == "default", gpu
+        assert labels[PRIORITY_CLASS_LABEL] == "portal-serving", gpu
+        assert labels[LABEL_WORKLOAD_ID] == "73"  # the owner labels stay
+    # HAMi's scheduler places a share, and the ClusterQueue holds no quota of HAMi's.
+    hami = service(clean(gpu=HAMI, gpu_memory_gib=20, gpu_cores=30), queued)
+    assert QUEUE_NAME_LABEL not in hami["metadata"]["labels"]
+    assert PRIORITY_CLASS_LABEL not in hami["metadata"]["labels"]
 
 
 def test_whole_gpus_are_requested_and_limited_with_cpu_and_memory():

@@ -4,12 +4,14 @@ holds, how it reads the operator's objects back, scaling and how a person logs i
 
 import base64
 import contextlib
+import dataclasses
 import json
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tenants.enforcement.manifests import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from tenants.workloads.kinds import slurm
 from tenants.workloads.kinds.base import (
     LABEL_WORKLOAD_ID,
@@ -20,6 +22,7 @@ from tenants.workloads.kinds.base import (
     SpecError,
 )
 from tenants.workloads.kinds.schemas import manifest_errors
+from tenants.workloads.selectors import admission_labels
 from tests.tenants.kube_schemas import schema_errors
 
 from . import openssh_keys
@@ -347,6 +350,19 @@ def test_the_gpu_workers_field_by_field():
     assert nodeset["template"]["spec"]["hostname"] == "gpu-"
     assert nodeset["template"]["metadata"]["labels"][LABEL_WORKLOAD_ID] == "7"
     assert "tolerations" not in nodeset["template"]["spec"]
+
+
+def test_the_gpu_workers_queue_in_the_tenants_local_queue_at_the_batch_priority():
+    ctx = dataclasses.replace(build(), admission_labels=admission_labels("slurm"))
+    manifests = slurm.KIND.manifests(clean(), ctx)
+    workers = one(manifests, "NodeSet")["spec"]["template"]["metadata"]["labels"]
+    assert workers[QUEUE_NAME_LABEL] == "default"
+    assert workers[PRIORITY_CLASS_LABEL] == "portal-batch"
+    assert workers[LABEL_WORKLOAD_ID] == "7"
+    # The control plane (controller, login node, REST API) holds no GPU: not queued.
+    for manifest in manifests:
+        if manifest["kind"] != "NodeSet":
+            assert QUEUE_NAME_LABEL not in str(manifest), manifest["kind"]
 
 
 def test_mig_workers_ask_for_the_profiles_resource():

@@ -70,6 +70,9 @@ def test_an_inference_endpoint_goes_from_pending_to_ready_and_its_launcher_is_to
     stored = kube_emulator.get_object(*ISVC, "chat", tenant.namespace)
     assert stored["metadata"]["labels"]["portal.ai-factory.io/workload-id"] == str(workload.pk)
     assert stored["metadata"]["annotations"]["serving.kserve.io/deploymentMode"] == "Standard"
+    # Its replicas queue in the tenant's LocalQueue, at the serving priority.
+    assert stored["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
+    assert stored["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "portal-serving"
 
     ready_inference_service(kube_emulator, name="chat", namespace=tenant.namespace)
     assert services.workload_observe(workload_id=workload.pk) == "ready"

@@ -169,8 +169,13 @@ class InferenceKind:
             predictor["nodeSelector"] = ctx.gpu_node_selector(gpu.model.product_label)
         if tolerations := ctx.gpu_tolerations():
             predictor["tolerations"] = tolerations
+        # KServe copies the InferenceService's labels to its predictor's Deployment and pods:
+        # Kueue admits each replica through the tenant's queue. A HAMi share is HAMi's to
+        # place, with no quota in the ClusterQueue (see tenants.enforcement.manifests.kueue).
+        queued = {} if gpu.kind == "hami" else dict(ctx.admission_labels)
         metadata = ctx.metadata(
-            service_name(ctx.name), annotations={DEPLOYMENT_MODE_ANNOTATION: DEPLOYMENT_MODE}
+            service_name(ctx.name), annotations={DEPLOYMENT_MODE_ANNOTATION: DEPLOYMENT_MODE},
+            labels=queued,
         )
         return [
             {

@@ -265,6 +265,9 @@ def _nodeset(spec: Mapping[str, Any], ctx: BuildContext, names: Names) -> Manife
         ),
     }
     template = _template(ctx, ctx.gpu_node_selector(gpu.gpu_model.product_label))
+    # Each worker pod the operator makes is admitted by Kueue (its pod integration) through
+    # the tenant's queue: the GPU workers, not the controller, login or accounting pods.
+    template["metadata"]["labels"] |= ctx.admission_labels
     # Slurm names the nodes gpu-0, gpu-1, … and their partition `gpu` after this prefix.
     template["spec"]["hostname"] = f"{PARTITION}-"
     return {
