@@ -223,6 +223,11 @@ def gpu_class(model_key: str) -> str:
     return f"gpu:{model_key}"
 
 
+def key_order() -> dict[str, int]:
+    """Each resource class's place in `all_keys()` (the order pages list classes in)."""
+    return {key: i for i, key in enumerate(all_keys())}
+
+
 def all_keys() -> list[str]:
     keys = [gpu_class(k) for k in GPU_MODELS]
     keys += [f"mig:{m.key}:{p}" for m in GPU_MODELS.values() for p in m.mig_profiles]

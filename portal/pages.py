@@ -30,6 +30,7 @@ from inventory.selectors.fleet import (
 from inventory.views.access import any_role_required, platform_admin_required
 from tenants.access import is_platform_admin
 from tenants.quota.capacity import capacity_by_resource_class
+from tenants.quota.cohorts import cohort_capacity
 from tenants.workloads.selectors import gpu_holdings_page, gpu_holdings_summary
 
 # What each part of the overview reads: it is cached under these tables' versions (core.stamps),
@@ -41,6 +42,7 @@ CAPACITY_TABLES = (
     "inventory_node", "inventory_gpu", "tenants_quota", "tenants_tenant", "tenants_workload",
 )
 HOLDINGS_TABLES = ("tenants_workload", "tenants_quota", "tenants_tenant")
+COHORT_TABLES = ("tenants_quota", "tenants_tenant")
 UTILIZATION_TABLES = ("billing_usagerecord", "billing_usagedaily", "billing_meteringwindow")
 
 
@@ -96,6 +98,11 @@ def fleet_overview(request):
         lambda: {"resource_capacity": capacity_by_resource_class()}, "capacity-by-class",
         stamps=stamps,
     )
+    # Kueue's cohorts: what shared tenants lend each other (as each last reconcile read it).
+    cohorts = _stamped_part(
+        "cohorts", COHORT_TABLES, lambda: {"cohorts": cohort_capacity()}, "cohorts",
+        stamps=stamps,
+    )
     # Summed per GPU class, with the tenants over quota: a row per tenant (2,000 at fleet
     # scale) is the holdings page's, a page at a time.
     holdings = _stamped_part(
@@ -111,7 +118,7 @@ def fleet_overview(request):
     )
     parts = {}
     context = {"prometheus_configured": bool(settings.PROMETHEUS_URL), "parts": parts}
-    for part in (inventory, capacity, holdings, utilization):
+    for part in (inventory, capacity, cohorts, holdings, utilization):
         context.update(part)
         parts.update(part["parts"])
     context["parts"] = parts

@@ -222,7 +222,8 @@ def cluster_queue_flavors_usage(
     pods_on_nodes: list[tuple[dict[str, Any], dict[str, str]]],
 ) -> list[Status]:
     """`status.flavorsUsage` of a ClusterQueue: per flavor, the requests of the selected pods
-    whose node carries the flavor's node labels (the first matching flavor of each group)."""
+    whose node carries the flavor's node labels (the first matching flavor of each group), and
+    in a cohort what of it is beyond the flavor's nominal quota (borrowed)."""
     totals: dict[tuple[str, str], Decimal] = {}
     order: list[tuple[str, list[str]]] = []
     groups = ((queue.get("spec") or {}).get("resourceGroups")) or []
@@ -244,11 +245,25 @@ def cluster_queue_flavors_usage(
                     for name in covered:
                         totals[(flavor["name"], name)] += asked.get(name, Decimal(0))
                     break
+    # In a cohort, what a flavor holds beyond its nominal quota is borrowed from the cohort
+    # (Kueue admits that far only there); a queue in no cohort borrows nothing.
+    nominal = {
+        (flavor["name"], cell["name"]): _quantity(cell.get("nominalQuota") or 0)
+        for group in groups for flavor in group.get("flavors") or []
+        for cell in flavor.get("resources") or []
+    }
+    in_cohort = bool((queue.get("spec") or {}).get("cohortName"))
+
+    def borrowed(key: tuple[str, str]) -> str:
+        beyond = totals[key] - nominal.get(key, Decimal(0))
+        return _format_quantity(max(beyond, Decimal(0)) if in_cohort else Decimal(0))
+
     return [
         {
             "name": name,
             "resources": [
-                {"name": r, "total": _format_quantity(totals[(name, r)]), "borrowed": "0"}
+                {"name": r, "total": _format_quantity(totals[(name, r)]),
+                 "borrowed": borrowed((name, r))}
                 for r in covered
             ],
         }

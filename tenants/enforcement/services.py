@@ -57,6 +57,8 @@ class ReconcileOutcome:
     drift: dict[str, dict[str, Any]] = field(default_factory=dict)
     manifests: list[Manifest] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
+    # Per GPU and MIG class: what of the usage Kueue reports borrowed from the cohort.
+    borrowed: dict[str, int] = field(default_factory=dict)
     requests_applied: list[int] = field(default_factory=list)
 
 
@@ -142,8 +144,11 @@ def _whole(quantity: str, unit: int = 1) -> int:
     return max(0, math.ceil(parse_quantity(quantity) / unit))
 
 
-def _observed_usage(gateway: FleetGateway, spec: TenantSpec) -> dict[str, int]:
-    """What the tenant uses now, per resource class, as the cluster's controllers report it."""
+def _observed_usage(
+    gateway: FleetGateway, spec: TenantSpec
+) -> tuple[dict[str, int], dict[str, int]]:
+    """What the tenant uses now, per resource class, as the cluster's controllers report it;
+    and per GPU and MIG class what of it Kueue counts as borrowed from the cohort."""
     quota = gateway.get(
         api_version="v1", kind="ResourceQuota", name=RESOURCE_QUOTA, namespace=spec.namespace
     )
@@ -166,12 +171,14 @@ def _observed_usage(gateway: FleetGateway, spec: TenantSpec) -> dict[str, int]:
             flavor = flavor_name(spec, rc.gpu_model.key)
             by_resource[(flavor, rc.kubernetes_resource)] = rc.key
     flavors_usage = ((queue or {}).get("status") or {}).get("flavorsUsage")
+    borrowed: dict[str, int] = {}
     if flavors_usage is not None:
         for flavor in flavors_usage:
             for cell in flavor.get("resources") or []:
                 key = by_resource.get((flavor.get("name"), cell.get("name")))
                 if key is not None:
                     usage[key] = _whole(cell.get("total") or "0")
+                    borrowed[key] = _whole(cell.get("borrowed") or "0")
     else:
         # With HAMi shares, `requests.nvidia.com/gpu` also counts their vGPUs.
         has_hami = any(rc.kind == "hami" for rc in granted)
@@ -189,7 +196,7 @@ def _observed_usage(gateway: FleetGateway, spec: TenantSpec) -> dict[str, int]:
         if rc.kind == "hami" and len(same) == 1 and name in used:
             unit = resource_classes.MIB_PER_GIB if rc.hami_counter == "memory-gib" else 1
             usage[rc.key] = _whole(used[name], unit)
-    return usage
+    return usage, borrowed
 
 
 def tenant_reconcile(
@@ -220,7 +227,7 @@ def tenant_reconcile(
             outcome.drift = _drift(gateway, baseline)
         gateway.apply(manifests=manifests)
         try:
-            outcome.usage = _observed_usage(gateway, spec)
+            outcome.usage, outcome.borrowed = _observed_usage(gateway, spec)
         except (ValueError, TypeError, AttributeError):
             logger.warning("Unreadable usage for tenant %s", tenant.slug, exc_info=True)
     except FleetError as exc:
@@ -236,9 +243,11 @@ def _record_success(outcome: ReconcileOutcome) -> list[int]:
     tenant = Tenant.objects.select_for_update().get(pk=outcome.tenant_id)
     news = reconcile_succeeded(tenant, version=outcome.version, manifests=outcome.manifests)
     for quota in Quota.objects.filter(tenant=tenant, resource__in=list(outcome.usage)):
-        if quota.in_use != outcome.usage[quota.resource]:
-            quota.in_use = outcome.usage[quota.resource]
-            quota.save(update_fields=["in_use"])
+        in_use = outcome.usage[quota.resource]
+        borrowed = outcome.borrowed.get(quota.resource, 0)
+        if (quota.in_use, quota.borrowed) != (in_use, borrowed):
+            quota.in_use, quota.borrowed = in_use, borrowed
+            quota.save(update_fields=["in_use", "borrowed"])
     if outcome.drift:
         audit(
             actor=None,

@@ -50,8 +50,8 @@ class QuotaInline(admin.TabularInline):
     model = Quota
     form = QuotaInlineForm
     extra = 0
-    fields = ["resource", "limit", "in_use", "borrowing_limit", "lending_limit"]
-    readonly_fields = ["in_use"]
+    fields = ["resource", "limit", "in_use", "borrowed", "borrowing_limit", "lending_limit"]
+    readonly_fields = ["in_use", "borrowed"]
 
 
 # --- the quota review queue -------------------------------------------------------------------

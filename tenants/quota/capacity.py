@@ -151,7 +151,7 @@ def _measured_class(key: str) -> bool:
 
 
 def _ordered(keys: set[str]) -> list[str]:
-    order = {key: i for i, key in enumerate(resource_classes.all_keys())}
+    order = resource_classes.key_order()
     return sorted(keys, key=lambda k: (order.get(k, len(order)), k))
 
 

@@ -32,6 +32,11 @@ class Quota(models.Model):
     in_use = models.PositiveIntegerField(
         default=0, editable=False, help_text="In use on the cluster, as last observed."
     )
+    borrowed = models.PositiveIntegerField(
+        default=0, editable=False,
+        help_text="Of what is in use, how much is borrowed from the cohort, as Kueue last "
+                  "reported it (GPUs and MIG instances).",
+    )
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

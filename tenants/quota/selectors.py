@@ -38,6 +38,7 @@ class QuotaLine:
     borrowing_limit: int | None = None
     lending_limit: int | None = None
     cluster_used: int | None = None  # what the cluster last reported in use, when it differs
+    borrowed: int = 0  # of what is in use, borrowed from the cohort (as Kueue last reported)
 
     @property
     def percent(self) -> int:
@@ -47,10 +48,6 @@ class QuotaLine:
     def lendable(self) -> bool:
         """Whether a cohort borrows and lends this class (GPUs and MIG partitions only)."""
         return self.resource.startswith(("gpu:", "mig:"))
-
-
-def _order() -> dict[str, int]:
-    return {key: i for i, key in enumerate(resource_classes.all_keys())}
 
 
 def tenant_quota_lines(*, tenant: Tenant) -> list[QuotaLine]:
@@ -63,13 +60,13 @@ def tenant_quota_lines(*, tenant: Tenant) -> list[QuotaLine]:
         request__ends_on__isnull=False, resource=OuterRef("resource"),
     ).order_by().values("resource")
     rows = Quota.objects.filter(tenant=tenant).values_list(
-        "resource", "limit", "in_use", "borrowing_limit", "lending_limit",
+        "resource", "limit", "in_use", "borrowed", "borrowing_limit", "lending_limit",
         Subquery(temporary.annotate(amount=Sum("approved_amount")).values("amount")),
         Subquery(temporary.annotate(ends_on=Min("request__ends_on")).values("ends_on")),
     )
-    order = _order()
+    order = resource_classes.key_order()
     lines = []
-    for resource, limit, in_use, borrowing, lending, temporary, ends_on in rows:
+    for resource, limit, in_use, borrowed, borrowing, lending, temporary, ends_on in rows:
         used = held.get(resource, 0)
         lines.append(QuotaLine(
             resource=resource,
@@ -81,6 +78,7 @@ def tenant_quota_lines(*, tenant: Tenant) -> list[QuotaLine]:
             ends_on=ends_on,
             borrowing_limit=borrowing,
             lending_limit=lending,
+            borrowed=borrowed,
         ))
     return sorted(lines, key=lambda line: order.get(line.resource, len(order)))
 
@@ -109,7 +107,7 @@ def tenant_schedulable(*, tenant: Tenant) -> list[SchedulableLine]:
     """Per granted class the inventory measures: quota, and the healthy units of the tenant's
     pool (its reserved nodes if dedicated, the shared pool if shared). Five queries."""
     capacity = tenant_capacity_by_resource_class(tenant=tenant)
-    order = _order()
+    order = resource_classes.key_order()
     lines = [
         SchedulableLine(
             resource=q.resource,

@@ -22,6 +22,10 @@ class QuotaLineSerializer(serializers.Serializer):
     ends_on = serializers.DateField(allow_null=True)
     borrowing_limit = serializers.IntegerField(allow_null=True)
     lending_limit = serializers.IntegerField(allow_null=True)
+    borrowed = serializers.IntegerField(
+        help_text="Of what the cluster reports in use, how much Kueue counts as borrowed from "
+                  "the tenant's cohort (GPUs and MIG instances; 0 outside a cohort)."
+    )
 
 
 class ResourceLabelField(serializers.CharField):

@@ -213,10 +213,6 @@ def _gpu_lines(
     return tuple(lines)
 
 
-def _vocabulary_order() -> dict[str, int]:
-    return {key: i for i, key in enumerate(resource_classes.all_keys())}
-
-
 @dataclass(frozen=True)
 class GpuClassHoldings:
     """One GPU class across the tenants: what their workloads hold against their quotas."""
@@ -239,7 +235,7 @@ def gpu_holdings_summary(*, over_quota_shown: int = 10) -> GpuHoldingsSummary:
     tenants that hold more than their quota of some class (their lines over quota; the first
     `over_quota_shown` by name). Three queries, whatever the number of tenants or workloads."""
     held, granted = _gpu_held(), _gpu_granted()
-    order = _vocabulary_order()
+    order = resource_classes.key_order()
     per_class: dict[str, list[int]] = {}  # class → [held, granted, tenants, over]
     over_ids: dict[int, tuple[GpuHolding, ...]] = {}
     tenants = 0
@@ -286,7 +282,7 @@ def gpu_holdings_page(
     quota of some class), by name, each with its lines. Four queries (holdings, quotas, the
     count and the page's tenants), whatever the number of tenants or workloads."""
     held, granted = _gpu_held(), _gpu_granted()
-    order = _vocabulary_order()
+    order = resource_classes.key_order()
     listed = []
     for tenant_id in set(held) | set(granted):
         lines = _gpu_lines(held.get(tenant_id, {}), granted.get(tenant_id, {}), order)
@@ -397,7 +393,7 @@ def demand_preview(
     for row in others.values_list("demand", flat=True):
         for resource, amount in (row or {}).items():
             held[resource] += int(amount)
-    order = {key: i for i, key in enumerate(resource_classes.all_keys())}
+    order = resource_classes.key_order()
     lines = []
     for resource in sorted(demand, key=lambda r: (order.get(r, len(order)), r)):
         try:

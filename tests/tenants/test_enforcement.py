@@ -264,6 +264,47 @@ def test_usage_reported_by_the_cluster_shows_next_to_the_quota(
     assert "cluster reports 6" in html
 
 
+def test_what_a_tenant_borrows_in_its_cohort_shows_on_its_pages_and_the_fleets(
+    approved_tenant, kube_emulator, tenant, tenant_member, platform_admin, login
+):
+    Tenant.objects.filter(pk=tenant.pk).update(cohort="shared-gpus")
+    tenant_reconcile(tenant_id=tenant.pk)
+    queue = kube_emulator.get_object(KUEUE, "ClusterQueue", "tenant-acme")
+    assert queue["spec"]["cohortName"] == "shared-gpus"
+    flavors_usage = [{"name": "gpu-nvidia-h100-80gb", "resources": [
+        {"name": "nvidia.com/gpu", "total": "20", "borrowed": "4"}]}]
+    kube_emulator.put_object({**queue, "status": {"flavorsUsage": flavors_usage}})
+
+    tenant_reconcile(tenant_id=tenant.pk)
+
+    quota = Quota.objects.get(tenant=tenant, resource="gpu:nvidia-h100-80gb")
+    assert (quota.limit, quota.in_use, quota.borrowed) == (16, 20, 4)
+    member = login(tenant_member)
+    dashboard = member.get(reverse("tenants:dashboard", args=["acme"])).content.decode()
+    assert 'data-borrowed="4"' in dashboard
+    assert "4 borrowed from the shared-gpus cohort" in dashboard
+    quota_page = member.get(reverse("tenants:quota-detail", args=["acme"])).content.decode()
+    assert "4 borrowed now" in quota_page
+    lines = member.get("/api/v1/tenants/acme/quota/").json()
+    assert {line["resource"]: line["borrowed"] for line in lines["results"]} == {
+        "gpu:nvidia-h100-80gb": 4, "cpu": 0}
+    fleet = login(platform_admin).get(reverse("inventory:fleet")).content.decode()
+    row = re.search(r'<tr data-cohort="shared-gpus" data-resource="gpu:nvidia-h100-80gb">'
+                    r'(.*?)</tr>', fleet, re.S)
+    assert row, "the cohort's H100 line on the fleet overview"
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)
+    assert [c.strip() for c in cells[2:]] == ["1", "16", "20", "4", "0"]
+
+    # Back within its quota: nothing borrowed any more.
+    flavors_usage[0]["resources"][0] |= {"total": "9", "borrowed": "0"}
+    queue = kube_emulator.get_object(KUEUE, "ClusterQueue", "tenant-acme")
+    kube_emulator.put_object({**queue, "status": {"flavorsUsage": flavors_usage}})
+    tenant_reconcile(tenant_id=tenant.pk)
+    assert Quota.objects.get(tenant=tenant, resource="gpu:nvidia-h100-80gb").borrowed == 0
+    dashboard = member.get(reverse("tenants:dashboard", args=["acme"])).content.decode()
+    assert "borrowed from the" not in dashboard
+
+
 def test_hami_grants_reach_the_cluster_as_hami_quota_keys_and_usage_comes_back(
     tenant, kube_gateway, kube_emulator
 ):
@@ -423,6 +464,31 @@ def test_the_demo_fleet_reports_what_tenant_pods_use_per_gpu_model(
     queue = simulated_gateway.get(api_version=KUEUE, kind="ClusterQueue", name="tenant-acme")
     meta = {k: v for k, v in queue["metadata"].items() if k not in SERVER_FIELDS}
     assert not schema_errors({**queue, "metadata": meta})  # flavorsUsage as Kueue writes it
+    # In no cohort, nothing is borrowed (Kueue admits no more than the nominal quota).
+    assert set(Quota.objects.filter(tenant=tenant).values_list("borrowed", flat=True)) == {0}
+
+
+def test_the_demo_fleet_counts_what_a_cohort_tenant_runs_beyond_its_quota_as_borrowed(
+    tenant, simulated_gateway, settings
+):
+    from inventory.resource_classes import GPU_MODELS
+
+    settings.FLEET_SIMULATED_READY_SECONDS = 0
+    Tenant.objects.filter(pk=tenant.pk).update(cohort="shared-gpus")
+    QuotaFactory(tenant=tenant, resource="gpu:nvidia-l40s", limit=4)
+    labels = {"nvidia.com/gpu.product": GPU_MODELS["nvidia-l40s"].product_label}
+    simulated_gateway.apply(manifests=[
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "l40s-a", "labels": labels}},
+        *({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"serve-{n}", "namespace": NS},
+           "spec": {"nodeName": "l40s-a", "containers": [
+               {"name": "main", "resources": {"requests": {"nvidia.com/gpu": "3"}}}]},
+           "status": {"phase": "Running"}} for n in range(2)),
+    ])
+
+    tenant_reconcile(tenant_id=tenant.pk)
+
+    quota = Quota.objects.get(tenant=tenant, resource="gpu:nvidia-l40s")
+    assert (quota.in_use, quota.borrowed) == (6, 2)
 
 
 
