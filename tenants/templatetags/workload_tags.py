@@ -37,7 +37,11 @@ def _after_amount(resource: str) -> str:
     return f" \u00d7 {parsed.label.removesuffix(' GPUs')}"
 
 
-WORDS = {"ip": "IP address", "url": "URL", "cluster_url": "In-cluster URL"}
+WORDS = {
+    "ip": "IP address", "url": "URL", "cluster_url": "In-cluster URL",
+    "replicas_queued": "Replicas waiting in the queue",
+    "workers_queued": "Workers waiting in the queue",
+}
 
 
 @register.filter

@@ -250,6 +250,24 @@ class WorkloadKind(Protocol):
     ) -> Connection: ...
 
 
+# The scheduling gate Kueue puts on a pod it has not admitted yet (its pod integration).
+KUEUE_ADMISSION_GATE = "kueue.x-k8s.io/admission"
+
+
+def queued_by_kueue(pod: Manifest | None) -> bool:
+    """Whether Kueue holds `pod` in its tenant's queue: its admission gate is still on."""
+    gates = ((pod or {}).get("spec") or {}).get("schedulingGates") or []
+    return any(isinstance(g, Mapping) and g.get("name") == KUEUE_ADMISSION_GATE for g in gates)
+
+
+def queued_words(count: int, of: str) -> str:
+    """What a page says of `count` pods (`of`: "replica", "worker") Kueue holds in the queue."""
+    plural = count != 1
+    return (f"{count} {of}{'s' if plural else ''} waiting in the tenant's queue: Kueue admits "
+            f"{'them' if plural else 'it'} when the tenant's GPU quota, or what its cohort "
+            "lends, has room.")
+
+
 def condition(obj: Manifest | None, kind: str) -> dict[str, Any] | None:
     """The condition of type `kind` in `obj.status.conditions`, if any."""
     for cond in ((obj or {}).get("status") or {}).get("conditions") or []:

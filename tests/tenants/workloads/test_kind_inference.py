@@ -374,6 +374,39 @@ def observe(obj=None, spec=None):
     return KIND.observe(objects, spec or clean(), SHARED_BUILD)
 
 
+def _predictor_pod(name, *, gated):
+    """A replica as the cluster holds it: Kueue's admission gate on while it waits."""
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": "tenant-nova",
+                        "labels": {"serving.kserve.io/inferenceservice": "chat"}},
+           "spec": {"containers": [{"name": "kserve-container"}]},
+           "status": {"phase": "Pending"}}
+    if gated:
+        pod["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+        pod["status"]["conditions"] = [cond("PodScheduled", "False", "SchedulingGated",
+                                            "Scheduling is blocked due to non-empty scheduling "
+                                            "gates")]
+    return pod
+
+
+def test_replicas_kueue_holds_in_the_queue_say_so_and_are_no_fault():
+    pods = {("v1", "Pod", f"chat-predictor-{n}"): _predictor_pod(f"chat-predictor-{n}", gated=True)
+            for n in range(2)}
+    seen = KIND.observe({KEY: kserve(loading_status()), **pods}, clean(), SHARED_BUILD)
+    assert (seen.state, seen.reason) == ("progressing", "Queued")
+    assert seen.message.startswith("2 replicas waiting in the tenant's queue: Kueue admits them")
+    assert seen.details["replicas_queued"] == 2
+
+    # Serving already, one more replica waits: still ready, the wait in its figures.
+    pods = {("v1", "Pod", "chat-predictor-2"): _predictor_pod("chat-predictor-2", gated=True)}
+    seen = KIND.observe({KEY: kserve(serving_status()), **pods}, clean(), SHARED_BUILD)
+    assert seen.state == "ready" and seen.details["replicas_queued"] == 1
+    # A pod Kueue admitted (its gate gone) is the scheduler's again.
+    pods = {("v1", "Pod", "chat-predictor-0"): _predictor_pod("chat-predictor-0", gated=False)}
+    seen = KIND.observe({KEY: kserve(loading_status()), **pods}, clean(), SHARED_BUILD)
+    assert seen.reason != "Queued" and "replicas_queued" not in seen.details
+
+
 def test_nothing_on_the_cluster_is_absent():
     assert observe().state == "absent"
 

@@ -616,8 +616,14 @@ def app(key, ready, **status):
     }
 
 
-def worker_pod(ordinal, *, unschedulable=False, waiting=None):
+def worker_pod(ordinal, *, unschedulable=False, waiting=None, queued=False):
     status = {"phase": "Pending", "conditions": []}
+    if queued:  # Kueue's admission gate still on: the scheduler has not seen it
+        status["conditions"].append({
+            "type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+            "message": "Scheduling is blocked due to non-empty scheduling gates",
+            "lastTransitionTime": "2026-11-20T10:00:00Z",
+        })
     if unschedulable:
         status["conditions"].append(
             {
@@ -650,6 +656,7 @@ def worker_pod(ordinal, *, unschedulable=False, waiting=None):
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": f"train-workers-{ordinal}", "labels": labels},
+        "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]} if queued else {},
         "status": status,
     }
 
@@ -695,6 +702,16 @@ def test_workers_still_starting_is_progressing():
     seen = observe(cluster(workers_ready=1, extra=dict([worker_pod(1), worker_pod(2)])))
 
     assert (seen.state, seen.message) == ("progressing", "1 of 4 workers ready.")
+
+
+def test_workers_kueue_holds_in_the_queue_say_so_and_are_no_fault():
+    pods = dict([worker_pod(1), *(worker_pod(i, queued=True) for i in (2, 3))])
+
+    seen = observe(cluster(workers_ready=1, extra=pods))
+
+    assert (seen.state, seen.reason) == ("progressing", "Queued")
+    assert seen.message.startswith("2 workers waiting in the tenant's queue: Kueue admits them")
+    assert seen.details["workers_queued"] == 2
 
 
 def test_workers_no_node_has_room_for_wait_degraded_in_the_schedulers_words():

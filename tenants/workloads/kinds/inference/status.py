@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..base import BuildContext, Manifest, ObjectKey, Observation, condition
+from ..base import (
+    BuildContext,
+    Manifest,
+    ObjectKey,
+    Observation,
+    condition,
+    queued_by_kueue,
+    queued_words,
+)
 from .spec import INFERENCE_SERVICE, POD, PREDICTOR_LABEL, service_name
 
 # Why a predictor is down when the cluster has given up rather than still working on it:
@@ -83,6 +91,16 @@ def _unschedulable(objects: Mapping[ObjectKey, Manifest], name: str) -> tuple[in
     return count, words
 
 
+def _queued(objects: Mapping[ObjectKey, Manifest], name: str) -> int:
+    """How many of the predictor's pods Kueue still holds in the tenant's queue."""
+    return sum(
+        1 for (api_version, kind, _), pod in objects.items()
+        if (api_version, kind) == POD
+        and ((pod.get("metadata") or {}).get("labels") or {}).get(PREDICTOR_LABEL) == name
+        and queued_by_kueue(pod)
+    )
+
+
 def _was_serving(status: Mapping[str, Any]) -> bool:
     """What KServe keeps after readiness is lost: the model loaded once, the predictor had a URL."""
     states = (status.get("modelStatus") or {}).get("states") or {}
@@ -134,12 +152,18 @@ def observe(
     waiting, words = _unschedulable(objects, name)
     if waiting:
         details["replicas_waiting_for_a_node"] = waiting
+    queued = _queued(objects, name)
+    if queued:
+        details["replicas_queued"] = queued
     found = {"conditions": _newest_first(obj), "details": details}
     failed_model = _model_failure(status)
     if waiting and not failed_model:
         # Replicas beyond the capacity it may use: Pending until room frees up, in the
         # scheduler's words (it retries; nothing is to fix but the size or the fleet).
         return Observation("degraded", "Unschedulable", words, **found)
+    if queued and not failed_model and not _is(condition(obj, "Ready"), "True"):
+        # Fair share at work, not a fault: Kueue admits them as quota frees up.
+        return Observation("progressing", "Queued", queued_words(queued, "replica"), **found)
     if _is(condition(obj, "Ready"), "True"):
         if failed_model:  # the old replicas still serve; the new spec's model won't load
             return Observation("degraded", *failed_model, **found)

@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..base import BuildContext, Connection, Manifest, ObjectKey, Observation
+from ..base import (
+    BuildContext,
+    Connection,
+    Manifest,
+    ObjectKey,
+    Observation,
+    queued_by_kueue,
+    queued_words,
+)
 from .manifests import LOGIN_PORT, PARTITION, RESTAPI_PORT, SLINKY, Names
 
 # Why a condition means the cluster gave up (types the operator or Kubernetes use).
@@ -143,7 +151,13 @@ def observe(
         if control_failure:
             return seen("failed", *control_failure)
         return seen("progressing", "Starting", f"Waiting for: {waiting_for}.")
+    queued = sum(1 for pod in worker_pods if queued_by_kueue(pod))
+    if queued:
+        details["workers_queued"] = queued
     if workers_ready < workers:
+        if queued and not worker_failure:
+            # Fair share at work, not a fault: Kueue admits them as quota frees up.
+            return seen("progressing", "Queued", queued_words(queued, "worker"))
         if worker_failure:
             # Workers no node has room for wait for the scheduler (degraded, in its words);
             # workers that cannot start for another reason fail the cluster if none runs.
