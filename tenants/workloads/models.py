@@ -16,7 +16,7 @@ from core.validators import validate_dns1123_label, validate_readable_name
 
 from ..access.models import Tenant
 from .advice import failure_advice
-from .kinds.base import SpecError
+from .kinds.base import QUEUED_REASON, SpecError
 from .kinds.image_references import oci_reference
 from .registry import CHOICES as KIND_CHOICES
 from .registry import KINDS
@@ -192,6 +192,8 @@ class Workload(Reconciled):
 
     @property
     def status_color(self) -> str:
+        if self.queued:
+            return "info"
         return "secondary" if self.stopped else WorkloadStatus.color(self.status)
 
     @property
@@ -201,8 +203,17 @@ class Workload(Reconciled):
         return self.status == WorkloadStatus.READY and self.status_reason == STOPPED_REASON
 
     @property
+    def queued(self) -> bool:
+        """Being provisioned, its pods waiting in the tenant's Kueue queue for quota: its badge
+        says Queued (fair share at work, not a fault)."""
+        return self.status == WorkloadStatus.PROVISIONING and self.status_reason == QUEUED_REASON
+
+    @property
     def status_label(self) -> str:
-        """The badge's word: the status, or Stopped for a stopped VM."""
+        """The badge's word: the status, Stopped for a stopped VM, Queued for a workload
+        waiting in the queue."""
+        if self.queued:
+            return "Queued"
         return "Stopped" if self.stopped else self.get_status_display()
 
     @property

@@ -149,8 +149,9 @@ class WorkloadSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_status_label(self, workload: Workload) -> str:
-        # A method field: DRF inspects the signature of a callable source on every row.
-        return workload.get_status_display()
+        # A method field: DRF inspects the signature of a callable source on every row. The
+        # badge's word, as the pages say it (Stopped, Queued).
+        return workload.status_label
 
 
 class WorkloadEventSerializer(serializers.ModelSerializer):

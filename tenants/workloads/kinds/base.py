@@ -250,8 +250,10 @@ class WorkloadKind(Protocol):
     ) -> Connection: ...
 
 
-# The scheduling gate Kueue puts on a pod it has not admitted yet (its pod integration).
+# The scheduling gate Kueue puts on a pod it has not admitted yet (its pod integration), and
+# the reason a workload waiting for it is progressing with.
 KUEUE_ADMISSION_GATE = "kueue.x-k8s.io/admission"
+QUEUED_REASON = "Queued"
 
 
 def queued_by_kueue(pod: Manifest | None) -> bool:

@@ -539,3 +539,39 @@ def test_a_dedicated_tenant_is_offered_only_its_reserved_nodes_and_placed_on_the
     assert predictor["nodeSelector"]["portal.ai-factory.io/reserved-for"] == tenant.slug
     assert {"key": "portal.ai-factory.io/reserved-for", "operator": "Equal",
             "value": tenant.slug, "effect": "NoSchedule"} in predictor["tolerations"]
+
+
+@pytest.mark.django_db
+def test_an_endpoint_whose_replicas_kueue_holds_is_queued_on_its_pages_and_in_the_api(
+    tenant, tenant_member, gpu_pool, workload_quota, kube_gateway, kube_emulator, login,
+):
+    workload_quota()
+    workload = _launch(tenant, tenant_member)
+    services.workload_reconcile(workload_id=workload.pk)
+    stored = kube_emulator.get_object(*ISVC, "chat", tenant.namespace)
+    # Play KServe and Kueue: the predictor's pod carries the endpoint's labels, and Kueue's
+    # admission gate while the tenant's queue has no room for it.
+    kube_emulator.put_object({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "chat-predictor-0", "namespace": tenant.namespace,
+                     "labels": {**stored["metadata"]["labels"],
+                                "serving.kserve.io/inferenceservice": "chat"}},
+        "spec": {"containers": [{"name": "kserve-container", "image": "vllm"}],
+                 "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]},
+        "status": {"phase": "Pending"},
+    })
+
+    services.workload_observe(workload_id=workload.pk)
+    workload.refresh_from_db()
+
+    assert (workload.status, workload.status_reason) == (WorkloadStatus.PROVISIONING, "Queued")
+    assert workload.details["replicas_queued"] == 1
+    member = login(tenant_member)
+    for path in (f"/t/{tenant.slug}/workloads/{workload.pk}/", f"/t/{tenant.slug}/workloads/",
+                 f"/t/{tenant.slug}/"):
+        page = member.get(path).content.decode()
+        assert 'data-status="queued"' in page, path
+    detail = member.get(f"/t/{tenant.slug}/workloads/{workload.pk}/").content.decode()
+    assert "1 replica waiting in the tenant&#x27;s queue" in detail
+    answer = member.get(f"/api/v1/workloads/{workload.pk}/").json()
+    assert (answer["status"], answer["status_label"]) == ("provisioning", "Queued")

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..base import (
+    QUEUED_REASON,
     BuildContext,
     Manifest,
     ObjectKey,
@@ -163,7 +164,7 @@ def observe(
         return Observation("degraded", "Unschedulable", words, **found)
     if queued and not failed_model and not _is(condition(obj, "Ready"), "True"):
         # Fair share at work, not a fault: Kueue admits them as quota frees up.
-        return Observation("progressing", "Queued", queued_words(queued, "replica"), **found)
+        return Observation("progressing", QUEUED_REASON, queued_words(queued, "replica"), **found)
     if _is(condition(obj, "Ready"), "True"):
         if failed_model:  # the old replicas still serve; the new spec's model won't load
             return Observation("degraded", *failed_model, **found)

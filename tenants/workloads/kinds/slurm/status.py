@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..base import (
+    QUEUED_REASON,
     BuildContext,
     Connection,
     Manifest,
@@ -157,7 +158,7 @@ def observe(
     if workers_ready < workers:
         if queued and not worker_failure:
             # Fair share at work, not a fault: Kueue admits them as quota frees up.
-            return seen("progressing", "Queued", queued_words(queued, "worker"))
+            return seen("progressing", QUEUED_REASON, queued_words(queued, "worker"))
         if worker_failure:
             # Workers no node has room for wait for the scheduler (degraded, in its words);
             # workers that cannot start for another reason fail the cluster if none runs.
