@@ -354,7 +354,7 @@ def admission_labels(kind_key: str) -> dict[str, str]:
     (a kind puts them on the pods it has Kueue admit)."""
     return {
         QUEUE_NAME_LABEL: LOCAL_QUEUE,
-        PRIORITY_CLASS_LABEL: PRIORITY_CLASSES[registry.kind(kind_key).priority],
+        PRIORITY_CLASS_LABEL: PRIORITY_CLASSES[registry.kind(kind_key).priority].name,
     }
 
 

@@ -305,7 +305,7 @@ def test_the_portals_priority_classes_come_before_the_queue_with_the_values_set(
     classes = {m["metadata"]["name"]: m["value"] for m in _by_kind(manifests)[
         "WorkloadPriorityClass"]}
     assert classes == {"portal-serving": 900, "portal-interactive": 40, "portal-batch": 4}
-    assert set(classes) == set(PRIORITY_CLASSES.values())
+    assert set(classes) == {priority.name for priority in PRIORITY_CLASSES.values()}
     assert max(i for i, k in enumerate(kinds) if k == "WorkloadPriorityClass") < kinds.index(
         "ClusterQueue")
     # Cluster-wide, the same for every tenant (its name carries no tenant).

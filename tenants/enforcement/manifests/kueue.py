@@ -26,7 +26,6 @@ from .spec import (
     KUEUE,
     LOCAL_QUEUE,
     PRIORITY_CLASSES,
-    PRIORITY_DESCRIPTIONS,
     TENANT_LABEL,
     Grant,
     Manifest,
@@ -111,11 +110,11 @@ def priority_class_manifests(spec: TenantSpec) -> list[Manifest]:
         {
             "apiVersion": KUEUE,
             "kind": "WorkloadPriorityClass",
-            "metadata": object_meta(name, None, namespaced=False),
+            "metadata": object_meta(priority.name, None, namespaced=False),
             "value": spec.priorities[key],
-            "description": PRIORITY_DESCRIPTIONS[key],
+            "description": priority.description,
         }
-        for key, name in PRIORITY_CLASSES.items()
+        for key, priority in PRIORITY_CLASSES.items()
     ]
 
 

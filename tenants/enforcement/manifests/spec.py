@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from inventory import resource_classes
 
@@ -20,18 +20,22 @@ LOCAL_QUEUE = "default"
 # borrowing in the cohort, preemption), and at which of the portal's priorities.
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+class PriorityClass(NamedTuple):
+    name: str  # the WorkloadPriorityClass's
+    description: str
+
+
 # The portal's WorkloadPriorityClasses, highest first: serving endpoints above interactive
 # work (VMs, notebooks) above batch (Slurm, training in a vCluster). Their values are
 # settings (KUEUE_PRIORITY_*); a higher value preempts a lower one when quota is short.
-PRIORITY_CLASSES: dict[str, str] = {
-    "serving": "portal-serving",
-    "interactive": "portal-interactive",
-    "batch": "portal-batch",
-}
-PRIORITY_DESCRIPTIONS: dict[str, str] = {
-    "serving": "Inference endpoints: preempt interactive and batch work when quota is short.",
-    "interactive": "VMs and notebooks people work in: preempt batch work.",
-    "batch": "Slurm clusters and training: the first to be preempted.",
+PRIORITY_CLASSES: dict[str, PriorityClass] = {
+    "serving": PriorityClass(
+        "portal-serving",
+        "Inference endpoints: preempt interactive and batch work when quota is short."),
+    "interactive": PriorityClass(
+        "portal-interactive", "VMs and notebooks people work in: preempt batch work."),
+    "batch": PriorityClass(
+        "portal-batch", "Slurm clusters and training: the first to be preempted."),
 }
 DEFAULT_FLAVOR = "portal-default"
 RESOURCE_QUOTA = "tenant-quota"
