@@ -12,6 +12,8 @@ reconciliation, pages, API) only ever talks to a kind through this contract:
 - `observe(objects, spec, ctx)`  the objects read back from the cluster → an `Observation`
 - `scale(spec, changes, ctx)`    a running workload's new spec (or `SpecError`)
 - `connection(objects, spec, ctx)`  what a person needs to use it (URLs, commands), shown when ready
+- `gpu_pods(spec, ctx)`    a regular expression the names of the pods holding its GPUs match
+                           (fully) in `ctx.namespace`: DCGM labels each GPU's series by pod
 
 Specs are JSON-ready dicts (stored in the database); numbers are ints, never floats.
 """
@@ -248,6 +250,8 @@ class WorkloadKind(Protocol):
     def connection(
         self, objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
     ) -> Connection: ...
+
+    def gpu_pods(self, spec: Mapping[str, Any], ctx: BuildContext) -> str: ...
 
 
 # The scheduling gate Kueue puts on a pod it has not admitted yet (its pod integration), and

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -465,6 +466,13 @@ class VClusterKind:
                 " control plane's certificate.",
                 "The kubeconfig holds the vCluster's admin credentials: keep it like a password.",
             ),
+        )
+
+    def gpu_pods(self, spec: Mapping[str, Any], ctx: BuildContext) -> str:
+        # vCluster syncs a pod made inside it as `<pod>-x-<its namespace>-x-<release>` (a name
+        # past 63 characters becomes a hash, and is not found here).
+        return r"[a-z0-9]([-a-z0-9]*[a-z0-9])?-x-[a-z0-9]([-a-z0-9]*[a-z0-9])?" + re.escape(
+            f"-x-{release_name(ctx.name)}"
         )
 
 

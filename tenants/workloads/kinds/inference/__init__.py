@@ -25,6 +25,7 @@ partition, neither at validation nor when a stored spec is built for them.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -256,6 +257,12 @@ class InferenceKind:
             ),
             notes=tuple(notes),
         )
+
+
+    def gpu_pods(self, spec: Mapping[str, Any], ctx: BuildContext) -> str:
+        # KServe's Standard mode: the predictor's Deployment `<name>-predictor` makes the pods
+        # `<name>-predictor-<template hash>-<suffix>`.
+        return re.escape(f"{service_name(ctx.name)}-predictor-") + r"[a-z0-9]+-[a-z0-9]+"
 
 
 KIND = InferenceKind()

@@ -55,6 +55,7 @@ namespace policy that admits them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -132,6 +133,10 @@ class SlurmClusterKind:
         self, objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
     ) -> Connection:
         return _status.connection(objects, spec, ctx)
+
+    def gpu_pods(self, spec: Mapping[str, Any], ctx: BuildContext) -> str:
+        # The NodeSet scales like a StatefulSet: its worker pods are `<nodeset>-<ordinal>`.
+        return re.escape(f"{_manifests.Names(ctx).workers}-") + r"[0-9]+"
 
 
 KIND = SlurmClusterKind()

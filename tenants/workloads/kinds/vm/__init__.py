@@ -45,6 +45,7 @@ patch `disk_expansion()` gives.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -115,6 +116,10 @@ class VirtualMachineKind:
         self, objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
     ) -> Connection:
         return _status.connection(objects, spec, ctx)
+
+    def gpu_pods(self, spec: Mapping[str, Any], ctx: BuildContext) -> str:
+        # The VMI is named after the VM; KubeVirt runs it in `virt-launcher-<vmi>-<suffix>`.
+        return re.escape(f"virt-launcher-{ctx.name}-") + r"[a-z0-9]+"
 
 
 KIND = VirtualMachineKind()
