@@ -240,3 +240,76 @@ def test_busy_again_ends_the_episode(fleet, prometheus_server, settings):
     idle.workloads_idle_sweep(now=NOW + timedelta(hours=2))
 
     assert {e.state for e in IdleEpisode.objects.all()} == {E.OVER}
+
+
+# --- the pages ----------------------------------------------------------------------------------
+
+
+def test_the_workload_page_says_how_idle_it_is_and_when_the_policy_acts(
+    fleet, login, tenant_member, settings
+):
+    idle.workloads_idle_sweep(now=NOW)
+    client = login(tenant_member)
+
+    html = client.get(f"/t/acme/workloads/{fleet['chat'].pk}/").content.decode()
+
+    assert 'data-idle-state="warned"' in html
+    assert "3 idle GPUs" in html and f"3.0 GPU-hours, 7.50 {settings.BILLING_CURRENCY}" in html
+    assert 'id="idle-deadline"' in html
+    assert 'data-gpu-utilization="1.00"' in html and 'id="keep-running"' in html
+    # The busy endpoint: its utilization, no notice.
+    html = client.get(f"/t/acme/workloads/{fleet['busy'].pk}/").content.decode()
+    assert 'id="idle-notice"' not in html and "63% busy" in html
+
+
+def test_keep_running_from_the_page_needs_a_reason(fleet, login, tenant_member):
+    client = login(tenant_member)
+    url = f"/t/acme/workloads/{fleet['desk'].pk}/keep-running/"
+
+    response = client.post(url, {"keep": "on", "reason": "  "}, follow=True)
+    assert "Say why it must keep running" in response.content.decode()
+    fleet["desk"].refresh_from_db()
+    assert fleet["desk"].keep_running_reason == ""
+
+    client.post(url, {"keep": "on", "reason": "Nightly demo"})
+    fleet["desk"].refresh_from_db()
+    assert fleet["desk"].keep_running_reason == "Nightly demo"
+    html = client.get(f"/t/acme/workloads/{fleet['desk'].pk}/").content.decode()
+    assert "Kept running: “Nightly demo”" in html
+
+    client.post(url, {})
+    fleet["desk"].refresh_from_db()
+    assert fleet["desk"].keep_running_reason == ""
+
+
+def test_undo_from_the_page_in_one_click(fleet, login, tenant_member, tenant_viewer):
+    idle.workloads_idle_sweep(now=NOW)
+    idle.workloads_idle_sweep(now=NOW + timedelta(minutes=31))
+    url = f"/t/acme/workloads/{fleet['hpc'].pk}/"
+    html = login(tenant_member).get(url).content.decode()
+    assert 'data-idle-state="acted"' in html and "2 idle workers removed (3 → 1)" in html
+    assert 'id="idle-undo"' in html
+
+    assert login(tenant_viewer).post(f"{url}idle-undo/").status_code == 403
+    response = login(tenant_member).post(f"{url}idle-undo/")
+
+    assert response.status_code == 302
+    fleet["hpc"].refresh_from_db()
+    assert fleet["hpc"].spec["workers"] == 3
+    assert 'id="idle-notice"' not in login(tenant_member).get(url).content.decode()
+
+
+def test_the_list_shows_each_workloads_last_hour_and_its_price(fleet, login, tenant_member,
+                                                               settings):
+    idle.workloads_idle_sweep(now=NOW)
+
+    html = login(tenant_member).get("/t/acme/workloads/").content.decode()
+
+    def row(name: str) -> str:
+        start = html.index(f'id="workload-{fleet[name].pk}"')
+        return html[start:html.index("</tr>", start)]
+
+    assert 'data-gpu-utilization="1.00"' in row("chat") and ">Idle<" in row("chat")
+    assert f"7.50 {settings.BILLING_CURRENCY}" in row("chat")  # three H100s at 2.50
+    assert 'data-gpu-utilization="63.00"' in row("busy") and ">Idle<" not in row("busy")
+    assert "kept" in row("kept")
