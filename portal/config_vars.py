@@ -180,6 +180,18 @@ SECTIONS = (
                 "follow its state"),
             Var("WORKLOAD_RECONCILE_SWEEP_SECONDS", "120",
                 "how often workloads not applied yet, failing or still deleting are queued again"),
+            Var("IDLE_GPU_SWEEP_SECONDS", "300",
+                "how often every live workload's GPUs are read from DCGM (Prometheus) and the "
+                "tenants' idle GPU policies applied (docs/idle-gpus.md)"),
+            Var("IDLE_GPU_MODE", "off",
+                "the fleet's default idle GPU policy for tenants that chose none: `off` (show "
+                "idle GPUs only), `warn` (mail the owners) or `act` (warn, then give them back)"),
+            Var("IDLE_GPU_THRESHOLD_PERCENT", "5",
+                "the default threshold: a GPU is idle while its utilization stays below it"),
+            Var("IDLE_GPU_WINDOW_MINUTES", "60",
+                "the default window: idle when every sample of it is below the threshold"),
+            Var("IDLE_GPU_GRACE_MINUTES", "60",
+                "the default time between the warning and the action"),
             Var("KUBERNETES_CLUSTER_DOMAIN", "cluster.local",
                 "the cluster's DNS domain, in the in-cluster addresses workload pages show"),
             Var("KUEUE_PRIORITY_SERVING", "1000",

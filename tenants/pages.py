@@ -24,6 +24,7 @@ TENANT_URLS = {
     "request_quota": "tenants:quota-request-create",
     "members": "tenants:member-list",
     "workloads": "tenants:workload-list",
+    "idle": "tenants:idle-gpus",
     "launch": "tenants:workload-new",
     "spend": "billing:tenant-spend",
     "spend_card": "billing:tenant-spend-card",

@@ -29,6 +29,7 @@ urlpatterns = [
          name="workload-delete"),
     path("t/<slug:slug>/workloads/<int:pk>/kubeconfig/", workloads.workload_kubeconfig,
          name="workload-kubeconfig"),
+    path("t/<slug:slug>/idle-gpus/", workloads.idle_gpus, name="idle-gpus"),
     path("t/<slug:slug>/workloads/<int:pk>/keep-running/", workloads.workload_keep_running,
          name="workload-keep-running"),
     path("t/<slug:slug>/workloads/<int:pk>/idle-undo/", workloads.workload_idle_undo,

@@ -18,6 +18,7 @@ from .kinds import inference, vcluster
 from .kinds.base import LaunchContext
 from .kinds.slurm import spec as slurm_spec
 from .kinds.vm import spec as vm_spec
+from .models import IdlePolicy
 
 NUMBER = {"class": "form-control", "inputmode": "numeric"}
 TEXT = {"class": "form-control", "autocomplete": "off", "spellcheck": "false"}
@@ -303,3 +304,19 @@ class ScaleForm(FieldsFromTemplate, forms.Form):
             name = key.removeprefix("spec.")
             for message in messages:
                 self.add_error(name if name in self.fields else None, message)
+
+
+class IdlePolicyForm(forms.ModelForm):
+    """A tenant's idle GPU policy; an empty number takes the fleet's default (its placeholder)."""
+
+    class Meta:
+        model = IdlePolicy
+        fields = ["mode", "threshold_percent", "window_minutes", "grace_minutes"]
+        labels = {"mode": "What to do", "threshold_percent": "Idle below (%)",
+                  "window_minutes": "For (minutes)", "grace_minutes": "Grace period (minutes)"}
+        widgets = {"mode": forms.RadioSelect(attrs={"class": "form-check-input"})}
+
+    def __init__(self, *args, defaults, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("threshold_percent", "window_minutes", "grace_minutes"):
+            self.fields[name].widget.attrs["placeholder"] = f"{getattr(defaults, name)} (default)"

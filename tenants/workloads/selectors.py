@@ -26,7 +26,6 @@ from ..enforcement.manifests.spec import (
 )
 from ..quota.capacity import pool_of
 from ..quota.models import Quota
-from ..quota.pricing import quoted_price
 from . import registry
 from .in_use import demand_in_use
 from .kinds.base import BuildContext, GpuOffer, LaunchContext
@@ -114,21 +113,6 @@ def tenant_workloads_for_list(
     )
 
 
-def price_per_hour(workloads: list[Workload]) -> dict[int, Decimal]:
-    """What each workload's demand costs per hour at today's prices (one quote for them all:
-    a unit of every class they hold); a workload holding nothing priced is left out."""
-    classes = {resource for w in workloads for resource in (w.demand or {})}
-    quote = quoted_price((resource, 1) for resource in classes)
-    if quote is None:
-        return {}
-    prices = {}
-    for workload in workloads:
-        priced = [(quote.unit_prices[r], int(units)) for r, units in (workload.demand or {}).items()
-                  if r in quote.unit_prices]
-        if priced:
-            prices[workload.pk] = sum((price * units for price, units in priced), Decimal(0))
-    return prices
-
 
 def tenant_workloads_recent(*, tenant: Tenant, limit: int) -> list[Workload]:
     """The tenant's latest workloads (not deleted) with what a summary shows of them (the
@@ -162,6 +146,45 @@ def tenant_idle_episodes(*, tenant: Tenant) -> list[IdleEpisode]:
     """The tenant's open idle episodes, each with its workload, most idle first."""
     return list(IdleEpisode.objects.filter(workload__tenant=tenant, state__in=OPEN_EPISODE_STATES)
                 .select_related("workload").order_by("started_at", "id"))
+
+
+def tenant_idle_history(*, tenant: Tenant) -> QuerySet[IdleEpisode]:
+    """The tenant's ended idle episodes, latest first, each with its workload."""
+    return (IdleEpisode.objects.filter(workload__tenant=tenant)
+            .exclude(state__in=OPEN_EPISODE_STATES).select_related("workload", "ended_by")
+            .order_by("-started_at", "-id"))
+
+
+@dataclass(frozen=True)
+class Reclaimed:
+    """What the idle policy gave back within a period: GPU-hours, and the money they would
+    have cost (at the price when it acted; `saved` None when nothing of it was priced)."""
+
+    gpu_hours: Decimal = Decimal(0)
+    saved: Decimal | None = None
+    actions: int = 0
+
+
+def idle_reclaimed(*, start, end, now, tenant_ids: list[int] | None = None) -> Reclaimed:
+    """GPU-hours given back by the idle policy within [start, end): each action's GPUs from
+    when it acted until it was undone or resized (or `now`), clipped to the period."""
+    acted = IdleEpisode.objects.filter(acted_at__lt=end).filter(
+        Q(ended_at__isnull=True) | Q(ended_at__gt=start))
+    if tenant_ids is not None:
+        acted = acted.filter(workload__tenant_id__in=tenant_ids)
+    hours, saved, actions = Decimal(0), None, 0
+    for acted_at, ended_at, gpus, per_hour in acted.values_list(
+            "acted_at", "ended_at", "reclaimed", "saved_per_hour"):
+        seconds = (min(ended_at or now, end, now) - max(acted_at, start)).total_seconds()
+        if seconds <= 0:
+            continue
+        actions += 1
+        hours += Decimal(seconds) / 3600 * gpus
+        if per_hour is not None:
+            saved = (saved or Decimal(0)) + per_hour * Decimal(seconds) / 3600
+    return Reclaimed(gpu_hours=hours.quantize(Decimal("0.1")),
+                     saved=None if saved is None else saved.quantize(Decimal("0.01")),
+                     actions=actions)
 
 
 def _gpu_held() -> dict[int, dict[str, int]]:

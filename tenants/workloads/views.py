@@ -4,6 +4,7 @@ power, delete) and the vCluster kubeconfig download. Thin views over selectors a
 
 from __future__ import annotations
 
+from decimal import Decimal
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -14,29 +15,50 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from core.confirmation import confirmation_page, is_confirmed
 from core.error_responses import error_response
 
 from ..pages import redirect_to_current, tenant_page
+from ..quota.pricing import quoted_price
 from . import services
-from .forms import FORMS, ScaleForm
+from .forms import FORMS, IdlePolicyForm, ScaleForm
 from .kinds.vm.spec import POWER_ACTIONS
-from .models import Workload, WorkloadStatus
+from .models import IdlePolicy, Workload, WorkloadStatus
 from .registry import KINDS
 from .selectors import (
     demand_preview,
+    idle_reclaimed,
     launch_context,
-    price_per_hour,
+    tenant_idle_episodes,
+    tenant_idle_history,
     tenant_workloads_for_list,
     workload_events,
     workload_get_for_user,
     workload_idle_episode,
 )
+from .services import idle
 from .services.lifecycle import workload_validate
 
 PAGE_SIZE = 25
+
+
+def _price_per_hour(workloads: list[Workload]) -> dict[int, Decimal]:
+    """What each workload's demand costs per hour at today's prices (one quote for them all:
+    a unit of every class they hold); a workload holding nothing priced is left out."""
+    classes = {resource for w in workloads for resource in (w.demand or {})}
+    quote = quoted_price((resource, 1) for resource in classes)
+    if quote is None:
+        return {}
+    prices = {}
+    for workload in workloads:
+        priced = [(quote.unit_prices[r], int(units)) for r, units in (workload.demand or {}).items()
+                  if r in quote.unit_prices]
+        if priced:
+            prices[workload.pk] = sum((price * units for price, units in priced), Decimal(0))
+    return prices
 
 
 @login_required
@@ -60,7 +82,7 @@ def workload_list(request, slug: str):
         PAGE_SIZE,
     ).get_page(request.GET.get("page"))
     workloads = list(page.object_list)
-    prices = price_per_hour(workloads)
+    prices = _price_per_hour(workloads)
     for w in workloads:  # User.get_full_name(), or the username; "—" once the launcher left
         full_name = f"{w.launched_by_first_name or ''} {w.launched_by_last_name or ''}".strip()
         w.launcher = full_name or w.launched_by_username or "—"
@@ -326,3 +348,42 @@ def workload_idle_undo(request, slug: str, pk: int):
     else:
         messages.success(request, f"{workload}: the idle policy's change is undone.")
     return redirect("tenants:workload-detail", slug, workload.pk)
+
+
+IDLE_HISTORY_PAGE = 20
+
+
+@login_required
+def idle_gpus(request, slug: str):
+    """The tenant's idle GPUs: what idles now and what it costs, what the policy gave back this
+    month, the history, and the policy (owners change it)."""
+    tenant, context = tenant_page(request, slug, "idle")
+    policy = IdlePolicy.objects.filter(tenant=tenant).first()
+    form = IdlePolicyForm(instance=policy, defaults=idle.rules_for(None))
+    if request.method == "POST":
+        if not context["can_manage"]:
+            raise PermissionDenied
+        form = IdlePolicyForm(request.POST, instance=policy, defaults=idle.rules_for(None))
+        if form.is_valid():
+            services.idle_policy_save(tenant=tenant, actor=request.user, **form.cleaned_data)
+            messages.success(request, "The idle GPU policy is saved: the next sweep applies it.")
+            return redirect("tenants:idle-gpus", slug)
+    now = timezone.now()
+    month = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    episodes = tenant_idle_episodes(tenant=tenant)
+    costs = [e.cost for e in episodes if e.cost is not None]
+    context |= {
+        "form": form,
+        "rules": idle.rules_for(policy),
+        "episodes": episodes,
+        "idle_gpus": sum(e.gpus for e in episodes if e.state != e.State.ACTED),
+        "idle_cost": sum(costs) if costs else None,
+        "reclaimed": idle_reclaimed(start=month, end=now, now=now, tenant_ids=[tenant.pk]),
+        "history": Paginator(tenant_idle_history(tenant=tenant), IDLE_HISTORY_PAGE).get_page(
+            request.GET.get("page")),
+        "currency": settings.BILLING_CURRENCY,
+        "workload_prefix": reverse("tenants:workload-list", args=[tenant.slug]),
+        "prometheus": bool(settings.PROMETHEUS_URL),
+    }
+    return render(request, "tenants/workloads/idle.html", context, status=400 if form.errors
+                  else 200)

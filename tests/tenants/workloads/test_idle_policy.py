@@ -313,3 +313,41 @@ def test_the_list_shows_each_workloads_last_hour_and_its_price(fleet, login, ten
     assert f"7.50 {settings.BILLING_CURRENCY}" in row("chat")  # three H100s at 2.50
     assert 'data-gpu-utilization="63.00"' in row("busy") and ">Idle<" not in row("busy")
     assert "kept" in row("kept")
+
+
+def test_the_idle_gpus_page_shows_what_idles_what_was_given_back_and_the_policy(
+    fleet, login, tenant_member, tenant_owner, settings
+):
+    idle.workloads_idle_sweep(now=NOW)
+    idle.workloads_idle_sweep(now=NOW + timedelta(minutes=31))
+    # Given back half an hour ago: the three actions' GPUs (2 + 1 + 2) for half an hour.
+    IdleEpisode.objects.filter(state=E.ACTED).update(acted_at=timezone.now() - timedelta(
+        minutes=30))
+
+    html = login(tenant_member).get("/t/acme/idle-gpus/").content.decode()
+
+    assert 'data-idle-gpus="1"' in html  # "kept" is still idle (its one GPU), shown only
+    assert 'data-reclaimed="2.5"' in html
+    assert html.count('data-idle-state="acted"') == 3
+    assert 'data-mode="act"' in html and 'id="idle-policy-form"' not in html  # members read it
+    assert login(tenant_member).post("/t/acme/idle-gpus/", {"mode": "off"}).status_code == 403
+
+
+def test_owners_choose_the_policy_with_field_errors_for_bad_input(fleet, tenant, login,
+                                                                  tenant_owner, settings):
+    client = login(tenant_owner)
+    response = client.post("/t/acme/idle-gpus/", {"mode": "act", "threshold_percent": "0",
+                                                   "window_minutes": "5"})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "is-invalid" in html and "greater than or equal to 10" in html
+
+    response = client.post("/t/acme/idle-gpus/", {"mode": "warn", "threshold_percent": "10",
+                                                   "window_minutes": "", "grace_minutes": ""})
+
+    assert response.status_code == 302
+    policy = IdlePolicy.objects.get(tenant=tenant)
+    assert (policy.mode, policy.threshold_percent, policy.window_minutes) == ("warn", 10, None)
+    assert idle.tenant_rules(tenant).window_minutes == settings.IDLE_GPU_WINDOW_MINUTES
+    audit = AuditEvent.objects.get(action="tenant.idle_policy")
+    assert audit.actor == tenant_owner and audit.changes["after"]["mode"] == "warn"
