@@ -221,7 +221,7 @@ def workload_gpu_use(request, slug: str, pk: int):
     period = request.GET.get("period", DEFAULT_PERIOD)
     if period not in PERIODS:
         period = DEFAULT_PERIOD
-    context = {"workload": workload, "tenant": workload.tenant, "periods": PERIODS.values(),
+    context = {"workload": workload, "periods": PERIODS.values(),
                "period": PERIODS[period], "chart_gpus": CHART_GPUS}
     try:
         metrics = workload_gpu_metrics(workload=workload, period=period)
