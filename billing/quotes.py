@@ -14,4 +14,6 @@ def quoted_price(demand: Mapping[str, int], at: datetime) -> QuotedPrice | None:
     if not quote.lines:
         return None
     return QuotedPrice(per_hour=quote.per_hour, per_month=quote.per_month,
-                       currency=quote.currency, complete=quote.complete)
+                       currency=quote.currency, complete=quote.complete,
+                       unit_prices={line.resource: line.unit_price_per_hour
+                                    for line in quote.lines if line.priced})

@@ -294,6 +294,11 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "tenants.workloads.tasks.workloads_reconcile_sweep_task",
         "schedule": env.float("WORKLOAD_RECONCILE_SWEEP_SECONDS", default=120.0),
     },
+    # Idle GPUs: measure every workload's, warn and act where its tenant's policy says.
+    "workloads-idle-sweep": {
+        "task": "tenants.workloads.tasks.workloads_idle_sweep_task",
+        "schedule": env.float("IDLE_GPU_SWEEP_SECONDS", default=300.0),
+    },
     # Mail waiting in the outbox (the broker was down, or the mail server refused it).
     "outbox-sweep": {
         "task": "portal.tasks.outbox_sweep_task",
@@ -309,6 +314,16 @@ SWEEPS_AT_WORKER_START = [
     "inventory.tasks.cluster_sync_task",
     "billing.tasks.invoice_exports_sweep_task",
 ]
+
+# Idle GPUs (docs/idle-gpus.md): the fleet's defaults of each tenant's policy. Opt-in: "off"
+# shows idle GPUs and does nothing; "warn" mails the owners; "act" warns, then after the grace
+# period scales an endpoint to its minimum, stops a VM, or removes a Slurm cluster's idle workers.
+IDLE_GPU_MODE = env.str("IDLE_GPU_MODE", default="off")
+if IDLE_GPU_MODE not in {"off", "warn", "act"}:
+    raise environ.ImproperlyConfigured("IDLE_GPU_MODE must be off, warn or act.")
+IDLE_GPU_THRESHOLD_PERCENT = env.int("IDLE_GPU_THRESHOLD_PERCENT", default=5)
+IDLE_GPU_WINDOW_MINUTES = env.int("IDLE_GPU_WINDOW_MINUTES", default=60)
+IDLE_GPU_GRACE_MINUTES = env.int("IDLE_GPU_GRACE_MINUTES", default=60)
 
 # Where people reach the portal: links in e-mails are absolute.
 PORTAL_URL = env.str("PORTAL_URL", default="http://127.0.0.1:8000").rstrip("/")

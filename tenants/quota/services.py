@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -38,6 +38,8 @@ class QuotedPrice:
     per_month: Decimal
     currency: str
     complete: bool = True
+    # Per resource class priced: one unit's price per hour (what a list prices its rows by).
+    unit_prices: Mapping[str, Decimal] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

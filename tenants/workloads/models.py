@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Case, F, Q, Subquery, When
 from django.db.models.functions import Coalesce, Greatest
@@ -142,6 +145,12 @@ class Workload(Reconciled):
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     ready_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
+    # Its GPUs as DCGM saw them over the last hour (the idle sweep writes it; null: unmeasured).
+    gpu_utilization = models.DecimalField(max_digits=5, decimal_places=2, null=True, blank=True,
+                                          help_text="Mean GPU utilization, last hour (percent).")
+    gpu_measured_at = models.DateTimeField(null=True, blank=True)
+    # Set by its people: the idle policy never acts on it (it still shows it idle).
+    keep_running_reason = models.CharField(max_length=200, blank=True)
 
     objects = WorkloadQuerySet.as_manager()
 
@@ -279,6 +288,7 @@ class WorkloadEvent(models.Model):
         APPLIED = "applied", "Applied on the cluster"
         ERROR = "error", "Cluster error"
         DELETE_REQUESTED = "delete", "Deletion requested"
+        IDLE = "idle", "Idle GPUs"
 
     workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="events")
     created_at = models.DateTimeField(default=timezone.now)
@@ -335,3 +345,135 @@ class VmImage(models.Model):
             "min_disk_gib": self.min_disk_gib,
             "default_user": self.default_user,
         }
+
+
+class IdleMode(models.TextChoices):
+    OFF = "off", "Off: show idle GPUs, do nothing"
+    WARN = "warn", "Warn the owners"
+    ACT = "act", "Warn, then give the GPUs back"
+
+
+class IdlePolicy(models.Model):
+    """What a tenant asked the portal to do about its idle GPUs (opt-in); a field left empty
+    takes the fleet's default (settings IDLE_GPU_*), and a tenant without a row has them all."""
+
+    Mode = IdleMode
+
+    tenant = models.OneToOneField(Tenant, on_delete=models.CASCADE, related_name="idle_policy")
+    mode = models.CharField(max_length=10, choices=IdleMode.choices, default=IdleMode.OFF)
+    threshold_percent = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(1), MaxValueValidator(100)],
+        help_text="A GPU is idle while its utilization stays below this (percent).",
+    )
+    window_minutes = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(10), MaxValueValidator(7 * 24 * 60)],
+        help_text="…for this long: every sample of the window below the threshold.",
+    )
+    grace_minutes = models.PositiveIntegerField(
+        null=True, blank=True, validators=[MinValueValidator(0), MaxValueValidator(7 * 24 * 60)],
+        help_text="Between the warning and the action.",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        verbose_name = "idle GPU policy"
+        verbose_name_plural = "idle GPU policies"
+
+    def __str__(self) -> str:
+        return f"idle GPU policy of {self.tenant}"
+
+
+class IdleEpisodeState(models.TextChoices):
+    IDLE = "idle", "Idle"
+    WARNED = "warned", "Warned"
+    ACTED = "acted", "GPUs given back"
+    UNDONE = "undone", "Undone"
+    OVER = "over", "Busy again"
+
+
+OPEN_EPISODE_STATES = (IdleEpisodeState.IDLE, IdleEpisodeState.WARNED, IdleEpisodeState.ACTED)
+
+
+class IdleEpisode(models.Model):
+    """One stretch of a workload's GPUs idling, and what the policy did about it.
+
+    Opened by the idle sweep when every sample of the window is below the tenant's threshold;
+    warned (notice and mail) where the policy warns; acted on after the grace period where it
+    acts (`action`, and `restore`: the spec changes that undo it); over when its GPUs are busy
+    again, or undone from the workload's page. One open episode per workload.
+    """
+
+    State = IdleEpisodeState
+
+    workload = models.ForeignKey(Workload, on_delete=models.CASCADE, related_name="idle_episodes")
+    state = models.CharField(max_length=10, choices=IdleEpisodeState.choices,
+                             default=IdleEpisodeState.IDLE)
+    started_at = models.DateTimeField(help_text="Idle since: the start of the first idle window.")
+    seen_at = models.DateTimeField(help_text="The last sweep that found it idle.")
+    resource = models.CharField(max_length=100, help_text="The class of its idle GPUs.")
+    gpus = models.PositiveIntegerField(help_text="Its idle GPUs (units of the class).")
+    utilization = models.DecimalField(max_digits=5, decimal_places=2,
+                                      help_text="Mean utilization over the window (percent).")
+    idle_per_hour = models.DecimalField(
+        max_digits=14, decimal_places=6, null=True, blank=True,
+        help_text="What its idle GPUs cost per hour (its price, pro rata; null: not priced).",
+    )
+    warned_at = models.DateTimeField(null=True, blank=True)
+    act_after = models.DateTimeField(null=True, blank=True)
+    acted_at = models.DateTimeField(null=True, blank=True)
+    action = models.CharField(max_length=200, blank=True, help_text="What was done, in words.")
+    restore = models.JSONField(default=dict, blank=True, help_text="The spec changes undoing it.")
+    reclaimed = models.PositiveIntegerField(default=0, help_text="GPUs the action gave back.")
+    saved_per_hour = models.DecimalField(
+        max_digits=14, decimal_places=6, null=True, blank=True,
+        help_text="What the GPUs given back cost per hour when it acted (null: not priced).",
+    )
+    ended_at = models.DateTimeField(null=True, blank=True)
+    ended_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+",
+    )
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workload"], condition=Q(state__in=OPEN_EPISODE_STATES),
+                name="one_open_idle_episode_per_workload",
+            ),
+            models.CheckConstraint(
+                condition=Q(state__in=IdleEpisodeState.values), name="idle_episode_state_known"
+            ),
+        ]
+        indexes = [
+            # What the policy gave back in a period (the usage explorer): acted episodes by time.
+            models.Index(fields=["acted_at"], condition=Q(acted_at__isnull=False),
+                         name="idle_episode_acted_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workload} idle since {self.started_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def open(self) -> bool:
+        return self.state in OPEN_EPISODE_STATES
+
+    @property
+    def idle_seconds(self) -> float:
+        return max((self.seen_at - self.started_at).total_seconds(), 0.0)
+
+    @property
+    def gpu_hours(self) -> Decimal:
+        """GPU-hours idle so far."""
+        return (Decimal(self.idle_seconds) / 3600 * self.gpus).quantize(Decimal("0.1"))
+
+    @property
+    def cost(self) -> Decimal | None:
+        """What its idle GPUs cost so far (null: not priced)."""
+        if self.idle_per_hour is None:
+            return None
+        return (self.idle_per_hour * Decimal(self.idle_seconds) / 3600).quantize(Decimal("0.01"))

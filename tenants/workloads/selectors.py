@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 
 from django.conf import settings
 from django.core.paginator import Page, Paginator
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
 from inventory import resource_classes
@@ -25,10 +26,18 @@ from ..enforcement.manifests.spec import (
 )
 from ..quota.capacity import pool_of
 from ..quota.models import Quota
+from ..quota.pricing import quoted_price
 from . import registry
 from .in_use import demand_in_use
 from .kinds.base import BuildContext, GpuOffer, LaunchContext
-from .models import HOLDING, Workload, WorkloadEvent, WorkloadStatus
+from .models import (
+    HOLDING,
+    OPEN_EPISODE_STATES,
+    IdleEpisode,
+    Workload,
+    WorkloadEvent,
+    WorkloadStatus,
+)
 
 
 def workloads_visible_to(user) -> QuerySet[Workload]:
@@ -80,6 +89,7 @@ def tenant_workloads(
 LIST_FIELDS = (
     "id", "tenant_id", "kind", "name", "status", "status_reason", "status_message", "demand",
     "created_at", "desired_version", "applied_version", "reconcile_error", "launched_by",
+    "gpu_utilization", "gpu_measured_at", "keep_running_reason",
 )
 
 
@@ -88,7 +98,9 @@ def tenant_workloads_for_list(
 ) -> QuerySet[Workload]:
     """`tenant_workloads` with only what the list's rows show; its launcher's names as
     `launched_by_username`, `launched_by_first_name` and `launched_by_last_name` (joined), not
-    as a user object per row."""
+    as a user object per row; the state of its open idle episode as `idle_state`."""
+    open_idle = IdleEpisode.objects.filter(workload=OuterRef("pk"),
+                                           state__in=OPEN_EPISODE_STATES).values("state")[:1]
     return (
         tenant_workloads(tenant=tenant, kind=kind, status=status)
         .select_related(None)
@@ -97,8 +109,25 @@ def tenant_workloads_for_list(
             launched_by_username=F("launched_by__username"),
             launched_by_first_name=F("launched_by__first_name"),
             launched_by_last_name=F("launched_by__last_name"),
+            idle_state=Subquery(open_idle),
         )
     )
+
+
+def price_per_hour(workloads: list[Workload]) -> dict[int, Decimal]:
+    """What each workload's demand costs per hour at today's prices (one quote for them all:
+    a unit of every class they hold); a workload holding nothing priced is left out."""
+    classes = {resource for w in workloads for resource in (w.demand or {})}
+    quote = quoted_price((resource, 1) for resource in classes)
+    if quote is None:
+        return {}
+    prices = {}
+    for workload in workloads:
+        priced = [(quote.unit_prices[r], int(units)) for r, units in (workload.demand or {}).items()
+                  if r in quote.unit_prices]
+        if priced:
+            prices[workload.pk] = sum((price * units for price, units in priced), Decimal(0))
+    return prices
 
 
 def tenant_workloads_recent(*, tenant: Tenant, limit: int) -> list[Workload]:
@@ -122,6 +151,17 @@ def workload_events(*, workload: Workload) -> QuerySet[WorkloadEvent]:
 
 
 _GPU_PREFIXES = ("gpu:", "mig:", "hami:")
+
+
+def workload_idle_episode(*, workload: Workload) -> IdleEpisode | None:
+    """Its GPUs' idle episode still open (idle, warned, or given back and not undone)."""
+    return IdleEpisode.objects.filter(workload=workload, state__in=OPEN_EPISODE_STATES).first()
+
+
+def tenant_idle_episodes(*, tenant: Tenant) -> list[IdleEpisode]:
+    """The tenant's open idle episodes, each with its workload, most idle first."""
+    return list(IdleEpisode.objects.filter(workload__tenant=tenant, state__in=OPEN_EPISODE_STATES)
+                .select_related("workload").order_by("started_at", "id"))
 
 
 def _gpu_held() -> dict[int, dict[str, int]]:

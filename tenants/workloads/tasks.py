@@ -11,6 +11,7 @@ from .services import (
     workloads_observe_sweep,
     workloads_reconcile_sweep,
 )
+from .services.idle import workloads_idle_sweep
 
 
 @shared_task(**retry_policy(TransientFleetError))
@@ -38,3 +39,11 @@ def workloads_observe_sweep_task() -> int:
 def workloads_reconcile_sweep_task() -> int:
     """Periodic: re-queue every workload whose desired state is not applied yet."""
     return len(workloads_reconcile_sweep())
+
+
+@shared_task(acks_late=True)
+def workloads_idle_sweep_task() -> str:
+    """Periodic: measure every live GPU workload and apply its tenant's idle policy."""
+    result = workloads_idle_sweep()
+    return result.error or (f"{result.measured} measured, {result.idle} idle, "
+                            f"{result.warned} warned, {result.acted} acted, {result.ended} ended")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import NON_FIELD_ERRORS, PermissionDenied, ValidationError
@@ -37,9 +38,11 @@ from .registry import KINDS
 from .selectors import (
     demand_preview,
     launch_context,
+    price_per_hour,
     tenant_workloads_for_list,
     workload_events,
     workload_get_for_user,
+    workload_idle_episode,
 )
 from .services.lifecycle import workload_validate
 
@@ -67,14 +70,17 @@ def workload_list(request, slug: str):
         PAGE_SIZE,
     ).get_page(request.GET.get("page"))
     workloads = list(page.object_list)
+    prices = price_per_hour(workloads)
     for w in workloads:  # User.get_full_name(), or the username; "—" once the launcher left
         full_name = f"{w.launched_by_first_name or ''} {w.launched_by_last_name or ''}".strip()
         w.launcher = full_name or w.launched_by_username or "—"
+        w.per_hour = prices.get(w.pk)
     page.object_list = workloads
     context |= {
         "page_obj": page,
         "kinds": KINDS.values(),
         "statuses": WorkloadStatus.choices,
+        "currency": settings.BILLING_CURRENCY,
         "kind": kind,
         "status": status,
         "any_in_progress": any(w.in_progress for w in workloads),
@@ -205,6 +211,8 @@ def workload_detail(request, slug: str, pk: int):
         "workload": workload,
         "events": workload_events(workload=workload)[:50],
         "scale_form": ScaleForm(workload=workload) if workload.is_live else None,
+        "idle": workload_idle_episode(workload=workload),
+        "currency": settings.BILLING_CURRENCY,
         "holds_gpus": holds_gpus(workload.demand or {}),
     }
     if request.htmx:
@@ -252,7 +260,9 @@ def workload_scale(request, slug: str, pk: int):
             messages.success(request, f"{workload} is being resized.")
             return redirect("tenants:workload-detail", slug, workload.pk)
     context |= {"workload": workload, "events": workload_events(workload=workload)[:50],
-                "scale_form": form, "holds_gpus": holds_gpus(workload.demand or {})}
+                "scale_form": form, "idle": workload_idle_episode(workload=workload),
+                "currency": settings.BILLING_CURRENCY,
+                "holds_gpus": holds_gpus(workload.demand or {})}
     return render(request, "tenants/workloads/detail.html", context, status=400)
 
 
@@ -314,3 +324,39 @@ def workload_kubeconfig(request, slug: str, pk: int):
     response["Content-Disposition"] = f'attachment; filename="vcluster-{workload.name}.yaml"'
     response["Cache-Control"] = "no-store"
     return response
+
+
+@login_required
+@require_POST
+def workload_keep_running(request, slug: str, pk: int):
+    """Mark it "keep running" with a reason (the idle policy never touches it), or clear it."""
+    workload = _tenant_workload(request, slug, pk)
+    reason = request.POST.get("reason", "").strip()
+    if request.POST.get("keep") == "on" and not reason:
+        messages.error(request, "Say why it must keep running: the reason is shown to the "
+                                "tenant's people and kept in the audit log.")
+        return redirect("tenants:workload-detail", slug, workload.pk)
+    services.workload_keep_running(workload_id=workload.pk, actor=request.user,
+                                   reason=reason if request.POST.get("keep") == "on" else "")
+    messages.success(request, f"{workload} is kept running: the idle policy leaves it be."
+                     if request.POST.get("keep") == "on" else
+                     f"{workload} is no longer kept running: the idle policy applies to it.")
+    return redirect("tenants:workload-detail", slug, workload.pk)
+
+
+@login_required
+@require_POST
+def workload_idle_undo(request, slug: str, pk: int):
+    """Undo what the idle policy did (one click): the size it had, or the VM started again."""
+    workload = _tenant_workload(request, slug, pk)
+    episode = workload_idle_episode(workload=workload)
+    if episode is None or episode.state != episode.State.ACTED:
+        messages.info(request, "The idle policy has not acted on it: there is nothing to undo.")
+        return redirect("tenants:workload-detail", slug, workload.pk)
+    try:
+        services.idle_undo(episode_id=episode.pk, actor=request.user)
+    except ValidationError as exc:
+        messages.error(request, "Could not undo it: " + " ".join(exc.messages))
+    else:
+        messages.success(request, f"{workload}: the idle policy's change is undone.")
+    return redirect("tenants:workload-detail", slug, workload.pk)

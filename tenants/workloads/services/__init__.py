@@ -3,6 +3,7 @@ admission against quota), what the cluster does (`reconcile`: apply, observe, te
 what platform admins offer (`catalog`: VM boot images)."""
 
 from .catalog import vm_image_save
+from .idle import idle_policy_save, idle_undo, workload_keep_running, workloads_idle_sweep
 from .lifecycle import (
     workload_delete,
     workload_kubeconfig,
@@ -19,8 +20,11 @@ from .reconcile import (
 )
 
 __all__ = [
+    "idle_policy_save",
+    "idle_undo",
     "vm_image_save",
     "workload_delete",
+    "workload_keep_running",
     "workload_kubeconfig",
     "workload_launch",
     "workload_observe",
@@ -28,6 +32,7 @@ __all__ = [
     "workload_reconcile",
     "workload_refresh",
     "workload_scale",
+    "workloads_idle_sweep",
     "workloads_observe_sweep",
     "workloads_reconcile_sweep",
 ]

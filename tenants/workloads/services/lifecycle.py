@@ -140,9 +140,12 @@ def workload_launch(
     return workload
 
 
-def _locked_live(workload_id: int, *, actor, what: str) -> Workload:
+def _locked_live(workload_id: int, *, actor, what: str, policy: bool = False) -> Workload:
+    """The live workload, locked after its tenant; `actor` must operate the tenant, unless the
+    tenant's own policy acts (`policy`: the idle policy, with no person behind it)."""
     workload = Workload.objects.select_related("tenant").get(pk=workload_id)
-    _operated(actor, workload.tenant, what)  # who may act first: a viewer learns nothing more
+    if not policy:
+        _operated(actor, workload.tenant, what)  # who may act first: a viewer learns no more
     tenant_lock(tenant_id=workload.tenant_id)  # tenant first, then workload: one lock order
     workload = Workload.objects.select_for_update().select_related("tenant").get(pk=workload_id)
     if not workload.is_live:
@@ -186,6 +189,25 @@ def workload_scale(*, workload_id: int, actor, changes: Mapping[str, Any]) -> Wo
                         if workload.spec.get(k) != v and not k.startswith("_"))
     return _respec(workload, actor=actor, spec=spec, event=WorkloadEvent.Kind.SCALED,
                    action="workload.scale", message=changed)
+
+
+@transaction.atomic
+def workload_resize_by_policy(*, workload_id: int, changes: Mapping[str, Any],
+                              message: str) -> Workload:
+    """The tenant's idle policy gives GPUs back: a smaller size, or a stopped VM (`changes`
+    {"power": "stop"}). Nobody acts (the audit event's actor is empty); the message says why."""
+    workload = _locked_live(workload_id, actor=None, what="", policy=True)
+    if "power" in changes:
+        spec, event, action = (vm.power(workload.spec, changes["power"]),
+                               WorkloadEvent.Kind.POWER, f"workload.{changes['power']}")
+    else:
+        try:
+            spec = workload.kind_entry.module.scale(
+                workload.spec, changes, launch_context(tenant=workload.tenant))
+        except SpecError as exc:
+            raise _spec_errors(exc) from None
+        event, action = WorkloadEvent.Kind.SCALED, "workload.scale"
+    return _respec(workload, actor=None, spec=spec, event=event, action=action, message=message)
 
 
 POWER_ACTIONS = ("start", "stop", "restart")

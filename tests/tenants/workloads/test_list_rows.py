@@ -18,8 +18,9 @@ from .conftest import H100, INFERENCE_SPEC
 
 pytestmark = pytest.mark.django_db
 
-# session, user, roles and memberships, the page's tenant and switcher, the count, the rows.
-LIST_QUERIES = 6
+# session, user, roles and memberships, the page's tenant and switcher, the count, the rows
+# (with their idle state), today's prices of what they hold.
+LIST_QUERIES = 7
 
 
 def _row(html: str, name: str) -> str:

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 # For a tenant's people the page's tenant and the switcher's are one query.
 DASHBOARD_QUERIES = 9  # tenant and switcher, held, quota with its temporary grants, workloads,
 #                        requests with their lines, members
-DETAIL_QUERIES = 5  # the workload with its tenant and launcher, timeline
+DETAIL_QUERIES = 6  # the workload with its tenant and launcher, timeline, its idle episode
 
 
 def _launch(tenant, who, n: int, prefix: str) -> list[Workload]:

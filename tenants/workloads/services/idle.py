@@ -1,0 +1,461 @@
+"""Idle GPUs given back: each live workload's GPUs measured from DCGM, and its tenant's policy.
+
+`workloads_idle_sweep` (beat, every few minutes) reads every GPU pod's utilization from
+Prometheus (`gpu_activity`: three queries per window in use, and the last hour's mean, which it
+writes on each workload for the lists). A workload is idle when every sample of its GPUs in its
+tenant's window stayed below the threshold, and nobody resized, started or stopped it within
+that window. Then, level-triggered, by the tenant's `IdlePolicy` (fleet defaults for what it
+leaves empty):
+
+- off: the episode is recorded and shown (the workload's page, the dashboard), nothing more;
+- warn: its owners (who launched it, the tenant's owners) get a mail and an in-portal notice
+  with the idle GPU-hours and their cost;
+- act: after the grace period, its GPUs are given back: an inference endpoint scaled to its
+  minimum, a VM stopped (disk kept), a Slurm cluster's idle workers removed. A vCluster is only
+  warned about (which of its pods to stop is its people's call).
+
+A workload marked "keep running" (with a reason, audited) is never warned about nor acted on.
+Every action is audited and undone from the workload's page in one click (`idle_undo`). An
+episode ends when its GPUs are busy again (or, once acted on, when it is undone or resized).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import Max
+from django.urls import reverse
+from django.utils import timezone
+
+from core.audit import audit
+from core.errors import RuleViolation
+from core.outbox import email_enqueue
+from core.prometheus import PrometheusClient, PrometheusError
+from inventory import resource_classes
+
+from ...access.models import Tenant
+from ...access.rules import tenant_owner_emails, tenants_managed_by, tenants_operated_by
+from ...quota.pricing import quoted_price
+from .. import gpu_activity
+from ..kinds import inference, slurm, vm
+from ..models import (
+    OPEN_EPISODE_STATES,
+    IdleEpisode,
+    IdleMode,
+    IdlePolicy,
+    Workload,
+    WorkloadEvent,
+    WorkloadStatus,
+)
+from ..selectors import build_context
+from .lifecycle import workload_power, workload_resize_by_policy, workload_scale
+
+logger = logging.getLogger(__name__)
+
+HOUR = 3600
+S, E = WorkloadStatus, IdleEpisode.State
+# What a person or the policy did to its size: an idle window starts after the last of these.
+RESIZES = (WorkloadEvent.Kind.LAUNCHED, WorkloadEvent.Kind.SCALED, WorkloadEvent.Kind.POWER)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """A tenant's policy with the fleet's defaults filled in."""
+
+    mode: str
+    threshold_percent: int
+    window_minutes: int
+    grace_minutes: int
+
+    @property
+    def window(self) -> timedelta:
+        return timedelta(minutes=self.window_minutes)
+
+
+def rules_for(policy: IdlePolicy | None) -> Rules:
+    def pick(name: str, default: Any) -> Any:
+        value = getattr(policy, name, None) if policy is not None else None
+        return default if value is None else value
+
+    return Rules(
+        mode=policy.mode if policy is not None else settings.IDLE_GPU_MODE,
+        threshold_percent=pick("threshold_percent", settings.IDLE_GPU_THRESHOLD_PERCENT),
+        window_minutes=pick("window_minutes", settings.IDLE_GPU_WINDOW_MINUTES),
+        grace_minutes=pick("grace_minutes", settings.IDLE_GPU_GRACE_MINUTES),
+    )
+
+
+def tenant_rules(tenant: Tenant) -> Rules:
+    return rules_for(IdlePolicy.objects.filter(tenant=tenant).first())
+
+
+def gpu_classes(demand: dict[str, int]) -> dict[str, int]:
+    """The GPU classes (whole GPUs, MIG instances, HAMi shares) of a demand, with units."""
+    held = {}
+    for resource, units in (demand or {}).items():
+        try:
+            kind = resource_classes.parse(resource).kind
+        except resource_classes.UnknownResourceClass:
+            continue
+        if kind in ("gpu", "mig", "hami") and int(units) > 0:
+            held[resource] = int(units)
+    return held
+
+
+# --- what giving the GPUs back means for each kind ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the policy would do: the change, its undo, what it gives back, in words."""
+
+    changes: dict[str, Any]
+    restore: dict[str, Any]
+    given_back: dict[str, int]  # GPU class → units the workload no longer holds
+    words: str
+
+    @property
+    def reclaimed(self) -> int:
+        """GPUs (or MIG instances) given back; for HAMi shares, the replicas' shares."""
+        whole = sum(units for resource, units in self.given_back.items()
+                    if not resource.startswith("hami:"))
+        return whole or int(self.restore.get("max_replicas", 0)) - int(
+            self.changes.get("max_replicas", 0))
+
+
+def _plan(workload: Workload, changes: dict[str, Any], restore: dict[str, Any],
+          words: str) -> Plan:
+    spec = vm.power(workload.spec, "stop") if "power" in changes else {
+        **workload.spec, **changes}
+    after = gpu_classes(workload.kind_entry.module.demand(spec))
+    before = gpu_classes(workload.demand)
+    given_back = {r: units - after.get(r, 0) for r, units in before.items()
+                  if units > after.get(r, 0)}
+    return Plan(changes, restore, given_back, words)
+
+
+def plan_for(workload: Workload, idle_pods: int) -> Plan | None:
+    """How to give back `workload`'s idle GPUs, or None when there is nothing to give back."""
+    spec = workload.spec or {}
+    if workload.kind == inference.KIND.KEY:
+        floor = max(int(spec.get("min_replicas") or 1), 1)  # Standard mode keeps one replica
+        current = int(spec.get("max_replicas") or 1)
+        if current <= floor:
+            return None
+        return _plan(workload, {"max_replicas": floor}, {"max_replicas": current},
+                     f"scaled to its minimum: at most {floor} replica{'s' * (floor != 1)}"
+                     f" (was {current})")
+    if workload.kind == vm.KEY:
+        if not spec.get("running", True):
+            return None
+        return _plan(workload, {"power": "stop"}, {"power": "start"},
+                     "stopped (its disk is kept)")
+    if workload.kind == slurm.KEY:
+        workers = int(spec.get("workers") or 0)
+        left = max(workers - idle_pods, 0)
+        if left >= workers:
+            return None
+        return _plan(workload, {"workers": left}, {"workers": workers},
+                     f"{workers - left} idle worker{'s' * (workers - left != 1)} removed"
+                     f" ({workers} → {left})")
+    return None  # a vCluster: which of its pods to stop is its people's call
+
+
+# --- the sweep ----------------------------------------------------------------------------------
+
+
+@dataclass
+class SweepResult:
+    measured: int = 0
+    idle: int = 0
+    warned: int = 0
+    acted: int = 0
+    ended: int = 0
+    error: str = ""
+
+
+def _client() -> PrometheusClient | None:
+    if not settings.PROMETHEUS_URL:
+        return None
+    return PrometheusClient(base_url=settings.PROMETHEUS_URL,
+                            timeout=settings.PROMETHEUS_TIMEOUT)
+
+
+def _candidates() -> list[Workload]:
+    live = (Workload.objects.filter(status__in=(S.READY, S.DEGRADED, S.PROVISIONING))
+            .select_related("tenant", "tenant__idle_policy", "launched_by").order_by("pk"))
+    return [w for w in live if gpu_classes(w.demand)]
+
+
+def _last_resized(workload_ids: list[int]) -> dict[int, datetime]:
+    rows = (WorkloadEvent.objects.filter(workload_id__in=workload_ids, kind__in=RESIZES)
+            .values("workload_id").annotate(last=Max("created_at")))
+    return {row["workload_id"]: row["last"] for row in rows}
+
+
+def workloads_idle_sweep(*, client: PrometheusClient | None = None,
+                         now: datetime | None = None) -> SweepResult:
+    """Measure every live GPU workload and apply its tenant's idle policy (see the module)."""
+    result = SweepResult()
+    client = client or _client()
+    if client is None:
+        result.error = "PROMETHEUS_URL is not set: GPUs are not measured."
+        return result
+    now = now or timezone.now()
+    workloads = _candidates()
+    rules = {w.tenant_id: rules_for(getattr(w.tenant, "idle_policy", None)) for w in workloads}
+    windows = {r.window_minutes * 60 for r in rules.values()} | {HOUR}
+    try:
+        pods = {seconds: gpu_activity.read_pods(client, window_seconds=seconds, at=now)
+                for seconds in sorted(windows)}
+    except PrometheusError as exc:
+        logger.warning("idle sweep: Prometheus did not answer: %s", exc)
+        result.error = f"Prometheus did not answer: {exc}"
+        return result
+    resized = _last_resized([w.pk for w in workloads])
+    episodes = {e.workload_id: e for e in IdleEpisode.objects.filter(
+        workload__in=workloads, state__in=OPEN_EPISODE_STATES)}
+    hour_means = []
+    for workload in workloads:
+        pattern = workload.kind_entry.module.gpu_pods(workload.spec,
+                                                      build_context(workload=workload))
+        namespace = workload.tenant.namespace
+        last_hour = gpu_activity.activity_of(pods[HOUR], namespace=namespace, pattern=pattern)
+        workload.gpu_utilization, workload.gpu_measured_at = last_hour.mean, now
+        hour_means.append(workload)
+        tenant_rules_ = rules[workload.tenant_id]
+        activity = gpu_activity.activity_of(pods[tenant_rules_.window_minutes * 60],
+                                            namespace=namespace, pattern=pattern)
+        result.measured += activity.measured
+        last_resized = resized.get(workload.pk) or workload.created_at
+        settled = workload.status == S.READY and last_resized <= now - tenant_rules_.window
+        _judge(workload, episodes.get(workload.pk), activity, tenant_rules_,
+               Judged(settled=settled, last_resized=last_resized, now=now), result)
+    Workload.objects.bulk_update(hour_means, ["gpu_utilization", "gpu_measured_at"])
+    return result
+
+
+def _idle_count(workload: Workload, episode: IdleEpisode) -> int:
+    """How many of its GPU pods the episode found idle (a Slurm cluster's idle workers)."""
+    if workload.kind != slurm.KEY:
+        return 0
+    per_worker = int((workload.spec or {}).get("gpus_per_worker") or 1)
+    return episode.gpus // max(per_worker, 1)
+
+
+def _idle_pods(workload: Workload, activity: gpu_activity.Activity, rules: Rules) -> int:
+    """How many of its GPU pods are idle, when that makes it idle: all of them, or for a Slurm
+    cluster any worker (its idle workers can go while the others compute)."""
+    idle = len(activity.idle_pods(rules.threshold_percent))
+    if workload.kind == slurm.KEY:
+        return idle
+    return idle if activity.idle(rules.threshold_percent) else 0
+
+
+@dataclass(frozen=True)
+class Judged:
+    settled: bool  # ready, and not resized within the window
+    last_resized: datetime
+    now: datetime
+
+
+def _idle_per_hour(workload: Workload, idle_gpus: int, measured_gpus: int) -> Decimal | None:
+    """What its idle GPUs cost per hour: its GPUs' price, pro rata (None: not priced)."""
+    price = quoted_price(gpu_classes(workload.demand).items())
+    if price is None or not measured_gpus:
+        return None
+    return (price.per_hour * idle_gpus / measured_gpus).quantize(Decimal("0.000001"))
+
+
+def _judge(workload: Workload, episode: IdleEpisode | None, activity: gpu_activity.Activity,
+           rules: Rules, judged: Judged, result: SweepResult) -> None:
+    now = judged.now
+    idle_pods = _idle_pods(workload, activity, rules) if judged.settled else 0
+    if episode is not None and episode.state == E.ACTED:
+        # Given back: it stays so until undone, or until its people resize it.
+        if episode.acted_at and judged.last_resized > episode.acted_at:
+            _end(episode, now, E.OVER)
+            result.ended += 1
+        return
+    if not idle_pods:
+        if episode is not None:
+            _end(episode, now, E.OVER)
+            result.ended += 1
+        return
+    result.idle += 1
+    idle = activity.idle_pods(rules.threshold_percent)
+    gpus = sum(pod.gpus for pod in idle)
+    mean = gpu_activity.Activity(idle).mean or Decimal(0)
+    per_hour = _idle_per_hour(workload, gpus, activity.gpus)
+    with transaction.atomic():
+        if episode is None:
+            held = gpu_classes(workload.demand)
+            episode = IdleEpisode.objects.create(
+                workload=workload, started_at=now - rules.window, seen_at=now,
+                resource=max(held, key=held.get), gpus=gpus, utilization=mean,
+                idle_per_hour=per_hour,
+            )
+        else:
+            episode.seen_at, episode.gpus, episode.utilization = now, gpus, mean
+            episode.idle_per_hour = per_hour
+            episode.save(update_fields=["seen_at", "gpus", "utilization", "idle_per_hour"])
+        if workload.keep_running_reason or rules.mode == IdleMode.OFF:
+            return
+        if episode.state == E.IDLE:
+            _warn(workload, episode, rules, now)
+            result.warned += 1
+            return
+        if rules.mode == IdleMode.ACT and episode.act_after is None:
+            episode.act_after = now + timedelta(minutes=rules.grace_minutes)
+            episode.save(update_fields=["act_after"])
+        if (rules.mode == IdleMode.ACT and episode.act_after <= now
+                and _act(workload, episode, idle_pods, now)):
+            result.acted += 1
+
+
+def _end(episode: IdleEpisode, now: datetime, state: str, actor=None) -> None:
+    episode.state, episode.ended_at, episode.ended_by = state, now, actor
+    episode.save(update_fields=["state", "ended_at", "ended_by"])
+
+
+def _recipients(workload: Workload) -> list[str]:
+    people = tenant_owner_emails([workload.tenant.slug]).get(workload.tenant.slug, [])
+    launcher = workload.launched_by
+    if launcher is not None and launcher.is_active and launcher.email:
+        people.append(launcher.email)
+    return people
+
+
+def _warn(workload: Workload, episode: IdleEpisode, rules: Rules, now: datetime) -> None:
+    act = rules.mode == IdleMode.ACT
+    episode.state, episode.warned_at = E.WARNED, now
+    episode.act_after = now + timedelta(minutes=rules.grace_minutes) if act else None
+    episode.save(update_fields=["state", "warned_at", "act_after"])
+    plan = plan_for(workload, _idle_count(workload, episode))
+    cost = episode.cost
+    words = (f"{episode.gpus} idle GPU{'s' * (episode.gpus != 1)} at {episode.utilization}%"
+             f" utilization: {episode.gpu_hours} GPU-hours since"
+             f" {timezone.localtime(episode.started_at):%Y-%m-%d %H:%M}"
+             + (f", {cost} {settings.BILLING_CURRENCY}" if cost is not None else ""))
+    then = (f"Unless someone uses it or marks it “keep running”, it will be {plan.words} at "
+            f"{timezone.localtime(episode.act_after):%Y-%m-%d %H:%M}."
+            if act and plan else "Nothing will be done about it: the tenant's policy warns only."
+            if not act else "There is nothing the policy can give back: it is at its minimum.")
+    WorkloadEvent.objects.create(workload=workload, kind=WorkloadEvent.Kind.IDLE,
+                                 reason="IdleWarning", message=f"{words}. {then}",
+                                 demand=workload.demand)
+    audit(actor=None, action="workload.idle_warned", obj=workload, tenant=workload.tenant,
+          changes={"gpus": episode.gpus, "resource": episode.resource,
+                   "utilization": str(episode.utilization), "act_after":
+                   episode.act_after.isoformat() if episode.act_after else None})
+    path = reverse("tenants:workload-detail", args=[workload.tenant.slug, workload.pk])
+    body = "\n".join([
+        "Hello,", "",
+        f"{workload.kind_label} {workload.name} of {workload.tenant.name} has {words}.", "",
+        then, "",
+        "Its page shows its GPUs; mark it “keep running” there if it must stay as it is:",
+        f"{settings.PORTAL_URL}{path}", "", "— AI Factory Portal",
+    ])
+    email_enqueue(to=_recipients(workload),
+                  subject=f"{workload.kind_label} {workload.name} of {workload.tenant.name}"
+                          " has idle GPUs",
+                  body=body, topic="workload.idle_warned")
+
+
+def _act(workload: Workload, episode: IdleEpisode, idle_pods: int, now: datetime) -> bool:
+    plan = plan_for(workload, idle_pods)
+    if plan is None:
+        episode.act_after = None
+        episode.save(update_fields=["act_after"])
+        return False
+    message = (f"{episode.gpu_hours} GPU-hours idle below the tenant's threshold: {plan.words}"
+               " by the tenant's idle GPU policy. Undo it from this page.")
+    try:
+        workload_resize_by_policy(workload_id=workload.pk, changes=plan.changes, message=message)
+    except (ValidationError, RuleViolation) as exc:
+        logger.warning("idle policy could not resize %s: %s", workload, exc)
+        return False
+    price = quoted_price(plan.given_back.items()) if plan.given_back else None
+    episode.state, episode.acted_at, episode.action = E.ACTED, timezone.now(), plan.words
+    episode.restore, episode.reclaimed = plan.restore, plan.reclaimed
+    episode.saved_per_hour = price.per_hour if price else None
+    episode.save(update_fields=["state", "acted_at", "action", "restore", "reclaimed",
+                                "saved_per_hour"])
+    audit(actor=None, action="workload.idle_acted", obj=workload, tenant=workload.tenant,
+          changes={"action": plan.words, "changes": plan.changes, "restore": plan.restore,
+                   "reclaimed": plan.reclaimed})
+    return True
+
+
+# --- what people do -----------------------------------------------------------------------------
+
+
+def idle_undo(*, episode_id: int, actor) -> IdleEpisode:
+    """Give back what the policy took (in one click from the workload's page): the size it
+    had, or the VM started again (admitted against the quota like a scale-up)."""
+    with transaction.atomic():
+        episode = IdleEpisode.objects.select_for_update().select_related(
+            "workload__tenant").get(pk=episode_id)
+        workload = episode.workload
+        if not tenants_operated_by(actor).filter(pk=workload.tenant_id).exists():
+            raise PermissionDenied("Only the tenant's owners and members undo the idle policy.")
+        if episode.state != E.ACTED:
+            raise RuleViolation("The idle policy has not acted on it: there is nothing to undo.")
+        if "power" in episode.restore:
+            workload_power(workload_id=workload.pk, actor=actor, action=episode.restore["power"])
+        else:
+            workload_scale(workload_id=workload.pk, actor=actor, changes=episode.restore)
+        _end(episode, timezone.now(), E.UNDONE, actor)
+        audit(actor=actor, action="workload.idle_undone", obj=workload, tenant=workload.tenant,
+              changes={"restore": episode.restore})
+    return episode
+
+
+@transaction.atomic
+def workload_keep_running(*, workload_id: int, actor, reason: str) -> Workload:
+    """Mark a workload "keep running" (the idle policy never touches it) with a reason, or
+    clear it (an empty reason). Audited."""
+    workload = Workload.objects.select_related("tenant").get(pk=workload_id)
+    if not tenants_operated_by(actor).filter(pk=workload.tenant_id).exists():
+        raise PermissionDenied("Only the tenant's owners and members mark workloads.")
+    reason = " ".join((reason or "").split())[:200]
+    workload = Workload.objects.select_for_update().get(pk=workload_id)
+    if workload.keep_running_reason == reason:
+        return workload
+    before, workload.keep_running_reason = workload.keep_running_reason, reason
+    workload.save(update_fields=["keep_running_reason"])
+    if reason:
+        IdleEpisode.objects.filter(workload=workload, state__in=(E.IDLE, E.WARNED)).update(
+            act_after=None)
+    audit(actor=actor, action="workload.keep_running" if reason else "workload.keep_running_off",
+          obj=workload, tenant=workload.tenant, changes={"before": before, "after": reason})
+    return workload
+
+
+@transaction.atomic
+def idle_policy_save(*, tenant: Tenant, actor, mode: str, threshold_percent: int | None,
+                     window_minutes: int | None, grace_minutes: int | None) -> IdlePolicy:
+    """A tenant's owners (or platform admins) choose its idle policy. Audited."""
+    if not tenants_managed_by(actor).filter(pk=tenant.pk).exists():
+        raise PermissionDenied("Only the tenant's owners choose its idle GPU policy.")
+    policy = IdlePolicy.objects.select_for_update().filter(tenant=tenant).first() or IdlePolicy(
+        tenant=tenant)
+    before = {f: getattr(policy, f) for f in ("mode", "threshold_percent", "window_minutes",
+                                               "grace_minutes")}
+    policy.mode, policy.threshold_percent = mode, threshold_percent
+    policy.window_minutes, policy.grace_minutes = window_minutes, grace_minutes
+    policy.updated_by = actor
+    policy.full_clean()
+    policy.save()
+    audit(actor=actor, action="tenant.idle_policy", obj=policy, tenant=tenant,
+          changes={"before": before, "after": {f: getattr(policy, f) for f in before}})
+    return policy
+
+
