@@ -21,6 +21,8 @@ urlpatterns = [
     path("t/<slug:slug>/workloads/new/<slug:kind>/check/", workloads.workload_launch_check,
          name="workload-launch-check"),
     path("t/<slug:slug>/workloads/<int:pk>/", workloads.workload_detail, name="workload-detail"),
+    path("t/<slug:slug>/workloads/<int:pk>/gpu-use/", workloads.workload_gpu_use,
+         name="workload-gpu-use"),
     path("t/<slug:slug>/workloads/<int:pk>/scale/", workloads.workload_scale,
          name="workload-scale"),
     path("t/<slug:slug>/workloads/<int:pk>/power/", workloads.workload_power,

@@ -1,5 +1,5 @@
 """The workloads API: list, launch (and check a launch), follow, scale, power, delete, the
-timeline and a vCluster's kubeconfig, with the pages' rules.
+timeline, its GPUs' use and a vCluster's kubeconfig, with the pages' rules.
 
 Another tenant's workload is not found (404) on every path, exactly as in the pages; a role
 that may see but not act (viewers, finance) gets 403; bad input gets 400 with the services'
@@ -28,6 +28,7 @@ from core.queueing import DEFERRED_NOTICE, tasks_deferred_now
 from ..access.rules import access_for, tenants_operated_by
 from ..api.lookups import operated_tenant
 from . import services
+from .gpu_metrics import workload_gpu_metrics
 from .models import Workload, WorkloadStatus
 from .registry import CHOICES as KIND_CHOICES
 from .selectors import (
@@ -38,6 +39,8 @@ from .selectors import (
     workloads_visible_to,
 )
 from .serializers import (
+    GpuMetricsQuerySerializer,
+    GpuMetricsSerializer,
     WorkloadCheckResultSerializer,
     WorkloadCheckSerializer,
     WorkloadEventSerializer,
@@ -294,6 +297,25 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         workload = self._workload(pk)
         page = self.paginate_queryset(workload_events(workload=workload))
         return self.get_paginated_response(WorkloadEventSerializer(page, many=True).data)
+
+    @extend_schema(
+        parameters=[GpuMetricsQuerySerializer],
+        responses={
+            200: GpuMetricsSerializer,
+            503: OpenApiResponse(description="Prometheus did not answer: try again."),
+        },
+    )
+    @action(detail=True, methods=["get"], url_path="gpu-metrics", filter_backends=[],
+            pagination_class=None)
+    def gpu_metrics(self, request: Request, pk: str) -> Response:
+        """Its GPUs' utilization, memory used and power over a period up to now, per GPU of
+        its pods, from DCGM in Prometheus (the workload page's GPU use card). Without GPUs,
+        without Prometheus, or before its pods have run, `state` says why `gpus` is empty."""
+        workload = self._workload(pk)
+        query = GpuMetricsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        metrics = workload_gpu_metrics(workload=workload, period=query.validated_data["period"])
+        return Response(GpuMetricsSerializer(metrics).data)
 
     @extend_schema(
         responses={

@@ -1,6 +1,7 @@
 """Workload pages: the list, the launch forms (htmx-checked, with a live quota preview), the
-detail page (live status while work is in progress, the timeline, connection details, scale,
-power, delete) and the vCluster kubeconfig download. Thin views over selectors and services."""
+detail page (live status while work is in progress, the timeline, connection details, its GPU
+use, scale, power, delete) and the vCluster kubeconfig download. Thin views over selectors and
+services."""
 
 from __future__ import annotations
 
@@ -20,11 +21,20 @@ from django.views.decorators.http import require_POST
 
 from core.confirmation import confirmation_page, is_confirmed
 from core.error_responses import error_response
+from core.errors import Unavailable
 
 from ..pages import redirect_to_current, tenant_page
 from ..quota.pricing import quoted_price
 from . import services
 from .forms import FORMS, IdlePolicyForm, ScaleForm
+from .gpu_metrics import (
+    CHART_GPUS,
+    DEFAULT_PERIOD,
+    PERIODS,
+    chart_data,
+    holds_gpus,
+    workload_gpu_metrics,
+)
 from .kinds.vm.spec import POWER_ACTIONS
 from .models import IdlePolicy, Workload, WorkloadStatus
 from .registry import KINDS
@@ -225,10 +235,33 @@ def workload_detail(request, slug: str, pk: int):
         "scale_form": ScaleForm(workload=workload) if workload.is_live else None,
         "idle": workload_idle_episode(workload=workload),
         "currency": settings.BILLING_CURRENCY,
+        "holds_gpus": holds_gpus(workload.demand or {}),
     }
     if request.htmx:
         return render(request, "tenants/workloads/detail.html#status", context)
     return render(request, "tenants/workloads/detail.html", context)
+
+
+@login_required
+def workload_gpu_use(request, slug: str, pk: int):
+    """The workload page's GPU use card, which the page loads after itself (htmx): the page
+    never waits on Prometheus. An unknown period is the default one; Prometheus down is said
+    in the card, which offers to try again."""
+    workload = _tenant_workload(request, slug, pk)
+    period = request.GET.get("period", DEFAULT_PERIOD)
+    if period not in PERIODS:
+        period = DEFAULT_PERIOD
+    context = {"workload": workload, "periods": PERIODS.values(),
+               "period": PERIODS[period], "chart_gpus": CHART_GPUS}
+    try:
+        metrics = workload_gpu_metrics(workload=workload, period=period)
+    except Unavailable as exc:
+        context["unavailable"] = str(exc)
+    else:
+        context["metrics"] = metrics
+        if metrics.gpus:
+            context["charts"] = chart_data(metrics)
+    return render(request, "tenants/workloads/_gpu_use.html", context)
 
 
 @login_required
@@ -250,7 +283,8 @@ def workload_scale(request, slug: str, pk: int):
             return redirect("tenants:workload-detail", slug, workload.pk)
     context |= {"workload": workload, "events": workload_events(workload=workload)[:50],
                 "scale_form": form, "idle": workload_idle_episode(workload=workload),
-                "currency": settings.BILLING_CURRENCY}
+                "currency": settings.BILLING_CURRENCY,
+                "holds_gpus": holds_gpus(workload.demand or {})}
     return render(request, "tenants/workloads/detail.html", context, status=400)
 
 
