@@ -445,7 +445,7 @@ def _victims(
             candidates.append((other, IN_COHORT_RECLAMATION))
     # Kueue's candidate order: other queues' first, then lower priority, then the newest.
     candidates.sort(key=lambda c: (c[1] == IN_CLUSTER_QUEUE, c[0].priority,
-                                   _descending(c[0].created)))
+                                   _descending(c[0].created), _descending(c[0].name)))
     replicas: dict[str, int] = {}
     for other in holding:
         if other.endpoint:
