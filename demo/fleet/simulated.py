@@ -16,6 +16,10 @@ a pod (or a VM) beyond what the nodes it may use have left stays Pending with th
 words, and is placed on a later read once room frees up (as the scheduler retries). Deleting
 an object deletes what depends on it (ownerReferences, and a Helm release's objects), at once:
 the garbage collector's and Helm's part.
+
+Kueue is played too (`simulated_kueue`): a pod sent to a tenant's LocalQueue is created gated
+and gets a Workload; reading a Kueue object, or an operator whose pods wait in a queue, runs a
+round of Kueue's admission and preemption, and the admitted pods go to the scheduler.
 """
 
 from __future__ import annotations
