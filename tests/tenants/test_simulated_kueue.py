@@ -3,10 +3,12 @@ applied by the tenant reconcile, pods sent to a LocalQueue gated and given a Wor
 within quota and by borrowing in a cohort, preemption, and the visibility API's pending
 workloads. Driven through the gateway and the services, read back as the portal reads it."""
 
+from decimal import Decimal
+
 import pytest
 
 from core.fleet.base import Manifest
-from demo.fleet import simulated_kueue as kueue
+from demo.fleet import simulated_kueue_admission as admission
 from inventory.resource_classes import GPU_MODELS
 from tenants.enforcement.manifests import KUEUE
 from tenants.enforcement.services import tenant_reconcile
@@ -267,25 +269,25 @@ def test_pending_workloads_come_in_queue_order_one_page_at_a_time(db, fleet):
 
 
 def test_an_endpoint_at_its_minimum_replicas_is_never_preempted():
-    queue = kueue.ClusterQueue(
+    queue = admission.ClusterQueue(
         name="q", cohort="", groups=((("nvidia.com/gpu",), ("f",)),),
-        cells={("f", "nvidia.com/gpu"): kueue.Cell(kueue.Decimal(1))},
+        cells={("f", "nvidia.com/gpu"): admission.Cell(Decimal(1))},
         within_cluster_queue="LowerPriority",
     )
 
     def entry(name, priority, **extra):
-        return kueue.Entry(namespace="ns", name=name, uid=name, job_uid=name, local_queue="lq",
+        return admission.Entry(namespace="ns", name=name, uid=name, job_uid=name, local_queue="lq",
                            cluster_queue="q", priority=priority, created="2026-01-01T00:00:00Z",
-                           requests={"nvidia.com/gpu": kueue.Decimal(1)}, **extra)
+                           requests={"nvidia.com/gpu": Decimal(1)}, **extra)
 
     replica = entry("replica", 100, admitted={"nvidia.com/gpu": "f"}, endpoint="isvc", floor=1)
     urgent = entry("urgent", 1000)
-    verdicts = kueue.schedule({"q": queue}, {}, [replica, urgent])
+    verdicts = admission.schedule({"q": queue}, {}, [replica, urgent])
     assert verdicts[urgent.key].pending.endswith("1 more needed")
     assert replica.admitted is not None
 
     # Above its minimum, the same replica gives way.
     replica.floor = 0
-    verdicts = kueue.schedule({"q": queue}, {}, [replica, urgent])
+    verdicts = admission.schedule({"q": queue}, {}, [replica, urgent])
     assert verdicts[replica.key].reason == "InClusterQueue"
     assert verdicts[urgent.key].admitted == {"nvidia.com/gpu": "f"}
