@@ -12,14 +12,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from billing.services import accounts as billing_accounts
-from core.fleet import get_gateway
 from core.models import SimulatedObject
 from demo.fleet.simulated import READY_AFTER_ANNOTATION
 from inventory.demo_fleet import demo_fleet_details
 from inventory.models import GPU, Node, NodeState, Rack, Site
 from inventory.resource_classes import GPU_MODELS
 from tenants.access import services as tenant_services
-from tenants.enforcement.services import tenant_reconcile, tenants_reconcile_sweep
+from tenants.enforcement.services import tenants_reconcile_sweep
 from tenants.models import Membership, QuotaRequest, RoleAssignment, Tenant, Workload
 from tenants.quota import services as tenant_quota
 from tenants.workloads import services as workloads
@@ -28,6 +27,7 @@ from tenants.workloads.models import VmImage
 from tenants.workloads.selectors import build_context
 
 from . import billing_data as demo_billing
+from .queued_jobs import queued_jobs_send
 
 DEMO_NAMESPACE = uuid.UUID("5f1c2a7e-4d1b-4e0a-9c39-2f6a3b8d7e10")
 
@@ -426,49 +426,6 @@ def _workloads(users: dict) -> list[int]:
     return fresh
 
 
-# Jobs tenants send straight to their LocalQueue (a training pod from a notebook, or synced
-# from a vCluster), as (tenant, name, pods, GPU model, GPUs each): Atlas's sweep borrows what
-# Nova leaves idle of the L40S through the cohort; Orbit's fourth fine-tuning job waits in the
-# queue, in Kueue's words, for A100 quota nobody in the cohort has left.
-QUEUED_JOBS = (
-    ("atlas", "eval-sweep", 3, "nvidia-l40s", 4),
-    ("orbit", "lora-finetune", 4, "nvidia-a100-80gb", 8),
-)
-
-
-def _queued_jobs() -> None:
-    """Send the queued jobs' pods to their tenants' queues (those not sent yet). The cohort's
-    members are reconciled first, at once (the sweep's reconciles run after the load commits),
-    so that Kueue finds their queues; the jobs' tenants again after, so that their quota shows
-    what Kueue admitted and what they borrow."""
-    if settings.FLEET_BACKEND != "simulated":
-        return
-    missing = []
-    for slug, name, count, model, gpus in QUEUED_JOBS:
-        tenant = Tenant.objects.get(slug=slug)
-        there = set(SimulatedObject.objects.filter(kind="Pod", namespace=tenant.namespace)
-                    .values_list("name", flat=True))
-        missing += [{
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{name}-{n}", "namespace": tenant.namespace, "labels": {
-                "kueue.x-k8s.io/queue-name": "default",
-                "kueue.x-k8s.io/priority-class": "portal-batch"}},
-            "spec": {
-                "nodeSelector": {"nvidia.com/gpu.product": GPU_MODELS[model].product_label},
-                "containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
-                                "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}],
-            },
-        } for n in range(count) if f"{name}-{n}" not in there]
-    if not missing:
-        return
-    members = Tenant.objects.filter(slug__in=COHORT[1]).order_by("pk")
-    for tenant in members:
-        tenant_reconcile(tenant_id=tenant.pk)
-    get_gateway().apply(manifests=missing)
-    for tenant in members.filter(slug__in={slug for slug, *_ in QUEUED_JOBS}):
-        tenant_reconcile(tenant_id=tenant.pk)
-
-
 @transaction.atomic
 def load_demo() -> list[DemoAccount]:
     """Create the demo fleet, tenants, members, quotas, accounts and workloads (idempotent)."""
@@ -504,5 +461,6 @@ def load_demo() -> list[DemoAccount]:
     # The periodic sweep's pass, once everything runs: what each tenant's quota objects on the
     # cluster count now (the pages show it beside what the workloads hold).
     tenants_reconcile_sweep()
-    _queued_jobs()  # once the tenants' namespaces and queues are on the cluster
+    # Once the tenants' namespaces and queues are on the cluster.
+    queued_jobs_send(cohort=COHORT[1])
     return list(ACCOUNTS)

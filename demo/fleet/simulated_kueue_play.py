@@ -131,11 +131,15 @@ class KueuePlay:
         the preempted ones gated again. Level-triggered: a round that finds nothing to change
         writes nothing. Returns the workloads as this round left them."""
         with transaction.atomic():
+            # Kueue's scheduler is one loop: a round holds the ClusterQueues while it decides,
+            # so two reads at once never both admit into the last of a quota.
+            queue_rows = list(
+                self._rows(kueue.KUEUE, "ClusterQueue").select_for_update().order_by("pk")
+            )
             entries, by_key = self._kueue_entries()
             if not entries:
                 return entries
-            queues = {r.name: admission.cluster_queue(r.body)
-                      for r in self._rows(kueue.KUEUE, "ClusterQueue")}
+            queues = {r.name: admission.cluster_queue(r.body) for r in queue_rows}
             flavors = {r.name: admission.flavor(r.body)
                        for r in self._rows(kueue.KUEUE, "ResourceFlavor")}
             verdicts = admission.schedule(queues, flavors, entries)

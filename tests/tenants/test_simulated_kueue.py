@@ -291,3 +291,24 @@ def test_an_endpoint_at_its_minimum_replicas_is_never_preempted():
     verdicts = admission.schedule({"q": queue}, {}, [replica, urgent])
     assert verdicts[replica.key].reason == "InClusterQueue"
     assert verdicts[urgent.key].admitted == {"nvidia.com/gpu": "f"}
+
+
+def test_the_demo_shows_a_tenant_borrowing_and_a_job_waiting_in_kueues_words(db):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from core.fleet import get_gateway
+
+    call_command("load_demo", stdout=StringIO())
+
+    atlas = Quota.objects.get(tenant__slug="atlas", resource=L40S)
+    assert (atlas.limit, atlas.in_use, atlas.borrowed) == (8, 12, 4)  # lent by Nova
+    orbit = Tenant.objects.get(slug="orbit")
+    waiting = _workloads(get_gateway(), orbit)["lora-finetune-3"]
+    assert _condition(waiting, "QuotaReserved")["message"] == (
+        "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu "
+        "in flavor gpu-nvidia-a100-80gb, 8 more needed")
+    (pending,) = get_gateway().pending_workloads(namespace=orbit.namespace, local_queue="default",
+                                                 limit=10, offset=0)
+    assert pending["metadata"]["name"] == waiting["metadata"]["name"]
