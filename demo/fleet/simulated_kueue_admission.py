@@ -164,7 +164,6 @@ class Verdict:
     pending: str = ""
     preempted_by: Entry | None = None
     reason: str = ""
-    late: bool = False  # admitted after having waited (or been preempted)
 
 
 class Usage:
@@ -416,7 +415,7 @@ def schedule(
             assignment = assign(entry, queue, flavors, usage)[0]
         entry.admitted = assignment
         usage.add(entry, 1)
-        verdicts[entry.key] = Verdict(admitted=assignment, late=True)
+        verdicts[entry.key] = Verdict(admitted=assignment)
     return verdicts
 
 
