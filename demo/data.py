@@ -27,6 +27,7 @@ from tenants.workloads.models import VmImage
 from tenants.workloads.selectors import build_context
 
 from . import billing_data as demo_billing
+from .queued_jobs import queued_jobs_send
 
 DEMO_NAMESPACE = uuid.UUID("5f1c2a7e-4d1b-4e0a-9c39-2f6a3b8d7e10")
 
@@ -193,7 +194,7 @@ def _fleet() -> int:
 
 
 # Shared tenants that lend each other idle GPUs through a Kueue cohort.
-COHORT = ("shared-pool", ("atlas", "orbit"))
+COHORT = ("shared-pool", ("nova", "atlas", "orbit"))
 # (tenant, requester, lines, justification, days old, ends in days, outcome, decision note)
 QUOTA_REQUESTS = (
     ("nova", "mike", {"gpu:nvidia-h100-80gb": 4},
@@ -460,4 +461,6 @@ def load_demo() -> list[DemoAccount]:
     # The periodic sweep's pass, once everything runs: what each tenant's quota objects on the
     # cluster count now (the pages show it beside what the workloads hold).
     tenants_reconcile_sweep()
+    # Once the tenants' namespaces and queues are on the cluster.
+    queued_jobs_send(cohort=COHORT[1])
     return list(ACCOUNTS)

@@ -16,6 +16,10 @@ a pod (or a VM) beyond what the nodes it may use have left stays Pending with th
 words, and is placed on a later read once room frees up (as the scheduler retries). Deleting
 an object deletes what depends on it (ownerReferences, and a Helm release's objects), at once:
 the garbage collector's and Helm's part.
+
+Kueue is played too (`simulated_kueue_play`): a pod sent to a tenant's LocalQueue is created gated
+and gets a Workload; reading a Kueue object, or an operator whose pods wait in a queue, runs a
+round of Kueue's admission and preemption, and the admitted pods go to the scheduler.
 """
 
 from __future__ import annotations
@@ -38,13 +42,19 @@ from .simulated_clock import Clock, iso
 from .simulated_controllers import (
     CONTROLLERS,
     OPERATORS,
-    cluster_queue_flavors_usage,
     controller_status,
     ready_after,
     resource_quota_used,
 )
 from .simulated_kubevirt import UNSCHEDULABLE
-from .simulated_objects import launcher_pod, merge_patch, waiting_for_a_node
+from .simulated_kueue import gated
+from .simulated_kueue_play import KUEUE_KINDS, KueuePlay
+from .simulated_objects import (
+    PLACED_LATE_ANNOTATION,
+    launcher_pod,
+    merge_patch,
+    waiting_for_a_node,
+)
 from .simulated_operators import Made, Plan, dependents, depends_on, key_of
 from .simulated_scheduler import (
     NodeView,
@@ -82,8 +92,6 @@ OPERATOR_ROUNDS = 4
 UNSCHEDULABLE_ANNOTATION = UNSCHEDULABLE
 VMI_NODE_LABEL = "kubevirt.io/nodeName"
 FINISHED_PHASES = ("Succeeded", "Failed")
-# Set on a pod placed once room freed up: its owner waits for it to run.
-PLACED_LATE_ANNOTATION = "simulated.portal/placed-late"
 
 
 def _render(row: SimulatedObject) -> Manifest:
@@ -95,10 +103,13 @@ def _render(row: SimulatedObject) -> Manifest:
     return body
 
 
-class SimulatedFleetGateway(FleetGateway):
+class SimulatedFleetGateway(KueuePlay, FleetGateway):
     """A fleet that lives in the portal's own database; labelled as a demo in the UI."""
 
     backend = "simulated"
+
+    def _now(self) -> datetime:
+        return timezone.now()
 
     def _scope(self, kind: str, namespace: str | None) -> str:
         if kind in CLUSTER_SCOPED_KINDS:
@@ -136,6 +147,8 @@ class SimulatedFleetGateway(FleetGateway):
         row = SimulatedObject.objects.select_for_update().filter(**key).first()
         if row is None:
             now = min(at, timezone.now()) if at else timezone.now()
+            if kind == "Pod":
+                self._admission_webhook(applied, since=iso(now))
             applied["metadata"].update(
                 uid=str(uuid.uuid4()), creationTimestamp=iso(now), generation=1
             )
@@ -236,8 +249,16 @@ class SimulatedFleetGateway(FleetGateway):
         if operator is None or not row.namespace:
             return []
         clock = self._clock(row, now)
+        kueue_played = False
         for round_ in range(OPERATOR_ROUNDS + 1):
             rows = self._dependent_rows(row, operator.makes)
+            if not kueue_played and any(
+                child.kind == "Pod" and gated(child.body) for child in rows.values()
+            ):
+                # Kueue admits what waits in its queues (the pods just made among them).
+                self._play_kueue()
+                kueue_played = True
+                rows = self._dependent_rows(row, operator.makes)
             children = [self._observe(child, now) for child in rows.values()]
             if round_ == OPERATOR_ROUNDS:
                 break
@@ -318,6 +339,7 @@ class SimulatedFleetGateway(FleetGateway):
         scheduler's reason); a new VMI is labelled with the node its launcher pod lands on (or
         annotated with the scheduler's reason). What is placed is added to `used`."""
         manifest = copy.deepcopy(item.manifest)
+        self._admission_webhook(manifest, since=iso(item.at))
         self._bind(manifest, nodes, used, iso(item.at))
         return manifest
 
@@ -328,6 +350,8 @@ class SimulatedFleetGateway(FleetGateway):
         if manifest["kind"] == "Pod":
             if spec.get("nodeName"):
                 return True
+            if gated(manifest):
+                return False  # Kueue has not admitted it: the scheduler leaves it be
             pod = spec
         elif manifest["kind"] == "VirtualMachineInstance":
             pod = launcher_pod(spec)  # asks for the passthrough GPUs by their resource names
@@ -368,7 +392,8 @@ class SimulatedFleetGateway(FleetGateway):
         return True
 
     def _with_usage(self, row: SimulatedObject, status: Manifest) -> Manifest:
-        """Quota controller and Kueue: count what the pods the demo runs request."""
+        """Quota controller: count what the pods the demo runs request. Kueue: count the
+        workloads a queue holds, and what the admitted ones reserve."""
         if row.kind == "ResourceQuota" and "hard" in status:
             pods = [p.body for p in self._rows("v1", "Pod").filter(namespace=row.namespace)]
             objects = list(
@@ -377,38 +402,15 @@ class SimulatedFleetGateway(FleetGateway):
                 .values_list("api_version", "kind")
             )
             return {**status, "used": resource_quota_used(status["hard"], pods, objects)}
-        if row.kind == "ClusterQueue":
-            selector = ((row.body.get("spec") or {}).get("namespaceSelector") or {}).get(
-                "matchLabels"
-            ) or {}
-            namespaces = [
-                ns.name
-                for ns in self._rows("v1", "Namespace")
-                if selector
-                and all(
-                    ((ns.body.get("metadata") or {}).get("labels") or {}).get(k) == v
-                    for k, v in selector.items()
-                )
-            ]
-            pods = [p.body for p in self._rows("v1", "Pod").filter(namespace__in=namespaces)]
-            nodes = {
-                n.name: (n.body.get("metadata") or {}).get("labels") or {}
-                for n in self._rows("v1", "Node").filter(
-                    name__in={(p.get("spec") or {}).get("nodeName") for p in pods}
-                )
-            }
-            flavors = {
-                f.name: (f.body.get("spec") or {}).get("nodeLabels") or {}
-                for f in self._rows(row.api_version, "ResourceFlavor")
-            }
-            placed = [(p, nodes.get((p.get("spec") or {}).get("nodeName"), {})) for p in pods]
-            usage = cluster_queue_flavors_usage(row.body, flavors, placed)
-            return {**status, "flavorsUsage": usage}
+        if row.kind in ("ClusterQueue", "LocalQueue"):
+            return self._kueue_queue_status(row, status)
         return status
 
     def get(
         self, *, api_version: str, kind: str, name: str, namespace: str | None = None
     ) -> Manifest | None:
+        if kind in KUEUE_KINDS:
+            self._play_kueue()
         row = (
             self._rows(api_version, kind)
             .filter(namespace=self._scope(kind, namespace), name=name)
@@ -452,6 +454,8 @@ class SimulatedFleetGateway(FleetGateway):
         namespace: str | None = None,
         label_selector: str | None = None,
     ) -> list[Manifest]:
+        if kind in KUEUE_KINDS:
+            self._play_kueue()
         rows = self._rows(api_version, kind).order_by("namespace", "name")
         if namespace and kind not in CLUSTER_SCOPED_KINDS:
             rows = rows.filter(namespace=namespace)

@@ -34,6 +34,8 @@ def _namespace(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Sta
 
 
 def _kueue_queue(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status:
+    """A queue's Active condition; the gateway fills in the counts of Kueue's last round
+    (`simulated_kueue.queue_status`)."""
     gen = generation(obj)
     reason, message = (
         ("Ready", "Can admit new workloads")
@@ -162,7 +164,7 @@ def _ip(prefix: str, seed: Any) -> str:
     return f"{prefix}.{seed_bytes[0]}.{2 + seed_bytes[1] % 250}"
 
 
-# --- usage: what the quota controller and Kueue count of the pods that run -------------------
+# --- usage: what the quota controller counts of the pods that run ---------------------------
 
 
 def _quantity(value: Any) -> Decimal:
@@ -214,61 +216,6 @@ def resource_quota_used(
                 if key in used:
                     used[key] += value
     return {key: _format_quantity(value) for key, value in used.items()}
-
-
-def cluster_queue_flavors_usage(
-    queue: dict[str, Any],
-    flavor_labels: dict[str, dict[str, str]],
-    pods_on_nodes: list[tuple[dict[str, Any], dict[str, str]]],
-) -> list[Status]:
-    """`status.flavorsUsage` of a ClusterQueue: per flavor, the requests of the selected pods
-    whose node carries the flavor's node labels (the first matching flavor of each group), and
-    in a cohort what of it is beyond the flavor's nominal quota (borrowed)."""
-    totals: dict[tuple[str, str], Decimal] = {}
-    order: list[tuple[str, list[str]]] = []
-    groups = ((queue.get("spec") or {}).get("resourceGroups")) or []
-    for group in groups:
-        covered = list(group.get("coveredResources") or [])
-        for flavor in group.get("flavors") or []:
-            order.append((flavor["name"], covered))
-            for name in covered:
-                totals[(flavor["name"], name)] = Decimal(0)
-    for pod, node_labels in pods_on_nodes:
-        asked = pod_requests(pod)
-        for group in groups:
-            covered = list(group.get("coveredResources") or [])
-            if not any(name in asked for name in covered):
-                continue
-            for flavor in group.get("flavors") or []:
-                wanted = flavor_labels.get(flavor["name"], {})
-                if all(node_labels.get(k) == v for k, v in wanted.items()):
-                    for name in covered:
-                        totals[(flavor["name"], name)] += asked.get(name, Decimal(0))
-                    break
-    # In a cohort, what a flavor holds beyond its nominal quota is borrowed from the cohort
-    # (Kueue admits that far only there); a queue in no cohort borrows nothing.
-    nominal = {
-        (flavor["name"], cell["name"]): _quantity(cell.get("nominalQuota") or 0)
-        for group in groups for flavor in group.get("flavors") or []
-        for cell in flavor.get("resources") or []
-    }
-    in_cohort = bool((queue.get("spec") or {}).get("cohortName"))
-
-    def borrowed(key: tuple[str, str]) -> str:
-        beyond = totals[key] - nominal.get(key, Decimal(0))
-        return _format_quantity(max(beyond, Decimal(0)) if in_cohort else Decimal(0))
-
-    return [
-        {
-            "name": name,
-            "resources": [
-                {"name": r, "total": _format_quantity(totals[(name, r)]),
-                 "borrowed": borrowed((name, r))}
-                for r in covered
-            ],
-        }
-        for name, covered in order
-    ]
 
 
 CONTROLLERS: dict[tuple[str, str], StatusWriter] = {

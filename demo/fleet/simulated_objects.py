@@ -10,6 +10,9 @@ from core.fleet.base import Manifest
 
 from .simulated_kubevirt import UNSCHEDULABLE
 
+# Set on a pod placed once room freed up: its owner waits for it to run.
+PLACED_LATE_ANNOTATION = "simulated.portal/placed-late"
+
 
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch: dicts merge, None removes a key, anything else replaces."""

@@ -25,6 +25,7 @@ PLURALS = {
     "ResourceFlavor": "resourceflavors",
     "Cohort": "cohorts",
     "WorkloadPriorityClass": "workloadpriorityclasses",
+    "Workload": "workloads",
 }
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")

@@ -36,6 +36,9 @@ OBJECTS = [
     (KUEUE, "ClusterQueue", "tenant-acme", None),
     (KUEUE, "LocalQueue", "default", NS),
 ]
+# Sent to the tenant's LocalQueue: the simulated Kueue counts them (bound already by the test,
+# as the demo data's pods are: running, so admitted).
+QUEUED = {"kueue.x-k8s.io/queue-name": "default"}
 SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation", "managedFields")
 
 
@@ -431,7 +434,7 @@ def test_the_demo_fleet_reports_what_tenant_pods_use_per_gpu_model(
         return {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": {"name": name, "namespace": namespace, "labels": QUEUED},
             "spec": {
                 "nodeName": node_name,
                 "containers": [{"name": "main", "resources": {"requests": asked}}],
@@ -479,7 +482,8 @@ def test_the_demo_fleet_counts_what_a_cohort_tenant_runs_beyond_its_quota_as_bor
     labels = {"nvidia.com/gpu.product": GPU_MODELS["nvidia-l40s"].product_label}
     simulated_gateway.apply(manifests=[
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "l40s-a", "labels": labels}},
-        *({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"serve-{n}", "namespace": NS},
+        *({"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": f"serve-{n}", "namespace": NS, "labels": QUEUED},
            "spec": {"nodeName": "l40s-a", "containers": [
                {"name": "main", "resources": {"requests": {"nvidia.com/gpu": "3"}}}]},
            "status": {"phase": "Running"}} for n in range(2)),

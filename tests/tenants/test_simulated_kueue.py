@@ -1,0 +1,314 @@
+"""The simulated fleet plays Kueue through the objects a real cluster has: tenants' queues
+applied by the tenant reconcile, pods sent to a LocalQueue gated and given a Workload, admission
+within quota and by borrowing in a cohort, preemption, and the visibility API's pending
+workloads. Driven through the gateway and the services, read back as the portal reads it."""
+
+from decimal import Decimal
+
+import pytest
+
+from core.fleet.base import Manifest
+from demo.fleet import simulated_kueue_admission as admission
+from inventory.resource_classes import GPU_MODELS
+from tenants.enforcement.manifests import KUEUE
+from tenants.enforcement.services import tenant_reconcile
+from tenants.models import Quota, Tenant
+from tenants.workloads.kinds.base import queued_by_kueue
+from tests.factories import QuotaFactory
+
+from .kube_schemas import schema_errors
+
+L40S = "gpu:nvidia-l40s"
+PRODUCT = GPU_MODELS["nvidia-l40s"].product_label
+SERVER_FIELDS = ("uid", "resourceVersion", "creationTimestamp", "generation")
+
+
+@pytest.fixture
+def fleet(simulated_gateway, settings):
+    settings.FLEET_SIMULATED_READY_SECONDS = 0
+    simulated_gateway.apply(manifests=[
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"l40s-{n}", "labels": {
+            "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": PRODUCT,
+            "nvidia.com/gpu.count": "8"}}, "spec": {}}
+        for n in range(3)
+    ])
+    return simulated_gateway
+
+
+def _tenant(slug: str, *, gpus: int, cohort: str = "", isolation: str = "shared",
+            borrowing: int | None = None, lending: int | None = None) -> Tenant:
+    tenant = Tenant.objects.create(slug=slug, name=slug.title(), cohort=cohort,
+                                   isolation=isolation)
+    QuotaFactory(tenant=tenant, resource=L40S, limit=gpus, borrowing_limit=borrowing,
+                 lending_limit=lending)
+    return tenant
+
+
+def _reconcile(*tenants: Tenant) -> None:
+    for tenant in tenants:  # each tenant's queues (a cohort's members know each other)
+        tenant_reconcile(tenant_id=tenant.pk)
+
+
+def _submit(gateway, tenant: Tenant, name: str, gpus: int, *,
+            priority: str = "portal-batch") -> None:
+    """A pod sent to the tenant's LocalQueue, as the portal's kinds label theirs."""
+    gateway.apply(manifests=[{
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": tenant.namespace, "labels": {
+            "kueue.x-k8s.io/queue-name": "default", "kueue.x-k8s.io/priority-class": priority}},
+        "spec": {"nodeSelector": {"nvidia.com/gpu.product": PRODUCT}, "containers": [
+            {"name": "main", "image": "train:1",
+             "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
+    }])
+
+
+def _pod(gateway, tenant: Tenant, name: str) -> Manifest:
+    return gateway.get(api_version="v1", kind="Pod", name=name, namespace=tenant.namespace)
+
+
+def _workloads(gateway, tenant: Tenant) -> dict[str, Manifest]:
+    """The tenant's Workloads by their pod's name."""
+    found = gateway.list(api_version=KUEUE, kind="Workload", namespace=tenant.namespace)
+    return {w["metadata"]["ownerReferences"][0]["name"]: w for w in found}
+
+
+def _condition(workload: Manifest, kind: str) -> dict:
+    return next(c for c in workload["status"]["conditions"] if c["type"] == kind)
+
+
+def _admitted(gateway, tenant: Tenant) -> set[str]:
+    return {name for name, w in _workloads(gateway, tenant).items()
+            if _condition(w, "QuotaReserved")["status"] == "True"}
+
+
+def _usage(gateway, tenant: Tenant) -> dict:
+    queue = gateway.get(api_version=KUEUE, kind="ClusterQueue", name=f"tenant-{tenant.slug}")
+    (gpu,) = [f for f in queue["status"]["flavorsUsage"] if f["name"].startswith("gpu-")]
+    cell = next(r for r in gpu["resources"] if r["name"] == "nvidia.com/gpu")
+    return {"total": cell["total"], "borrowed": cell["borrowed"],
+            "pending": queue["status"]["pendingWorkloads"],
+            "admitted": queue["status"]["admittedWorkloads"]}
+
+
+def _valid(workload: Manifest) -> list[str]:
+    meta = {k: v for k, v in workload["metadata"].items() if k not in SERVER_FIELDS}
+    return schema_errors({**workload, "metadata": meta})
+
+
+def test_a_queued_pod_waits_gated_and_is_admitted_within_its_tenants_quota(db, fleet):
+    acme = _tenant("acme", gpus=4)
+    _reconcile(acme)
+    for name, gpus in (("train-1", 2), ("train-2", 2), ("train-3", 1)):
+        _submit(fleet, acme, name, gpus)
+
+    assert _admitted(fleet, acme) == {"train-1", "train-2"}
+    waiting = _workloads(fleet, acme)["train-3"]
+    assert _condition(waiting, "QuotaReserved") | {"lastTransitionTime": None} == {
+        "type": "QuotaReserved", "status": "False", "reason": "Pending",
+        "lastTransitionTime": None,
+        "message": "couldn't assign flavors to pod set main: insufficient unused quota for "
+                   "nvidia.com/gpu in flavor gpu-nvidia-l40s, 1 more needed",
+    }
+    assert queued_by_kueue(_pod(fleet, acme, "train-3"))
+    admitted = _pod(fleet, acme, "train-1")
+    assert not queued_by_kueue(admitted) and admitted["spec"]["nodeName"].startswith("l40s-")
+    first = _workloads(fleet, acme)["train-1"]
+    assert first["status"]["admission"] == {"clusterQueue": "tenant-acme", "podSetAssignments": [
+        {"name": "main", "flavors": {"nvidia.com/gpu": "gpu-nvidia-l40s"},
+         "resourceUsage": {"nvidia.com/gpu": "2"}, "count": 1}]}
+    assert _condition(first, "Admitted")["status"] == "True"
+    assert first["spec"]["priority"] == 100
+    assert first["spec"]["priorityClassRef"]["name"] == "portal-batch"
+    assert _usage(fleet, acme) == {"total": "4", "borrowed": "0", "pending": 1, "admitted": 2}
+    local = fleet.get(api_version=KUEUE, kind="LocalQueue", name="default",
+                      namespace=acme.namespace)
+    assert (local["status"]["pendingWorkloads"], local["status"]["admittedWorkloads"]) == (1, 2)
+
+    # Room frees up: the waiting one is admitted and bound.
+    fleet.delete(api_version="v1", kind="Pod", name="train-1", namespace=acme.namespace)
+    assert _admitted(fleet, acme) == {"train-2", "train-3"}
+    assert _pod(fleet, acme, "train-3")["spec"]["nodeName"]
+
+
+def test_the_workloads_are_valid_against_kueues_schema(db, fleet):
+    acme = _tenant("acme", gpus=2)
+    _reconcile(acme)
+    _submit(fleet, acme, "low", 2)
+    _submit(fleet, acme, "waiting", 2)
+    assert _admitted(fleet, acme) == {"low"}
+    _submit(fleet, acme, "high", 2, priority="portal-serving")  # preempts "low"
+
+    workloads = _workloads(fleet, acme)
+    assert {_condition(w, "QuotaReserved")["reason"] for w in workloads.values()} == {
+        "QuotaReserved", "Pending", "Preempted"}
+    assert {name: _valid(w) for name, w in workloads.items()} == {name: [] for name in workloads}
+    queue = fleet.get(api_version=KUEUE, kind="ClusterQueue", name="tenant-acme")
+    assert _valid(queue) == []
+
+
+def test_a_cohort_member_borrows_what_the_others_leave_idle_up_to_its_limit(db, fleet):
+    lender = _tenant("lender", gpus=8, cohort="pool")
+    borrower = _tenant("borrower", gpus=2, cohort="pool", borrowing=4)
+    _reconcile(lender, borrower)
+    for n in range(4):
+        _submit(fleet, borrower, f"job-{n}", 2)
+
+    assert _admitted(fleet, borrower) == {"job-0", "job-1", "job-2"}  # 2 own + 4 borrowed
+    message = _condition(_workloads(fleet, borrower)["job-3"], "QuotaReserved")["message"]
+    assert message.endswith("in flavor gpu-nvidia-l40s, 2 more needed")
+    assert _usage(fleet, borrower) == {"total": "6", "borrowed": "4", "pending": 1,
+                                       "admitted": 3}
+    assert _usage(fleet, lender)["borrowed"] == "0"
+    # The portal reads it as before: what Kueue counts as borrowed, into the quota.
+    _reconcile(borrower, lender)
+    quota = Quota.objects.get(tenant=borrower, resource=L40S)
+    assert (quota.in_use, quota.borrowed) == (6, 4)
+    assert Quota.objects.get(tenant=lender, resource=L40S).borrowed == 0
+
+
+def test_a_lenders_lending_limit_caps_what_the_cohort_borrows(db, fleet):
+    lender = _tenant("lender", gpus=8, cohort="pool", lending=3)
+    borrower = _tenant("borrower", gpus=2, cohort="pool")
+    _reconcile(lender, borrower)
+    for n in range(6):
+        _submit(fleet, borrower, f"job-{n}", 1)
+
+    assert len(_admitted(fleet, borrower)) == 5  # 2 own + the 3 the lender lends
+
+
+def test_a_dedicated_tenant_lends_nothing_even_named_in_a_cohort(db, fleet):
+    vault = _tenant("vault", gpus=8, cohort="pool", isolation="dedicated")
+    borrower = _tenant("borrower", gpus=2, cohort="pool")
+    _reconcile(vault, borrower)
+    queue = fleet.get(api_version=KUEUE, kind="ClusterQueue", name="tenant-vault")
+    assert "cohortName" not in queue["spec"]
+    _submit(fleet, borrower, "job-0", 2)
+    _submit(fleet, borrower, "job-1", 1)
+
+    assert _admitted(fleet, borrower) == {"job-0"}
+    assert _usage(fleet, borrower)["borrowed"] == "0"
+
+
+def test_a_lender_reclaims_its_quota_by_preempting_the_newest_borrower(db, fleet):
+    lender = _tenant("lender", gpus=8, cohort="pool")
+    borrower = _tenant("borrower", gpus=2, cohort="pool")
+    _reconcile(lender, borrower)
+    for n in range(5):
+        _submit(fleet, borrower, f"job-{n}", 2)
+    assert len(_admitted(fleet, borrower)) == 5  # 2 own + 8 borrowed: the whole cohort
+
+    _submit(fleet, lender, "serve", 4, priority="portal-batch")  # its own quota: reclaimed
+
+    assert _admitted(fleet, lender) == {"serve"}
+    assert _pod(fleet, lender, "serve")["spec"]["nodeName"]
+    assert _admitted(fleet, borrower) == {"job-0", "job-1", "job-2"}  # the newest two gave way
+    preemptor = _workloads(fleet, lender)["serve"]
+    victim = _workloads(fleet, borrower)["job-4"]
+    expected = (
+        f"Preempted to accommodate a workload (UID: {preemptor['metadata']['uid']}, JobUID: "
+        f"{_pod(fleet, lender, 'serve')['metadata']['uid']}) due to reclamation within the cohort"
+    )
+    assert {k: v for k, v in _condition(victim, "Preempted").items()
+            if k != "lastTransitionTime"} == {
+        "type": "Preempted", "status": "True", "reason": "InCohortReclamation",
+        "message": expected}
+    evicted = _condition(victim, "Evicted")
+    assert (evicted["status"], evicted["reason"], evicted["message"]) == (
+        "True", "Preempted", expected)
+    assert _condition(victim, "QuotaReserved")["status"] == "False"
+    gated = _pod(fleet, borrower, "job-4")
+    assert queued_by_kueue(gated) and not gated["spec"].get("nodeName")
+    assert _usage(fleet, borrower) == {"total": "6", "borrowed": "4", "pending": 2,
+                                       "admitted": 3}
+
+
+def test_a_higher_priority_workload_preempts_a_lower_one_in_its_own_queue(db, fleet):
+    acme = _tenant("acme", gpus=4)
+    _reconcile(acme)
+    _submit(fleet, acme, "batch-1", 2)
+    _submit(fleet, acme, "batch-2", 2)
+    _submit(fleet, acme, "same-priority", 2)  # waits: no preemption among equals
+    assert _admitted(fleet, acme) == {"batch-1", "batch-2"}
+
+    _submit(fleet, acme, "endpoint", 2, priority="portal-serving")
+
+    assert _admitted(fleet, acme) == {"batch-1", "endpoint"}
+    victim = _workloads(fleet, acme)["batch-2"]
+    preempted = _condition(victim, "Preempted")
+    assert preempted["reason"] == "InClusterQueue"
+    assert preempted["message"].endswith("due to prioritization in the ClusterQueue")
+    assert queued_by_kueue(_pod(fleet, acme, "batch-2"))
+    assert not queued_by_kueue(_pod(fleet, acme, "endpoint"))
+
+
+def test_pending_workloads_come_in_queue_order_one_page_at_a_time(db, fleet):
+    acme = _tenant("acme", gpus=1)
+    _reconcile(acme)
+    _submit(fleet, acme, "serving", 1, priority="portal-serving")
+    for name, priority in (("job-1", "portal-batch"), ("job-2", "portal-interactive"),
+                           ("job-3", "portal-batch"), ("job-4", "portal-batch")):
+        _submit(fleet, acme, name, 1, priority=priority)
+
+    def page(offset):
+        items = fleet.pending_workloads(namespace=acme.namespace, local_queue="default",
+                                        limit=2, offset=offset)
+        return [(i["metadata"]["ownerReferences"][0]["name"], i["priority"],
+                 i["positionInClusterQueue"], i["positionInLocalQueue"]) for i in items]
+
+    assert page(0) == [("job-2", 500, 0, 0), ("job-1", 100, 1, 1)]
+    assert page(2) == [("job-3", 100, 2, 2), ("job-4", 100, 3, 3)]
+    assert page(4) == []
+    (item,) = fleet.pending_workloads(namespace=acme.namespace, local_queue="default",
+                                      limit=1, offset=0)
+    assert set(item) == {"metadata", "priority", "localQueueName", "positionInClusterQueue",
+                         "positionInLocalQueue"}
+    assert set(item["metadata"]) == {"name", "namespace", "creationTimestamp", "ownerReferences"}
+    assert item["localQueueName"] == "default"
+    assert fleet.pending_workloads(namespace=acme.namespace, local_queue="other", limit=5,
+                                   offset=0) == []
+
+
+def test_an_endpoint_at_its_minimum_replicas_is_never_preempted():
+    queue = admission.ClusterQueue(
+        name="q", cohort="", groups=((("nvidia.com/gpu",), ("f",)),),
+        cells={("f", "nvidia.com/gpu"): admission.Cell(Decimal(1))},
+        within_cluster_queue="LowerPriority",
+    )
+
+    def entry(name, priority, **extra):
+        return admission.Entry(namespace="ns", name=name, uid=name, job_uid=name, local_queue="lq",
+                           cluster_queue="q", priority=priority, created="2026-01-01T00:00:00Z",
+                           requests={"nvidia.com/gpu": Decimal(1)}, **extra)
+
+    replica = entry("replica", 100, admitted={"nvidia.com/gpu": "f"}, endpoint="isvc", floor=1)
+    urgent = entry("urgent", 1000)
+    verdicts = admission.schedule({"q": queue}, {}, [replica, urgent])
+    assert verdicts[urgent.key].pending.endswith("1 more needed")
+    assert replica.admitted is not None
+
+    # Above its minimum, the same replica gives way.
+    replica.floor = 0
+    verdicts = admission.schedule({"q": queue}, {}, [replica, urgent])
+    assert verdicts[replica.key].reason == "InClusterQueue"
+    assert verdicts[urgent.key].admitted == {"nvidia.com/gpu": "f"}
+
+
+def test_the_demo_shows_a_tenant_borrowing_and_a_job_waiting_in_kueues_words(db):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from core.fleet import get_gateway
+
+    call_command("load_demo", stdout=StringIO())
+
+    atlas = Quota.objects.get(tenant__slug="atlas", resource=L40S)
+    assert (atlas.limit, atlas.in_use, atlas.borrowed) == (8, 12, 4)  # lent by Nova
+    orbit = Tenant.objects.get(slug="orbit")
+    waiting = _workloads(get_gateway(), orbit)["lora-finetune-3"]
+    assert _condition(waiting, "QuotaReserved")["message"] == (
+        "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu "
+        "in flavor gpu-nvidia-a100-80gb, 8 more needed")
+    (pending,) = get_gateway().pending_workloads(namespace=orbit.namespace, local_queue="default",
+                                                 limit=10, offset=0)
+    assert pending["metadata"]["name"] == waiting["metadata"]["name"]
