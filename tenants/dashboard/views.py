@@ -20,7 +20,7 @@ from ..access.selectors import tenant_members, tenant_members_summary, tenants_f
 from ..pages import redirect_to_current, tenant_page
 from ..quota.models import resource_label
 from ..quota.selectors import tenant_quota_lines, tenant_quota_requests_recent
-from ..workloads.selectors import tenant_workloads_recent
+from ..workloads.selectors import tenant_idle_episodes, tenant_workloads_recent
 
 TENANT_PAGE_SIZE = 50
 
@@ -90,6 +90,8 @@ def dashboard(request, slug: str):
         "recent_requests": requests,
         "recent_workloads": tenant_workloads_recent(tenant=tenant, limit=6),
         "members": tenant_members_summary(tenant=tenant),
+        "idle_episodes": [e for e in tenant_idle_episodes(tenant=tenant)
+                          if e.state != e.State.ACTED],
         # Each item links to its page: the prefixes reversed once, not once per item.
         "workload_prefix": reverse("tenants:workload-list", args=[tenant.slug]),
         "request_prefix": reverse("tenants:quota-request-list", args=[tenant.slug]),

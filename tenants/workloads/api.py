@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import django_filters
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -23,24 +23,27 @@ from rest_framework.response import Response
 
 from core.api.filtering import FormOnceFilterSet
 from core.api.pagination import CountStamp
+from core.errors import RuleViolation
 from core.queueing import DEFERRED_NOTICE, tasks_deferred_now
 
 from ..access.rules import access_for, tenants_operated_by
 from ..api.lookups import operated_tenant
 from . import services
 from .gpu_metrics import workload_gpu_metrics
-from .models import Workload, WorkloadStatus
+from .models import OPEN_EPISODE_STATES, IdleEpisode, Workload, WorkloadStatus
 from .registry import CHOICES as KIND_CHOICES
 from .selectors import (
     demand_preview,
     workload_events,
     workload_get_for_user,
+    workload_idle_episode,
     workloads_listed_to,
     workloads_visible_to,
 )
 from .serializers import (
     GpuMetricsQuerySerializer,
     GpuMetricsSerializer,
+    KeepRunningSerializer,
     WorkloadCheckResultSerializer,
     WorkloadCheckSerializer,
     WorkloadEventSerializer,
@@ -166,9 +169,11 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     def get_queryset(self) -> QuerySet[Workload]:
         if getattr(self, "swagger_fake_view", False):
             return Workload.objects.none()
+        open_idle = Prefetch("idle_episodes", to_attr="open_idle",
+                             queryset=IdleEpisode.objects.filter(state__in=OPEN_EPISODE_STATES))
         if self.action == "list":
-            return workloads_listed_to(self.request.user)
-        return workloads_visible_to(self.request.user)
+            return workloads_listed_to(self.request.user).prefetch_related(open_idle)
+        return workloads_visible_to(self.request.user).prefetch_related(open_idle)
 
     def paginate_queryset(self, queryset):
         if self.action == "list" and self.paginator is not None:
@@ -288,6 +293,30 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         services.workload_power(
             workload_id=workload.pk, actor=request.user, action=body.validated_data["action"]
         )
+        return self._accepted(workload.pk)
+
+    @extend_schema(request=KeepRunningSerializer, responses=WorkloadSerializer)
+    @action(detail=True, methods=["post"], url_path="keep-running")
+    def keep_running(self, request: Request, pk: str) -> Response:
+        """Mark it "keep running" with a reason (the idle policy never warns about it nor acts
+        on it), or clear the mark with an empty reason. Audited."""
+        workload = self._operated(pk, "mark workloads")
+        body = KeepRunningSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        services.workload_keep_running(workload_id=workload.pk, actor=request.user,
+                                       reason=body.validated_data["reason"])
+        return self._render(self.get_queryset().get(pk=workload.pk))
+
+    @extend_schema(request=None, responses={202: ACCEPTED})
+    @action(detail=True, methods=["post"], url_path="idle-undo")
+    def idle_undo(self, request: Request, pk: str) -> Response:
+        """Undo what the idle policy did to it: the size it had, or the VM started again
+        (admitted against the quota like a scale-up). Nothing to undo is a 400."""
+        workload = self._operated(pk, "undo the idle policy")
+        episode = workload_idle_episode(workload=workload)
+        if episode is None or episode.state != IdleEpisode.State.ACTED:
+            raise RuleViolation("The idle policy has not acted on it: there is nothing to undo.")
+        services.idle_undo(episode_id=episode.pk, actor=request.user)
         return self._accepted(workload.pk)
 
     @extend_schema(responses=WorkloadEventSerializer(many=True))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.api.fields import RowUrlField
@@ -19,7 +20,7 @@ from core.validators import validate_dns1123_label
 from ..access.serializers import ClusterStateSerializer
 from .gpu_metrics import DEFAULT_PERIOD, PERIODS, State
 from .kinds.vm.spec import POWER_ACTIONS
-from .models import Workload, WorkloadEvent
+from .models import OPEN_EPISODE_STATES, IdleEpisode, Workload, WorkloadEvent
 from .registry import CHOICES as KIND_CHOICES
 
 # PostgreSQL's jsonb holds neither NUL characters nor lone UTF-16 surrogates: refused here
@@ -49,6 +50,25 @@ def unstorable_fields(field: str, value: Mapping[str, Any]) -> dict[str, list[st
 
 
 # --- what a workload looks like ---------------------------------------------------------------
+
+
+class IdleEpisodeSerializer(serializers.ModelSerializer):
+    """Its GPUs idling now, and what the tenant's idle policy did or will do about it."""
+
+    state_label = serializers.CharField(source="get_state_display", read_only=True)
+    gpu_hours = serializers.DecimalField(max_digits=12, decimal_places=1, read_only=True,
+                                         help_text="GPU-hours idle so far.")
+    cost = serializers.DecimalField(max_digits=14, decimal_places=2, read_only=True,
+                                    allow_null=True,
+                                    help_text="What they cost so far (null: not priced).")
+
+    class Meta:
+        model = IdleEpisode
+        fields = ["state", "state_label", "started_at", "seen_at", "gpus", "utilization",
+                  "gpu_hours", "cost", "warned_at", "act_after", "acted_at", "action",
+                  "reclaimed"]
+        read_only_fields = fields
+
 
 
 class ConnectionItemSerializer(serializers.Serializer):
@@ -120,6 +140,13 @@ class WorkloadSerializer(serializers.ModelSerializer):
         read_only=True, allow_null=True,
         help_text="When the portal last saw its state on the cluster (null until it has).",
     )
+    gpu_utilization = serializers.DecimalField(
+        max_digits=5, decimal_places=2, read_only=True, allow_null=True,
+        help_text="Its GPUs' mean utilization over the last hour, from DCGM (percent; null: "
+                  "not measured).",
+    )
+    idle = serializers.SerializerMethodField(
+        help_text="Its GPUs' idle episode still open (null: not idle).")
 
     class Meta:
         model = Workload
@@ -142,12 +169,24 @@ class WorkloadSerializer(serializers.ModelSerializer):
             "details",
             "connection",
             "observed_at",
+            "gpu_utilization",
+            "gpu_measured_at",
+            "keep_running_reason",
+            "idle",
             "created_at",
             "ready_at",
             "deleted_at",
             "launched_by",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(IdleEpisodeSerializer(allow_null=True))
+    def get_idle(self, workload: Workload) -> dict | None:
+        # The API's querysets prefetch each workload's open episode (`open_idle`).
+        episodes = getattr(workload, "open_idle", None)
+        if episodes is None:
+            episodes = list(workload.idle_episodes.filter(state__in=OPEN_EPISODE_STATES)[:1])
+        return IdleEpisodeSerializer(episodes[0]).data if episodes else None
 
     def get_status_label(self, workload: Workload) -> str:
         # A method field: DRF inspects the signature of a callable source on every row. The
@@ -336,3 +375,16 @@ class GpuMetricsSerializer(serializers.Serializer):
     step_seconds = serializers.IntegerField(source="period.step")
     summary = GpuSummarySerializer()
     gpus = GpuSerializer(many=True)
+
+
+class KeepRunningSerializer(serializers.Serializer):
+    reason = serializers.CharField(
+        max_length=200, allow_blank=True, trim_whitespace=True,
+        help_text="Why the idle policy must leave it be (shown and audited); empty: it may act "
+                  "again.",
+    )
+
+    def validate_reason(self, value: str) -> str:
+        if _unstorable(value):
+            raise serializers.ValidationError(_UNSTORABLE)
+        return value

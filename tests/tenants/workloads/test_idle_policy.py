@@ -351,3 +351,50 @@ def test_owners_choose_the_policy_with_field_errors_for_bad_input(fleet, tenant,
     assert idle.tenant_rules(tenant).window_minutes == settings.IDLE_GPU_WINDOW_MINUTES
     audit = AuditEvent.objects.get(action="tenant.idle_policy")
     assert audit.actor == tenant_owner and audit.changes["after"]["mode"] == "warn"
+
+
+# --- the API ------------------------------------------------------------------------------------
+
+
+def test_the_api_shows_each_workloads_gpu_use_and_idle_episode(fleet, api_client, tenant_member):
+    idle.workloads_idle_sweep(now=NOW)
+    api_client.force_login(tenant_member)
+
+    rows = {row["name"]: row for row in api_client.get(
+        "/api/v1/workloads/", {"tenant": "acme"}).json()["results"]}
+
+    assert rows["chat"]["gpu_utilization"] == "1.00"
+    assert rows["chat"]["idle"]["state"] == "warned" and rows["chat"]["idle"]["gpus"] == 3
+    assert rows["chat"]["idle"]["cost"] == "7.50" and rows["chat"]["idle"]["gpu_hours"] == "3.0"
+    assert rows["busy"]["idle"] is None and rows["busy"]["gpu_utilization"] == "63.00"
+    assert rows["kept"]["keep_running_reason"].startswith("Interactive debugging")
+
+
+def test_keep_running_and_undo_over_the_api(fleet, api_client, tenant_member, tenant_viewer):
+    idle.workloads_idle_sweep(now=NOW)
+    url = f"/api/v1/workloads/{fleet['desk'].pk}"
+    api_client.force_login(tenant_member)
+
+    assert api_client.post(f"{url}/idle-undo/").status_code == 400  # warned, not acted on
+    idle.workloads_idle_sweep(now=NOW + timedelta(minutes=31))
+    response = api_client.post(f"{url}/idle-undo/")
+    assert response.status_code == 202 and response.json()["spec"]["running"] is True
+
+    response = api_client.post(f"{url}/keep-running/", {"reason": "Board demo"}, format="json")
+    assert response.status_code == 200 and response.json()["keep_running_reason"] == "Board demo"
+    assert api_client.post(f"{url}/keep-running/", {"reason": "x" * 201},
+                           format="json").status_code == 400
+    assert api_client.post(f"{url}/keep-running/", {}, format="json").status_code == 400
+    api_client.force_login(tenant_viewer)
+    assert api_client.post(f"{url}/keep-running/", {"reason": ""},
+                           format="json").status_code == 403
+
+
+def test_the_dashboard_names_the_workloads_with_idle_gpus(fleet, login, tenant_member):
+    idle.workloads_idle_sweep(now=NOW)
+
+    html = login(tenant_member).get("/t/acme/").content.decode()
+
+    notice = html[html.index('id="section-idle"'):html.index('id="section-quota"')]
+    assert "4 workloads with idle GPUs" in notice  # chat, desk, kept, hpc (busy is not)
+    assert "and 1 more" in notice and "/t/acme/idle-gpus/" in notice

@@ -21,8 +21,8 @@ pytestmark = pytest.mark.django_db
 # session, user, the user's roles and memberships in one query (every signed-in page; it also
 # names the tenants of the switcher), then the page's own.
 # For a tenant's people the page's tenant and the switcher's are one query.
-DASHBOARD_QUERIES = 9  # tenant and switcher, held, quota with its temporary grants, workloads,
-#                        requests with their lines, members
+DASHBOARD_QUERIES = 10  # tenant and switcher, held, quota with its temporary grants, workloads,
+#                         requests with their lines, members, idle GPUs
 DETAIL_QUERIES = 6  # the workload with its tenant and launcher, timeline, its idle episode
 
 
