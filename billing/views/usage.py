@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from core import csv_export
 from tenants.access import access_for
+from tenants.workloads.selectors import idle_reclaimed
 
 from ..calculations.invoicing import class_label
 from ..selectors.explorer import (
@@ -21,6 +22,7 @@ from ..selectors.explorer import (
     usage_explorer,
     usage_rows,
 )
+from ..selectors.explorer.filters import tenant_filter
 from ..selectors.rates import rate_card
 from ..selectors.tenant_filter import tenant_choice
 from ..usage_filters import UsageFilterForm
@@ -101,6 +103,11 @@ def usage(request):
         "fleet": summary.fleet,
         "health": explorer.health,
         "cost_centers": summary.cost_centers,
+        # What tenants' idle GPU policies gave back in the range (tenants' own selector).
+        "reclaimed": idle_reclaimed(start=usage_filter.start, end=usage_filter.end,
+                                    now=timezone.now(),
+                                    where=tenant_filter(usage_filter, "workload__")),
+        "currency": settings.BILLING_CURRENCY,
     }
     return render(request, "billing/usage/explorer.html", context)
 

@@ -165,13 +165,17 @@ class Reclaimed:
     actions: int = 0
 
 
-def idle_reclaimed(*, start, end, now, tenant_ids: list[int] | None = None) -> Reclaimed:
+def idle_reclaimed(*, start, end, now, tenant_ids: list[int] | None = None,
+                   where: Q | None = None) -> Reclaimed:
     """GPU-hours given back by the idle policy within [start, end): each action's GPUs from
-    when it acted until it was undone or resized (or `now`), clipped to the period."""
+    when it acted until it was undone or resized (or `now`), clipped to the period. Of the
+    tenants `tenant_ids` (None: all), and the episodes `where` selects (`workload__tenant__…`)."""
     acted = IdleEpisode.objects.filter(acted_at__lt=end).filter(
         Q(ended_at__isnull=True) | Q(ended_at__gt=start))
     if tenant_ids is not None:
         acted = acted.filter(workload__tenant_id__in=tenant_ids)
+    if where is not None:
+        acted = acted.filter(where)
     hours, saved, actions = Decimal(0), None, 0
     for acted_at, ended_at, gpus, per_hour in acted.values_list(
             "acted_at", "ended_at", "reclaimed", "saved_per_hour"):

@@ -132,6 +132,11 @@ def _tenant_q(usage: UsageFilter, prefix: str = "") -> Q:
     return q
 
 
+def tenant_filter(usage: UsageFilter, prefix: str = "") -> Q:
+    """The filter's tenants as a condition on a model reaching them through `prefix`."""
+    return _tenant_q(usage, prefix)
+
+
 def _days(usage: UsageFilter) -> tuple[date, date]:
     """The filter's [first day, day after the last): its bounds must be whole UTC days."""
     for bound in (usage.start, usage.end):

@@ -398,3 +398,19 @@ def test_the_dashboard_names_the_workloads_with_idle_gpus(fleet, login, tenant_m
     notice = html[html.index('id="section-idle"'):html.index('id="section-quota"')]
     assert "4 workloads with idle GPUs" in notice  # chat, desk, kept, hpc (busy is not)
     assert "and 1 more" in notice and "/t/acme/idle-gpus/" in notice
+
+
+def test_the_usage_explorer_shows_what_the_policies_gave_back(fleet, login, finance):
+    idle.workloads_idle_sweep(now=NOW)
+    idle.workloads_idle_sweep(now=NOW + timedelta(minutes=31))
+    IdleEpisode.objects.filter(state=E.ACTED).update(
+        acted_at=timezone.now() - timedelta(hours=2))
+    client = login(finance)
+    day = timezone.now().date()
+
+    html = client.get("/billing/usage/", {"start": day - timedelta(days=1), "end": day}).content
+    html = html.decode()
+    # Five GPUs (2 + 1 + 2) for two hours; the saving at the H100's 2.50 an hour.
+    assert 'data-reclaimed="10.0"' in html and "25.00" in html and "(3 actions)" in html
+    other = client.get("/billing/usage/", {"tenant": "globex", "start": day, "end": day})
+    assert 'data-reclaimed="0' in other.content.decode()
