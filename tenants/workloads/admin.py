@@ -1,5 +1,5 @@
-"""Django admin for workloads: the VM boot images platform admins offer, and every tenant's
-workloads (read-only, with "reconcile now").
+"""Django admin for workloads: the VM boot images platform admins offer, every tenant's
+workloads (read-only, with "reconcile now"), their idle GPU policies and idle episodes.
 
 Every save goes through a service (validation, audit event). Images are retired by unticking
 `active`, not deleted: the audit trail and the VMs launched from one keep its name.
@@ -11,8 +11,9 @@ from core.admin import ReadOnlyModelAdmin
 from core.admin_filters import RelatedByNameListFilter
 from core.choices import admin_badge
 
-from .models import VmImage, Workload
+from .models import IdleEpisode, IdlePolicy, VmImage, Workload
 from .services.catalog import vm_image_save
+from .services.idle import idle_policy_save
 from .services.reconcile import workloads_reconcile_now
 
 
@@ -63,3 +64,43 @@ class WorkloadAdmin(ReadOnlyModelAdmin):
         )
         self.message_user(request, f"Queued {queued} workload(s) for the cluster.",
                           messages.SUCCESS)
+
+
+@admin.register(IdlePolicy)
+class IdlePolicyAdmin(admin.ModelAdmin):
+    """Each tenant's idle GPU policy (its owners also choose it on its Idle GPUs page); an
+    empty number takes the fleet's default. Saved through the service: validated, audited."""
+
+    list_display = ["tenant", "mode", "threshold_percent", "window_minutes", "grace_minutes",
+                    "updated_by", "updated_at"]
+    list_filter = ["mode"]
+    search_fields = ["tenant__slug", "tenant__name"]
+    list_select_related = ["tenant", "updated_by"]
+    fields = ["tenant", "mode", "threshold_percent", "window_minutes", "grace_minutes"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["tenant"] if obj else []
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def save_model(self, request, obj, form, change):
+        idle_policy_save(tenant=obj.tenant, actor=request.user, mode=obj.mode,
+                         threshold_percent=obj.threshold_percent,
+                         window_minutes=obj.window_minutes, grace_minutes=obj.grace_minutes)
+
+
+@admin.register(IdleEpisode)
+class IdleEpisodeAdmin(ReadOnlyModelAdmin):
+    """Every workload's idle GPU episodes and what the policies did: read-only."""
+
+    list_display = ["workload", "tenant", "state", "gpus", "utilization", "started_at",
+                    "warned_at", "acted_at", "action", "ended_at"]
+    list_filter = ["state", ("workload__tenant", RelatedByNameListFilter)]
+    search_fields = ["workload__name", "workload__tenant__slug", "action"]
+    list_select_related = ["workload__tenant"]
+    date_hierarchy = "started_at"
+
+    @admin.display(description="tenant", ordering="workload__tenant__slug")
+    def tenant(self, obj: IdleEpisode) -> str:
+        return obj.workload.tenant.slug

@@ -414,3 +414,20 @@ def test_the_usage_explorer_shows_what_the_policies_gave_back(fleet, login, fina
     assert 'data-reclaimed="10.0"' in html and "25.00" in html and "(3 actions)" in html
     other = client.get("/billing/usage/", {"tenant": "globex", "start": day, "end": day})
     assert 'data-reclaimed="0' in other.content.decode()
+
+
+def test_platform_admins_see_the_episodes_and_set_a_policy_in_django_admin(
+    fleet, login, platform_admin, other_tenant
+):
+    idle.workloads_idle_sweep(now=NOW)
+    client = login(platform_admin)
+
+    listing = client.get("/admin/tenants/idleepisode/").content.decode()
+    assert listing.count("<th class=\"field-workload") == 5
+    response = client.post("/admin/tenants/idlepolicy/add/", {
+        "tenant": other_tenant.pk, "mode": "warn", "threshold_percent": "3",
+        "window_minutes": "", "grace_minutes": ""})
+
+    assert response.status_code == 302
+    assert IdlePolicy.objects.get(tenant=other_tenant).threshold_percent == 3
+    assert AuditEvent.objects.get(action="tenant.idle_policy").actor == platform_admin
