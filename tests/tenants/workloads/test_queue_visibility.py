@@ -277,3 +277,42 @@ def test_a_preemptor_that_is_no_portal_workload_is_told_in_kueues_words(
     (event,) = queued.events.filter(reason="Preempted")
     assert event.message.startswith("Kueue preempted it: Preempted to accommodate a workload "
                                     "(UID: 0b7c9d1e-1111-2222-3333-444455556666")
+
+
+def test_the_schema_documents_the_queue_as_the_api_answers_it(
+    queued, tenant_member, login,
+):
+    from drf_spectacular.generators import SchemaGenerator
+
+    services.workload_observe(workload_id=queued.pk)
+    answer = login(tenant_member).get(f"/api/v1/workloads/{queued.pk}/").json()
+    components = SchemaGenerator().get_schema(request=None, public=True)["components"]
+    field = components["schemas"]["Workload"]["properties"]["queue"]
+    assert field["nullable"] is True
+    assert field["allOf"] == [{"$ref": "#/components/schemas/WorkloadQueue"}]
+    queue = components["schemas"]["WorkloadQueue"]
+    assert set(queue["properties"]) == set(queue["required"]) == set(answer["queue"])
+    types = {"integer": int, "string": str}
+    for name, value in answer["queue"].items():
+        spec = queue["properties"][name]
+        assert isinstance(value, types[spec["type"]]) or (value is None and spec.get("nullable"))
+
+
+def test_the_dashboard_shows_queued_admitted_and_borrowed_gpus(
+    queued, tenant, tenant_member, login,
+):
+    Quota.objects.filter(tenant=tenant, resource=H100).update(in_use=5, borrowed=1)
+    services.workload_observe(workload_id=queued.pk)
+    html = login(tenant_member).get(f"/t/{tenant.slug}/").content.decode()
+    card = html[html.index('id="section-gpu-queue"'):html.index('id="section-workloads"')]
+    assert 'data-gpus-queued="2"' in card
+    assert 'data-gpus-admitted="5"' in card
+    assert 'data-gpus-borrowed="1"' in card
+    assert "from the research cohort" in card
+
+
+def test_a_tenant_with_nothing_queued_admitted_or_borrowed_sees_no_queue_card(
+    tenant, tenant_member, login,
+):
+    html = login(tenant_member).get(f"/t/{tenant.slug}/").content.decode()
+    assert 'id="section-gpu-queue"' not in html
