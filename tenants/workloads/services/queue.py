@@ -29,7 +29,15 @@ from core.fleet import FleetError, FleetGateway
 from ...enforcement.manifests import LOCAL_QUEUE, QUEUE_NAME_LABEL
 from ...quota.models import Quota
 from ..kinds import kueue
-from ..kinds.base import Manifest, ObjectKey, Observation, queued_by_kueue
+from ..kinds.base import (
+    LABEL_MANAGED_BY,
+    LABEL_WORKLOAD_ID,
+    MANAGED_BY,
+    Manifest,
+    ObjectKey,
+    Observation,
+    queued_by_kueue,
+)
 from ..models import Workload, WorkloadEvent
 
 logger = logging.getLogger(__name__)
@@ -67,6 +75,9 @@ class KueueView:
     workloads: dict[int, Workload] = field(default_factory=dict)
     # (tenant id, resource class) → (granted, what Kueue counts in use).
     quotas: dict[tuple[int, str], tuple[int, int]] = field(default_factory=dict)
+    # To find a preemptor among every workload's pods when the look saw only some of them.
+    gateway: FleetGateway | None = None
+    everyones_pods: bool = False
 
 
 def _pending_positions(
@@ -97,6 +108,7 @@ def kueue_view(gateway: FleetGateway, workloads: list[Workload],
                  if any(queued_by_kueue(pod) for pod in _pods(owned.get(w.pk, {})))},
         owners={uid: w.pk for w in workloads for uid in kueue.object_uids(owned.get(w.pk, {}))},
         workloads={w.pk: w for w in workloads},
+        gateway=gateway,
     )
     if not view.waiting:
         return view
@@ -150,14 +162,41 @@ def with_queue(view: KueueView, workload: Workload, objects: Mapping[ObjectKey, 
     return replace(observation, details={**observation.details, "queue": details})
 
 
-def _preemptor(view: KueueView, found: kueue.Preemption) -> Workload | None:
-    """The portal workload whose Kueue Workload preempted, if it is one of ours."""
+def _learn_everyones_pods(view: KueueView) -> None:
+    """A look at one workload knows its own pods only: the preemptor's are read once, in one
+    list of the pods the portal's workloads own across the cluster."""
+    if view.everyones_pods or view.gateway is None:
+        return
+    view.everyones_pods = True
+    try:
+        pods = view.gateway.list(api_version=POD[0], kind=POD[1],
+                                 label_selector=f"{LABEL_MANAGED_BY}={MANAGED_BY}")
+    except FleetError as exc:
+        logger.info("Could not read the portal's pods to name a preemptor: %s", exc)
+        return
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        workload_id = str((meta.get("labels") or {}).get(LABEL_WORKLOAD_ID) or "")
+        if meta.get("uid") and workload_id.isdigit():
+            view.owners.setdefault(str(meta["uid"]), int(workload_id))
+
+
+def _preemptor_id(view: KueueView, found: kueue.Preemption) -> int | None:
     workload_id = view.owners.get(found.preemptor_job_uid)
     if workload_id is None and found.preemptor_uid:
         for wl in view.kueue_workloads or []:
             if (wl.get("metadata") or {}).get("uid") == found.preemptor_uid:
                 workload_id = next((view.owners[uid] for uid in kueue.owner_uids(wl)
                                     if uid in view.owners), None)
+    return workload_id
+
+
+def _preemptor(view: KueueView, found: kueue.Preemption) -> Workload | None:
+    """The portal workload whose Kueue Workload preempted, if it is one of ours."""
+    workload_id = _preemptor_id(view, found)
+    if workload_id is None:
+        _learn_everyones_pods(view)
+        workload_id = _preemptor_id(view, found)
     if workload_id is None:
         return None
     return view.workloads.get(workload_id) or (

@@ -244,7 +244,9 @@ def test_a_preemption_is_on_the_timeline_once_naming_the_tenant_and_endpoint_tha
                                    theirs["metadata"]["uid"], serving["metadata"]["uid"])}})
     assert chat is not None
 
-    for _ in range(2):  # level-triggered: the same eviction, seen twice, is one event
+    # Its own look first (the page polls): it names the preemptor too, from the portal's pods.
+    services.workload_observe(workload_id=queued.pk)
+    for _ in range(2):  # level-triggered: the same eviction, seen again, is one event
         assert services.workloads_observe_sweep() == 2
     events = list(queued.events.filter(reason="Preempted"))
     assert len(events) == 1
