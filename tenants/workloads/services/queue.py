@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 
 from core.fleet import FleetError, FleetGateway
 
@@ -219,6 +220,13 @@ def _preempted_words(view: KueueView, found: kueue.Preemption) -> str:
     return f"{words} ({found.key})"
 
 
+def _unrecorded(workload_id: int, keys: Iterable[str]) -> list[str]:
+    """The evictions (by key) not yet on the workload's timeline."""
+    recorded = list(WorkloadEvent.objects.filter(workload_id=workload_id, reason=PREEMPTED)
+                    .values_list("message", flat=True))
+    return [key for key in keys if not any(key in message for message in recorded)]
+
+
 def preemptions_record(view: KueueView, workload: Workload,
                        objects: Mapping[ObjectKey, Manifest]) -> int:
     """One timeline event per preemption Kueue reports of the workload's pods, once each
@@ -227,20 +235,22 @@ def preemptions_record(view: KueueView, workload: Workload,
     found = [p for wl in _theirs(view, objects) if (p := kueue.preemption(wl)) is not None]
     if not found:
         return 0
-    recorded = list(WorkloadEvent.objects.filter(workload=workload, reason=PREEMPTED)
-                    .values_list("message", flat=True))
-    new = [p for p in _unique(found) if not any(p.key in message for message in recorded)]
-    for preemption in new:
-        WorkloadEvent.objects.create(
-            workload=workload, kind=WorkloadEvent.Kind.TRANSITION, reason=PREEMPTED,
-            message=_preempted_words(view, preemption), demand=workload.demand,
-        )
+    unique = {p.key: p for p in found}
+    # Named before the lock (naming may read the cluster), and only what is not recorded yet.
+    words = {key: _preempted_words(view, unique[key])
+             for key in _unrecorded(workload.pk, unique)}
+    if not words:
+        return 0
+    with transaction.atomic():
+        # Under the workload's lock: a sweep and the workload's own look seeing the same
+        # eviction at once record it once.
+        locked = Workload.objects.select_for_update().filter(pk=workload.pk).first()
+        if locked is None:
+            return 0
+        new = _unrecorded(workload.pk, words)
+        for key in new:
+            WorkloadEvent.objects.create(workload=locked, kind=WorkloadEvent.Kind.TRANSITION,
+                                         reason=PREEMPTED, message=words[key],
+                                         demand=locked.demand)
     return len(new)
-
-
-def _unique(found: Iterable[kueue.Preemption]) -> list[kueue.Preemption]:
-    by_key: dict[str, kueue.Preemption] = {}
-    for preemption in found:
-        by_key.setdefault(preemption.key, preemption)
-    return list(by_key.values())
 

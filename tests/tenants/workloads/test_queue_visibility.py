@@ -275,7 +275,10 @@ def test_a_preemptor_that_is_no_portal_workload_is_told_in_kueues_words(
                                    reason="InClusterQueue",
                                    why="prioritization in the ClusterQueue")}})
     services.workload_observe(workload_id=queued.pk)
+    before = len(kube_emulator.requests("GET"))
     services.workload_observe(workload_id=queued.pk)
+    # Already on the timeline: not named again (no look for the preemptor among all pods).
+    assert "/api/v1/pods" not in [r.path for r in kube_emulator.requests("GET")[before:]]
     (event,) = queued.events.filter(reason="Preempted")
     assert event.message.startswith("Kueue preempted it: Preempted to accommodate a workload "
                                     "(UID: 0b7c9d1e-1111-2222-3333-444455556666")
