@@ -313,7 +313,7 @@ def test_the_dashboard_shows_queued_admitted_and_borrowed_gpus(
     assert 'data-gpus-queued="2"' in card
     assert 'data-gpus-admitted="5"' in card
     assert 'data-gpus-borrowed="1"' in card
-    assert "from the research cohort" in card
+    assert "on loan from the research cohort" in card
 
 
 def test_a_tenant_with_nothing_queued_admitted_or_borrowed_sees_no_queue_card(
