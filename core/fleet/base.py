@@ -116,6 +116,13 @@ class FleetGateway(abc.ABC):
         pods = self.list(api_version="v1", kind="Pod")
         return [pod for pod in pods if (pod.get("spec") or {}).get("nodeName") == node]
 
+    def pending_workloads(
+        self, *, namespace: str, local_queue: str, limit: int, offset: int
+    ) -> list[Manifest]:
+        """Kueue's visibility API: one page of the LocalQueue's pending workloads
+        (PendingWorkloadsSummary items), in queue order."""
+        raise PermanentFleetError("this fleet serves no Kueue visibility API", status=404)
+
     @abc.abstractmethod
     def patch_node(self, *, name: str, patch: Manifest) -> Manifest:
         """JSON merge patch a Node (cordon: {"spec": {"unschedulable": true}}); returns it."""

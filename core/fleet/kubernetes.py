@@ -20,6 +20,10 @@ from .base import FleetError, FleetGateway, Manifest, PermanentFleetError, class
 # Retry only failed connects (the request never left), quickly: Celery retries everything else
 # with backoff, and a retried read of a PATCH/POST could apply it twice.
 DEFAULT_RETRIES = urllib3.Retry(total=2, connect=2, read=0, status=0, other=0, backoff_factor=0.2)
+# Kueue's visibility API: an aggregated API, not a kind discovery finds (its paths hold a
+# slash in the resource, which CustomObjectsApi would URL-encode).
+PENDING_WORKLOADS = ("/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{namespace}"
+                     "/localqueues/{local_queue}/pendingworkloads")
 # A bound on one list's pages, far above any fleet's: a server that never stops paging is a bug.
 MAX_PAGES = 10_000
 
@@ -269,6 +273,24 @@ class KubernetesFleetGateway(FleetGateway):
                 raise
             break
         raise PermanentFleetError(f"listing {resource.kind} did not end within {MAX_PAGES} pages")
+
+    def pending_workloads(
+        self, *, namespace: str, local_queue: str, limit: int, offset: int
+    ) -> list[Manifest]:
+        api = self.api_client
+        with _classified():
+            request = api.param_serialize(
+                "GET", PENDING_WORKLOADS,
+                path_params={"namespace": namespace, "local_queue": local_queue},
+                query_params=[("limit", limit), ("offset", offset)],
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+            )
+            response = api.call_api(*request, _request_timeout=self.request_timeout)
+            response.read()
+            summary = api.response_deserialize(response, {"200": "object"}).data
+        items = (summary or {}).get("items") if isinstance(summary, dict) else None
+        return [item for item in items or [] if isinstance(item, dict)]
 
     def patch_node(self, *, name: str, patch: Manifest) -> Manifest:
         resource = self._resource("v1", "Node")

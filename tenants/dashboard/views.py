@@ -21,6 +21,7 @@ from ..pages import redirect_to_current, tenant_page
 from ..quota.models import resource_label
 from ..quota.selectors import tenant_quota_lines, tenant_quota_requests_recent
 from ..workloads.selectors import tenant_idle_episodes, tenant_workloads_recent
+from .selectors import tenant_gpu_admission
 
 TENANT_PAGE_SIZE = 50
 
@@ -85,8 +86,10 @@ def dashboard(request, slug: str):
             f"+{n:,} {resource_label(resource)}"
             for resource, n in zip(r.line_resources, r.line_granted, strict=True)
         )
+    quota_lines = tenant_quota_lines(tenant=tenant)
     context |= {
-        "quota_lines": tenant_quota_lines(tenant=tenant),
+        "quota_lines": quota_lines,
+        "gpu_admission": tenant_gpu_admission(tenant=tenant, quota_lines=quota_lines),
         "recent_requests": requests,
         "recent_workloads": tenant_workloads_recent(tenant=tenant, limit=6),
         "members": tenant_members_summary(tenant=tenant),

@@ -269,6 +269,17 @@ class Workload(Reconciled):
         return self.observed.get("details") or {}
 
     @property
+    def queue(self) -> dict | None:
+        """Kueue's side while its pods wait in the tenant's queue (position, Kueue's message,
+        the flavor it waits for, what it would borrow), as last observed; else None."""
+        return self.details.get("queue") or None
+
+    @property
+    def kind_details(self) -> dict:
+        """The kind's own figures: the details without Kueue's side (shown on its own)."""
+        return {key: value for key, value in self.details.items() if key != "queue"}
+
+    @property
     def conditions(self) -> list:
         return self.observed.get("conditions") or []
 

@@ -108,6 +108,44 @@ class ConnectionSerializer(serializers.Serializer):
         }
 
 
+class WorkloadQueueSerializer(serializers.Serializer):
+    """Kueue's side of a workload whose pods wait in its tenant's queue."""
+
+    position_in_local_queue = serializers.IntegerField(
+        allow_null=True, help_text="1 = next to be admitted from the tenant's LocalQueue; null "
+        "when Kueue's visibility API did not say.")
+    position_in_cluster_queue = serializers.IntegerField(
+        allow_null=True, help_text="Its place in the tenant's ClusterQueue, from 1; null when "
+        "unknown.")
+    pending = serializers.IntegerField(help_text="Its Kueue Workloads still waiting.")
+    gpus = serializers.IntegerField(help_text="GPUs (or MIG instances) they wait for.")
+    flavor = serializers.CharField(help_text="The ResourceFlavor Kueue lacks quota in.")
+    would_borrow = serializers.IntegerField(
+        help_text="Of those GPUs, how many beyond the tenant's own quota its cohort would lend.")
+    kueue_message = serializers.CharField(
+        help_text="Why Kueue reserves no quota yet, in its words (empty if it said nothing).")
+    summary = serializers.CharField(help_text="All of it in one line, as the page says it.")
+
+    def to_representation(self, instance: Mapping[str, Any]) -> dict[str, Any]:
+        # Stored by the observation as JSON: each field read with its type, never missing.
+        queue = instance if isinstance(instance, Mapping) else {}
+
+        def number(key: str) -> int | None:
+            value = queue.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        return {
+            "position_in_local_queue": number("position_in_local_queue"),
+            "position_in_cluster_queue": number("position_in_cluster_queue"),
+            "pending": number("pending") or 0,
+            "gpus": number("gpus") or 0,
+            "flavor": str(queue.get("flavor") or ""),
+            "would_borrow": number("would_borrow") or 0,
+            "kueue_message": str(queue.get("kueue_message") or ""),
+            "summary": str(queue.get("summary") or ""),
+        }
+
+
 class WorkloadSerializer(serializers.ModelSerializer):
     """A workload: what was asked (spec), what it holds (demand), where its lifecycle is, what
     the cluster last said of it and how to use it."""
@@ -130,7 +168,13 @@ class WorkloadSerializer(serializers.ModelSerializer):
         help_text="The conditions its objects last reported, newest first.",
     )
     details = serializers.DictField(
-        read_only=True, help_text="Kind-specific figures the cluster reported (replicas, IP…)."
+        source="kind_details", read_only=True,
+        help_text="Kind-specific figures the cluster reported (replicas, IP…).",
+    )
+    queue = WorkloadQueueSerializer(
+        read_only=True, allow_null=True,
+        help_text="While its pods wait in the tenant's Kueue queue: where it stands, what it "
+        "waits for and why, in Kueue's words and the portal's; null otherwise.",
     )
     connection = ConnectionSerializer(read_only=True)
     launched_by = serializers.CharField(
@@ -167,6 +211,7 @@ class WorkloadSerializer(serializers.ModelSerializer):
             "cluster",
             "conditions",
             "details",
+            "queue",
             "connection",
             "observed_at",
             "gpu_utilization",

@@ -110,7 +110,21 @@ def _drive_workloads(kube_emulator, tenant, other) -> None:
     other_hpc = launch(tenant=other, actor=other_who, kind="slurm", name="hpc",
                        spec=SLURM_SPEC)
     _reconcile(other_hpc.pk)
+    # Kueue holds a replica of `chat` in the queue: the sweep reads Kueue's Workloads and the
+    # visibility API's pending workloads of the tenant's LocalQueue.
+    chat_labels = kube_emulator.get_object("serving.kserve.io/v1beta1", "InferenceService",
+                                           "chat", ns)["metadata"]["labels"]
+    kube_emulator.put_object({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "chat-predictor-1", "namespace": ns,
+                     "labels": {**chat_labels, "serving.kserve.io/inferenceservice": "chat"}},
+        "spec": {"containers": [{"name": "kserve-container", "image": "vllm"}],
+                 "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]},
+    })
     assert workloads_observe_sweep() == 6
+    # Admitted and gone (the emulator has no controllers to delete it with its endpoint).
+    kube_emulator.patch_object("v1", "Pod", "chat-predictor-1", ns, patch={
+        "metadata": {"labels": {"portal.ai-factory.io/workload-id": None}}})
 
     services.workload_scale(workload_id=chat.pk, actor=who, changes={"max_replicas": 1})
     services.workload_scale(workload_id=hpc.pk, actor=who, changes={"workers": 1})

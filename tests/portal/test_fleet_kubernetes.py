@@ -405,3 +405,45 @@ def test_classify_separates_what_heals_from_what_does_not(exc, expected, status)
 
     assert type(classified) is expected
     assert classified.status == status
+
+
+def _pending_workload(name: str, priority: int, ns: str = "acme") -> dict:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"queueName": "default", "priority": priority, "podSets": [{
+            "name": "main", "count": 1,
+            "template": {"spec": {"containers": [{"name": "main", "image": "busybox"}]}}}]},
+    }
+
+
+def test_pending_workloads_reads_one_page_of_a_local_queue_in_queue_order(
+    kube_gateway, kube_emulator
+):
+    for name, priority in (("low", 1), ("high", 100), ("mid", 50)):
+        kube_emulator.put_object(_pending_workload(name, priority))
+
+    first = kube_gateway.pending_workloads(namespace="acme", local_queue="default", limit=2,
+                                           offset=0)
+    rest = kube_gateway.pending_workloads(namespace="acme", local_queue="default", limit=2,
+                                          offset=2)
+
+    assert [(w["metadata"]["name"], w["positionInLocalQueue"]) for w in first + rest] == [
+        ("high", 0), ("mid", 1), ("low", 2)]
+    (request,) = [r for r in kube_emulator.requests("GET") if r.path.endswith(
+        "/namespaces/acme/localqueues/default/pendingworkloads") and r.params["offset"] == "2"]
+    assert request.path.startswith("/apis/visibility.kueue.x-k8s.io/v1beta2/")
+    assert request.params["limit"] == "2"
+
+
+@pytest.mark.parametrize(("status", "error"), [
+    (404, PermanentFleetError), (403, PermanentFleetError), (503, TransientFleetError)])
+def test_a_visibility_api_not_served_is_a_fleet_error(kube_gateway, kube_emulator, status,
+                                                      error):
+    kube_emulator.fail(status, method="GET",
+                       path="/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/acme"
+                            "/localqueues/default/pendingworkloads")
+    with pytest.raises(error) as caught:
+        kube_gateway.pending_workloads(namespace="acme", local_queue="default", limit=10,
+                                       offset=0)
+    assert caught.value.status == status

@@ -36,6 +36,7 @@ CUSTOM_RESOURCES: list[tuple[str, str, str, bool, tuple[str, ...]]] = [
     ("kueue.x-k8s.io/v1beta2", "ResourceFlavor", "resourceflavors", False, ()),
     ("kueue.x-k8s.io/v1beta2", "Cohort", "cohorts", False, ("status",)),
     ("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass", "workloadpriorityclasses", False, ()),
+    ("kueue.x-k8s.io/v1beta2", "Workload", "workloads", True, ("status",)),
     ("serving.kserve.io/v1beta1", "InferenceService", "inferenceservices", True, ("status",)),
     (
         "serving.kserve.io/v1alpha1",
@@ -57,6 +58,12 @@ CUSTOM_RESOURCES: list[tuple[str, str, str, bool, tuple[str, ...]]] = [
 ]
 VERBS = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 _SERVING = -1000.0  # above kmock's own fallbacks (-inf), below any reaction a test adds (0)
+# Kueue's visibility API (an aggregated API kmock does not serve): a LocalQueue's pending
+# workloads, computed from the Workload objects stored here.
+_PENDING_WORKLOADS = re.compile(
+    r"/apis/visibility\.kueue\.x-k8s\.io/v1beta2/namespaces/(?P<namespace>[^/]+)"
+    r"/localqueues/(?P<local_queue>[^/]+)/pendingworkloads"
+)
 
 
 def _parse_path_with_namespaces(path: str) -> parsing.ParsedPath:
@@ -171,6 +178,7 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
                 "code": 201,
             },
         )
+        serving[self._is_pending_workloads] << self._serve_pending_workloads
         bundled = importlib.resources.files("kmock._internal") / "resources.json.gz"
         self.resources.load_data(gzip.decompress(bundled.read_bytes()))
         for api_version, kind, plural, namespaced, subresources in CUSTOM_RESOURCES:
@@ -201,6 +209,57 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
         return request.action == kmock.action.LIST and bool(
             request.resource and request.resource.plural
         )
+
+    @staticmethod
+    def _is_pending_workloads(request: kmock.Request) -> bool:
+        return request.method == "GET" and bool(_PENDING_WORKLOADS.fullmatch(request.url.path))
+
+    async def _serve_pending_workloads(self, request: kmock.Request) -> dict[str, Any]:
+        """Kueue's PendingWorkloadsSummary of one LocalQueue: its Workloads without a quota
+        reservation, by priority then age, each with its position in the LocalQueue and in
+        the ClusterQueue (every LocalQueue pointing at it), paged by `limit` and `offset`."""
+        match = _PENDING_WORKLOADS.fullmatch(request.url.path)
+        assert match is not None
+        async with self._lock:
+            queues, pending = {}, []
+            for (resource, namespace, name), obj in self.objects.items():
+                if obj.deleted or resource.group != "kueue.x-k8s.io":
+                    continue
+                info = self._info(resource)
+                kind = info.kind if info is not None else ""
+                if kind == "LocalQueue":
+                    queues[(namespace, name)] = (obj.raw.get("spec") or {}).get("clusterQueue")
+                elif kind == "Workload" and _pending(obj.raw):
+                    pending.append(copy.deepcopy(obj.raw))
+        def cluster_queue(namespace: str, local_queue: str) -> str:
+            return queues.get((namespace, local_queue)) or f"{namespace}/{local_queue}"
+
+        pending.sort(key=lambda wl: (-int((wl.get("spec") or {}).get("priority") or 0),
+                                     wl["metadata"].get("creationTimestamp") or "",
+                                     wl["metadata"]["name"]))
+        namespace, local_queue = match["namespace"], match["local_queue"]
+        ours = cluster_queue(namespace, local_queue)
+        items, in_cluster_queue = [], 0
+        for wl in pending:
+            meta, spec = wl["metadata"], wl.get("spec") or {}
+            queue = spec.get("queueName") or ""
+            if cluster_queue(meta["namespace"], queue) != ours:
+                continue
+            if (meta["namespace"], queue) == (namespace, local_queue):
+                items.append({
+                    "metadata": {k: meta[k] for k in ("name", "namespace", "creationTimestamp",
+                                                      "ownerReferences") if k in meta},
+                    "priority": int(spec.get("priority") or 0),
+                    "localQueueName": queue,
+                    "positionInClusterQueue": in_cluster_queue,
+                    "positionInLocalQueue": len(items),
+                })
+            in_cluster_queue += 1
+        offset = int(request.params.get("offset") or 0)
+        limit = int(request.params.get("limit") or 1000)
+        return {"apiVersion": "visibility.kueue.x-k8s.io/v1beta2",
+                "kind": "PendingWorkloadsSummary", "metadata": {},
+                "items": items[offset:offset + limit]}
 
     @staticmethod
     def _is_replace(request: kmock.Request) -> bool:
@@ -393,6 +452,13 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
             "metadata": metadata,
             "items": items,
         }
+
+
+def _pending(workload: dict[str, Any]) -> bool:
+    """Whether Kueue still holds a Workload in its queue: no quota reserved, not finished."""
+    conditions = (workload.get("status") or {}).get("conditions") or []
+    held = {c.get("type") for c in conditions if c.get("status") == "True"}
+    return not held & {"QuotaReserved", "Finished"}
 
 
 # Field selectors the API server serves: every kind's metadata, and a Pod's node and phase.

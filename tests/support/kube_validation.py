@@ -46,6 +46,7 @@ KUEUE_FILES = {
     "ResourceFlavor": "resourceflavors",
     "Cohort": "cohorts",
     "WorkloadPriorityClass": "workloadpriorityclasses",
+    "Workload": "workloads",
 }
 # Kinds the emulator serves with no schema: only tests playing their controllers write them.
 UNCHECKED_KINDS: dict[tuple[str, str], str] = {

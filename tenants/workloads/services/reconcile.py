@@ -10,7 +10,7 @@ lifecycle as the cluster reports it. Both are safe to run twice, late or after a
 per owned kind across the cluster (Secrets: one per tenant namespace, docs/rbac.md), writes
 the workloads whose state changed and records its own time once (`ObserveSweep`);
 `workloads_reconcile_sweep` (beat) re-queues every workload whose desired state is not yet
-applied, and every deletion still in progress.
+applied, and every deletion still in progress. Kueue's side of a queued workload: `queue`.
 
 Objects that carry an ownerReference belong to their owner (the VMI KubeVirt makes from a VM,
 the pods an operator runs): they are observed, never pruned or deleted directly.
@@ -51,7 +51,7 @@ from ..kinds.base import (
 from ..kinds.schemas import check_manifests
 from ..models import TRANSITIONS, ObserveSweep, Workload, WorkloadEvent, WorkloadStatus
 from ..selectors import build_context
-from . import notifications
+from . import notifications, queue
 
 logger = logging.getLogger(__name__)
 
@@ -145,13 +145,10 @@ def _record_apply_failure(workload_id: int, error: FleetError) -> None:
 
 # --- observe ----------------------------------------------------------------------------------
 
-
 # Beyond this many workloads a list asks for every object the portal manages and sorts them
 # by their workload-id label here: a selector naming each id would grow with the fleet (past
 # the request-line limits of API servers and proxies, 8 KiB for some, at about 1,000 ids).
 MAX_SELECTED_IDS = 100
-
-
 # Read only inside tenants' namespaces (no cluster-wide Secrets in the portal's RBAC).
 NAMESPACE_READ_KINDS = frozenset({("v1", "Secret")})
 
@@ -330,11 +327,14 @@ def _touch(workload_ids: list[int]) -> None:
 def _observe(workload: Workload, ctx: BuildContext, gateway: FleetGateway,
              owned: dict[ObjectKey, Manifest],
              unowned: dict[ObjectKey, Manifest] | None = None,
-             unchanged: list[int] | None = None) -> Observation:
-    """Judge the workload from its objects and record it; `unowned` read here when not given,
-    `unchanged` as in `_record_observation`."""
+             unchanged: list[int] | None = None,
+             kueue: queue.KueueView | None = None) -> Observation:
+    """Judge the workload from its objects and Kueue's (`kueue`: the sweep's, else read here)
+    and record it; `unowned` read here when not given, `unchanged` as in `_record_observation`."""
     objects = {**owned, **(_unowned(workload, ctx, gateway) if unowned is None else unowned)}
-    observation = workload.kind_entry.module.observe(objects, workload.spec, ctx)
+    kueue = kueue or queue.kueue_view(gateway, [workload], {workload.pk: objects})
+    observation = queue.with_queue(kueue, workload, objects,
+                                   workload.kind_entry.module.observe(objects, workload.spec, ctx))
     if workload.kind == vm.KEY and vm.needs_restart(objects, workload.spec, ctx):
         # KubeVirt keeps a running VMI on its old template: delete it, the VM boots a new one.
         gateway.delete(api_version=vm.API_VERSION, kind="VirtualMachineInstance",
@@ -342,6 +342,7 @@ def _observe(workload: Workload, ctx: BuildContext, gateway: FleetGateway,
         observation = Observation("progressing", "Restarting", "The VM is restarting.",
                                   details=observation.details)
     _record_observation(workload, ctx, objects, observation, unchanged)
+    queue.preemptions_record(kueue, workload, objects)
     return observation
 
 
@@ -454,12 +455,13 @@ def workloads_observe_sweep(*, gateway: FleetGateway | None = None) -> int:
     )
     owned = _owned_objects(gateway, live)
     unowned = _unowned_in_bulk(gateway, live)
+    kueue = queue.kueue_view(gateway, live, owned)  # only when some wait in a queue
     unchanged: list[int] = []
     missed = False
     for workload in live:
         try:
             _observe(workload, build_context(workload=workload), gateway,
-                     owned.get(workload.pk, {}), unowned.get(workload.pk, {}), unchanged)
+                     owned.get(workload.pk, {}), unowned.get(workload.pk, {}), unchanged, kueue)
         except FleetError:
             missed = True
             logger.warning("Could not observe %s", workload, exc_info=True)

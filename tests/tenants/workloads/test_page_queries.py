@@ -21,8 +21,8 @@ pytestmark = pytest.mark.django_db
 # session, user, the user's roles and memberships in one query (every signed-in page; it also
 # names the tenants of the switcher), then the page's own.
 # For a tenant's people the page's tenant and the switcher's are one query.
-DASHBOARD_QUERIES = 10  # tenant and switcher, held, quota with its temporary grants, workloads,
-#                         requests with their lines, members, idle GPUs
+DASHBOARD_QUERIES = 11  # tenant and switcher, held, quota with its temporary grants, GPUs
+#                         queued, workloads, requests with their lines, members, idle GPUs
 DETAIL_QUERIES = 6  # the workload with its tenant and launcher, timeline, its idle episode
 
 
@@ -44,6 +44,16 @@ def _ready(workloads) -> None:
     for w in workloads:
         Workload.objects.filter(pk=w.pk).update(
             status=WorkloadStatus.READY, applied_version=w.desired_version
+        )
+
+
+def _queued(workloads, *, gpus: int) -> None:
+    """As an observation leaves them while Kueue holds their pods: each waits for `gpus`."""
+    for w in workloads:
+        Workload.objects.filter(pk=w.pk).update(
+            status=WorkloadStatus.PROVISIONING, status_reason="Queued",
+            observed={"state": "progressing", "details": {"queue": {
+                "gpus": gpus, "position_in_local_queue": 1, "summary": "1st in the queue"}}},
         )
 
 
@@ -82,8 +92,10 @@ def test_the_dashboard_makes_the_same_pinned_queries_at_any_size(
             lines=[{"resource": "cpu", "amount": n + 1}, {"resource": H100, "amount": 1}],
         )
     MembershipFactory.create_batch(5, tenant=tenant)
+    _queued(Workload.objects.filter(tenant=tenant, name__startswith="more"), gpus=1)
     more, html = _queries(client, "/t/acme/")
     assert more == few
+    assert 'data-gpus-queued="8"' in html  # summed in the database, not per workload
     # Six workloads and five requests, each linked to its page.
     assert len(re.findall(r'id="dashboard-workload-\d+"', html)) == 6
     assert len(re.findall(r'<a href="/t/acme/workloads/\d+/">', html)) == 6
@@ -103,6 +115,21 @@ def test_a_ready_workloads_page_makes_pinned_queries(login, tenant, tenant_membe
     assert count == DETAIL_QUERIES
     launcher = tenant_member.get_full_name() or tenant_member.username
     assert f"UTC by {launcher}</dd>" in html and 'data-status="ready"' in html
+
+
+def test_a_queued_workloads_page_makes_the_same_pinned_queries(
+    login, tenant, tenant_member, busy
+):
+    client = login(tenant_member)
+    (workload,) = _launch(tenant, tenant_member, 1, "chat")
+    _ready([workload])
+    _queued([workload], gpus=2)
+    url = f"/t/acme/workloads/{workload.pk}/"
+    client.get(url)
+    count, html = _queries(client, url)
+    # In progress, it also asks for a look (one UPDATE); Kueue's side is read with the row.
+    assert count == DETAIL_QUERIES + 1
+    assert 'id="queue-summary">1st in the queue<' in html
 
 
 def test_a_workload_still_starting_is_looked_at_and_shown_as_found(
