@@ -54,7 +54,7 @@ WORKLOAD_API_FIELDS = (
     "id", "tenant__slug", "kind", "name", "launched_by__username", "spec", "demand", "status",
     "status_reason", "status_message", "observed", "created_at", "ready_at",
     "deleted_at", "desired_version", "applied_version", "applied_at", "reconcile_error",
-    "reconcile_failed_at",
+    "reconcile_failed_at", "gpu_utilization", "gpu_measured_at", "keep_running_reason",
 )
 
 

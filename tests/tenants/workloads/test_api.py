@@ -416,10 +416,10 @@ def test_a_non_numeric_or_absurd_id_is_a_json_404(as_user, tenant_member, chat):
 
 # --- query counts -----------------------------------------------------------------------------
 
-# Session, user, roles and memberships, the data stamps, the count, the page. A transaction that
-# wrote (each test's) counts every time; elsewhere a kept count spares that query
-# (test_api_count.py).
-LIST_QUERIES = 6
+# Session, user, roles and memberships, the data stamps, the count, the page, the page's open
+# idle episodes. A transaction that wrote (each test's) counts every time; elsewhere a kept
+# count spares that query (test_api_count.py).
+LIST_QUERIES = 7
 EVENTS_QUERIES = 6  # session, user, roles and memberships, the workload, count, page
 
 
