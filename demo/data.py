@@ -27,6 +27,7 @@ from tenants.workloads.models import VmImage
 from tenants.workloads.selectors import build_context
 
 from . import billing_data as demo_billing
+from .idle_gpus import load_idle_gpus
 from .queued_jobs import queued_jobs_send
 
 DEMO_NAMESPACE = uuid.UUID("5f1c2a7e-4d1b-4e0a-9c39-2f6a3b8d7e10")
@@ -457,6 +458,7 @@ def load_demo() -> list[DemoAccount]:
     _vm_images()
     fresh = _workloads(users)
     demo_billing.load_billing_demo(users=users, apply=_settle)
+    load_idle_gpus()
     _coming_up(fresh)  # from the end of the load on
     # The periodic sweep's pass, once everything runs: what each tenant's quota objects on the
     # cluster count now (the pages show it beside what the workloads hold).
