@@ -25,7 +25,6 @@ from .conftest import H100, INFERENCE_SPEC
 
 pytestmark = pytest.mark.django_db(transaction=True)
 ROOT = Path(__file__).resolve().parents[3]
-START = timezone.now().replace(second=0, microsecond=0)
 E = IdleEpisode.State
 # Every other periodic task waits an hour: the test's queue hears only the idle sweep.
 QUIET = {name: "3600" for name in (
@@ -35,8 +34,8 @@ QUIET = {name: "3600" for name in (
 )}
 
 
-def _series() -> dict:
-    end = int(START.timestamp())
+def _series(end: int) -> dict:
+    """Three idle GPUs of the endpoint's pods, every 30 s for three hours up to `end`."""
     samples = [(float(t), 1.0) for t in range(end - 3 * 3600, end + 1, 30)]
     return {"DCGM_FI_DEV_GPU_UTIL": [
         ({"gpu": str(n), "UUID": f"GPU-chat-{n}", "Hostname": "gpu-a-001",
@@ -44,6 +43,13 @@ def _series() -> dict:
           "pod": f"chat-predictor-5d8f9c7b6-{n}bcde", "container": "main"}, samples)
         for n in range(3)
     ]}
+
+
+@pytest.fixture
+def start():
+    """The test's start (the series' last sample), taken when it runs, not when it is
+    collected: the sweep reads the window up to its own now."""
+    return timezone.now().replace(microsecond=0)
 
 
 @pytest.fixture
@@ -71,14 +77,14 @@ def beat(celery_worker, redis_url, tmp_path):
 
 
 @pytest.fixture
-def chat(tenant, tenant_member, tenant_owner, gpu_pool):
+def chat(tenant, tenant_member, tenant_owner, gpu_pool, start):
     for resource, limit in {H100: 8, "cpu": 64, "memory-gib": 512, "count:inference": 2}.items():
         QuotaFactory(tenant=tenant, resource=resource, limit=limit)
     IdlePolicy.objects.create(tenant=tenant, mode=IdleMode.ACT, threshold_percent=5,
                               window_minutes=60, grace_minutes=0)
     workload = services.workload_launch(tenant=tenant, actor=tenant_member, kind="inference",
                                         name="chat", spec={**INFERENCE_SPEC, "max_replicas": 3})
-    ready_since = START - timedelta(hours=3)
+    ready_since = start - timedelta(hours=3)
     # As the controllers left it three hours ago: applied, ready.
     Workload.objects.filter(pk=workload.pk).update(
         status=Workload.Status.READY, applied_version=workload.desired_version,
@@ -88,9 +94,9 @@ def chat(tenant, tenant_member, tenant_owner, gpu_pool):
 
 
 def test_beat_and_a_worker_warn_then_give_back_and_the_undo_is_applied(
-    chat, tenant_member, prometheus_server, celery_worker, beat
+    chat, tenant_member, prometheus_server, celery_worker, beat, start
 ):
-    server = prometheus_server(_series())
+    server = prometheus_server(_series(int(start.timestamp())))
     worker = celery_worker(PROMETHEUS_URL=server.url, FLEET_BACKEND="simulated")
 
     def episode() -> IdleEpisode | None:
