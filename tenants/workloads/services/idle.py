@@ -30,7 +30,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -239,7 +239,19 @@ def workloads_idle_sweep(*, client: PrometheusClient | None = None,
         _judge(workload, episodes.get(workload.pk), activity, tenant_rules_,
                Judged(settled=settled, last_resized=last_resized, now=now), result)
     Workload.objects.bulk_update(hour_means, ["gpu_utilization", "gpu_measured_at"])
+    result.ended += _end_without_gpus(workloads, now)
     return result
+
+
+def _end_without_gpus(measured: list[Workload], now: datetime) -> int:
+    """End the episodes of workloads that hold no GPUs now (stopped, failed, deleted): idle
+    ones are over; one the policy acted on stays until it is undone, unless its workload is
+    being deleted."""
+    gone = (IdleEpisode.objects.filter(state__in=OPEN_EPISODE_STATES)
+            .exclude(workload__in=[w.pk for w in measured])
+            .filter(Q(state__in=(E.IDLE, E.WARNED))
+                    | Q(workload__status__in=(S.DELETING, S.DELETED))))
+    return gone.update(state=E.OVER, ended_at=now)
 
 
 def _idle_count(workload: Workload, episode: IdleEpisode) -> int:

@@ -431,3 +431,20 @@ def test_platform_admins_see_the_episodes_and_set_a_policy_in_django_admin(
     assert response.status_code == 302
     assert IdlePolicy.objects.get(tenant=other_tenant).threshold_percent == 3
     assert AuditEvent.objects.get(action="tenant.idle_policy").actor == platform_admin
+
+
+def test_an_episode_ends_with_its_workloads_gpus_but_an_action_stays_undoable(
+    fleet, tenant_member
+):
+    idle.workloads_idle_sweep(now=NOW)
+    idle.workloads_idle_sweep(now=NOW + timedelta(minutes=31))  # desk stopped by the policy
+    services.workload_power(workload_id=fleet["kept"].pk, actor=tenant_member, action="stop")
+    services.workload_delete(workload_id=fleet["hpc"].pk, actor=tenant_member)
+
+    idle.workloads_idle_sweep(now=NOW + timedelta(minutes=40))
+
+    states = {name: e.state for name, e in _episodes().items()}
+    # Stopped by its people (no GPUs held): over. Deleted: over, though acted on.
+    assert states["acme/kept"] == E.OVER and states["acme/hpc"] == E.OVER
+    # Stopped by the policy: still given back, and the page can undo it.
+    assert states["acme/desk"] == E.ACTED
