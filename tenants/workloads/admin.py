@@ -5,6 +5,7 @@ Every save goes through a service (validation, audit event). Images are retired 
 `active`, not deleted: the audit trail and the VMs launched from one keep its name.
 """
 
+from django.conf import settings
 from django.contrib import admin, messages
 
 from core.admin import ReadOnlyModelAdmin
@@ -100,7 +101,22 @@ class IdleEpisodeAdmin(ReadOnlyModelAdmin):
     search_fields = ["workload__name", "workload__tenant__slug", "action"]
     list_select_related = ["workload__tenant"]
     date_hierarchy = "started_at"
+    # The prices per hour as people read them (to the cent), not the column's six places.
+    exclude = ["idle_per_hour", "saved_per_hour"]
+    readonly_fields = ["idle_cost_per_hour", "saved_cost_per_hour"]
 
     @admin.display(description="tenant", ordering="workload__tenant__slug")
     def tenant(self, obj: IdleEpisode) -> str:
         return obj.workload.tenant.slug
+
+    @admin.display(description="idle GPUs' cost per hour")
+    def idle_cost_per_hour(self, obj: IdleEpisode) -> str:
+        return _per_hour(obj.idle_per_hour)
+
+    @admin.display(description="saved per hour")
+    def saved_cost_per_hour(self, obj: IdleEpisode) -> str:
+        return _per_hour(obj.saved_per_hour)
+
+
+def _per_hour(value) -> str:
+    return "—" if value is None else f"{value:,.2f} {settings.BILLING_CURRENCY}"
