@@ -28,6 +28,9 @@ from ..access.serializers import (
 )
 from ..quota.selectors import tenant_quota_lines
 from ..quota.serializers import QuotaLineSerializer
+from ..workloads.models import IdlePolicy
+from ..workloads.serializers import IdlePolicySerializer
+from ..workloads.services.idle import idle_policy_save
 
 
 class MeView(APIView):
@@ -95,6 +98,25 @@ class TenantViewSet(
         tenant = self.get_object()
         page = self.paginate_queryset(tenant_quota_lines(tenant=tenant))
         return self.get_paginated_response(QuotaLineSerializer(page, many=True).data)
+
+    @extend_schema(methods=["GET"], responses=IdlePolicySerializer)
+    @extend_schema(methods=["PUT"], request=IdlePolicySerializer, responses=IdlePolicySerializer)
+    @action(detail=True, methods=["get", "put"], url_path="idle-policy", pagination_class=None,
+            filter_backends=[])
+    def idle_policy(self, request: Request, slug: str) -> Response:
+        """What the tenant does about idle GPUs (docs/idle-gpus.md): `off`, `warn` or `act`,
+        a threshold, a window and a grace period (null: the fleet's default; `effective` has
+        them filled in). Everyone who sees the tenant reads it; its owners change it."""
+        tenant = self.get_object()
+        policy = IdlePolicy.objects.filter(tenant=tenant).first() or IdlePolicy(tenant=tenant)
+        if request.method == "GET":
+            return Response(IdlePolicySerializer(policy).data)
+        serializer = IdlePolicySerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        saved = idle_policy_save(tenant=tenant, actor=request.user, **{
+            name: serializer.validated_data.get(name)
+            for name in ("mode", "threshold_percent", "window_minutes", "grace_minutes")})
+        return Response(IdlePolicySerializer(saved).data)
 
     @extend_schema(methods=["GET"], responses=MemberSerializer(many=True))
     @extend_schema(methods=["POST"], request=MemberAddSerializer, responses={201: MemberSerializer})

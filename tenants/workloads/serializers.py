@@ -20,8 +20,9 @@ from core.validators import validate_dns1123_label
 from ..access.serializers import ClusterStateSerializer
 from .gpu_metrics import DEFAULT_PERIOD, PERIODS, State
 from .kinds.vm.spec import POWER_ACTIONS
-from .models import OPEN_EPISODE_STATES, IdleEpisode, Workload, WorkloadEvent
+from .models import OPEN_EPISODE_STATES, IdleEpisode, IdleMode, IdlePolicy, Workload, WorkloadEvent
 from .registry import CHOICES as KIND_CHOICES
+from .services.idle import rules_for
 
 # PostgreSQL's jsonb holds neither NUL characters nor lone UTF-16 surrogates: refused here
 # with a field error, before they could reach the database as a 500.
@@ -433,3 +434,31 @@ class KeepRunningSerializer(serializers.Serializer):
         if _unstorable(value):
             raise serializers.ValidationError(_UNSTORABLE)
         return value
+
+
+class IdleRulesSerializer(serializers.Serializer):
+    mode = serializers.ChoiceField(choices=IdleMode.choices)
+    threshold_percent = serializers.IntegerField()
+    window_minutes = serializers.IntegerField()
+    grace_minutes = serializers.IntegerField()
+
+
+class IdlePolicySerializer(serializers.ModelSerializer):
+    """A tenant's idle GPU policy: what its owners set (null: the fleet's default), and the
+    rules in force (`effective`, defaults filled in)."""
+
+    effective = serializers.SerializerMethodField()
+    updated_at = serializers.DateTimeField(
+        read_only=True, allow_null=True,
+        help_text="When its owners last chose it (null: never; the fleet's defaults apply).")
+
+    class Meta:
+        model = IdlePolicy
+        fields = ["mode", "threshold_percent", "window_minutes", "grace_minutes", "effective",
+                  "updated_at"]
+        read_only_fields = ["effective", "updated_at"]
+        extra_kwargs = {"mode": {"required": True}}
+
+    @extend_schema_field(IdleRulesSerializer)
+    def get_effective(self, policy: IdlePolicy) -> dict:
+        return IdleRulesSerializer(rules_for(policy if policy.pk else None)).data

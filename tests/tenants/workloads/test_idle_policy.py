@@ -448,3 +448,26 @@ def test_an_episode_ends_with_its_workloads_gpus_but_an_action_stays_undoable(
     assert states["acme/kept"] == E.OVER and states["acme/hpc"] == E.OVER
     # Stopped by the policy: still given back, and the page can undo it.
     assert states["acme/desk"] == E.ACTED
+
+
+def test_the_policy_over_the_api(tenant, api_client, tenant_owner, tenant_member, other_tenant,
+                                 settings):
+    api_client.force_login(tenant_member)
+    url = "/api/v1/tenants/acme/idle-policy/"
+
+    body = api_client.get(url).json()
+    assert body["mode"] == "off" and body["threshold_percent"] is None
+    assert body["effective"]["window_minutes"] == settings.IDLE_GPU_WINDOW_MINUTES
+    assert api_client.put(url, {"mode": "act"}, format="json").status_code == 403
+    assert api_client.get("/api/v1/tenants/globex/idle-policy/").status_code == 404
+
+    api_client.force_login(tenant_owner)
+    bad = api_client.put(url, {"mode": "sometimes", "threshold_percent": 0}, format="json")
+    assert bad.status_code == 400
+    assert {"mode", "threshold_percent"} <= set(bad.json()["error"]["fields"])
+    body = api_client.put(url, {"mode": "act", "grace_minutes": 30}, format="json").json()
+
+    assert body["mode"] == "act" and body["grace_minutes"] == 30
+    assert body["effective"]["grace_minutes"] == 30
+    assert body["effective"]["threshold_percent"] == settings.IDLE_GPU_THRESHOLD_PERCENT
+    assert AuditEvent.objects.get(action="tenant.idle_policy").actor == tenant_owner
