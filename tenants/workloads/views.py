@@ -358,8 +358,12 @@ def workload_keep_running(request, slug: str, pk: int):
         messages.error(request, "Say why it must keep running: the reason is shown to the "
                                 "tenant's people and kept in the audit log.")
         return redirect("tenants:workload-detail", slug, workload.pk)
-    services.workload_keep_running(workload_id=workload.pk, actor=request.user,
-                                   reason=reason if request.POST.get("keep") == "on" else "")
+    try:
+        services.workload_keep_running(workload_id=workload.pk, actor=request.user,
+                                       reason=reason if request.POST.get("keep") == "on" else "")
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("tenants:workload-detail", slug, workload.pk)
     messages.success(request, f"{workload} is kept running: the idle policy leaves it be."
                      if request.POST.get("keep") == "on" else
                      f"{workload} is no longer kept running: the idle policy applies to it.")

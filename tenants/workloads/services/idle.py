@@ -29,7 +29,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 from django.urls import reverse
 from django.utils import timezone
@@ -219,6 +219,9 @@ def workloads_idle_sweep(*, client: PrometheusClient | None = None,
         logger.warning("idle sweep: Prometheus did not answer: %s", exc)
         result.error = f"Prometheus did not answer: {exc}"
         return result
+    # Today's price of one unit of each GPU class held: one quote for the whole sweep.
+    quote = quoted_price((r, 1) for r in {r for w in workloads for r in gpu_classes(w.demand)})
+    unit_prices = dict(quote.unit_prices) if quote is not None else {}
     resized = _last_resized([w.pk for w in workloads])
     episodes = {e.workload_id: e for e in IdleEpisode.objects.filter(
         workload__in=workloads, state__in=OPEN_EPISODE_STATES)}
@@ -237,7 +240,8 @@ def workloads_idle_sweep(*, client: PrometheusClient | None = None,
         last_resized = resized.get(workload.pk) or workload.created_at
         settled = workload.status == S.READY and last_resized <= now - tenant_rules_.window
         _judge(workload, episodes.get(workload.pk), activity, tenant_rules_,
-               Judged(settled=settled, last_resized=last_resized, now=now), result)
+               Judged(settled=settled, last_resized=last_resized, now=now,
+                      unit_prices=unit_prices), result)
     Workload.objects.bulk_update(hour_means, ["gpu_utilization", "gpu_measured_at"])
     result.ended += _end_without_gpus(workloads, now)
     return result
@@ -276,14 +280,17 @@ class Judged:
     settled: bool  # ready, and not resized within the window
     last_resized: datetime
     now: datetime
+    unit_prices: dict[str, Decimal]  # GPU class → one unit's price per hour today
 
 
-def _idle_per_hour(workload: Workload, idle_gpus: int, measured_gpus: int) -> Decimal | None:
+def _idle_per_hour(workload: Workload, idle_gpus: int, measured_gpus: int,
+                   unit_prices: dict[str, Decimal]) -> Decimal | None:
     """What its idle GPUs cost per hour: its GPUs' price, pro rata (None: not priced)."""
-    price = quoted_price(gpu_classes(workload.demand).items())
-    if price is None or not measured_gpus:
+    priced = [unit_prices[r] * units for r, units in gpu_classes(workload.demand).items()
+              if r in unit_prices]
+    if not priced or not measured_gpus:
         return None
-    return (price.per_hour * idle_gpus / measured_gpus).quantize(Decimal("0.000001"))
+    return (sum(priced) * idle_gpus / measured_gpus).quantize(Decimal("0.000001"))
 
 
 def _judge(workload: Workload, episode: IdleEpisode | None, activity: gpu_activity.Activity,
@@ -305,16 +312,25 @@ def _judge(workload: Workload, episode: IdleEpisode | None, activity: gpu_activi
     idle = activity.idle_pods(rules.threshold_percent)
     gpus = sum(pod.gpus for pod in idle)
     mean = gpu_activity.Activity(idle).mean or Decimal(0)
-    per_hour = _idle_per_hour(workload, gpus, activity.gpus)
+    per_hour = _idle_per_hour(workload, gpus, activity.gpus, judged.unit_prices)
     with transaction.atomic():
         if episode is None:
             held = gpu_classes(workload.demand)
-            episode = IdleEpisode.objects.create(
-                workload=workload, started_at=now - rules.window, seen_at=now,
-                resource=max(held, key=held.get), gpus=gpus, utilization=mean,
-                idle_per_hour=per_hour,
-            )
+            try:
+                with transaction.atomic():
+                    episode = IdleEpisode.objects.create(
+                        workload=workload, started_at=now - rules.window, seen_at=now,
+                        resource=max(held, key=held.get), gpus=gpus, utilization=mean,
+                        idle_per_hour=per_hour,
+                    )
+            except IntegrityError:
+                return  # a sweep running at the same time opened it: that one goes on
         else:
+            # Locked, and read again: a sweep running at the same time may have moved it on
+            # (warned, acted), and must not warn or act twice.
+            episode = IdleEpisode.objects.select_for_update().get(pk=episode.pk)
+            if episode.state not in (E.IDLE, E.WARNED):
+                return
             episode.seen_at, episode.gpus, episode.utilization = now, gpus, mean
             episode.idle_per_hour = per_hour
             episode.save(update_fields=["seen_at", "gpus", "utilization", "idle_per_hour"])
@@ -438,6 +454,9 @@ def workload_keep_running(*, workload_id: int, actor, reason: str) -> Workload:
     if not tenants_operated_by(actor).filter(pk=workload.tenant_id).exists():
         raise PermissionDenied("Only the tenant's owners and members mark workloads.")
     reason = " ".join((reason or "").split())[:200]
+    if "\x00" in reason or any("\ud800" <= char <= "\udfff" for char in reason):
+        raise ValidationError({"reason": ["The reason holds a character that cannot be stored "
+                                          "(NUL or a lone surrogate)."]})
     workload = Workload.objects.select_for_update().get(pk=workload_id)
     if workload.keep_running_reason == reason:
         return workload

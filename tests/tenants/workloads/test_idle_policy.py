@@ -471,3 +471,32 @@ def test_the_policy_over_the_api(tenant, api_client, tenant_owner, tenant_member
     assert body["effective"]["grace_minutes"] == 30
     assert body["effective"]["threshold_percent"] == settings.IDLE_GPU_THRESHOLD_PERCENT
     assert AuditEvent.objects.get(action="tenant.idle_policy").actor == tenant_owner
+
+
+@pytest.mark.parametrize(("reason", "kept"), [
+    ("Démo für den Vorstand — 週末", "Démo für den Vorstand — 週末"),  # unicode is kept
+    ("x" * 5000, "x" * 200),  # cut to the column
+    ("bad\x00byte", ""),  # refused with a message, nothing written
+])
+def test_keep_running_from_the_page_with_odd_reasons(fleet, login, tenant_member, reason, kept):
+    client = login(tenant_member)
+    url = f"/t/acme/workloads/{fleet['desk'].pk}/keep-running/"
+
+    response = client.post(url, {"keep": "on", "reason": reason}, follow=True)
+
+    assert response.status_code == 200
+    fleet["desk"].refresh_from_db()
+    assert fleet["desk"].keep_running_reason == kept
+    if not kept:
+        assert "cannot be stored" in response.content.decode()
+        # Only the fixture's own mark on "kept" is audited.
+        assert AuditEvent.objects.filter(action="workload.keep_running").count() == 1
+
+
+def test_another_tenants_workload_is_a_404_to_keep_running_or_undo(fleet, login, tenant_member):
+    client = login(tenant_member)
+    globex = fleet["globex"].pk
+    assert client.post(f"/t/acme/workloads/{globex}/keep-running/",
+                       {"keep": "on", "reason": "mine"}).status_code == 404
+    assert client.post(f"/t/globex/workloads/{globex}/idle-undo/").status_code == 404
+    assert client.get("/t/globex/idle-gpus/").status_code == 404
