@@ -17,6 +17,7 @@ from tenants.workloads.kinds.base import queued_by_kueue
 from tests.factories import QuotaFactory
 
 from .kube_schemas import schema_errors
+from .kueue_pods import queued_pod
 
 L40S = "gpu:nvidia-l40s"
 PRODUCT = GPU_MODELS["nvidia-l40s"].product_label
@@ -52,14 +53,8 @@ def _reconcile(*tenants: Tenant) -> None:
 def _submit(gateway, tenant: Tenant, name: str, gpus: int, *,
             priority: str = "portal-batch") -> None:
     """A pod sent to the tenant's LocalQueue, as the portal's kinds label theirs."""
-    gateway.apply(manifests=[{
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": tenant.namespace, "labels": {
-            "kueue.x-k8s.io/queue-name": "default", "kueue.x-k8s.io/priority-class": priority}},
-        "spec": {"nodeSelector": {"nvidia.com/gpu.product": PRODUCT}, "containers": [
-            {"name": "main", "image": "train:1",
-             "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
-    }])
+    gateway.apply(manifests=[queued_pod(tenant.namespace, name, gpus=gpus, priority=priority,
+                                        product=PRODUCT)])
 
 
 def _pod(gateway, tenant: Tenant, name: str) -> Manifest:

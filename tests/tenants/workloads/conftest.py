@@ -176,3 +176,12 @@ def run_slurm(kube_emulator, *, ctx_name: str, namespace: str, workers: int, lab
                                    "observedGeneration": nodeset["metadata"].get("generation"),
                                    "slurmIdle": workers, "nodeSetHash": "5d8f7c6b9",
                                    "selector": f"app.kubernetes.io/instance={base}-workers"}})
+
+
+def observed(workload):
+    """The workload after one look at its objects (the observe task's service, run here)."""
+    from tenants.workloads import services
+
+    services.workload_observe(workload_id=workload.pk)
+    workload.refresh_from_db()
+    return workload

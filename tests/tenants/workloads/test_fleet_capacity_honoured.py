@@ -16,7 +16,7 @@ from inventory.services.sync import cluster_sync
 from tenants.workloads import services
 from tenants.workloads.models import VmImage, Workload, WorkloadStatus
 
-from .conftest import H100, INFERENCE_SPEC
+from .conftest import H100, INFERENCE_SPEC, observed
 from .openssh_keys import ed25519_public
 
 S = WorkloadStatus
@@ -49,11 +49,6 @@ def _endpoint(tenant, who, name, *, gpus, replicas):
     return workload
 
 
-def _observe(workload: Workload) -> Workload:
-    services.workload_observe(workload_id=workload.pk)
-    workload.refresh_from_db()
-    return workload
-
 
 def _gpus_placed() -> dict[str, int]:
     """Per node, the GPUs the pods bound there ask for (as the cluster's pods say)."""
@@ -74,8 +69,8 @@ def test_a_replica_beyond_capacity_stays_pending_in_the_schedulers_words_until_r
     big = _endpoint(tenant, tenant_member, "big", gpus=8, replicas=2)  # all 16 GPUs
     small = _endpoint(tenant, tenant_member, "small", gpus=1, replicas=1)
     fleet.advance(20)
-    assert _observe(big).status == S.READY
-    small = _observe(small)
+    assert observed(big).status == S.READY
+    small = observed(small)
     assert small.status == S.DEGRADED
     assert small.status_reason == "Unschedulable"
     assert small.status_message.startswith(
@@ -91,21 +86,21 @@ def test_a_replica_beyond_capacity_stays_pending_in_the_schedulers_words_until_r
     # Room frees up: the scheduler places the waiting replica, and it comes up.
     services.workload_delete(workload_id=big.pk, actor=tenant_member)
     services.workload_reconcile(workload_id=big.pk)
-    assert _observe(small).status == S.DEGRADED or small.status == S.PROVISIONING
+    assert observed(small).status == S.DEGRADED or small.status == S.PROVISIONING
     assert sum(_gpus_placed().values()) == 1
     fleet.advance(20)
-    assert _observe(small).status == S.READY, (small.status_reason, small.status_message)
+    assert observed(small).status == S.READY, (small.status_reason, small.status_message)
 
 
 @pytest.mark.django_db
 def test_scaling_beyond_capacity_leaves_the_extra_replicas_pending(fleet, tenant, tenant_member):
     endpoint = _endpoint(tenant, tenant_member, "chat", gpus=4, replicas=2)
     fleet.advance(20)
-    assert _observe(endpoint).status == S.READY
+    assert observed(endpoint).status == S.READY
     services.workload_scale(workload_id=endpoint.pk, actor=tenant_member,
                             changes={"min_replicas": 5, "max_replicas": 5})
     services.workload_reconcile(workload_id=endpoint.pk)
-    endpoint = _observe(endpoint)
+    endpoint = observed(endpoint)
     assert endpoint.status == S.DEGRADED and endpoint.status_reason == "Unschedulable"
     assert endpoint.details["replicas_waiting_for_a_node"] == 1  # 4 fit: 2 per node
     assert _gpus_placed() == {"gpu-a": 8, "gpu-b": 8}
@@ -116,7 +111,7 @@ def test_a_vm_whose_gpus_no_node_has_left_waits_degraded_in_the_schedulers_words
     fleet, tenant, tenant_member
 ):
     big = _endpoint(tenant, tenant_member, "big", gpus=8, replicas=2)
-    _observe(big)  # its predictor's pods are placed: every GPU is taken
+    observed(big)  # its predictor's pods are placed: every GPU is taken
     vm = services.workload_launch(
         tenant=tenant, actor=tenant_member, kind="vm", name="box",
         spec={"image": "ubuntu", "cpu": 2, "memory_gib": 8, "disk_gib": 20, "gpu": H100,
@@ -124,8 +119,8 @@ def test_a_vm_whose_gpus_no_node_has_left_waits_degraded_in_the_schedulers_words
     )
     services.workload_reconcile(workload_id=vm.pk)
     fleet.advance(20)
-    _observe(vm)
-    vm = _observe(vm)
+    observed(vm)
+    vm = observed(vm)
     assert (vm.status, vm.status_reason) == (S.DEGRADED, "Unschedulable")
     assert "Insufficient NVIDIA H100 80GB HBM3 GPUs (passthrough)" in vm.status_message
     assert vm.details["printable_status"] == "ErrorUnschedulable"
@@ -180,11 +175,11 @@ def test_a_failed_gpu_on_a_node_still_in_service_is_not_offered(fleet, tenant, t
     full = _endpoint(tenant, tenant_member, "full", gpus=8, replicas=1)
     fleet.advance(20)
 
-    full = _observe(full)
+    full = observed(full)
 
     assert (full.status, full.status_reason) == (S.DEGRADED, "Unschedulable")
     assert "2 Insufficient GPUs" in full.status_message
     assert sum(_gpus_placed().values()) == 0
     fits = _endpoint(tenant, tenant_member, "fits", gpus=7, replicas=1)
     fleet.advance(20)
-    assert _observe(fits).status == S.READY
+    assert observed(fits).status == S.READY

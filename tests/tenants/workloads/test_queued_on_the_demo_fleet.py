@@ -11,7 +11,8 @@ from tenants.enforcement.services import tenant_reconcile
 from tenants.workloads import services
 from tenants.workloads.models import Workload, WorkloadStatus
 
-from .conftest import H100, INFERENCE_SPEC
+from ..kueue_pods import queued_pod
+from .conftest import H100, INFERENCE_SPEC, observed
 
 S = WorkloadStatus
 PRODUCT = "NVIDIA-H100-80GB-HBM3"
@@ -34,14 +35,8 @@ def fleet(settings, tenant, gpu_pool, workload_quota, fleet_clock):
 
 def _job(tenant, name: str, *, gpus: int, priority: str) -> None:
     """A job a tenant sends straight to its LocalQueue (not one of the portal's workloads)."""
-    get_gateway().apply(manifests=[{
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": tenant.namespace, "labels": {
-            "kueue.x-k8s.io/queue-name": "default", "kueue.x-k8s.io/priority-class": priority}},
-        "spec": {"nodeSelector": {"nvidia.com/gpu.product": PRODUCT}, "containers": [
-            {"name": "main", "image": "train:1",
-             "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]},
-    }])
+    get_gateway().apply(manifests=[queued_pod(tenant.namespace, name, gpus=gpus,
+                                              priority=priority, product=PRODUCT)])
 
 
 def _workloads(tenant) -> dict[str, dict]:
@@ -63,11 +58,6 @@ def _endpoint(tenant, who, name: str) -> Workload:
     return workload
 
 
-def _observe(workload: Workload) -> Workload:
-    services.workload_observe(workload_id=workload.pk)
-    workload.refresh_from_db()
-    return workload
-
 
 @pytest.mark.django_db
 def test_an_endpoint_waits_queued_in_kueues_words_until_the_quota_frees(
@@ -76,7 +66,7 @@ def test_an_endpoint_waits_queued_in_kueues_words_until_the_quota_frees(
     _job(tenant, "finetune", gpus=4, priority="portal-serving")
     assert _reserved(_workloads(tenant)["finetune"])["status"] == "True"
 
-    endpoint = _observe(_endpoint(tenant, tenant_member, "chat"))
+    endpoint = observed(_endpoint(tenant, tenant_member, "chat"))
 
     assert (endpoint.status, endpoint.status_reason) == (S.PROVISIONING, "Queued")
     assert "1 replica waiting in the tenant's queue" in endpoint.status_message
@@ -91,9 +81,9 @@ def test_an_endpoint_waits_queued_in_kueues_words_until_the_quota_frees(
 
     get_gateway().delete(api_version="v1", kind="Pod", name="finetune",
                          namespace=tenant.namespace)
-    assert _observe(endpoint).status == S.PROVISIONING  # admitted now, its pod starting
+    assert observed(endpoint).status == S.PROVISIONING  # admitted now, its pod starting
     fleet.advance(20)
-    assert _observe(endpoint).status == S.READY
+    assert observed(endpoint).status == S.READY
 
 
 @pytest.mark.django_db
@@ -101,10 +91,10 @@ def test_a_lower_priority_job_gives_way_to_an_endpoint(fleet, tenant, tenant_mem
     _job(tenant, "sweep", gpus=4, priority="portal-batch")
     assert _reserved(_workloads(tenant)["sweep"])["status"] == "True"
 
-    endpoint = _observe(_endpoint(tenant, tenant_member, "chat"))
+    endpoint = observed(_endpoint(tenant, tenant_member, "chat"))
     fleet.advance(20)
 
-    assert _observe(endpoint).status == S.READY
+    assert observed(endpoint).status == S.READY
     sweep = _workloads(tenant)["sweep"]
     preempted = next(c for c in sweep["status"]["conditions"] if c["type"] == "Preempted")
     assert (preempted["status"], preempted["reason"]) == ("True", "InClusterQueue")

@@ -10,9 +10,9 @@ pages through the test client, the simulated fleet through the same services the
 import pytest
 
 from tenants.workloads import services
-from tenants.workloads.models import VmImage, Workload, WorkloadStatus
+from tenants.workloads.models import VmImage, WorkloadStatus
 
-from .conftest import H100, INFERENCE_SPEC
+from .conftest import H100, INFERENCE_SPEC, observed
 from .openssh_keys import ed25519_public
 
 S = WorkloadStatus
@@ -34,11 +34,6 @@ def member(login, tenant_member):
     return login(tenant_member)
 
 
-def _observe(workload: Workload) -> Workload:
-    services.workload_observe(workload_id=workload.pk)
-    workload.refresh_from_db()
-    return workload
-
 
 @pytest.mark.django_db
 def test_a_stopped_vm_is_stopped_on_every_page_not_ready(fleet, tenant, tenant_member, member):
@@ -46,7 +41,7 @@ def test_a_stopped_vm_is_stopped_on_every_page_not_ready(fleet, tenant, tenant_m
                                   spec=VM_SPEC)
     services.workload_reconcile(workload_id=vm.pk)
     fleet.advance(20)
-    assert _observe(vm).status == S.READY
+    assert observed(vm).status == S.READY
     running = member.get(f"/t/acme/workloads/{vm.pk}/").content.decode()
     assert 'data-status="ready">Ready' in running and 'data-status="stopped"' not in running
 
@@ -66,7 +61,7 @@ def test_a_stopped_vm_is_stopped_on_every_page_not_ready(fleet, tenant, tenant_m
     services.workload_power(workload_id=vm.pk, actor=tenant_member, action="start")
     services.workload_reconcile(workload_id=vm.pk)
     fleet.advance(10)
-    _observe(vm)
+    observed(vm)
     again = member.get("/t/acme/workloads/").content.decode()
     assert 'data-status="ready">Ready' in again and 'data-status="stopped"' not in again
 
@@ -80,7 +75,7 @@ def test_a_wrong_model_uri_is_fixed_by_relaunching_and_its_quota_deleted_in_one_
                                         name="typo", spec=spec)
     services.workload_reconcile(workload_id=endpoint.pk)
     fleet.advance(20)
-    assert _observe(endpoint).status == S.FAILED
+    assert observed(endpoint).status == S.FAILED
 
     page = member.get(f"/t/acme/workloads/{endpoint.pk}/").content.decode()
     advice = page.split('id="failure-advice">', 1)[1].split("</div>", 1)[0]
@@ -109,7 +104,7 @@ def test_a_viewer_sees_the_advice_but_no_delete_button(
                                         name="typo", spec=spec)
     services.workload_reconcile(workload_id=endpoint.pk)
     fleet.advance(20)
-    _observe(endpoint)
+    observed(endpoint)
     page = login(tenant_viewer).get(f"/t/acme/workloads/{endpoint.pk}/").content.decode()
     assert 'id="failure-advice"' in page and 'id="failure-delete"' not in page
 
@@ -126,7 +121,7 @@ def test_the_endpoint_page_says_what_it_serves_before_and_after_kserve_reports(
         if moment == "ready":
             services.workload_reconcile(workload_id=endpoint.pk)
             fleet.advance(20)
-            assert _observe(endpoint).status == S.READY
+            assert observed(endpoint).status == S.READY
         page = member.get(f"/t/acme/workloads/{endpoint.pk}/").content.decode()
         assert '<dd class="col-sm-8 text-break" data-serves="model-uri"><code>' \
             "hf://meta-llama/Llama-3.1-8B-Instruct</code></dd>" in page, moment
