@@ -12,6 +12,7 @@ hours up to the minute this module was imported (one Prometheus for every test o
 
 import time
 
+from tenants.workloads.models import Workload
 from tests.inventory.dcgm_series import SCRAPE
 from tests.support.fixtures_prometheus import Series, parse_text_exposition
 
@@ -52,3 +53,12 @@ def gpu_series() -> Series:
         metric: [(labels, _samples(values[i])) for labels, *values in gpus]
         for i, metric in enumerate(METRICS)
     }
+
+
+def box_and_chat(tenant, other_tenant) -> tuple[Workload, Workload]:
+    """The two workloads these series are of: acme's VM `box`, globex's endpoint `chat`."""
+    box = Workload.objects.create(tenant=tenant, kind="vm", name="box", demand={H100: 1},
+                                  status="ready")
+    chat = Workload.objects.create(tenant=other_tenant, kind="inference", name="chat",
+                                   demand={H100: 2, "cpu": 8}, status="ready")
+    return box, chat

@@ -18,7 +18,7 @@ from tenants.workloads.gpu_metrics import (
 from tenants.workloads.models import Workload
 from tenants.workloads.registry import KINDS
 
-from .gpu_series import BOX_POD, CHAT_PODS, H100, NOW, gpu_series
+from .gpu_series import BOX_POD, CHAT_PODS, H100, NOW, box_and_chat, gpu_series
 
 pytestmark = pytest.mark.django_db
 END = datetime.fromtimestamp(NOW, tz=UTC)
@@ -30,15 +30,18 @@ def prometheus(prometheus_server, settings):
 
 
 @pytest.fixture
-def box(tenant):
-    return Workload.objects.create(tenant=tenant, kind="vm", name="box", demand={H100: 1},
-                                   status="ready")
+def workloads(tenant, other_tenant):
+    return box_and_chat(tenant, other_tenant)
 
 
 @pytest.fixture
-def chat(other_tenant):
-    return Workload.objects.create(tenant=other_tenant, kind="inference", name="chat",
-                                   demand={H100: 2, "cpu": 8}, status="ready")
+def box(workloads):
+    return workloads[0]
+
+
+@pytest.fixture
+def chat(workloads):
+    return workloads[1]
 
 
 def test_each_workload_sees_only_its_own_pods_gpus(prometheus, box, chat):

@@ -10,7 +10,7 @@ from drf_spectacular.generators import SchemaGenerator
 
 from tenants.workloads.models import Workload
 
-from .gpu_series import BOX_POD, CHAT_PODS, H100, gpu_series
+from .gpu_series import BOX_POD, CHAT_PODS, box_and_chat, gpu_series
 
 pytestmark = pytest.mark.django_db
 
@@ -21,15 +21,18 @@ def prometheus(prometheus_server, settings):
 
 
 @pytest.fixture
-def box(tenant):
-    return Workload.objects.create(tenant=tenant, kind="vm", name="box", demand={H100: 1},
-                                   status="ready")
+def workloads(tenant, other_tenant):
+    return box_and_chat(tenant, other_tenant)
 
 
 @pytest.fixture
-def chat(other_tenant):
-    return Workload.objects.create(tenant=other_tenant, kind="inference", name="chat",
-                                   demand={H100: 2}, status="ready")
+def box(workloads):
+    return workloads[0]
+
+
+@pytest.fixture
+def chat(workloads):
+    return workloads[1]
 
 
 def _get(api_client, user, workload, query: str = ""):
