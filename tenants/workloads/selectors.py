@@ -413,6 +413,7 @@ def build_context(*, workload: Workload) -> BuildContext:
         isolation=tenant.isolation,
         cluster_domain=settings.KUBERNETES_CLUSTER_DOMAIN,
         admission_labels=admission_labels(workload.kind),
+        priority_class=PRIORITY_CLASSES[registry.kind(workload.kind).priority].name,
     )
 
 

@@ -315,6 +315,22 @@ def test_the_portals_priority_classes_come_before_the_queue_with_the_values_set(
     assert_valid(manifests)
 
 
+def test_the_same_priorities_as_kubernetes_priority_classes_that_never_preempt():
+    """For pods that cannot carry Kueue's label (a vCluster's synced pods), Kueue reads the
+    pod's PriorityClass: the same names and values; preemption stays Kueue's."""
+    spec = dataclasses.replace(SHARED, priorities={"serving": 900, "interactive": 40, "batch": 4})
+    pod_classes = _by_kind(tenant_manifests(spec))["PriorityClass"]
+    assert {m["metadata"]["name"]: m["value"] for m in pod_classes} == {
+        "portal-serving": 900, "portal-interactive": 40, "portal-batch": 4}
+    for manifest in pod_classes:
+        assert manifest["apiVersion"] == "scheduling.k8s.io/v1"
+        assert manifest["preemptionPolicy"] == "Never"
+        assert manifest["globalDefault"] is False
+        assert "namespace" not in manifest["metadata"]
+        assert TENANT_LABEL not in manifest["metadata"]["labels"]
+    assert_valid(pod_classes)
+
+
 def test_within_a_queue_lower_priority_gives_way_and_a_cohort_reclaims_what_it_lent():
     def rules(spec):
         return _one(tenant_manifests(spec), "ClusterQueue")["spec"]["preemption"]

@@ -6,10 +6,10 @@ functions turn it into the objects to server-side apply, in an order a fresh clu
 before the LocalQueue that points at it).
 
 Per tenant: Namespace, ResourceQuota, LimitRange, a default-deny NetworkPolicy, a RoleBinding of
-the tenant's Keycloak group to `edit`, Kueue ResourceFlavors (one per GPU model; dedicated
-tenants get their own, pinned to their reserved nodes), the portal's WorkloadPriorityClasses
-(the same for every tenant), an optional Cohort, a ClusterQueue (with its preemption rules) and
-its LocalQueue, which the tenant's GPU workloads queue in.
+the tenant's Keycloak group to `edit`, Kueue ResourceFlavors (one per GPU model; dedicated tenants
+get their own, pinned to their reserved nodes), the portal's WorkloadPriorityClasses and Kubernetes
+PriorityClasses of the same names (the same for every tenant), an optional Cohort, a ClusterQueue
+(with its preemption rules) and its LocalQueue, which the tenant's GPU workloads queue in.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from .kueue import (
     cohort_manifest,
     flavor_name,
     local_queue_manifest,
+    pod_priority_class_manifests,
     priority_class_manifests,
     resource_flavor_manifests,
     scheduling_for,
@@ -61,6 +62,7 @@ def tenant_manifests(spec: TenantSpec) -> list[Manifest]:
         *role_binding_manifests(spec),
         *resource_flavor_manifests(spec),
         *priority_class_manifests(spec),
+        *pod_priority_class_manifests(spec),
     ]
     cohort = cohort_manifest(spec)
     if cohort is not None:

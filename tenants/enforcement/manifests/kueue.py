@@ -118,6 +118,26 @@ def priority_class_manifests(spec: TenantSpec) -> list[Manifest]:
     ]
 
 
+def pod_priority_class_manifests(spec: TenantSpec) -> list[Manifest]:
+    """Kubernetes PriorityClasses of the same names and values, for pods that cannot carry
+    Kueue's priority label: Kueue takes a pod's priority from its `priorityClassName` when the
+    label is absent, and the pods a vCluster syncs get theirs from its chart values
+    (`sync.toHost.pods.priorityClassName`). They never preempt in the scheduler
+    (`preemptionPolicy: Never`): preemption is Kueue's, by its rules."""
+    return [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": object_meta(priority.name, None, namespaced=False),
+            "value": spec.priorities[key],
+            "globalDefault": False,
+            "preemptionPolicy": "Never",
+            "description": priority.description,
+        }
+        for key, priority in PRIORITY_CLASSES.items()
+    ]
+
+
 def preemption(spec: TenantSpec) -> dict[str, Any]:
     """Who gives way when the queue's quota is short. Inside the tenant's queue, work of a
     lower priority. In a cohort, a tenant takes back the quota it lent, whatever the priority

@@ -21,7 +21,7 @@ LOCAL_QUEUE = "default"
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 class PriorityClass(NamedTuple):
-    name: str  # the WorkloadPriorityClass's
+    name: str  # the WorkloadPriorityClass's, and the Kubernetes PriorityClass's
     description: str
 
 

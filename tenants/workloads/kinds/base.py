@@ -113,6 +113,9 @@ class BuildContext:
     # Labels that queue a GPU workload's pods in its tenant's Kueue LocalQueue at its kind's
     # priority (kueue.x-k8s.io/queue-name, /priority-class); empty: not queued.
     admission_labels: Mapping[str, str] = field(default_factory=dict)
+    # The kind's priority: the name of both Kueue's WorkloadPriorityClass and the Kubernetes
+    # PriorityClass (for pods that cannot carry the label); empty: none.
+    priority_class: str = ""
 
     @property
     def partitions_allowed(self) -> bool:

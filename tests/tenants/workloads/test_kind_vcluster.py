@@ -4,6 +4,7 @@ helm-controller and the vcluster chart write them; scale; connection; and bad in
 
 import base64
 import copy
+import dataclasses
 
 import pytest
 from hypothesis import given
@@ -195,6 +196,24 @@ def test_a_shared_tenants_gpu_pods_see_real_nodes_but_tolerate_no_reservation():
     sync = release_of(manifests({"gpu_scheduling": True}))["spec"]["values"]["sync"]
 
     assert sync == {"fromHost": {"nodes": {"enabled": True, "selector": {"all": False}}}}
+
+
+def test_its_synced_pods_get_the_kinds_priority_class_which_kueue_reads():
+    """The pods a vCluster syncs queue in the tenant's LocalQueue `default` (Kueue's defaulting)
+    and cannot carry Kueue's priority label: they get the batch PriorityClass instead."""
+    for launch, ctx in ((SHARED, SHARED_BUILD), (DEDICATED, DEDICATED_BUILD)):
+        queued = dataclasses.replace(ctx, priority_class="portal-batch")
+        for spec_input in ({}, {"gpu_scheduling": True}):
+            objects = manifests(spec_input, launch, queued)
+            pods = release_of(objects)["spec"]["values"]["sync"]["toHost"]["pods"]
+            assert pods["priorityClassName"] == "portal-batch"
+            schemas.check_manifests(objects)
+    dedicated = manifests({"gpu_scheduling": True}, DEDICATED,
+                          dataclasses.replace(DEDICATED_BUILD, priority_class="portal-batch"))
+    assert release_of(dedicated)["spec"]["values"]["sync"]["toHost"]["pods"] == {
+        "priorityClassName": "portal-batch",
+        "enforceTolerations": [f"{RESERVED_FOR_KEY}=helix:NoSchedule"],
+    }
 
 
 def test_derived_names_stay_valid_for_a_63_character_name_or_a_leading_digit():
