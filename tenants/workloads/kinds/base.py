@@ -113,6 +113,10 @@ class BuildContext:
     # Labels that queue a GPU workload's pods in its tenant's Kueue LocalQueue at its kind's
     # priority (kueue.x-k8s.io/queue-name, /priority-class); empty: not queued.
     admission_labels: Mapping[str, str] = field(default_factory=dict)
+    # The kind's priority alone (kueue.x-k8s.io/priority-class), for its pods that hold no GPU:
+    # Kueue queues them in the namespace's LocalQueue `default` by itself (its defaulting), and
+    # at this priority a GPU pod of the same kind cannot preempt them for CPU or memory.
+    priority_labels: Mapping[str, str] = field(default_factory=dict)
     # The kind's priority: the name of both Kueue's WorkloadPriorityClass and the Kubernetes
     # PriorityClass (for pods that cannot carry the label); empty: none.
     priority_class: str = ""

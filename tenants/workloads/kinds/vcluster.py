@@ -191,7 +191,7 @@ def chart_values(spec: Mapping[str, Any], ctx: BuildContext) -> dict[str, Any]:
     release = release_name(ctx.name)
     size = {"cpu": str(spec["cpu"]), "memory": f"{spec['memory_gib']}Gi"}
     version = spec.get("kubernetes_version") or DEFAULT_VERSION
-    return {
+    values: dict[str, Any] = {
         "controlPlane": {
             "distro": {"k8s": {"enabled": True, "version": KUBERNETES_IMAGE_TAGS[version]}},
             "statefulSet": {
@@ -217,6 +217,10 @@ def chart_values(spec: Mapping[str, Any], ctx: BuildContext) -> dict[str, Any]:
         "sync": _sync_values(spec, ctx),
         "telemetry": {"enabled": False},
     }
+    if ctx.priority_labels:
+        # Kueue queues the control plane too (its defaulting): at the kind's priority.
+        values["controlPlane"]["statefulSet"]["pods"] = {"labels": dict(ctx.priority_labels)}
+    return values
 
 
 # Status -----------------------------------------------------------------------------------------
