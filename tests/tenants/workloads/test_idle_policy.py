@@ -514,7 +514,7 @@ def _at_once(now, runs=2):
         try:
             start.wait(timeout=10)
             results.append(idle.workloads_idle_sweep(now=now))
-        except Exception as exc:  # noqa: BLE001 - reported below, with the others
+        except Exception as exc:
             errors.append(exc)
         finally:
             connections.close_all()
