@@ -37,6 +37,11 @@ class Quota(models.Model):
         help_text="Of what is in use, how much is borrowed from the cohort, as Kueue last "
                   "reported it (GPUs and MIG instances).",
     )
+    lent = models.PositiveIntegerField(
+        default=0, editable=False,
+        help_text="A dedicated tenant's reserved GPUs the cohort's shared tenants borrow now, "
+                  "as Kueue last reported it in their ClusterQueues.",
+    )
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
