@@ -228,17 +228,19 @@ def _observed_usage(
 
 
 def _observed_lent(gateway: FleetGateway, spec: TenantSpec) -> dict[str, int]:
-    """A lender's GPU classes: what the other tenants' ClusterQueues report in use of its
-    flavors (Kueue reports borrowing in the borrower's status, not the lender's). One list of
-    the portal's ClusterQueues."""
-    if not spec.lends:
+    """A dedicated tenant's GPU classes: what the other tenants' ClusterQueues report in use
+    of its flavors (Kueue reports borrowing in the borrower's status, not the lender's); 0 each
+    when it does not lend. One list of the portal's ClusterQueues, for lenders only."""
+    if not spec.dedicated:
         return {}
     flavors = {
         flavor_name(spec, resource_classes.parse(g.resource).gpu_model.key): g.resource
         for g in spec.grants
         if g.resource.startswith("gpu:")
     }
-    lent: dict[str, int] = {}
+    lent = dict.fromkeys(flavors.values(), 0)
+    if not spec.lends:
+        return lent
     queues = gateway.list(api_version=KUEUE, kind="ClusterQueue",
                           label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}")
     for queue in queues:
@@ -250,7 +252,7 @@ def _observed_lent(gateway: FleetGateway, spec: TenantSpec) -> dict[str, int]:
                 continue
             for cell in flavor.get("resources") or []:
                 if cell.get("name") == resource_classes.GPU_RESOURCE:
-                    lent[key] = lent.get(key, 0) + _whole(cell.get("total") or "0")
+                    lent[key] += _whole(cell.get("total") or "0")
     return lent
 
 
@@ -298,10 +300,12 @@ def _record_success(outcome: ReconcileOutcome) -> list[int]:
     now = timezone.now()
     tenant = Tenant.objects.select_for_update().get(pk=outcome.tenant_id)
     news = reconcile_succeeded(tenant, version=outcome.version, manifests=outcome.manifests)
-    for quota in Quota.objects.filter(tenant=tenant, resource__in=list(outcome.usage)):
-        in_use = outcome.usage[quota.resource]
-        borrowed = outcome.borrowed.get(quota.resource, 0)
-        lent = outcome.lent.get(quota.resource, 0)
+    observed = [*outcome.usage, *outcome.lent]
+    for quota in Quota.objects.filter(tenant=tenant, resource__in=observed):
+        seen = quota.resource in outcome.usage
+        in_use = outcome.usage.get(quota.resource, quota.in_use)
+        borrowed = outcome.borrowed.get(quota.resource, 0) if seen else quota.borrowed
+        lent = outcome.lent.get(quota.resource, quota.lent)
         if (quota.in_use, quota.borrowed, quota.lent) != (in_use, borrowed, lent):
             quota.in_use, quota.borrowed, quota.lent = in_use, borrowed, lent
             quota.save(update_fields=["in_use", "borrowed", "lent"])

@@ -2,12 +2,15 @@
 its quota page, over the API, or a platform admin in Django admin. Every decision is audited
 and re-enforced on the cluster, for the lender and for the shared tenants that borrow."""
 
+import re
+
 import pytest
 from django.urls import reverse
 
 from core.models import AuditEvent
 from tenants.access.services import tenant_gpu_lending_set
 from tenants.enforcement.manifests import KUEUE
+from tenants.enforcement.services import tenant_reconcile, tenant_spec
 from tenants.models import Quota, Tenant
 from tests.factories import QuotaFactory
 
@@ -157,8 +160,6 @@ def test_a_platform_admin_sets_it_in_django_admin(lender, login, platform_admin,
 def test_a_shared_tenants_spec_reads_every_lender_in_one_query(
     borrower, django_assert_num_queries
 ):
-    from tenants.enforcement.services import tenant_spec
-
     for n in range(3):
         lender = Tenant.objects.create(slug=f"vault-{n}", name=f"Vault {n}", cohort="pool",
                                        isolation="dedicated", lends_reserved_gpus=n < 2)
@@ -170,3 +171,36 @@ def test_a_shared_tenants_spec_reads_every_lender_in_one_query(
     assert [(f.lender, f.model_key) for f in spec.lent_flavors] == [
         ("vault-0", "nvidia-l40s"), ("vault-1", "nvidia-l40s")]
     assert spec.cohort_lendable == {L40S: 8 + 4}  # vault-2 did not opt in; no CPU lent
+
+
+def test_what_the_cohort_borrows_of_a_lender_shows_on_its_quota_page_and_the_fleets(
+    lender, borrower, kube_gateway, kube_emulator, tenant_owner, platform_admin, login
+):
+    Tenant.objects.filter(pk=lender.pk).update(lends_reserved_gpus=True)
+    for tenant in (lender, borrower):
+        tenant_reconcile(tenant_id=tenant.pk)
+    # Kueue reports borrowing in the borrower's ClusterQueue: 6 of acme's reserved L40S.
+    queue = kube_emulator.get_object(KUEUE, "ClusterQueue", "tenant-globex")
+    assert [f["name"] for f in queue["spec"]["resourceGroups"][1]["flavors"]] == [
+        "gpu-nvidia-l40s", LENT_FLAVOR]
+    kube_emulator.put_object({**queue, "status": {"flavorsUsage": [
+        {"name": "gpu-nvidia-l40s", "resources": [
+            {"name": "nvidia.com/gpu", "total": "2", "borrowed": "0"}]},
+        {"name": LENT_FLAVOR, "resources": [
+            {"name": "nvidia.com/gpu", "total": "6", "borrowed": "6"}]},
+    ]}})
+
+    for tenant in (borrower, lender):
+        tenant_reconcile(tenant_id=tenant.pk)
+
+    theirs = Quota.objects.get(tenant=borrower, resource=L40S)
+    assert (theirs.in_use, theirs.borrowed) == (8, 6)
+    assert Quota.objects.get(tenant=lender, resource=L40S).lent == 6
+    page = login(tenant_owner).get(reverse("tenants:quota-detail", args=["acme"])).content.decode()
+    assert 'data-lent="6"' in page and "6 borrowed by others now" in page
+    fleet = login(platform_admin).get(reverse("inventory:fleet")).content.decode()
+    row = re.search(r'<tr data-cohort="pool" data-resource="gpu:nvidia-l40s">(.*?)</tr>', fleet,
+                    re.S)
+    cells = [c.strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
+    # Two members, 2 + 8 of quota, 8 in use (all the borrower's), 6 of it lent by acme.
+    assert cells[2:] == ["2", "10", "8", "6", "2", "6 of 8"]
