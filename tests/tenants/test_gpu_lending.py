@@ -5,6 +5,7 @@ and re-enforced on the cluster, for the lender and for the shared tenants that b
 import re
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from core.models import AuditEvent
@@ -107,7 +108,7 @@ def test_lending_is_refused_without_a_cohort_or_reserved_gpus(
     assert response.status_code == 400
     assert "a platform admin names the cohort it lends to first" in response.content.decode()
 
-    with pytest.raises(Exception, match="Only a dedicated tenant"):
+    with pytest.raises(ValidationError, match="Only a dedicated tenant"):
         tenant_gpu_lending_set(actor=platform_admin, tenant=other_tenant, lends=True)
     assert not Tenant.objects.filter(lends_reserved_gpus=True).exists()
 
@@ -204,3 +205,14 @@ def test_what_the_cohort_borrows_of_a_lender_shows_on_its_quota_page_and_the_fle
     cells = [c.strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
     # Two members, 2 + 8 of quota, 8 in use (all the borrower's), 6 of it lent by acme.
     assert cells[2:] == ["2", "10", "8", "6", "2", "6 of 8"]
+
+
+def test_a_dedicated_tenants_quota_may_cap_what_it_lends_but_never_borrows(lender):
+    quota = Quota.objects.get(tenant=lender)
+    quota.lending_limit = 6
+    quota.full_clean()
+    quota.borrowing_limit = 2
+    with pytest.raises(ValidationError) as refused:
+        quota.full_clean()
+    assert refused.value.message_dict == {
+        "borrowing_limit": ["A dedicated tenant never borrows: it may only lend its GPUs."]}
