@@ -18,7 +18,7 @@ from inventory.demo_fleet import demo_fleet_details
 from inventory.models import GPU, Node, NodeState, Rack, Site
 from inventory.resource_classes import GPU_MODELS
 from tenants.access import services as tenant_services
-from tenants.enforcement.services import tenants_reconcile_sweep
+from tenants.enforcement.services import tenant_reconcile, tenants_reconcile_sweep
 from tenants.models import Membership, QuotaRequest, RoleAssignment, Tenant, Workload
 from tenants.quota import services as tenant_quota
 from tenants.workloads import services as workloads
@@ -91,7 +91,7 @@ QUOTAS = {
         "memory-gib": 768,
         "storage-gib": 2000,
         "count:vm": 6,
-        "count:slurm": 1,
+        "count:slurm": 2,
         "count:inference": 2,
     },
     "orbit": {
@@ -101,6 +101,7 @@ QUOTAS = {
         "storage-gib": 20000,
         "count:vcluster": 2,
         "count:vm": 4,
+        "count:slurm": 1,
     },
 }
 MEMBERS = {
@@ -325,6 +326,28 @@ WORKLOADS = (
 )
 
 
+# Launched once the tenants' queues hold the jobs sent straight to them (`queued_jobs_send`), in
+# this order, so that Kueue's borrowing and reclaim show on the portal's pages: Atlas's
+# benchmark cluster borrows Nova's idle L40S (its own are held by its evaluation sweep); Nova's
+# 70B endpoint then needs them back and reclaims one of its workers, which waits in Atlas's
+# queue (its timeline says who took the GPUs); Orbit's adapter cluster waits behind Orbit's
+# fine-tuning jobs for A100 quota.
+QUEUED_WORKLOADS = (
+    DemoWorkload("atlas", "ari", "slurm", "bench-slurm",
+                 {"workers": 2, "gpu": "gpu:nvidia-l40s", "gpus_per_worker": 2,
+                  "cpu_per_worker": 8, "memory_gib_per_worker": 64, "accounting": False,
+                  "rest_api": False, "ssh_public_key": DEMO_SSH_KEY}),
+    DemoWorkload("nova", "mike", "inference", "chat-70b",
+                 {"model_uri": "hf://meta-llama/Llama-3.3-70B-Instruct", "gpu": "gpu:nvidia-l40s",
+                  "gpus_per_replica": 8, "min_replicas": 2, "max_replicas": 2, "cpu": 16,
+                  "memory_gib": 192}),
+    DemoWorkload("orbit", "olga", "slurm", "adapter-slurm",
+                 {"workers": 1, "gpu": "gpu:nvidia-a100-80gb", "gpus_per_worker": 8,
+                  "cpu_per_worker": 16, "memory_gib_per_worker": 128, "accounting": False,
+                  "rest_api": False, "ssh_public_key": DEMO_SSH_KEY}),
+)
+
+
 def _vm_images() -> None:
     for key, label, disk, min_disk, user in VM_IMAGES:
         if not VmImage.objects.filter(key=key).exists():
@@ -396,7 +419,7 @@ def _settle(workload_id: int) -> None:
     workloads.workload_observe(workload_id=workload_id)
 
 
-def _workloads(users: dict) -> list[int]:
+def _workloads(users: dict, items: tuple[DemoWorkload, ...]) -> list[int]:
     """A few workloads in each state, launched, reconciled and observed through the services
     (the tasks would do the same after commit; here they run at once). Only on the simulated
     fleet: the demo launches nothing on a real cluster. Returns the ids of those launched now
@@ -404,7 +427,7 @@ def _workloads(users: dict) -> list[int]:
     fresh: list[int] = []
     if settings.FLEET_BACKEND != "simulated":
         return fresh
-    for item in WORKLOADS:
+    for item in items:
         tenant = Tenant.objects.get(slug=item.tenant)
         if Workload.objects.filter(tenant=tenant, name=item.name).exists():
             continue
@@ -425,6 +448,23 @@ def _workloads(users: dict) -> list[int]:
             )
             workloads.workload_reconcile(workload_id=workload.pk)
     return fresh
+
+
+def _queued_workloads(users: dict) -> None:
+    """Launch QUEUED_WORKLOADS (those not launched yet) between two passes of the observe
+    sweep: the first has the cluster make what the workloads already launched still lack (the
+    replica of the endpoint coming up), so that Kueue admits it before these; after them, a
+    workload Kueue preempted while the next one was launched says so on its timeline, and each
+    one waiting says where it stands in its queue; then their tenants' quota shows what Kueue
+    admitted and what they borrow."""
+    if all(Workload.objects.filter(tenant__slug=item.tenant, name=item.name).exists()
+           for item in QUEUED_WORKLOADS):
+        return
+    workloads.workloads_observe_sweep()
+    _workloads(users, QUEUED_WORKLOADS)
+    workloads.workloads_observe_sweep()
+    for tenant in Tenant.objects.filter(slug__in={item.tenant for item in QUEUED_WORKLOADS}):
+        tenant_reconcile(tenant_id=tenant.pk)
 
 
 @transaction.atomic
@@ -456,7 +496,7 @@ def load_demo() -> list[DemoAccount]:
     )
     _quota_requests(users)
     _vm_images()
-    fresh = _workloads(users)
+    fresh = _workloads(users, WORKLOADS)
     demo_billing.load_billing_demo(users=users, apply=_settle)
     load_idle_gpus()
     _coming_up(fresh)  # from the end of the load on
@@ -465,4 +505,5 @@ def load_demo() -> list[DemoAccount]:
     tenants_reconcile_sweep()
     # Once the tenants' namespaces and queues are on the cluster.
     queued_jobs_send(cohort=COHORT[1])
+    _queued_workloads(users)
     return list(ACCOUNTS)

@@ -377,22 +377,42 @@ def test_an_endpoint_at_its_minimum_replicas_is_never_preempted():
     assert verdicts[urgent.key].admitted == {"nvidia.com/gpu": "f"}
 
 
-def test_the_demo_shows_a_tenant_borrowing_and_a_job_waiting_in_kueues_words(db):
+def test_the_demo_shows_borrowing_reclaim_and_waiting_in_kueues_words_and_the_portals(db):
     from io import StringIO
 
     from django.core.management import call_command
 
     from core.fleet import get_gateway
+    from tenants.models import Workload, WorkloadEvent
 
     call_command("load_demo", stdout=StringIO())
 
+    # Atlas's sweep and benchmark cluster borrow Nova's L40S; Nova's 70B endpoint took back
+    # what one of the cluster's workers held, and that worker waits in Atlas's queue.
     atlas = Quota.objects.get(tenant__slug="atlas", resource=L40S)
-    assert (atlas.limit, atlas.in_use, atlas.borrowed) == (8, 12, 4)  # lent by Nova
+    assert (atlas.limit, atlas.in_use, atlas.borrowed) == (8, 14, 6)  # lent by Nova
+    bench = Workload.objects.get(tenant__slug="atlas", name="bench-slurm")
+    assert (bench.status, bench.status_reason) == ("provisioning", "Queued")
+    assert bench.details["queue"]["summary"] == (
+        "1st in the queue · waits for 2 NVIDIA L40S GPUs (flavor gpu-nvidia-l40s) · "
+        "would borrow 2 from the cohort")
+    (preempted,) = bench.events.filter(reason="Preempted")
+    assert preempted.message.startswith(
+        "Its GPUs were reclaimed by tenant Nova Inference's inference endpoint chat-70b "
+        "(Nova Inference's own quota, lent until then).")
+    assert Workload.objects.get(tenant__slug="nova", name="chat-70b").status == "ready"
+
+    # Orbit's fine-tuning jobs hold its A100 quota: the fourth waits, its adapter cluster next.
     orbit = Tenant.objects.get(slug="orbit")
     waiting = _workloads(get_gateway(), orbit)["lora-finetune-3"]
     assert _condition(waiting, "QuotaReserved")["message"] == (
         "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu "
         "in flavor gpu-nvidia-a100-80gb, 8 more needed")
-    (pending,) = get_gateway().pending_workloads(namespace=orbit.namespace, local_queue="default",
-                                                 limit=10, offset=0)
-    assert pending["metadata"]["name"] == waiting["metadata"]["name"]
+    first, second = get_gateway().pending_workloads(namespace=orbit.namespace,
+                                                    local_queue="default", limit=10, offset=0)
+    assert first["metadata"]["name"] == waiting["metadata"]["name"]
+    adapters = Workload.objects.get(tenant=orbit, name="adapter-slurm")
+    assert second["metadata"]["ownerReferences"][0]["name"] == "adapter-slurm-workers-0"
+    assert adapters.status_reason == "Queued"
+    assert adapters.details["queue"]["position_in_local_queue"] == 2
+    assert not WorkloadEvent.objects.filter(workload=adapters, reason="Preempted").exists()
