@@ -187,8 +187,9 @@ def workload_launch(request, slug: str, kind: str):
                 form.add_service_errors(exc)
                 refused = True
             else:
-                messages.success(request, f"{workload} is queued: it will be provisioned "
-                                          "shortly, and this page follows it.")
+                # Not "queued": that is Kueue's word, for a workload waiting for GPU quota.
+                messages.success(request, f"{workload} is launched: it is being provisioned, "
+                                          "and this page follows it.")
                 return redirect("tenants:workload-detail", tenant.slug, workload.pk)
         # Refused: the preview again, of what was submitted.
         preview = _preview(form, tenant, kind, report=not refused)

@@ -341,8 +341,9 @@ def _observe(workload: Workload, ctx: BuildContext, gateway: FleetGateway,
                        name=ctx.name, namespace=ctx.namespace)
         observation = Observation("progressing", "Restarting", "The VM is restarting.",
                                   details=observation.details)
-    _record_observation(workload, ctx, objects, observation, unchanged)
+    # A preemption first: on the timeline it comes before the wait it caused.
     queue.preemptions_record(kueue, workload, objects)
+    _record_observation(workload, ctx, objects, observation, unchanged)
     return observation
 
 
