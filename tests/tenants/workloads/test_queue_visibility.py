@@ -124,7 +124,7 @@ def test_a_queued_endpoint_says_where_it_stands_and_why_on_its_page_and_in_the_a
     client = login(tenant_member)
     page = client.get(f"/t/{tenant.slug}/workloads/{queued.pk}/").content.decode()
     assert SUMMARY in page
-    assert f"Kueue: {SHORT.replace(chr(39), '&#x27;')}" in page
+    assert f'Kueue: <samp class="small">{SHORT.replace(chr(39), "&#x27;")}</samp>' in page
     assert 'id="queue-position-unknown"' not in page
     answer = client.get(f"/api/v1/workloads/{queued.pk}/").json()
     assert answer["queue"]["summary"] == SUMMARY
