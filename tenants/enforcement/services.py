@@ -45,6 +45,7 @@ from .manifests import (
     borrowable_flavors,
     drifted_paths,
     flavor_name,
+    passthrough_flavor_name,
     tenant_manifests,
 )
 
@@ -187,13 +188,18 @@ def _observed_usage(
     for kind, name in COUNT_RESOURCES.items():
         if name in used:
             usage[f"count:{kind}"] = _whole(used[name])
-    # Per GPU model only Kueue can tell (one flavor per model); ResourceQuota sums all models.
+    # Per GPU model only Kueue can tell (one flavor per model; a VM's passthrough GPUs, one
+    # resource per model); ResourceQuota sums all models.
     granted = [resource_classes.parse(g.resource) for g in spec.grants]
     by_resource: dict[tuple[str, str], str] = {}
     for rc in granted:
         if rc.kind in {"gpu", "mig"}:
             flavor = flavor_name(spec, rc.gpu_model.key)
             by_resource[(flavor, rc.kubernetes_resource)] = rc.key
+        if passthrough := resource_classes.PASSTHROUGH_RESOURCES.get(
+            rc.gpu_model.key if rc.kind == "gpu" else ""
+        ):
+            by_resource[(passthrough_flavor_name(spec), passthrough)] = rc.key
     for lent in borrowable_flavors(spec):  # all it holds there is borrowed from a lender
         flavor = flavor_name(TenantSpec(slug=lent.lender, isolation="dedicated"), lent.model_key)
         by_resource[(flavor, resource_classes.GPU_RESOURCE)] = resource_classes.gpu_class(

@@ -30,6 +30,7 @@ OBJECTS = [
     ("rbac.authorization.k8s.io/v1", "RoleBinding", "tenant-view", NS),
     (KUEUE, "ResourceFlavor", "portal-default", None),
     (KUEUE, "ResourceFlavor", "gpu-nvidia-h100-80gb", None),
+    (KUEUE, "ResourceFlavor", "gpu-passthrough", None),
     (KUEUE, "WorkloadPriorityClass", "portal-serving", None),
     (KUEUE, "WorkloadPriorityClass", "portal-interactive", None),
     (KUEUE, "WorkloadPriorityClass", "portal-batch", None),
@@ -95,6 +96,11 @@ def test_approved_quota_is_applied_read_back_and_valid_against_the_schemas(
         "name": "gpu-nvidia-h100-80gb",
         "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "16"}],
     }
+    # A VM's H100s are passed through: a resource of their own, within the same grant.
+    assert by_kind["ClusterQueue"]["spec"]["resourceGroups"][2]["flavors"] == [{
+        "name": "gpu-passthrough",
+        "resources": [{"name": "nvidia.com/GH100_H100_SXM5_80GB", "nominalQuota": "16"}],
+    }]
     assert by_kind["Namespace"]["metadata"]["labels"]["portal.ai-factory.io/tenant"] == "acme"
     # Written with server-side apply, as one field manager.
     applies = [r for r in kube_emulator.requests("PATCH")]
@@ -253,18 +259,21 @@ def test_usage_reported_by_the_cluster_shows_next_to_the_quota(
     )
     queue = kube_emulator.get_object(KUEUE, "ClusterQueue", "tenant-acme")
     flavors_usage = [
-        {"name": "gpu-nvidia-h100-80gb", "resources": [{"name": "nvidia.com/gpu", "total": "6"}]}
+        {"name": "gpu-nvidia-h100-80gb", "resources": [{"name": "nvidia.com/gpu", "total": "6"}]},
+        # A VM's two H100s, passed through: the same class.
+        {"name": "gpu-passthrough",
+         "resources": [{"name": "nvidia.com/GH100_H100_SXM5_80GB", "total": "2"}]},
     ]
     kube_emulator.put_object({**queue, "status": {"flavorsUsage": flavors_usage}})
 
     tenant_reconcile(tenant_id=tenant.pk)
 
     used = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "in_use"))
-    assert used == {"gpu:nvidia-h100-80gb": 6, "cpu": 13}
+    assert used == {"gpu:nvidia-h100-80gb": 8, "cpu": 13}
     html = login(tenant_member).get(reverse("tenants:dashboard", args=["acme"])).content.decode()
     # In use is what the tenant's workloads hold (none here); the cluster's figure beside it.
     assert re.search(r"0\s*/\s*16", html)
-    assert "cluster reports 6" in html
+    assert "cluster reports 8" in html
 
 
 def test_what_a_tenant_borrows_in_its_cohort_shows_on_its_pages_and_the_fleets(

@@ -150,7 +150,7 @@ def test_resource_quota_counts_gpus_mig_cpu_memory_storage_and_objects():
 
 def test_cluster_queue_has_a_flavor_per_gpu_model_listing_exactly_the_covered_resources():
     queue = _one(tenant_manifests(SHARED), "ClusterQueue")
-    cpu_group, gpu_group = queue["spec"]["resourceGroups"]
+    cpu_group, gpu_group, _passthrough = queue["spec"]["resourceGroups"]
     assert cpu_group["coveredResources"] == ["cpu", "memory"]
     assert gpu_group["coveredResources"] == ["nvidia.com/gpu", "nvidia.com/mig-1g.10gb"]
     quota = {
@@ -170,6 +170,72 @@ def test_cluster_queue_has_a_flavor_per_gpu_model_listing_exactly_the_covered_re
     assert flavors["gpu-nvidia-h100-80gb"]["spec"]["nodeLabels"] == {
         "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"
     }
+
+
+def test_vms_passthrough_gpus_are_a_group_of_their_own_with_each_models_whole_gpu_quota():
+    manifests = tenant_manifests(SHARED)
+    queue = _one(manifests, "ClusterQueue")
+    group = queue["spec"]["resourceGroups"][-1]
+    flavors = {f["metadata"]["name"]: f for f in _by_kind(manifests)["ResourceFlavor"]}
+
+    # Whole H100 and L40S granted (the A100 only as MIG: no VM gets one passed through).
+    assert group["coveredResources"] == ["nvidia.com/GH100_H100_SXM5_80GB",
+                                         "nvidia.com/AD102GL_L40S"]
+    assert _cells(queue, -1) == {
+        ("gpu-passthrough", "nvidia.com/GH100_H100_SXM5_80GB"):
+            {"name": "nvidia.com/GH100_H100_SXM5_80GB", "nominalQuota": "16"},
+        ("gpu-passthrough", "nvidia.com/AD102GL_L40S"):
+            {"name": "nvidia.com/AD102GL_L40S", "nominalQuota": "24"},
+    }
+    # Passthrough nodes carry no product label: the resource name says the model.
+    assert flavors["gpu-passthrough"]["spec"] == {}
+    assert_valid(manifests)
+
+
+def test_a_cohort_tenants_passthrough_gpus_borrow_and_lend_as_its_grants_say():
+    queue = _one(tenant_manifests(COHORT), "ClusterQueue")
+    cells = _cells(queue, -1)
+
+    assert cells[("gpu-passthrough", "nvidia.com/AD102GL_L40S")] == {
+        "name": "nvidia.com/AD102GL_L40S", "nominalQuota": "8", "borrowingLimit": "4",
+        "lendingLimit": "2",
+    }
+    assert "borrowingLimit" not in cells[("gpu-passthrough", "nvidia.com/GH100_H100_SXM5_80GB")]
+
+
+def test_a_dedicated_tenants_passthrough_gpus_are_on_its_reserved_nodes():
+    manifests = tenant_manifests(DEDICATED)
+    queue = _one(manifests, "ClusterQueue")
+    flavor = next(f for f in _by_kind(manifests)["ResourceFlavor"]
+                  if f["metadata"]["name"] == "gpu-passthrough-reserved-helix")
+
+    assert _cells(queue, -1) == {
+        ("gpu-passthrough-reserved-helix", "nvidia.com/GH100_H200_SXM_141GB"):
+            {"name": "nvidia.com/GH100_H200_SXM_141GB", "nominalQuota": "32"},
+    }
+    assert flavor["spec"] == {
+        "nodeLabels": {RESERVED_FOR_KEY: "helix"},
+        "nodeTaints": [{"key": RESERVED_FOR_KEY, "value": "helix", "effect": "NoSchedule"}],
+        "tolerations": scheduling_for(DEDICATED)["tolerations"],
+    }
+    assert flavor["metadata"]["labels"][TENANT_LABEL] == "helix"
+
+
+def test_a_tenant_without_whole_gpus_gets_no_passthrough_group():
+    for spec in (EMPTY, SUSPENDED):
+        manifests = tenant_manifests(spec)
+        groups = _one(manifests, "ClusterQueue")["spec"]["resourceGroups"]
+        assert [g["coveredResources"] for g in groups] == [["cpu", "memory"]]
+        assert all(not f["metadata"]["name"].startswith("gpu-passthrough")
+                   for f in _by_kind(manifests)["ResourceFlavor"])
+
+
+def test_the_rule_check_catches_a_passthrough_flavor_missing_a_covered_resource():
+    manifests = tenant_manifests(SHARED)
+    group = _one(manifests, "ClusterQueue")["spec"]["resourceGroups"][-1]
+    group["flavors"][0]["resources"].pop()
+    with pytest.raises(AssertionError):
+        assert_valid(manifests)
 
 
 def test_local_queue_points_at_the_tenants_cluster_queue_in_its_namespace():

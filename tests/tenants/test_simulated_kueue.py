@@ -79,7 +79,8 @@ def _admitted(gateway, tenant: Tenant) -> set[str]:
 
 def _usage(gateway, tenant: Tenant) -> dict:
     queue = gateway.get(api_version=KUEUE, kind="ClusterQueue", name=f"tenant-{tenant.slug}")
-    (gpu,) = [f for f in queue["status"]["flavorsUsage"] if f["name"].startswith("gpu-")]
+    (gpu,) = [f for f in queue["status"]["flavorsUsage"]
+              if any(r["name"] == "nvidia.com/gpu" for r in f["resources"])]
     cell = next(r for r in gpu["resources"] if r["name"] == "nvidia.com/gpu")
     return {"total": cell["total"], "borrowed": cell["borrowed"],
             "pending": queue["status"]["pendingWorkloads"],

@@ -12,6 +12,16 @@ admission. A job sent to the tenant's LocalQueue that asks for HAMi resources st
 ("resource nvidia.com/gpumem unavailable in ClusterQueue"): HAMi shares are for pods that do
 not queue through Kueue, such as the portal's inference endpoints. A model granted only as HAMi
 shares gets no flavor either.
+
+A VM's GPUs are passed through: its launcher pod asks for a device-plugin resource named per
+model (`resource_classes.PASSTHROUGH_RESOURCES`, e.g. `nvidia.com/GH100_H100_SXM5_80GB`), and
+passthrough nodes carry no GPU product label, so the per-model flavors cannot hold them. One
+more resource group covers the passthrough resources of the models the tenant holds whole GPUs
+of, in one flavor of their own (`gpu-passthrough`, no node labels: the resource name already
+names the model; a dedicated tenant's is on its reserved nodes), each with the nominal quota,
+borrowing and lending limits of the model's `gpu:<model>` grant. Kueue meters a model's VM GPUs
+apart from its containers' GPUs, so each may reach the grant: the sum is held by the portal's
+admission at launch (the namespace's ResourceQuota lists no passthrough resource).
 """
 
 from __future__ import annotations
@@ -58,6 +68,16 @@ def flavor_name(spec: TenantSpec, model_key: str) -> str:
     return f"gpu-{model_key}-reserved-{spec.slug}" if spec.dedicated else f"gpu-{model_key}"
 
 
+def _reserved_flavor_spec(spec: TenantSpec) -> dict[str, Any]:
+    """What a dedicated tenant's flavors add: its reserved nodes' label, taint and toleration."""
+    scheduling = scheduling_for(spec)
+    return {
+        "nodeLabels": scheduling["nodeSelector"],
+        "nodeTaints": [{"key": RESERVED_FOR_KEY, "value": spec.slug, "effect": "NoSchedule"}],
+        "tolerations": scheduling["tolerations"],
+    }
+
+
 def scheduling_for(spec: TenantSpec) -> dict[str, Any]:
     """Node selector and tolerations that put a dedicated tenant's pods on its reserved nodes."""
     if not spec.dedicated:
@@ -83,12 +103,9 @@ def _gpu_flavor(spec: TenantSpec, model_key: str) -> Manifest:
     if spec.dedicated:
         # Kueue adds the tolerations to the pods it admits into the flavor: a shared tenant's
         # pod borrowing a lender's reserved GPUs lands on the reserved nodes too.
-        scheduling = scheduling_for(spec)
-        flavor_spec["nodeLabels"] |= scheduling["nodeSelector"]
-        flavor_spec["nodeTaints"] = [
-            {"key": RESERVED_FOR_KEY, "value": spec.slug, "effect": "NoSchedule"}
-        ]
-        flavor_spec["tolerations"] = scheduling["tolerations"]
+        reserved = _reserved_flavor_spec(spec)
+        flavor_spec = {**reserved,
+                       "nodeLabels": flavor_spec["nodeLabels"] | reserved["nodeLabels"]}
     return {
         "apiVersion": KUEUE,
         "kind": "ResourceFlavor",
@@ -127,7 +144,54 @@ def resource_flavor_manifests(spec: TenantSpec) -> list[Manifest]:
     ]
     flavors += [_gpu_flavor(spec, model_key) for model_key in _granted_gpu_models(spec)]
     flavors += [_gpu_flavor(_lender(lent), lent.model_key) for lent in borrowable_flavors(spec)]
+    if passthrough := passthrough_flavor_manifest(spec):
+        flavors.append(passthrough)
     return flavors
+
+
+# --- VMs' passthrough GPUs (see the module docstring) -------------------------------------------
+
+PASSTHROUGH_FLAVOR = "gpu-passthrough"
+
+
+def _passthrough_models(spec: TenantSpec) -> list[str]:
+    """The models the tenant holds whole GPUs of that a VM can have passed through."""
+    granted = {g.resource for g in spec.grants}
+    return [key for key in resource_classes.PASSTHROUGH_RESOURCES
+            if resource_classes.gpu_class(key) in granted]
+
+
+def passthrough_flavor_name(spec: TenantSpec) -> str:
+    return f"{PASSTHROUGH_FLAVOR}-reserved-{spec.slug}" if spec.dedicated else PASSTHROUGH_FLAVOR
+
+
+def passthrough_flavor_manifest(spec: TenantSpec) -> Manifest | None:
+    """The flavor of VMs' passthrough GPUs (None: the tenant holds no whole GPU)."""
+    if not _passthrough_models(spec):
+        return None
+    return {
+        "apiVersion": KUEUE,
+        "kind": "ResourceFlavor",
+        "metadata": object_meta(passthrough_flavor_name(spec), spec if spec.dedicated else None,
+                                namespaced=False),
+        "spec": _reserved_flavor_spec(spec) if spec.dedicated else {},
+    }
+
+
+def passthrough_resource_group(spec: TenantSpec) -> dict[str, Any] | None:
+    """The ClusterQueue's group for VMs' passthrough GPUs: one flavor, one resource per model,
+    each with its `gpu:<model>` grant's quota and limits (None: no whole GPU granted)."""
+    models = _passthrough_models(spec)
+    if not models:
+        return None
+    grants = {g.resource: g for g in spec.grants}
+    covered = [resource_classes.PASSTHROUGH_RESOURCES[key] for key in models]
+    cells = []
+    for key, name in zip(models, covered, strict=True):
+        grant = grants[resource_classes.gpu_class(key)]
+        cells.append(_quota_cell(spec, name, grant.limit, grant))
+    return {"coveredResources": covered,
+            "flavors": [{"name": passthrough_flavor_name(spec), "resources": cells}]}
 
 
 def priority_class_manifests(spec: TenantSpec) -> list[Manifest]:
@@ -262,6 +326,8 @@ def cluster_queue_manifest(spec: TenantSpec) -> Manifest:
             flavors.append({"name": flavor_name(_lender(lent), lent.model_key),
                             "resources": cells})
         groups.append({"coveredResources": covered, "flavors": flavors})
+    if passthrough := passthrough_resource_group(spec):
+        groups.append(passthrough)
     cq_spec: dict[str, Any] = {
         "namespaceSelector": {"matchLabels": {TENANT_LABEL: spec.slug}},
         "queueingStrategy": "BestEffortFIFO",

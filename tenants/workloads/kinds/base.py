@@ -209,11 +209,9 @@ def in_peoples_words(text: str) -> str:
 
 def _passthrough_words() -> dict[str, str]:
     """The GPU models as the passthrough device plugin names them (nvidia.com/GH100_H100_…)."""
-    from .vm.passthrough import PASSTHROUGH_DEVICES  # the VM kind's table; it imports this
-
-    return {device.resource_name: f"{resource_classes.GPU_MODELS[key].display_name} GPUs "
-                                  "(passthrough)"
-            for key, device in PASSTHROUGH_DEVICES.items() if key in resource_classes.GPU_MODELS}
+    return {resource: f"{resource_classes.GPU_MODELS[key].display_name} GPUs (passthrough)"
+            for key, resource in resource_classes.PASSTHROUGH_RESOURCES.items()
+            if key in resource_classes.GPU_MODELS}
 
 
 def plain_quotes(text: str) -> str:
