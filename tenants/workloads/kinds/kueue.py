@@ -127,6 +127,18 @@ def _units(count: int, resource_class: str | None) -> str:
     return f"{count} {model} {noun}".replace("  ", " ")
 
 
+def _asked_as(resource_class: str | None) -> tuple[str, ...]:
+    """The resources a pod asks for a class's units by: its extended resource, and for whole
+    GPUs the one a VM's passthrough GPU of the model is."""
+    try:
+        parsed = resource_classes.parse(resource_class or "")
+    except resource_classes.UnknownResourceClass:
+        return ()
+    passthrough = (resource_classes.PASSTHROUGH_RESOURCES.get(parsed.gpu_model.key, "")
+                   if parsed.kind == "gpu" and parsed.gpu_model else "")
+    return tuple(r for r in (parsed.kubernetes_resource, passthrough) if r)
+
+
 def queue_details(
     *,
     pending: Iterable[Manifest],
@@ -143,13 +155,7 @@ def queue_details(
     quota of it and `in_use` what Kueue counts admitted of it; `in_cohort`: it may borrow.
     """
     pending = list(pending)
-    resource = ""
-    if resource_class:
-        try:
-            resource = resource_classes.parse(resource_class).kubernetes_resource
-        except resource_classes.UnknownResourceClass:
-            resource = ""
-    gpus = sum(asked(wl, resource) for wl in pending) if resource else 0
+    gpus = sum(asked(wl, resource) for wl in pending for resource in _asked_as(resource_class))
     message = next((m for wl in pending if (m := kueue_message(wl))), "")
     found = shortages(message)
     flavor = next((s.flavor for s in found if s.flavor), "")
