@@ -256,6 +256,9 @@ OPERATORS: dict[tuple[str, str], Operator] = {
         ((kubevirt.CDI, "DataVolume"), (kubevirt.KUBEVIRT, "VirtualMachineInstance")),
         kubevirt.plan_virtual_machine,
     ),
+    (kubevirt.KUBEVIRT, "VirtualMachineInstance"): Operator(
+        (("v1", "Pod"),), kubevirt.plan_virtual_machine_instance
+    ),
     **{
         (slinky.SLINKY, kind): Operator(
             (("apps/v1", "StatefulSet"), ("apps/v1", "Deployment"), ("v1", "Pod")),

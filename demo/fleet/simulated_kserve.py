@@ -24,7 +24,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from .simulated_clock import Clock, Status, digest, generation
-from .simulated_operators import Made, Plan, by_kind, name_and_namespace, owner_reference
+from .simulated_operators import (
+    PLACED_LATE,
+    Made,
+    Plan,
+    by_kind,
+    name_and_namespace,
+    owner_reference,
+)
 
 Manifest = dict[str, Any]
 MISSING_MODEL_SUFFIX = "-does-not-exist"
@@ -119,9 +126,6 @@ def plan_inference_service(obj: Manifest, clock: Clock, children: Sequence[Manif
         }
         made.append(Made(pod, clock.changed_at))
     return Plan(tuple(made), frozenset({("v1", "Pod")}))
-
-
-PLACED_LATE = "simulated.portal/placed-late"  # simulated.PLACED_LATE_ANNOTATION
 
 
 def _waiting_pods(children: Sequence[Manifest]) -> tuple[int, list[Manifest], bool]:
