@@ -13,6 +13,7 @@ from inventory.resource_classes import GPU_MODELS
 from tenants.enforcement.manifests import KUEUE, RESERVED_FOR_KEY, TenantSpec, scheduling_for
 from tenants.enforcement.services import tenant_reconcile
 from tenants.models import Quota, Tenant
+from tenants.workloads import services
 from tenants.workloads.kinds.base import queued_by_kueue
 from tests.factories import QuotaFactory
 
@@ -417,3 +418,14 @@ def test_the_demo_shows_borrowing_reclaim_and_waiting_in_kueues_words_and_the_po
     assert adapters.status_reason == "Queued"
     assert adapters.details["queue"]["position_in_local_queue"] == 2
     assert not WorkloadEvent.objects.filter(workload=adapters, reason="Preempted").exists()
+    # Orbit's notebook VM goes through the same queue: its A100 passed through is metered in
+    # the passthrough group, apart from the containers' A100s the jobs wait for.
+    notebook = Workload.objects.get(tenant=orbit, name="notebook")
+    services.workload_observe(workload_id=notebook.pk)
+    (launcher,) = [w for name, w in _workloads(get_gateway(), orbit).items()
+                   if name.startswith("virt-launcher-notebook-")]
+    assert _condition(launcher, "QuotaReserved")["status"] == "True"
+    assert launcher["status"]["admission"]["podSetAssignments"][0]["flavors"] == {
+        "cpu": "portal-default", "memory": "portal-default",
+        "nvidia.com/GA100_A100_SXM4_80GB": "gpu-passthrough"}
+    assert launcher["spec"]["priorityClassRef"]["name"] == "portal-interactive"

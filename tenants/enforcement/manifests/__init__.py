@@ -6,10 +6,11 @@ functions turn it into the objects to server-side apply, in an order a fresh clu
 before the LocalQueue that points at it).
 
 Per tenant: Namespace, ResourceQuota, LimitRange, a default-deny NetworkPolicy, a RoleBinding of
-the tenant's Keycloak group to `edit`, Kueue ResourceFlavors (one per GPU model; dedicated tenants
-get their own, pinned to their reserved nodes), the portal's WorkloadPriorityClasses and Kubernetes
-PriorityClasses of the same names (the same for every tenant), an optional Cohort, a ClusterQueue
-(with its preemption rules) and its LocalQueue, which the tenant's GPU workloads queue in.
+the tenant's Keycloak group to `edit`, Kueue ResourceFlavors (one per GPU model, and one for
+VMs' passthrough GPUs; dedicated tenants get their own, pinned to their reserved nodes), the
+portal's WorkloadPriorityClasses and Kubernetes PriorityClasses of the same names (the same for
+every tenant), an optional Cohort, a ClusterQueue (with its preemption rules) and its
+LocalQueue, which the tenant's GPU workloads queue in.
 """
 
 from __future__ import annotations
