@@ -14,9 +14,10 @@ import pytest
 
 from tenants.quota.models import Quota
 from tenants.workloads import services
-from tenants.workloads.models import WorkloadEvent, WorkloadStatus
+from tenants.workloads.models import VmImage, WorkloadEvent, WorkloadStatus
 
 from .conftest import H100, INFERENCE_SPEC
+from .openssh_keys import ed25519_public
 
 ISVC = ("serving.kserve.io/v1beta1", "InferenceService")
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -321,3 +322,60 @@ def test_a_tenant_with_nothing_queued_admitted_or_borrowed_sees_no_queue_card(
 ):
     html = login(tenant_member).get(f"/t/{tenant.slug}/").content.decode()
     assert 'id="section-gpu-queue"' not in html
+
+
+VM_SHORT = ("couldn't assign flavors to pod set main: insufficient unused quota for "
+            "nvidia.com/GH100_H100_SXM5_80GB in flavor gpu-passthrough, 2 more needed")
+VM_SUMMARY = ("1st in the queue · waits for 2 NVIDIA H100 80GB HBM3 GPUs "
+              "(flavor gpu-passthrough)")
+
+
+def test_a_queued_vm_says_where_it_stands_and_why_as_an_endpoint_does(
+    tenant, tenant_member, gpu_pool, workload_quota, kube_gateway, kube_emulator, login,
+):
+    """KubeVirt copies the VM template's labels to the VMI and its launcher pod; Kueue holds
+    the pod and waits for passthrough quota. The tests play KubeVirt and Kueue."""
+    workload_quota()
+    VmImage.objects.create(key="ubuntu", label="Ubuntu 24.04 LTS", default_user="ubuntu",
+                           container_disk="quay.io/containerdisks/ubuntu:24.04", min_disk_gib=10)
+    vm = services.workload_launch(
+        tenant=tenant, actor=tenant_member, kind="vm", name="box",
+        spec={"image": "ubuntu", "cpu": 2, "memory_gib": 8, "disk_gib": 20, "gpu": H100,
+              "gpus": 2, "ssh_public_key": ed25519_public("alice@laptop")})
+    services.workload_reconcile(workload_id=vm.pk)
+    stored = kube_emulator.get_object("kubevirt.io/v1", "VirtualMachine", "box", tenant.namespace)
+    labels = stored["spec"]["template"]["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/queue-name"] == "default"
+    vmi = kube_emulator.put_object({
+        "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+        "metadata": {"name": "box", "namespace": tenant.namespace, "labels": labels},
+        "spec": stored["spec"]["template"]["spec"], "status": {"phase": "Scheduling"},
+    })
+    pod = kube_emulator.put_object({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "virt-launcher-box-x7k2p", "namespace": tenant.namespace,
+                     "labels": {**labels, "kubevirt.io": "virt-launcher"},
+                     "ownerReferences": [{"apiVersion": "kubevirt.io/v1",
+                                          "kind": "VirtualMachineInstance", "name": "box",
+                                          "uid": vmi["metadata"]["uid"], "controller": True}]},
+        "spec": {"containers": [{"name": "compute", "image": "virt-launcher"}],
+                 "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]},
+        "status": {"phase": "Pending"},
+    })
+    _local_queue(kube_emulator, tenant)
+    kueue_workload = _kueue_workload(kube_emulator, tenant.namespace,
+                                     "pod-virt-launcher-box-x7k2p", pod=pod, priority=500,
+                                     conditions=[_waiting(VM_SHORT)])
+    kueue_workload["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"nvidia.com/GH100_H100_SXM5_80GB": "2"}}
+    kube_emulator.put_object(kueue_workload)
+
+    services.workload_observe(workload_id=vm.pk)
+    vm.refresh_from_db()
+
+    assert (vm.status, vm.status_reason) == (WorkloadStatus.PROVISIONING, "Queued")
+    assert vm.queue["summary"] == VM_SUMMARY
+    assert vm.queue["kueue_message"] == VM_SHORT
+    client = login(tenant_member)
+    assert VM_SUMMARY in client.get(f"/t/{tenant.slug}/workloads/{vm.pk}/").content.decode()
+    assert client.get(f"/api/v1/workloads/{vm.pk}/").json()["queue"]["summary"] == VM_SUMMARY
