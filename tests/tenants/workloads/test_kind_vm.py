@@ -25,7 +25,7 @@ from tenants.workloads.kinds.base import (
 )
 from tenants.workloads.kinds.schemas import check_manifests, manifest_errors
 from tenants.workloads.kinds.vm import PASSTHROUGH_DEVICES, permitted_host_devices
-from tenants.workloads.selectors import admission_labels
+from tenants.workloads.selectors import admission_labels, priority_labels
 
 from . import openssh_keys
 
@@ -546,11 +546,15 @@ def test_a_gpu_vms_launcher_pod_queues_in_the_tenants_local_queue_at_interactive
     assert manifest_errors(manifest) == []
 
 
-def test_a_vm_without_gpus_is_not_queued():
-    ctx = dataclasses.replace(build(), admission_labels=admission_labels("vm"))
+def test_a_vm_without_gpus_carries_its_priority_alone():
+    """Kueue's LocalQueue defaulting queues its launcher pod: at the interactive priority."""
+    ctx = dataclasses.replace(build(), admission_labels=admission_labels("vm"),
+                              priority_labels=priority_labels("vm"))
     (manifest,) = vm.KIND.manifests(clean(gpu=None, gpus=None), ctx)
 
     assert QUEUE_NAME_LABEL not in str(manifest)
+    assert manifest["spec"]["template"]["metadata"]["labels"][PRIORITY_CLASS_LABEL] == (
+        "portal-interactive")
 
 
 # -- demand -----------------------------------------------------------------------------------

@@ -38,8 +38,8 @@ Fair share: a VM with GPUs carries the Kueue admission labels (`ctx.admission_la
 tenant's LocalQueue, priority `portal-interactive`) on its template, so its launcher pod is
 admitted by Kueue's pod integration against the ClusterQueue's passthrough group
 (`tenants.enforcement.manifests.kueue`); while the pod keeps Kueue's admission gate, the VM is
-progressing with reason `Queued`. A VM without GPUs is not queued, as the other kinds' pods
-without GPUs are not.
+progressing with reason `Queued`. A VM without GPUs carries the priority label alone (Kueue's
+LocalQueue defaulting queues its launcher pod, as the other kinds' pods without GPUs).
 
 Restart: KubeVirt does not restart a running VM when its template changes (it only sets the
 `RestartRequired` condition). `power(spec, "restart")` stamps `restarted_at` into the spec and

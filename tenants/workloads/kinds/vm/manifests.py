@@ -29,7 +29,9 @@ def manifests(spec: Mapping[str, Any], ctx: BuildContext) -> list[Manifest]:
         ],
         "interfaces": [{"name": "default", "masquerade": {}}],
     }
-    template_labels = {**ctx.labels, VM_NAME_LABEL: ctx.name}
+    # Kueue's LocalQueue defaulting queues a launcher pod without GPUs by itself: at the
+    # kind's priority, so a GPU pod of a lower kind short of CPU cannot preempt the VM.
+    template_labels = {**ctx.labels, VM_NAME_LABEL: ctx.name, **ctx.priority_labels}
     if spec.get("gpu") and int(spec.get("gpus") or 0) > 0:
         device = PASSTHROUGH_DEVICES[spec["gpu"].split(":", 1)[1]]
         devices["gpus"] = [

@@ -19,7 +19,7 @@ from ..base import (
 from .manifests import API_VERSION, CDI_API_VERSION, RESTARTED_AT_ANNOTATION, root_disk_name
 
 POD = ("v1", "Pod")
-QUEUED_MESSAGE = ("Waiting in the tenant's queue: Kueue starts the VM when the tenant's GPU "
+QUEUED_MESSAGE = ("Waiting in the tenant's queue: Kueue starts the VM when the tenant's "
                   "quota, or what its cohort lends, has room.")
 
 # printableStatus → what it means for the portal (KubeVirt v1.9 `VirtualMachinePrintableStatus`):
