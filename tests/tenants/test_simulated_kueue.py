@@ -207,7 +207,8 @@ def _flavor_usage(gateway, tenant: Tenant) -> dict[str, tuple[str, str]]:
     queue = gateway.get(api_version=KUEUE, kind="ClusterQueue", name=f"tenant-{tenant.slug}")
     return {f["name"]: next((r["total"], r["borrowed"]) for r in f["resources"]
                             if r["name"] == "nvidia.com/gpu")
-            for f in queue["status"]["flavorsUsage"] if f["name"].startswith("gpu-")}
+            for f in queue["status"]["flavorsUsage"]
+            if any(r["name"] == "nvidia.com/gpu" for r in f["resources"])}
 
 
 def test_a_dedicated_tenant_lends_nothing_unless_it_opts_in(db, fleet):
