@@ -41,6 +41,7 @@ from .manifests import (
     TenantSpec,
     drifted_paths,
     flavor_name,
+    stale_manifests,
     tenant_manifests,
 )
 
@@ -140,6 +141,16 @@ def _drift(gateway: FleetGateway, applied: list[Manifest]) -> dict[str, dict[str
     return drift
 
 
+def _remove_stale(gateway: FleetGateway, stale: list[Manifest]) -> None:
+    """Delete what the tenant no longer needs (after the apply: a ClusterQueue goes once
+    nothing names it). Gone already is done; a failure is retried by the next reconcile, as
+    what was last applied still lists it."""
+    for manifest in stale:
+        meta = manifest["metadata"]
+        gateway.delete(api_version=manifest["apiVersion"], kind=manifest["kind"],
+                       name=meta["name"], namespace=meta.get("namespace"))
+
+
 def _whole(quantity: str, unit: int = 1) -> int:
     return max(0, math.ceil(parse_quantity(quantity) / unit))
 
@@ -226,6 +237,7 @@ def tenant_reconcile(
         if baseline:
             outcome.drift = _drift(gateway, baseline)
         gateway.apply(manifests=manifests)
+        _remove_stale(gateway, stale_manifests(spec, tenant.applied_manifests or [], manifests))
         try:
             outcome.usage, outcome.borrowed = _observed_usage(gateway, spec)
         except (ValueError, TypeError, AttributeError):

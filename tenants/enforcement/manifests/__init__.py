@@ -9,7 +9,8 @@ Per tenant: Namespace, ResourceQuota, LimitRange, a default-deny NetworkPolicy, 
 the tenant's Keycloak group to `edit`, Kueue ResourceFlavors (one per GPU model; dedicated
 tenants get their own, pinned to their reserved nodes), the portal's WorkloadPriorityClasses
 (the same for every tenant), an optional Cohort, a ClusterQueue (with its preemption rules) and
-its LocalQueue, which the tenant's GPU workloads queue in.
+its LocalQueue, which the tenant's GPU workloads queue in; for a shared tenant holding HAMi
+shares, their flavors, ClusterQueue and LocalQueue (`shares`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from .kueue import (
     priority_class_manifests,
     resource_flavor_manifests,
     scheduling_for,
+    shares_cluster_queue_name,
+    shares_manifests,
 )
 from .spec import (
     COUNT_RESOURCES,
@@ -42,6 +45,7 @@ from .spec import (
     PRIORITY_CLASSES,
     QUEUE_NAME_LABEL,
     RESOURCE_QUOTA,
+    SHARES_LOCAL_QUEUE,
     TENANT_LABEL,
     Grant,
     Manifest,
@@ -66,7 +70,27 @@ def tenant_manifests(spec: TenantSpec) -> list[Manifest]:
     if cohort is not None:
         manifests.append(cohort)
     manifests += [cluster_queue_manifest(spec), local_queue_manifest(spec)]
+    manifests += shares_manifests(spec)
     return manifests
+
+
+def _key(manifest: Manifest) -> tuple[str, str, str, str]:
+    meta = manifest["metadata"]
+    return (manifest["apiVersion"], manifest["kind"], meta.get("namespace") or "", meta["name"])
+
+
+def stale_manifests(spec: TenantSpec, previous: list[Manifest], wanted: list[Manifest]) -> list[
+    Manifest
+]:
+    """What the last apply wrote for this tenant alone (its label) that is no longer wanted,
+    in the order to delete it (the reverse of applying): e.g. the HAMi queues of a tenant that
+    lost its HAMi quota. Objects tenants share (flavors, priority classes, a cohort) stay."""
+    keep = {_key(m) for m in wanted}
+    return [
+        m for m in reversed(previous)
+        if _key(m) not in keep
+        and ((m.get("metadata") or {}).get("labels") or {}).get(TENANT_LABEL) == spec.slug
+    ]
 
 
 __all__ = [
@@ -78,6 +102,7 @@ __all__ = [
     "QUEUE_NAME_LABEL",
     "RESERVED_FOR_KEY",
     "RESOURCE_QUOTA",
+    "SHARES_LOCAL_QUEUE",
     "TENANT_LABEL",
     "Grant",
     "Manifest",
@@ -89,5 +114,7 @@ __all__ = [
     "mig_resource_names",
     "resource_quota_hard",
     "scheduling_for",
+    "shares_cluster_queue_name",
+    "stale_manifests",
     "tenant_manifests",
 ]
