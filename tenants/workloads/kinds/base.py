@@ -113,6 +113,9 @@ class BuildContext:
     # Labels that queue a GPU workload's pods in its tenant's Kueue LocalQueue at its kind's
     # priority (kueue.x-k8s.io/queue-name, /priority-class); empty: not queued.
     admission_labels: Mapping[str, str] = field(default_factory=dict)
+    # The same for the pods of a HAMi share: the tenant's `shares` LocalQueue, whose
+    # ClusterQueue meters vGPUs, their memory and compute (tenants.enforcement.manifests.kueue).
+    shares_admission_labels: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def partitions_allowed(self) -> bool:
