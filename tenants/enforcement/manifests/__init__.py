@@ -74,6 +74,9 @@ def tenant_manifests(spec: TenantSpec) -> list[Manifest]:
     return manifests
 
 
+QUEUE_KINDS = frozenset({(KUEUE, "ClusterQueue"), (KUEUE, "LocalQueue")})
+
+
 def _key(manifest: Manifest) -> tuple[str, str, str, str]:
     meta = manifest["metadata"]
     return (manifest["apiVersion"], manifest["kind"], meta.get("namespace") or "", meta["name"])
@@ -82,13 +85,14 @@ def _key(manifest: Manifest) -> tuple[str, str, str, str]:
 def stale_manifests(spec: TenantSpec, previous: list[Manifest], wanted: list[Manifest]) -> list[
     Manifest
 ]:
-    """What the last apply wrote for this tenant alone (its label) that is no longer wanted,
-    in the order to delete it (the reverse of applying): e.g. the HAMi queues of a tenant that
-    lost its HAMi quota. Objects tenants share (flavors, priority classes, a cohort) stay."""
+    """The queues the last apply wrote for this tenant (its label) that are no longer wanted,
+    in the order to delete them (the reverse of applying): the HAMi shares queues of a tenant
+    that lost its HAMi quota. Nothing else is deleted (the portal may delete no other kind of a
+    tenant's objects: docs/rbac.md); flavors, priority classes and cohorts stay."""
     keep = {_key(m) for m in wanted}
     return [
         m for m in reversed(previous)
-        if _key(m) not in keep
+        if (m["apiVersion"], m["kind"]) in QUEUE_KINDS and _key(m) not in keep
         and ((m.get("metadata") or {}).get("labels") or {}).get(TENANT_LABEL) == spec.slug
     ]
 
