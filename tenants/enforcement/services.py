@@ -2,7 +2,8 @@
 
 `tenant_reconcile` builds every manifest from the database (`manifests`), server-side applies
 them through the fleet gateway and records what it observed: the applied version, time and
-objects, or the cluster's error; the usage the cluster reports; drift it corrected. Drift is
+objects, or the cluster's error; the usage the cluster reports; drift it corrected. It deletes
+the tenant's Kueue queues the last apply wrote and it no longer wants (`stale_manifests`). Drift is
 the cluster differing from the objects the portal last applied, so applying a new desired
 version (an approval) is a change, not a correction. It is safe to run twice, late or
 concurrently: apply is idempotent, and the recorded version only moves forward.
