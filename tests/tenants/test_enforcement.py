@@ -308,12 +308,17 @@ def test_what_a_tenant_borrows_in_its_cohort_shows_on_its_pages_and_the_fleets(
     assert "borrowed from the" not in dashboard
 
 
-def test_hami_grants_reach_the_cluster_as_hami_quota_keys_and_usage_comes_back(
-    tenant, kube_gateway, kube_emulator
-):
+def _hami_quota(tenant):
+    """HAMi shares of L40S (48 GiB, 100 %) beside 2 whole H100s and 16 vCPUs."""
     for resource, limit in (("hami:nvidia-l40s:memory-gib", 48), ("hami:nvidia-l40s:cores", 100),
                             ("gpu:nvidia-h100-80gb", 2), ("cpu", 16)):
         QuotaFactory(tenant=tenant, resource=resource, limit=limit)
+
+
+def test_hami_grants_reach_the_cluster_as_hami_quota_keys_and_usage_comes_back(
+    tenant, kube_gateway, kube_emulator
+):
+    _hami_quota(tenant)
 
     tenant_reconcile(tenant_id=tenant.pk)
 
@@ -342,9 +347,7 @@ def test_hami_grants_reach_the_cluster_as_hami_quota_keys_and_usage_comes_back(
 def test_hami_shares_get_their_own_queues_which_go_when_the_hami_quota_goes(
     tenant, kube_gateway, kube_emulator
 ):
-    for resource, limit in (("hami:nvidia-l40s:memory-gib", 48), ("hami:nvidia-l40s:cores", 100),
-                            ("gpu:nvidia-h100-80gb", 2), ("cpu", 16)):
-        QuotaFactory(tenant=tenant, resource=resource, limit=limit)
+    _hami_quota(tenant)
 
     tenant_reconcile(tenant_id=tenant.pk)
 
