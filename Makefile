@@ -133,6 +133,7 @@ image-check:
 	deploy/image/install.sh app $(IMAGE_CHECK_DIR)/venv $(IMAGE_CHECK_DIR)/app
 	cd $(IMAGE_CHECK_DIR)/app && env -i PATH=/usr/bin:/bin $(IMAGE_CHECK_ENV) \
 	  SECRET_KEY=$$($(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))') \
+	  SEALING_KEYS=$$($(PYTHON) -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())') \
 	  $(IMAGE_CHECK_DIR)/venv/bin/python manage.py check --deploy --fail-level WARNING
 	test -f $(IMAGE_CHECK_DIR)/app/staticfiles/staticfiles.json
 	rm -rf $(IMAGE_CHECK_DIR)

@@ -35,3 +35,18 @@ def keycloak_directory_sync_configured(app_configs, **kwargs) -> list[checks.Che
             )
         ]
     return []
+
+
+@checks.register(checks.Tags.security, deploy=True)
+def sealing_keys_set(app_configs, **kwargs) -> list[checks.CheckMessage]:
+    """What the portal seals at rest (core/sealed.py) must not hang on SECRET_KEY alone."""
+    if not [key for key in settings.SEALING_KEYS if key.strip()]:
+        return [
+            checks.Error(
+                "SEALING_KEYS is empty: secrets sealed at rest would use a key derived from "
+                "SECRET_KEY.",
+                hint="Set SEALING_KEYS to one or more Fernet keys (docs/configuration.md).",
+                id="portal.E001",
+            )
+        ]
+    return []

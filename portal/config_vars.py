@@ -51,6 +51,13 @@ SECTIONS = (
             Var("DEBUG", "false",
                 "`true` shows Django's technical error pages (tracebacks, URL patterns) instead of "
                 "the portal's; development only, production forces it off"),
+            Var("SEALING_KEYS", "",
+                "comma-separated Fernet keys (`python -c \"from cryptography.fernet import "
+                "Fernet; print(Fernet.generate_key().decode())\"`) that encrypt what the portal "
+                "must keep but never show (tenants' model credentials, an endpoint key until the "
+                "gateway has it); the first seals, every one opens, so a new key goes first and "
+                "an old one leaves once nothing sealed with it remains. Required in production",
+                shown="derived from `SECRET_KEY` in development"),
             Var("ALLOWED_HOSTS", "127.0.0.1,localhost",
                 "comma-separated host names; required in production"),
             Var("CSRF_TRUSTED_ORIGINS", "",

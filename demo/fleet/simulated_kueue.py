@@ -11,6 +11,7 @@ by the pod.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Sequence
 from decimal import Decimal
@@ -22,6 +23,7 @@ from .simulated_kueue_admission import (
     POD_SET,
     ClusterQueue,
     Entry,
+    Flavor,
     Usage,
     Verdict,
     parse,
@@ -93,6 +95,33 @@ def ungate(pod: Manifest) -> None:
     else:
         spec.pop("schedulingGates", None)
     pod.pop("status", None)
+
+
+def place_in_flavors(pod: Manifest, flavors: Sequence[Flavor]) -> None:
+    """What Kueue does to a pod it admits, in place: the flavors' node labels join its node
+    selector and their tolerations its own, so it lands on the flavors' nodes (a shared
+    tenant's pod borrowing a dedicated tenant's reserved GPUs tolerates their taint)."""
+    spec = pod.setdefault("spec", {})
+    for found in flavors:
+        if found.node_labels:
+            spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **found.node_labels}
+        tolerations = list(spec.get("tolerations") or [])
+        tolerations += [t for t in found.tolerations if t not in tolerations]
+        if tolerations:
+            spec["tolerations"] = tolerations
+
+
+def restore_template(pod: Manifest, workload: Manifest) -> None:
+    """A preempted pod as its owner makes it again: the node selector and tolerations of its
+    template (the Workload's pod set), without what the flavor it held added."""
+    template = (((workload.get("spec") or {}).get("podSets") or [{}])[0].get("template")
+                or {}).get("spec") or {}
+    spec = pod.setdefault("spec", {})
+    for key in ("nodeSelector", "tolerations"):
+        if key in template:
+            spec[key] = copy.deepcopy(template[key])
+        else:
+            spec.pop(key, None)
 
 
 def requests_of(pod_spec: Manifest) -> dict[str, Decimal]:

@@ -5,7 +5,8 @@ words), and who is preempted for whom.
 
 Pending workloads are taken in priority order, then by creation (BestEffortFIFO): a workload is
 admitted into the first flavor of its ClusterQueue that matches its node selector, tolerates the
-flavor's taints and has room, within the nominal quota or, in a cohort, borrowing what the
+flavor's taints (the flavor's own tolerations count: Kueue adds them to the pods it admits) and
+has room, within the nominal quota or, in a cohort, borrowing what the
 other members leave unused (up to the queue's borrowingLimit, and only what the lenders'
 lendingLimit lets go). One that does not fit may preempt: workloads of lower priority in its
 own ClusterQueue (withinClusterQueue: LowerPriority), or, when it fits within its own nominal
@@ -116,12 +117,14 @@ class Flavor:
     name: str
     node_labels: Mapping[str, str] = field(default_factory=dict)
     node_taints: tuple[Manifest, ...] = ()
+    # Added to the pods Kueue admits into the flavor (so they tolerate its nodes' taints).
+    tolerations: tuple[Manifest, ...] = ()
 
 
 def flavor(manifest: Manifest) -> Flavor:
     spec = manifest.get("spec") or {}
     return Flavor((manifest.get("metadata") or {})["name"], dict(spec.get("nodeLabels") or {}),
-                  tuple(spec.get("nodeTaints") or ()))
+                  tuple(spec.get("nodeTaints") or ()), tuple(spec.get("tolerations") or ()))
 
 
 @dataclass
@@ -233,8 +236,8 @@ def _flavor_refusal(entry: Entry, found: Flavor) -> str:
     if any(k in entry.node_selector and entry.node_selector[k] != v
            for k, v in found.node_labels.items()):
         return f"flavor {found.name} doesn't match node affinity"
-    for taint in found.node_taints:
-        if not _tolerated(taint, entry.tolerations):
+    for taint in found.node_taints:  # the flavor's own tolerations count (Kueue adds them)
+        if not _tolerated(taint, [*entry.tolerations, *found.tolerations]):
             return (f"untolerated taint {{{taint.get('key')} {taint.get('value')} "
                     f"{taint.get('effect')}}} in flavor {found.name}")
     return ""

@@ -164,6 +164,7 @@ class KueuePlay:
                     # is how its successor looks, and keeps its Workload: the record of who
                     # reclaimed the capacity stays readable.
                     body["spec"].pop("nodeName", None)
+                    kueue.restore_template(body, row.body)
                     kueue.gate(body, now)
                     (body["metadata"].get("annotations") or {}).pop(PLACED_LATE_ANNOTATION, None)
                     self._write(pod, body, restart=True)
@@ -171,6 +172,10 @@ class KueuePlay:
                     kueue.gated(body) or waiting_for_a_node(body)
                 ):
                     kueue.ungate(body)
+                    kueue.place_in_flavors(body, [
+                        flavors.get(name, admission.Flavor(name))
+                        for name in sorted(set(entry.admitted.values()))
+                    ])
                     if nodes is None:
                         nodes, used = self._node_views(), self._gpus_placed()
                     placed = self._bind(body, nodes, used or {}, now)

@@ -41,6 +41,13 @@ if [[ ! -s "$STATE/secret_key" ]]; then
 fi
 SECRET_KEY=$(<"$STATE/secret_key")
 export SECRET_KEY
+# Likewise the key that seals secrets at rest (core/sealed.py): what it sealed stays readable.
+if [[ ! -s "$STATE/sealing_key" ]]; then
+  (umask 077 && "$PY" -c 'import base64, os; print(base64.urlsafe_b64encode(os.urandom(32)).decode())' \
+    >"$STATE/sealing_key")
+fi
+SEALING_KEYS=$(<"$STATE/sealing_key")
+export SEALING_KEYS
 
 # Overrides of settings.env, each because this is one machine over plain HTTP:
 export DATABASE_URL=${PROD_LOCAL_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/portal_prodlocal}

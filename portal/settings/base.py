@@ -53,6 +53,9 @@ if os.environ.get("PROMETHEUS_MULTIPROC_DIR") == "":
     del os.environ["PROMETHEUS_MULTIPROC_DIR"]
 
 SECRET_KEY = env.str("SECRET_KEY")
+# Fernet keys for what is sealed at rest (core/sealed.py); development derives one.
+# `check --deploy` requires them (core/checks.py).
+SEALING_KEYS = env.list("SEALING_KEYS", default=[])
 # Off unless a developer asks: with DEBUG on, a missing page shows Django's technical 404 (URL
 # patterns, model names) instead of the portal's. Static files are served by WhiteNoise either way.
 DEBUG = False if PRODUCTION else env.bool("DEBUG", default=False)

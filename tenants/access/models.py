@@ -35,7 +35,19 @@ class Tenant(Reconciled):
         max_length=63,
         blank=True,
         validators=[validate_dns1123_label],
-        help_text="Shared tenants in one cohort lend each other quota they leave idle.",
+        help_text=(
+            "Shared tenants in one cohort lend each other quota they leave idle. A dedicated "
+            "tenant's reserved GPUs are lent to its cohort only if its owners opt in."
+        ),
+    )
+    lends_reserved_gpus = models.BooleanField(
+        "Lend idle reserved GPUs",
+        default=False,
+        help_text=(
+            "Dedicated tenants only: the shared tenants of its cohort may borrow the reserved "
+            "GPUs it leaves idle, and give them back (preempted) as soon as it needs them. "
+            "Nothing it runs is ever preempted for another tenant."
+        ),
     )
     keycloak_group = models.CharField(
         max_length=200,
@@ -61,10 +73,22 @@ class Tenant(Reconciled):
         return self.name
 
     def clean(self) -> None:
-        if self.cohort and self.isolation == self.Isolation.DEDICATED:
+        if self.lends_reserved_gpus and self.isolation != self.Isolation.DEDICATED:
             raise ValidationError(
-                {"cohort": "Dedicated tenants share no quota: only shared tenants join a cohort."}
+                {"lends_reserved_gpus": "Only a dedicated tenant has reserved GPUs to lend."}
             )
+
+    @property
+    def borrows_from_cohort(self) -> bool:
+        """A shared tenant in a cohort borrows what the others leave idle."""
+        return bool(self.cohort) and self.isolation == self.Isolation.SHARED
+
+    @property
+    def lends_to_cohort(self) -> bool:
+        """A dedicated tenant lends its idle reserved GPUs to its cohort only when its owners
+        opted in; it never borrows, so nothing it runs is reclaimed."""
+        return (bool(self.cohort) and self.isolation == self.Isolation.DEDICATED
+                and self.lends_reserved_gpus)
 
     @property
     def namespace(self) -> str:

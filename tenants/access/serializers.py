@@ -63,6 +63,23 @@ class TenantSerializer(serializers.ModelSerializer):
         read_only_fields = ["created_at"]
 
 
+class GpuLendingSerializer(serializers.ModelSerializer):
+    """Whether a dedicated tenant lends its idle reserved GPUs to its cohort."""
+
+    lends_reserved_gpus = serializers.BooleanField(
+        help_text="Its owners' choice: the cohort's shared tenants may borrow its idle reserved "
+                  "GPUs and give them back (preempted) when it launches.")
+    cohort = serializers.CharField(
+        read_only=True, help_text="The cohort it lends to (a platform admin names it).")
+    lending = serializers.BooleanField(
+        source="lends_to_cohort", read_only=True,
+        help_text="Whether it lends now: dedicated, in a cohort, and its owners opted in.")
+
+    class Meta:
+        model = Tenant
+        fields = ["lends_reserved_gpus", "cohort", "lending"]
+
+
 class TenantCreateSerializer(serializers.Serializer):
     slug = serializers.CharField(max_length=63, validators=[validate_dns1123_label])
     name = serializers.CharField(max_length=100, validators=[validate_readable_name])

@@ -125,7 +125,9 @@ def role_revoke(*, actor: Any | None, assignment: RoleAssignment) -> None:
 
 
 # Fields of a tenant that change what the cluster holds.
-ENFORCED_FIELDS = frozenset({"isolation", "status", "cohort", "keycloak_group"})
+ENFORCED_FIELDS = frozenset(
+    {"isolation", "status", "cohort", "keycloak_group", "lends_reserved_gpus"}
+)
 
 
 @transaction.atomic
@@ -146,6 +148,30 @@ def tenant_update(*, actor: Any | None, tenant: Tenant, changed: list[str]) -> T
         # Leaving a cohort changes what its remaining members may borrow too.
         tenant_mark_changed(tenants=[tenant, *peers])
     return tenant
+
+
+@transaction.atomic
+def tenant_gpu_lending_set(*, actor: Any, tenant: Tenant, lends: bool) -> Tenant:
+    """A dedicated tenant's owners (or platform admins) choose whether the shared tenants of
+    its cohort may borrow the reserved GPUs it leaves idle. Audited; the tenant and its cohort's
+    members are reconciled (their ClusterQueues list its flavors, or stop to)."""
+    if not tenants_managed_by(actor).filter(pk=tenant.pk).exists():
+        raise PermissionDenied("Only the tenant's owners choose whether it lends its GPUs.")
+    locked = Tenant.objects.select_for_update().get(pk=tenant.pk)
+    if lends and locked.isolation != Tenant.Isolation.DEDICATED:
+        raise ValidationError(
+            {"lends_reserved_gpus": ["Only a dedicated tenant has reserved GPUs to lend."]})
+    if lends and not locked.cohort:
+        raise ValidationError({"lends_reserved_gpus": [
+            "The tenant is in no cohort: a platform admin names the cohort it lends to first."]})
+    if locked.lends_reserved_gpus == lends:
+        return locked
+    locked.lends_reserved_gpus = lends
+    locked.save(update_fields=["lends_reserved_gpus"])
+    audit(actor=actor, action="tenant.gpu_lending", obj=locked, tenant=locked,
+          changes={"lends_reserved_gpus": [not lends, lends], "cohort": locked.cohort})
+    tenant_mark_changed(tenants=[locked])
+    return locked
 
 
 # --- members, managed by the tenant's owners ---------------------------------------------------

@@ -72,7 +72,7 @@ class TenantAdmin(RowCheckboxAdmin):
     ]
     fieldsets = [
         (None, {"fields": ["slug", "name", "cost_center", "status"]}),
-        ("Isolation", {"fields": ["isolation", "cohort", "keycloak_group"]}),
+        ("Isolation", {"fields": ["isolation", "cohort", "lends_reserved_gpus", "keycloak_group"]}),
         (
             "On the cluster",
             {

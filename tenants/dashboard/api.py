@@ -19,6 +19,7 @@ from ..access.models import Membership, Tenant
 from ..access.rules import access_for, tenants_visible_to
 from ..access.selectors import tenant_members
 from ..access.serializers import (
+    GpuLendingSerializer,
     MemberAddSerializer,
     MemberRoleSerializer,
     MemberSerializer,
@@ -117,6 +118,24 @@ class TenantViewSet(
             name: serializer.validated_data.get(name)
             for name in ("mode", "threshold_percent", "window_minutes", "grace_minutes")})
         return Response(IdlePolicySerializer(saved).data)
+
+    @extend_schema(methods=["GET"], responses=GpuLendingSerializer)
+    @extend_schema(methods=["PUT"], request=GpuLendingSerializer, responses=GpuLendingSerializer)
+    @action(detail=True, methods=["get", "put"], url_path="gpu-lending", pagination_class=None,
+            filter_backends=[])
+    def gpu_lending(self, request: Request, slug: str) -> Response:
+        """Whether a dedicated tenant lends its idle reserved GPUs to its cohort (docs/tenants.md,
+        "Fair share through Kueue"). Everyone who sees the tenant reads it; its owners change
+        it; what the others borrow of it now is each quota line's `lent`."""
+        tenant = self.get_object()
+        if request.method == "GET":
+            return Response(GpuLendingSerializer(tenant).data)
+        serializer = GpuLendingSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        saved = services.tenant_gpu_lending_set(
+            actor=request.user, tenant=tenant,
+            lends=serializer.validated_data["lends_reserved_gpus"])
+        return Response(GpuLendingSerializer(saved).data)
 
     @extend_schema(methods=["GET"], responses=MemberSerializer(many=True))
     @extend_schema(methods=["POST"], request=MemberAddSerializer, responses={201: MemberSerializer})

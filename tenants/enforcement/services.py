@@ -19,7 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 from kubernetes.utils.quantity import parse_quantity
 
@@ -36,10 +36,14 @@ from ..quota.notifications import quota_request_notify
 from .manifests import (
     COUNT_RESOURCES,
     KUEUE,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
     RESOURCE_QUOTA,
     Grant,
+    LentFlavor,
     Manifest,
     TenantSpec,
+    borrowable_flavors,
     drifted_paths,
     flavor_name,
     stale_manifests,
@@ -61,25 +65,42 @@ class ReconcileOutcome:
     usage: dict[str, int] = field(default_factory=dict)
     # Per GPU and MIG class: what of the usage Kueue reports borrowed from the cohort.
     borrowed: dict[str, int] = field(default_factory=dict)
+    # A lender's GPU classes: what the cohort's shared tenants borrow of them now.
+    lent: dict[str, int] = field(default_factory=dict)
     requests_applied: list[int] = field(default_factory=list)
 
 
 # --- desired state ----------------------------------------------------------------------------
 
 
-def _cohort_lendable(tenant: Tenant) -> dict[str, int]:
-    """Per resource class, the most the other tenants of the cohort lend (their idle quota)."""
-    if not tenant.cohort or tenant.isolation == Tenant.Isolation.DEDICATED:
-        return {}
-    peers = Quota.objects.filter(
-        tenant__cohort=tenant.cohort,
-        tenant__isolation=Tenant.Isolation.SHARED,
-        tenant__status=Tenant.Status.ACTIVE,
-    ).exclude(tenant=tenant)
+def _cohort_lending(tenant: Tenant) -> tuple[dict[str, int], tuple[LentFlavor, ...]]:
+    """What a shared tenant's cohort lends it: per resource class, the most the others lend
+    (their idle quota), and the dedicated lenders' flavors (their owners opted in) of the GPU
+    models it holds. One query for every peer and lender, whatever their number."""
+    if not tenant.borrows_from_cohort:
+        return {}, ()
+    shared = Q(tenant__isolation=Tenant.Isolation.SHARED)
+    lender = Q(
+        tenant__isolation=Tenant.Isolation.DEDICATED,
+        tenant__lends_reserved_gpus=True,
+        resource__startswith="gpu:",
+    )
+    peers = (
+        Quota.objects.filter(shared | lender, tenant__cohort=tenant.cohort,
+                             tenant__status=Tenant.Status.ACTIVE)
+        .exclude(tenant=tenant)
+        .order_by("tenant__slug", "resource")
+    )
     lendable: dict[str, int] = {}
-    for resource, limit, lending in peers.values_list("resource", "limit", "lending_limit"):
+    lent: list[LentFlavor] = []
+    for slug, isolation, resource, limit, lending in peers.values_list(
+        "tenant__slug", "tenant__isolation", "resource", "limit", "lending_limit"
+    ):
         lendable[resource] = lendable.get(resource, 0) + (limit if lending is None else lending)
-    return lendable
+        if isolation == Tenant.Isolation.DEDICATED:
+            lent.append(LentFlavor(lender=slug, model_key=resource_classes.parse(resource)
+                                   .gpu_model.key))
+    return lendable, tuple(lent)
 
 
 def tenant_spec(*, tenant: Tenant) -> TenantSpec:
@@ -94,6 +115,7 @@ def tenant_spec(*, tenant: Tenant) -> TenantSpec:
         for q in tenant.quotas.order_by("resource")
     )
     groups = tenant.keycloak_groups(prefix=settings.OIDC_GROUP_PREFIX)
+    lendable, lent_flavors = _cohort_lending(tenant)
     groups_prefix = settings.KUBERNETES_OIDC_GROUPS_PREFIX
     return TenantSpec(
         slug=tenant.slug,
@@ -103,7 +125,9 @@ def tenant_spec(*, tenant: Tenant) -> TenantSpec:
         grants=grants,
         suspended=tenant.status == Tenant.Status.SUSPENDED,
         cohort=tenant.cohort,
-        cohort_lendable=_cohort_lendable(tenant),
+        lends=tenant.lends_to_cohort,
+        cohort_lendable=lendable,
+        lent_flavors=lent_flavors,
         priorities=dict(settings.KUEUE_PRIORITIES),
         ingress_namespace=settings.TENANT_INGRESS_NAMESPACE,
         edit_role=settings.TENANT_EDIT_CLUSTER_ROLE,
@@ -182,6 +206,10 @@ def _observed_usage(
         if rc.kind in {"gpu", "mig"}:
             flavor = flavor_name(spec, rc.gpu_model.key)
             by_resource[(flavor, rc.kubernetes_resource)] = rc.key
+    for lent in borrowable_flavors(spec):  # all it holds there is borrowed from a lender
+        flavor = flavor_name(TenantSpec(slug=lent.lender, isolation="dedicated"), lent.model_key)
+        by_resource[(flavor, resource_classes.GPU_RESOURCE)] = resource_classes.gpu_class(
+            lent.model_key)
     flavors_usage = ((queue or {}).get("status") or {}).get("flavorsUsage")
     borrowed: dict[str, int] = {}
     if flavors_usage is not None:
@@ -189,8 +217,8 @@ def _observed_usage(
             for cell in flavor.get("resources") or []:
                 key = by_resource.get((flavor.get("name"), cell.get("name")))
                 if key is not None:
-                    usage[key] = _whole(cell.get("total") or "0")
-                    borrowed[key] = _whole(cell.get("borrowed") or "0")
+                    usage[key] = usage.get(key, 0) + _whole(cell.get("total") or "0")
+                    borrowed[key] = borrowed.get(key, 0) + _whole(cell.get("borrowed") or "0")
     else:
         # With HAMi shares, `requests.nvidia.com/gpu` also counts their vGPUs.
         has_hami = any(rc.kind == "hami" for rc in granted)
@@ -209,6 +237,35 @@ def _observed_usage(
             unit = resource_classes.MIB_PER_GIB if rc.hami_counter == "memory-gib" else 1
             usage[rc.key] = _whole(used[name], unit)
     return usage, borrowed
+
+
+def _observed_lent(gateway: FleetGateway, spec: TenantSpec) -> dict[str, int]:
+    """A dedicated tenant's GPU classes: what the other tenants' ClusterQueues report in use
+    of its flavors (Kueue reports borrowing in the borrower's status, not the lender's); 0 each
+    when it does not lend. One list of the portal's ClusterQueues, for lenders only."""
+    if not spec.dedicated:
+        return {}
+    flavors = {
+        flavor_name(spec, resource_classes.parse(g.resource).gpu_model.key): g.resource
+        for g in spec.grants
+        if g.resource.startswith("gpu:")
+    }
+    lent = dict.fromkeys(flavors.values(), 0)
+    if not spec.lends:
+        return lent
+    queues = gateway.list(api_version=KUEUE, kind="ClusterQueue",
+                          label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}")
+    for queue in queues:
+        if queue["metadata"]["name"] == spec.cluster_queue:
+            continue
+        for flavor in ((queue.get("status") or {}).get("flavorsUsage")) or []:
+            key = flavors.get(flavor.get("name"))
+            if key is None:
+                continue
+            for cell in flavor.get("resources") or []:
+                if cell.get("name") == resource_classes.GPU_RESOURCE:
+                    lent[key] += _whole(cell.get("total") or "0")
+    return lent
 
 
 def tenant_reconcile(
@@ -241,6 +298,7 @@ def tenant_reconcile(
         _remove_stale(gateway, stale_manifests(spec, tenant.applied_manifests or [], manifests))
         try:
             outcome.usage, outcome.borrowed = _observed_usage(gateway, spec)
+            outcome.lent = _observed_lent(gateway, spec)
         except (ValueError, TypeError, AttributeError):
             logger.warning("Unreadable usage for tenant %s", tenant.slug, exc_info=True)
     except FleetError as exc:
@@ -255,12 +313,15 @@ def _record_success(outcome: ReconcileOutcome) -> list[int]:
     now = timezone.now()
     tenant = Tenant.objects.select_for_update().get(pk=outcome.tenant_id)
     news = reconcile_succeeded(tenant, version=outcome.version, manifests=outcome.manifests)
-    for quota in Quota.objects.filter(tenant=tenant, resource__in=list(outcome.usage)):
-        in_use = outcome.usage[quota.resource]
-        borrowed = outcome.borrowed.get(quota.resource, 0)
-        if (quota.in_use, quota.borrowed) != (in_use, borrowed):
-            quota.in_use, quota.borrowed = in_use, borrowed
-            quota.save(update_fields=["in_use", "borrowed"])
+    observed = [*outcome.usage, *outcome.lent]
+    for quota in Quota.objects.filter(tenant=tenant, resource__in=observed):
+        seen = quota.resource in outcome.usage
+        in_use = outcome.usage.get(quota.resource, quota.in_use)
+        borrowed = outcome.borrowed.get(quota.resource, 0) if seen else quota.borrowed
+        lent = outcome.lent.get(quota.resource, quota.lent)
+        if (quota.in_use, quota.borrowed, quota.lent) != (in_use, borrowed, lent):
+            quota.in_use, quota.borrowed, quota.lent = in_use, borrowed, lent
+            quota.save(update_fields=["in_use", "borrowed", "lent"])
     if outcome.drift:
         audit(
             actor=None,

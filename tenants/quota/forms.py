@@ -173,3 +173,13 @@ class RejectForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
         help_text="Sent to the requester and the tenant's owners.",
     )
+
+
+class GpuLendingForm(forms.Form):
+    """A dedicated tenant's owners choose whether its cohort may borrow its idle reserved GPUs."""
+
+    lends_reserved_gpus = forms.BooleanField(
+        required=False,
+        label="Lend our idle reserved GPUs to the cohort",
+        widget=forms.CheckboxInput(attrs={"class": "form-check-input"}),
+    )

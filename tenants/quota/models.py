@@ -37,6 +37,11 @@ class Quota(models.Model):
         help_text="Of what is in use, how much is borrowed from the cohort, as Kueue last "
                   "reported it (GPUs and MIG instances).",
     )
+    lent = models.PositiveIntegerField(
+        default=0, editable=False,
+        help_text="A dedicated tenant's reserved GPUs the cohort's shared tenants borrow now, "
+                  "as Kueue last reported it in their ClusterQueues.",
+    )
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -62,6 +67,8 @@ class Quota(models.Model):
                 errors[name] = "Borrowing and lending apply to GPU and MIG quota only."
             elif not self._tenant_cohort():
                 errors[name] = "The tenant is in no cohort: there is nobody to borrow from."
+            elif name == "borrowing_limit" and self._tenant_dedicated():
+                errors[name] = "A dedicated tenant never borrows: it may only lend its GPUs."
         lends_too_much = self.lending_limit is not None and self.lending_limit > (self.limit or 0)
         if lends_too_much and "lending_limit" not in errors:
             errors["lending_limit"] = "Cannot lend more than the quota itself."
@@ -73,6 +80,12 @@ class Quota(models.Model):
             return self.tenant.cohort
         except ObjectDoesNotExist:
             return ""
+
+    def _tenant_dedicated(self) -> bool:
+        try:
+            return self.tenant.isolation == Tenant.Isolation.DEDICATED
+        except ObjectDoesNotExist:
+            return False
 
     @property
     def resource_label(self) -> str:

@@ -39,6 +39,7 @@ class QuotaLine:
     lending_limit: int | None = None
     cluster_used: int | None = None  # what the cluster last reported in use, when it differs
     borrowed: int = 0  # of what is in use, borrowed from the cohort (as Kueue last reported)
+    lent: int = 0  # a lender's: what the cohort's shared tenants borrow of it (as Kueue reported)
 
     @property
     def percent(self) -> int:
@@ -48,6 +49,11 @@ class QuotaLine:
     def lendable(self) -> bool:
         """Whether a cohort borrows and lends this class (GPUs and MIG partitions only)."""
         return self.resource.startswith(("gpu:", "mig:"))
+
+    @property
+    def whole_gpus(self) -> bool:
+        """Whole GPUs: what a dedicated tenant lends its cohort (it has no MIG partitions)."""
+        return self.resource.startswith("gpu:")
 
 
 def tenant_quota_lines(*, tenant: Tenant) -> list[QuotaLine]:
@@ -60,13 +66,13 @@ def tenant_quota_lines(*, tenant: Tenant) -> list[QuotaLine]:
         request__ends_on__isnull=False, resource=OuterRef("resource"),
     ).order_by().values("resource")
     rows = Quota.objects.filter(tenant=tenant).values_list(
-        "resource", "limit", "in_use", "borrowed", "borrowing_limit", "lending_limit",
+        "resource", "limit", "in_use", "borrowed", "lent", "borrowing_limit", "lending_limit",
         Subquery(temporary.annotate(amount=Sum("approved_amount")).values("amount")),
         Subquery(temporary.annotate(ends_on=Min("request__ends_on")).values("ends_on")),
     )
     order = resource_classes.key_order()
     lines = []
-    for resource, limit, in_use, borrowed, borrowing, lending, temporary, ends_on in rows:
+    for resource, limit, in_use, borrowed, lent, borrowing, lending, temporary, ends_on in rows:
         used = held.get(resource, 0)
         lines.append(QuotaLine(
             resource=resource,
@@ -79,6 +85,7 @@ def tenant_quota_lines(*, tenant: Tenant) -> list[QuotaLine]:
             borrowing_limit=borrowing,
             lending_limit=lending,
             borrowed=borrowed,
+            lent=lent,
         ))
     return sorted(lines, key=lambda line: order.get(line.resource, len(order)))
 

@@ -26,6 +26,10 @@ class QuotaLineSerializer(serializers.Serializer):
         help_text="Of what the cluster reports in use, how much Kueue counts as borrowed from "
                   "the tenant's cohort (GPUs and MIG instances; 0 outside a cohort)."
     )
+    lent = serializers.IntegerField(
+        help_text="A dedicated tenant that lends its idle reserved GPUs: how many of them the "
+                  "cohort's shared tenants borrow, as Kueue last reported it (0 otherwise)."
+    )
 
 
 class ResourceLabelField(serializers.CharField):

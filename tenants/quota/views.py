@@ -16,10 +16,17 @@ from core.paging import page_size_from, url_maker
 from inventory import resource_classes
 
 from ..access.rules import access_for
+from ..access.services import tenant_gpu_lending_set
 from ..pages import redirect_to_current, tenant_page
 from . import rules as quota_rules
 from . import services as quota_requests
-from .forms import QuotaRequestForm, QuotaRequestLineFormSet, lenient_lines, line_initial
+from .forms import (
+    GpuLendingForm,
+    QuotaRequestForm,
+    QuotaRequestLineFormSet,
+    lenient_lines,
+    line_initial,
+)
 from .models import QuotaRequest, resource_label
 from .pricing import quoted_price
 from .selectors import (
@@ -58,13 +65,30 @@ def quota_home(request):
 
 @login_required
 def quota_detail(request, slug: str):
+    """What the tenant holds; a dedicated tenant's owners choose here whether its cohort may
+    borrow its idle reserved GPUs (POST)."""
     tenant, context = tenant_page(request, slug, "quota")
+    lending = GpuLendingForm(initial={"lends_reserved_gpus": tenant.lends_reserved_gpus})
+    if request.method == "POST":
+        if not context["can_manage"]:
+            raise PermissionDenied
+        lending = GpuLendingForm(request.POST)
+        if lending.is_valid():
+            try:
+                tenant_gpu_lending_set(actor=request.user, tenant=tenant,
+                                       lends=lending.cleaned_data["lends_reserved_gpus"])
+            except ValidationError as exc:
+                lending.add_error(None, exc)
+            else:
+                messages.success(request, "Saved: the cluster's queues follow in a moment.")
+                return redirect("tenants:quota-detail", slug)
+    context["lending_form"] = lending
     context["quota_lines"] = tenant_quota_lines(tenant=tenant)
     context["schedulable"] = tenant_schedulable(tenant=tenant)
     context["open_requests"] = tenant_quota_requests(tenant=tenant).filter(
         status__in=QuotaRequest.OPEN
     )
-    return render(request, "tenants/quota.html", context)
+    return render(request, "tenants/quota.html", context, status=400 if lending.errors else 200)
 
 
 # --- quota requests ---------------------------------------------------------------------------

@@ -415,16 +415,25 @@ def build_context(*, workload: Workload) -> BuildContext:
         cluster_domain=settings.KUBERNETES_CLUSTER_DOMAIN,
         admission_labels=admission_labels(workload.kind),
         shares_admission_labels=admission_labels(workload.kind, queue=SHARES_LOCAL_QUEUE),
+        priority_labels=priority_labels(workload.kind),
+        priority_class=priority_class(workload.kind),
     )
+
+
+def priority_class(kind_key: str) -> str:
+    """The name of the portal's priority class for a workload of `kind_key`."""
+    return PRIORITY_CLASSES[registry.kind(kind_key).priority].name
+
+
+def priority_labels(kind_key: str) -> dict[str, str]:
+    """Kueue's priority label alone, for the pods of a workload that hold no GPU."""
+    return {PRIORITY_CLASS_LABEL: priority_class(kind_key)}
 
 
 def admission_labels(kind_key: str, *, queue: str = LOCAL_QUEUE) -> dict[str, str]:
     """What queues a workload of `kind_key` in its tenant's LocalQueue `queue`, at its kind's
     priority (a kind puts them on the pods it has Kueue admit)."""
-    return {
-        QUEUE_NAME_LABEL: queue,
-        PRIORITY_CLASS_LABEL: PRIORITY_CLASSES[registry.kind(kind_key).priority].name,
-    }
+    return {QUEUE_NAME_LABEL: queue, **priority_labels(kind_key)}
 
 
 @dataclass(frozen=True)

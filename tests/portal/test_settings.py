@@ -10,6 +10,7 @@ PRODUCTION_ENV = {
     "PORTAL_ENV": "production",
     "SECRET_KEY": "k" * 10 + "Zq8!vR2#pL5@wN9$xT4%mB7^cF1&hJ3*dG6(sK0)",
     "ALLOWED_HOSTS": "portal.example.com",
+    "SEALING_KEYS": "x" * 43 + "=",
     "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/portal",
     "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",
     "CACHE_URL": "rediscache://127.0.0.1:6379/2",
@@ -61,6 +62,13 @@ def test_check_deploy_warns_when_keycloak_signs_in_but_the_directory_sync_is_off
     result = _manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION_ENV | keycloak)
     assert result.returncode != 0
     assert "portal.W002" in result.stderr and "KEYCLOAK_DIRECTORY_CLIENT_ID" in result.stderr
+
+
+def test_check_deploy_fails_without_sealing_keys_and_names_the_variable():
+    env = {k: v for k, v in PRODUCTION_ENV.items() if k != "SEALING_KEYS"}
+    result = _manage("check", "--deploy", "--fail-level", "WARNING", env=env)
+    assert result.returncode != 0
+    assert "portal.E001" in result.stderr and "SEALING_KEYS" in result.stderr
 
 
 def test_production_refuses_to_start_without_secret_key():

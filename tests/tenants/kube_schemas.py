@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from kubernetes.utils.quantity import parse_quantity
 
 from tests.support.manifest_schemas import schema_errors as manifest_schema_errors
 
@@ -159,6 +160,9 @@ def assert_kueue_rules(manifests: list[dict[str, Any]]) -> None:
                 seen_flavors.add(flavor["name"])
                 assert flavor["name"] in flavors, f"ClusterQueue names missing {flavor['name']}"
                 for cell in flavor["resources"]:
+                    if "lendingLimit" in cell:  # Kueue's webhook (ValidateClusterQueue)
+                        assert parse_quantity(cell["lendingLimit"]) <= parse_quantity(
+                            cell["nominalQuota"]), "lendingLimit beyond nominalQuota"
                     if not spec.get("cohortName"):
                         # CEL: borrowingLimit must be nil when cohort is empty (lending too).
                         assert "borrowingLimit" not in cell and "lendingLimit" not in cell

@@ -333,15 +333,16 @@ def test_admin_edit_of_a_tenant_goes_through_services_and_is_re_enforced(
     assert AuditEvent.objects.filter(action="quota.set").exists()
 
 
-def test_admin_refuses_a_cohort_for_a_dedicated_tenant_and_a_bad_slug(admin_client):
+def test_admin_refuses_lending_by_a_shared_tenant_and_a_bad_slug(admin_client):
     response = admin_client.post(
         reverse("admin:tenants_tenant_add"),
         {
             "slug": "Not_A_Label",
             "name": "X",
             "status": "active",
-            "isolation": "dedicated",
+            "isolation": "shared",
             "cohort": "pool",
+            "lends_reserved_gpus": "on",
             "memberships-TOTAL_FORMS": "0",
             "memberships-INITIAL_FORMS": "0",
             "quotas-TOTAL_FORMS": "0",
@@ -351,6 +352,7 @@ def test_admin_refuses_a_cohort_for_a_dedicated_tenant_and_a_bad_slug(admin_clie
     html = response.content.decode()
     assert response.status_code == 200
     assert "lowercase letters, digits" in html
+    assert "Only a dedicated tenant has reserved GPUs to lend." in html
     assert not Tenant.objects.filter(name="X").exists()
 
 

@@ -296,7 +296,8 @@ def test_what_a_tenant_borrows_in_its_cohort_shows_on_its_pages_and_the_fleets(
                     r'(.*?)</tr>', fleet, re.S)
     assert row, "the cohort's H100 line on the fleet overview"
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)
-    assert [c.strip() for c in cells[2:]] == ["1", "16", "20", "4", "0"]
+    assert [c.strip() for c in cells[2:7]] == ["1", "16", "20", "4", "0"]
+    assert "—" in cells[7]  # no dedicated tenant lends it reserved GPUs
 
     # Back within its quota: nothing borrowed any more.
     flavors_usage[0]["resources"][0] |= {"total": "9", "borrowed": "0"}

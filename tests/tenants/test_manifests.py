@@ -9,6 +9,7 @@ from tenants.enforcement.manifests import (
     RESERVED_FOR_KEY,
     TENANT_LABEL,
     Grant,
+    LentFlavor,
     TenantSpec,
     burst_ceiling,
     drifted_fields,
@@ -72,6 +73,26 @@ HAMI = TenantSpec(
         Grant("count:inference", 4),
     ),
 )
+# A dedicated tenant whose owners lend its idle reserved GPUs to the cohort, and a shared member
+# of that cohort that may borrow them (its H200 line; it holds no L40S, so not vault's).
+LENDER = dataclasses.replace(
+    DEDICATED, cohort="shared-gpus", lends=True,
+    grants=(Grant("gpu:nvidia-h200", 32, lending_limit=24), Grant("cpu", 768),
+            Grant("memory-gib", 8192)),
+)
+BORROWER = TenantSpec(
+    slug="atlas",
+    isolation="shared",
+    edit_groups=("oidc:tenant-atlas",),
+    cohort="shared-gpus",
+    cohort_lendable={"gpu:nvidia-h200": 24 + 8},
+    lent_flavors=(LentFlavor("helix", "nvidia-h200"), LentFlavor("vault", "nvidia-l40s")),
+    grants=(
+        Grant("gpu:nvidia-h200", 2, borrowing_limit=6),
+        Grant("mig:nvidia-a100-80gb:1g.10gb", 7),
+        Grant("cpu", 96),
+    ),
+)
 EMPTY = TenantSpec(slug="fresh", isolation="shared", edit_groups=("oidc:tenant-fresh",))
 SUSPENDED = TenantSpec(
     slug="orbit", isolation="shared", edit_groups=("g",), suspended=True, grants=(Grant("cpu", 8),)
@@ -91,7 +112,8 @@ def _one(manifests, kind):
 
 
 @pytest.mark.parametrize(
-    "spec", [SHARED, DEDICATED, COHORT, HAMI, EMPTY, SUSPENDED], ids=lambda s: s.slug
+    "spec", [SHARED, DEDICATED, COHORT, HAMI, EMPTY, SUSPENDED, LENDER, BORROWER],
+    ids=lambda s: f"{s.slug}-{s.isolation}{'-lends' if s.lends else ''}"
 )
 def test_every_manifest_validates_against_kubernetes_and_kueue_schemas(spec):
     manifests = tenant_manifests(spec)
@@ -383,6 +405,22 @@ def test_the_portals_priority_classes_come_before_the_queue_with_the_values_set(
     assert_valid(manifests)
 
 
+def test_the_same_priorities_as_kubernetes_priority_classes_that_never_preempt():
+    """For pods that cannot carry Kueue's label (a vCluster's synced pods), Kueue reads the
+    pod's PriorityClass: the same names and values; preemption stays Kueue's."""
+    spec = dataclasses.replace(SHARED, priorities={"serving": 900, "interactive": 40, "batch": 4})
+    pod_classes = _by_kind(tenant_manifests(spec))["PriorityClass"]
+    assert {m["metadata"]["name"]: m["value"] for m in pod_classes} == {
+        "portal-serving": 900, "portal-interactive": 40, "portal-batch": 4}
+    for manifest in pod_classes:
+        assert manifest["apiVersion"] == "scheduling.k8s.io/v1"
+        assert manifest["preemptionPolicy"] == "Never"
+        assert manifest["globalDefault"] is False
+        assert "namespace" not in manifest["metadata"]
+        assert TENANT_LABEL not in manifest["metadata"]["labels"]
+    assert_valid(pod_classes)
+
+
 def test_within_a_queue_lower_priority_gives_way_and_a_cohort_reclaims_what_it_lent():
     def rules(spec):
         return _one(tenant_manifests(spec), "ClusterQueue")["spec"]["preemption"]
@@ -398,6 +436,82 @@ def test_within_a_queue_lower_priority_gives_way_and_a_cohort_reclaims_what_it_l
     # A dedicated tenant is in no cohort: nobody reclaims from it.
     assert rules(DEDICATED) == {"withinClusterQueue": "LowerPriority"}
     assert "cohortName" not in _one(tenant_manifests(DEDICATED), "ClusterQueue")["spec"]
+
+
+def _cells(queue, group=1):
+    return {(f["name"], r["name"]): r for f in queue["spec"]["resourceGroups"][group]["flavors"]
+            for r in f["resources"]}
+
+
+def test_a_dedicated_tenant_that_lends_joins_the_cohort_never_borrows_and_takes_back_its_own():
+    manifests = tenant_manifests(LENDER)
+    queue = _one(manifests, "ClusterQueue")
+    assert queue["spec"]["cohortName"] == "shared-gpus"
+    assert _one(manifests, "Cohort")["metadata"]["name"] == "shared-gpus"
+    # Never borrows (so nothing it runs is reclaimed by another), lends what its line says.
+    assert _cells(queue)[("gpu-nvidia-h200-reserved-helix", "nvidia.com/gpu")] == {
+        "name": "nvidia.com/gpu", "nominalQuota": "32", "borrowingLimit": "0",
+        "lendingLimit": "24",
+    }
+    # Its CPU and memory are neither lent nor borrowed: it lends GPUs only.
+    assert all(cell["borrowingLimit"] == cell["lendingLimit"] == "0"
+               for cell in _cells(queue, 0).values())
+    # Takes back what it lent; never displaces a borrower to borrow itself.
+    assert queue["spec"]["preemption"] == {
+        "withinClusterQueue": "LowerPriority", "reclaimWithinCohort": "Any"}
+    # Its own pods and quota are as before: its reserved nodes, its own GPUs only.
+    assert _one(manifests, "ResourceQuota") == _one(tenant_manifests(DEDICATED), "ResourceQuota")
+    assert [f for f in manifests if f["kind"] == "ResourceFlavor"] == [
+        f for f in tenant_manifests(DEDICATED) if f["kind"] == "ResourceFlavor"]
+    # Without a lending limit, all of its idle quota may be borrowed.
+    unlimited = dataclasses.replace(LENDER, grants=(Grant("gpu:nvidia-h200", 32),))
+    assert "lendingLimit" not in _cells(_one(tenant_manifests(unlimited), "ClusterQueue"))[
+        ("gpu-nvidia-h200-reserved-helix", "nvidia.com/gpu")]
+
+
+def test_a_dedicated_tenant_that_does_not_lend_stays_out_of_its_cohort():
+    named = dataclasses.replace(LENDER, lends=False)
+    manifests = tenant_manifests(named)
+    queue = _one(manifests, "ClusterQueue")
+    assert "cohortName" not in queue["spec"] and "Cohort" not in _by_kind(manifests)
+    assert queue["spec"]["preemption"] == {"withinClusterQueue": "LowerPriority"}
+    assert not any("borrowingLimit" in c or "lendingLimit" in c for c in _cells(queue).values())
+
+
+def test_a_shared_tenant_lists_the_lenders_flavors_of_the_models_it_holds_all_borrowed():
+    manifests = tenant_manifests(BORROWER)
+    queue = _one(manifests, "ClusterQueue")
+    group = queue["spec"]["resourceGroups"][1]
+    assert group["coveredResources"] == ["nvidia.com/gpu", "nvidia.com/mig-1g.10gb"]
+    # Its own flavors first (Kueue tries them in order), then the lender's; not vault's L40S.
+    assert [f["name"] for f in group["flavors"]] == [
+        "gpu-nvidia-h200", "gpu-nvidia-a100-80gb", "gpu-nvidia-h200-reserved-helix"]
+    cells = _cells(queue)
+    assert cells[("gpu-nvidia-h200-reserved-helix", "nvidia.com/gpu")] == {
+        "name": "nvidia.com/gpu", "nominalQuota": "0", "borrowingLimit": "6"}
+    assert cells[("gpu-nvidia-h200-reserved-helix", "nvidia.com/mig-1g.10gb")] == {
+        "name": "nvidia.com/mig-1g.10gb", "nominalQuota": "0", "borrowingLimit": "0"}
+    assert queue["spec"]["preemption"]["borrowWithinCohort"] == {"policy": "LowerPriority"}
+    # The lender's flavor comes along, the very object its lender applies (taint, tolerations
+    # Kueue adds to the borrowed pods): the queue never names a flavor not there yet.
+    lent = next(f for f in manifests if f["metadata"]["name"] == "gpu-nvidia-h200-reserved-helix")
+    assert lent == next(f for f in tenant_manifests(LENDER)
+                        if f["metadata"]["name"] == "gpu-nvidia-h200-reserved-helix")
+    assert lent["spec"]["tolerations"] == scheduling_for(DEDICATED)["tolerations"]
+    assert _one(manifests, "ResourceQuota")["spec"]["hard"]["requests.nvidia.com/gpu"] == str(
+        2 + 6)  # its own and what it may borrow
+    # A dedicated tenant borrows from nobody, lender or not.
+    other = (LentFlavor("vault", "nvidia-h200"),)
+    assert "reserved-vault" not in str(
+        tenant_manifests(dataclasses.replace(LENDER, lent_flavors=other)))
+
+
+def test_a_shared_tenant_lists_no_more_lenders_flavors_than_a_resource_group_holds():
+    many = dataclasses.replace(BORROWER, lent_flavors=tuple(
+        LentFlavor(f"lender-{n}", "nvidia-h200") for n in range(80)))
+    queue = _one(tenant_manifests(many), "ClusterQueue")
+    assert len(queue["spec"]["resourceGroups"][1]["flavors"]) == 64
+    assert_valid(tenant_manifests(many))
 
 
 def test_network_policy_denies_all_but_the_tenant_itself_the_ingress_gateway_and_dns():

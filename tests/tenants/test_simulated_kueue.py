@@ -11,7 +11,14 @@ from core.fleet.base import Manifest
 from demo.fleet import simulated_kueue_admission as admission
 from demo.fleet.simulated_kueue_admission import parse
 from inventory.resource_classes import GPU_MODELS
-from tenants.enforcement.manifests import KUEUE, Grant, TenantSpec, tenant_manifests
+from tenants.enforcement.manifests import (
+    KUEUE,
+    RESERVED_FOR_KEY,
+    Grant,
+    TenantSpec,
+    scheduling_for,
+    tenant_manifests,
+)
 from tenants.enforcement.services import tenant_reconcile
 from tenants.models import Quota, Tenant
 from tenants.workloads.kinds.base import queued_by_kueue
@@ -38,9 +45,10 @@ def fleet(simulated_gateway, settings):
 
 
 def _tenant(slug: str, *, gpus: int, cohort: str = "", isolation: str = "shared",
-            borrowing: int | None = None, lending: int | None = None) -> Tenant:
+            borrowing: int | None = None, lending: int | None = None,
+            lends: bool = False) -> Tenant:
     tenant = Tenant.objects.create(slug=slug, name=slug.title(), cohort=cohort,
-                                   isolation=isolation)
+                                   isolation=isolation, lends_reserved_gpus=lends)
     QuotaFactory(tenant=tenant, resource=L40S, limit=gpus, borrowing_limit=borrowing,
                  lending_limit=lending)
     return tenant
@@ -172,17 +180,105 @@ def test_a_lenders_lending_limit_caps_what_the_cohort_borrows(db, fleet):
     assert len(_admitted(fleet, borrower)) == 5  # 2 own + the 3 the lender lends
 
 
-def test_a_dedicated_tenant_lends_nothing_even_named_in_a_cohort(db, fleet):
+def _reserved_node(gateway, tenant: Tenant) -> str:
+    """An L40S node reserved for the dedicated `tenant` (labelled and tainted for it)."""
+    name = f"l40s-{tenant.slug}"
+    gateway.apply(manifests=[{
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {
+            "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": PRODUCT,
+            "nvidia.com/gpu.count": "8", RESERVED_FOR_KEY: tenant.slug}},
+        "spec": {"taints": [{"key": RESERVED_FOR_KEY, "value": tenant.slug,
+                             "effect": "NoSchedule"}]},
+    }])
+    return name
+
+
+def _submit_reserved(gateway, tenant: Tenant, name: str, gpus: int) -> None:
+    """A dedicated tenant's pod, pinned to its reserved nodes as the portal's kinds pin them."""
+    pod = queued_pod(tenant.namespace, name, gpus=gpus, priority="portal-batch", product=PRODUCT)
+    pinned = scheduling_for(TenantSpec(slug=tenant.slug, isolation="dedicated"))
+    pod["spec"]["nodeSelector"] |= pinned["nodeSelector"]
+    pod["spec"]["tolerations"] = pinned["tolerations"]
+    gateway.apply(manifests=[pod])
+
+
+def _flavors(gateway, tenant: Tenant, name: str) -> set[str]:
+    workload = _workloads(gateway, tenant)[name]
+    return set(workload["status"]["admission"]["podSetAssignments"][0]["flavors"].values())
+
+
+def _flavor_usage(gateway, tenant: Tenant) -> dict[str, tuple[str, str]]:
+    """Per GPU flavor of the tenant's ClusterQueue: GPUs in use and borrowed, as Kueue says."""
+    queue = gateway.get(api_version=KUEUE, kind="ClusterQueue", name=f"tenant-{tenant.slug}")
+    return {f["name"]: next((r["total"], r["borrowed"]) for r in f["resources"]
+                            if r["name"] == "nvidia.com/gpu")
+            for f in queue["status"]["flavorsUsage"] if f["name"].startswith("gpu-")}
+
+
+def test_a_dedicated_tenant_lends_nothing_unless_it_opts_in(db, fleet):
     vault = _tenant("vault", gpus=8, cohort="pool", isolation="dedicated")
     borrower = _tenant("borrower", gpus=2, cohort="pool")
+    _reserved_node(fleet, vault)
     _reconcile(vault, borrower)
     queue = fleet.get(api_version=KUEUE, kind="ClusterQueue", name="tenant-vault")
     assert "cohortName" not in queue["spec"]
+    borrowers = fleet.get(api_version=KUEUE, kind="ClusterQueue", name="tenant-borrower")
+    assert "reserved" not in str(borrowers["spec"])
     _submit(fleet, borrower, "job-0", 2)
     _submit(fleet, borrower, "job-1", 1)
 
     assert _admitted(fleet, borrower) == {"job-0"}
     assert _usage(fleet, borrower)["borrowed"] == "0"
+    assert not any(p["spec"].get("nodeName") == "l40s-vault"
+                   for p in fleet.list(api_version="v1", kind="Pod",
+                                       namespace=borrower.namespace))
+
+
+def test_a_shared_tenant_borrows_a_lenders_idle_reserved_gpus_and_gives_them_back(db, fleet):
+    vault = _tenant("vault", gpus=8, cohort="pool", isolation="dedicated", lends=True)
+    borrower = _tenant("borrower", gpus=2, cohort="pool")
+    reserved = _reserved_node(fleet, vault)
+    _reconcile(vault, borrower)
+    for n in range(5):
+        _submit(fleet, borrower, f"job-{n}", 2)
+
+    # 2 of its own, then all 8 of vault's idle reserved GPUs, on vault's node.
+    assert _admitted(fleet, borrower) == {f"job-{n}" for n in range(5)}
+    assert _flavors(fleet, borrower, "job-0") == {"gpu-nvidia-l40s"}
+    assert _flavors(fleet, borrower, "job-4") == {"gpu-nvidia-l40s-reserved-vault"}
+    borrowed = _pod(fleet, borrower, "job-4")
+    assert borrowed["spec"]["nodeName"] == reserved  # Kueue gave it the flavor's toleration
+    assert borrowed["spec"]["nodeSelector"][RESERVED_FOR_KEY] == "vault"
+    assert _flavor_usage(fleet, borrower) == {
+        "gpu-nvidia-l40s": ("2", "0"), "gpu-nvidia-l40s-reserved-vault": ("8", "8")}
+    # The portal reads it: the borrower's quota line, and what the lender lends right now.
+    _reconcile(borrower, vault)
+    quota = Quota.objects.get(tenant=borrower, resource=L40S)
+    assert (quota.in_use, quota.borrowed) == (10, 8)
+    assert Quota.objects.get(tenant=vault, resource=L40S).lent == 8
+
+    _submit_reserved(fleet, vault, "own", 4)  # its own quota: reclaimed from the borrower
+
+    assert _admitted(fleet, vault) == {"own"}
+    assert _pod(fleet, vault, "own")["spec"]["nodeName"] == reserved
+    assert _admitted(fleet, borrower) == {"job-0", "job-1", "job-2"}  # the newest gave way
+    assert _condition(_workloads(fleet, borrower)["job-4"], "Preempted")["reason"] == (
+        "InCohortReclamation")
+    gated = _pod(fleet, borrower, "job-4")  # made again as its template was: not pinned
+    assert queued_by_kueue(gated) and RESERVED_FOR_KEY not in gated["spec"]["nodeSelector"]
+    assert "tolerations" not in gated["spec"]
+    _reconcile(vault)
+    assert Quota.objects.get(tenant=vault, resource=L40S).lent == 4
+
+    # Never preempted: what vault runs stays, even for a borrower's higher priority.
+    _submit_reserved(fleet, vault, "more", 4)
+    assert _admitted(fleet, vault) == {"own", "more"}
+    assert _admitted(fleet, borrower) == {"job-0"}  # the rest went back to vault
+    _submit(fleet, borrower, "urgent", 4, priority="portal-serving")
+    assert _admitted(fleet, vault) == {"own", "more"}
+    assert _flavor_usage(fleet, borrower)["gpu-nvidia-l40s-reserved-vault"] == ("0", "0")
+    assert "urgent" not in _admitted(fleet, borrower)
 
 
 def test_a_lender_reclaims_its_quota_by_preempting_the_newest_borrower(db, fleet):

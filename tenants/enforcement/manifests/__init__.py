@@ -6,11 +6,11 @@ functions turn it into the objects to server-side apply, in an order a fresh clu
 before the LocalQueue that points at it).
 
 Per tenant: Namespace, ResourceQuota, LimitRange, a default-deny NetworkPolicy, a RoleBinding of
-the tenant's Keycloak group to `edit`, Kueue ResourceFlavors (one per GPU model; dedicated
-tenants get their own, pinned to their reserved nodes), the portal's WorkloadPriorityClasses
-(the same for every tenant), an optional Cohort, a ClusterQueue (with its preemption rules) and
-its LocalQueue, which the tenant's GPU workloads queue in; for a shared tenant holding HAMi
-shares, their flavors, ClusterQueue and LocalQueue (`shares`).
+the tenant's Keycloak group to `edit`, Kueue ResourceFlavors (one per GPU model; dedicated tenants
+get their own, pinned to their reserved nodes), the portal's WorkloadPriorityClasses and Kubernetes
+PriorityClasses of the same names (the same for every tenant), an optional Cohort, a ClusterQueue
+(with its preemption rules) and its LocalQueue, which the tenant's GPU workloads queue in; for a
+shared tenant holding HAMi shares, their flavors, ClusterQueue and LocalQueue (`shares`).
 """
 
 from __future__ import annotations
@@ -27,10 +27,12 @@ from .core import (
 )
 from .drift import drifted_fields, drifted_paths
 from .kueue import (
+    borrowable_flavors,
     cluster_queue_manifest,
     cohort_manifest,
     flavor_name,
     local_queue_manifest,
+    pod_priority_class_manifests,
     priority_class_manifests,
     resource_flavor_manifests,
     scheduling_for,
@@ -41,6 +43,8 @@ from .spec import (
     COUNT_RESOURCES,
     KUEUE,
     LOCAL_QUEUE,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
     PRIORITY_CLASS_LABEL,
     PRIORITY_CLASSES,
     QUEUE_NAME_LABEL,
@@ -48,6 +52,7 @@ from .spec import (
     SHARES_LOCAL_QUEUE,
     TENANT_LABEL,
     Grant,
+    LentFlavor,
     Manifest,
     TenantSpec,
     burst_ceiling,
@@ -65,6 +70,7 @@ def tenant_manifests(spec: TenantSpec) -> list[Manifest]:
         *role_binding_manifests(spec),
         *resource_flavor_manifests(spec),
         *priority_class_manifests(spec),
+        *pod_priority_class_manifests(spec),
     ]
     cohort = cohort_manifest(spec)
     if cohort is not None:
@@ -101,6 +107,8 @@ __all__ = [
     "COUNT_RESOURCES",
     "KUEUE",
     "LOCAL_QUEUE",
+    "MANAGED_BY",
+    "MANAGED_BY_LABEL",
     "PRIORITY_CLASSES",
     "PRIORITY_CLASS_LABEL",
     "QUEUE_NAME_LABEL",
@@ -109,8 +117,10 @@ __all__ = [
     "SHARES_LOCAL_QUEUE",
     "TENANT_LABEL",
     "Grant",
+    "LentFlavor",
     "Manifest",
     "TenantSpec",
+    "borrowable_flavors",
     "burst_ceiling",
     "drifted_fields",
     "drifted_paths",

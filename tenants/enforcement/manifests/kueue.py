@@ -27,6 +27,7 @@ ClusterQueue"). A dedicated tenant has no HAMi queue: no partitions outside one 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from inventory import resource_classes
@@ -40,11 +41,15 @@ from .spec import (
     SHARES_LOCAL_QUEUE,
     TENANT_LABEL,
     Grant,
+    LentFlavor,
     Manifest,
     TenantSpec,
     gib,
     object_meta,
 )
+
+# Kueue's limit on a resource group's flavors (the ClusterQueue CRD's maxItems).
+MAX_FLAVORS = 64
 
 
 def _granted_gpu_models(spec: TenantSpec) -> list[str]:
@@ -82,7 +87,48 @@ def scheduling_for(spec: TenantSpec) -> dict[str, Any]:
     }
 
 
+def _gpu_flavor(spec: TenantSpec, model_key: str) -> Manifest:
+    model = resource_classes.GPU_MODELS[model_key]
+    flavor_spec: dict[str, Any] = {
+        "nodeLabels": {resource_classes.GPU_PRODUCT_LABEL: model.product_label}
+    }
+    if spec.dedicated:
+        # Kueue adds the tolerations to the pods it admits into the flavor: a shared tenant's
+        # pod borrowing a lender's reserved GPUs lands on the reserved nodes too.
+        scheduling = scheduling_for(spec)
+        flavor_spec["nodeLabels"] |= scheduling["nodeSelector"]
+        flavor_spec["nodeTaints"] = [
+            {"key": RESERVED_FOR_KEY, "value": spec.slug, "effect": "NoSchedule"}
+        ]
+        flavor_spec["tolerations"] = scheduling["tolerations"]
+    return {
+        "apiVersion": KUEUE,
+        "kind": "ResourceFlavor",
+        "metadata": object_meta(
+            flavor_name(spec, model_key), spec if spec.dedicated else None, namespaced=False
+        ),
+        "spec": flavor_spec,
+    }
+
+
+def _lender(lent: LentFlavor) -> TenantSpec:
+    return TenantSpec(slug=lent.lender, isolation="dedicated")
+
+
+def borrowable_flavors(spec: TenantSpec) -> list[LentFlavor]:
+    """The dedicated lenders' flavors a shared tenant lists (of the models it holds), as many
+    as a resource group has room for beside its own."""
+    models = _granted_gpu_models(spec)
+    if not spec.borrows:
+        return []
+    lent = [f for f in spec.lent_flavors if f.model_key in models]
+    return lent[: max(0, MAX_FLAVORS - len(models))]
+
+
 def resource_flavor_manifests(spec: TenantSpec) -> list[Manifest]:
+    """The default flavor, one per GPU model granted, and the lenders' flavors a shared tenant
+    borrows from (the same objects their lenders apply: its ClusterQueue never names a flavor
+    that does not exist yet, which would stop Kueue admitting into it)."""
     flavors = [
         {
             "apiVersion": KUEUE,
@@ -91,28 +137,8 @@ def resource_flavor_manifests(spec: TenantSpec) -> list[Manifest]:
             "spec": {},
         }
     ]
-    for model_key in _granted_gpu_models(spec):
-        model = resource_classes.GPU_MODELS[model_key]
-        flavor_spec: dict[str, Any] = {
-            "nodeLabels": {resource_classes.GPU_PRODUCT_LABEL: model.product_label}
-        }
-        if spec.dedicated:
-            scheduling = scheduling_for(spec)
-            flavor_spec["nodeLabels"] |= scheduling["nodeSelector"]
-            flavor_spec["nodeTaints"] = [
-                {"key": RESERVED_FOR_KEY, "value": spec.slug, "effect": "NoSchedule"}
-            ]
-            flavor_spec["tolerations"] = scheduling["tolerations"]
-        flavors.append(
-            {
-                "apiVersion": KUEUE,
-                "kind": "ResourceFlavor",
-                "metadata": object_meta(
-                    flavor_name(spec, model_key), spec if spec.dedicated else None, namespaced=False
-                ),
-                "spec": flavor_spec,
-            }
-        )
+    flavors += [_gpu_flavor(spec, model_key) for model_key in _granted_gpu_models(spec)]
+    flavors += [_gpu_flavor(_lender(lent), lent.model_key) for lent in borrowable_flavors(spec)]
     return flavors
 
 
@@ -130,15 +156,37 @@ def priority_class_manifests(spec: TenantSpec) -> list[Manifest]:
     ]
 
 
+def pod_priority_class_manifests(spec: TenantSpec) -> list[Manifest]:
+    """Kubernetes PriorityClasses of the same names and values, for pods that cannot carry
+    Kueue's priority label: Kueue takes a pod's priority from its `priorityClassName` when the
+    label is absent, and the pods a vCluster syncs get theirs from its chart values
+    (`sync.toHost.pods.priorityClassName`). They never preempt in the scheduler
+    (`preemptionPolicy: Never`): preemption is Kueue's, by its rules."""
+    return [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": object_meta(priority.name, None, namespaced=False),
+            "value": spec.priorities[key],
+            "globalDefault": False,
+            "preemptionPolicy": "Never",
+            "description": priority.description,
+        }
+        for key, priority in PRIORITY_CLASSES.items()
+    ]
+
+
 def preemption(spec: TenantSpec) -> dict[str, Any]:
     """Who gives way when the queue's quota is short. Inside the tenant's queue, work of a
     lower priority. In a cohort, a tenant takes back the quota it lent, whatever the priority
     of the borrowers (Kueue picks the lowest first), and a borrower may displace another
-    borrower of a lower priority. A dedicated tenant is in no cohort: nothing it runs is ever
-    reclaimed by another."""
+    borrower of a lower priority. A dedicated tenant that lends takes back what it lent and
+    borrows nothing: nothing it runs is ever reclaimed by another."""
     rules: dict[str, Any] = {"withinClusterQueue": "LowerPriority"}
     if spec.in_cohort:
-        rules |= {"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}}
+        rules["reclaimWithinCohort"] = "Any"
+    if spec.borrows:
+        rules["borrowWithinCohort"] = {"policy": "LowerPriority"}
     return rules
 
 
@@ -155,7 +203,14 @@ def cohort_manifest(spec: TenantSpec) -> Manifest | None:
 
 def _quota_cell(spec: TenantSpec, name: str, nominal: int | str, grant: Grant | None) -> dict:
     cell: dict[str, Any] = {"name": name, "nominalQuota": str(nominal)}
-    if spec.in_cohort and name not in {"cpu", "memory"}:
+    if spec.in_cohort and spec.dedicated:
+        # A lender never borrows (only borrowed quota is reclaimed), and lends GPUs only.
+        cell["borrowingLimit"] = "0"
+        if name in {"cpu", "memory"}:
+            cell["lendingLimit"] = "0"
+        elif grant is not None and grant.lending_limit is not None:
+            cell["lendingLimit"] = str(grant.lending_limit)
+    elif spec.in_cohort and name not in {"cpu", "memory"}:
         # No quota line, nothing to borrow; a line without a limit borrows freely.
         if grant is None:
             cell["borrowingLimit"] = "0"
@@ -164,6 +219,13 @@ def _quota_cell(spec: TenantSpec, name: str, nominal: int | str, grant: Grant | 
         if grant is not None and grant.lending_limit is not None:
             cell["lendingLimit"] = str(grant.lending_limit)
     return cell
+
+
+def _cell_class(name: str, model_key: str) -> str:
+    """The resource class of a GPU group's cell: whole GPUs or a MIG profile of the model."""
+    if name == resource_classes.GPU_RESOURCE:
+        return resource_classes.gpu_class(model_key)
+    return f"mig:{model_key}:{name.removeprefix('nvidia.com/mig-')}"
 
 
 def cluster_queue_manifest(spec: TenantSpec) -> Manifest:
@@ -197,13 +259,20 @@ def cluster_queue_manifest(spec: TenantSpec) -> Manifest:
         for model_key in models:
             cells = []
             for name in covered:  # every flavor lists exactly the covered resources (CEL)
-                if name == resource_classes.GPU_RESOURCE:
-                    key = resource_classes.gpu_class(model_key)
-                else:
-                    key = f"mig:{model_key}:{name.removeprefix('nvidia.com/mig-')}"
-                grant = grants.get(key)
+                grant = grants.get(_cell_class(name, model_key))
                 cells.append(_quota_cell(spec, name, grant.limit if grant else 0, grant))
             flavors.append({"name": flavor_name(spec, model_key), "resources": cells})
+        for lent in borrowable_flavors(spec):
+            # None of it is the tenant's own: it borrows whole GPUs there (up to its quota
+            # line's borrowing limit), never MIG instances (the lender has none).
+            grant = grants.get(resource_classes.gpu_class(lent.model_key))
+            cells = [
+                _quota_cell(spec, name, 0, grant and replace(grant, lending_limit=None)
+                            if name == resource_classes.GPU_RESOURCE else None)
+                for name in covered
+            ]
+            flavors.append({"name": flavor_name(_lender(lent), lent.model_key),
+                            "resources": cells})
         groups.append({"coveredResources": covered, "flavors": flavors})
     cq_spec: dict[str, Any] = {
         "namespaceSelector": {"matchLabels": {TENANT_LABEL: spec.slug}},

@@ -23,7 +23,7 @@ SHARES_LOCAL_QUEUE = "shares"
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 class PriorityClass(NamedTuple):
-    name: str  # the WorkloadPriorityClass's
+    name: str  # the WorkloadPriorityClass's, and the Kubernetes PriorityClass's
     description: str
 
 
@@ -72,6 +72,15 @@ class Grant:
 
 
 @dataclass(frozen=True)
+class LentFlavor:
+    """A dedicated tenant's reserved GPUs of one model, lent to its cohort (its owners opted
+    in): the flavor a shared member lists to borrow them."""
+
+    lender: str  # the dedicated tenant's slug
+    model_key: str
+
+
+@dataclass(frozen=True)
 class TenantSpec:
     """Everything the cluster should hold for one tenant, read from the database."""
 
@@ -83,8 +92,12 @@ class TenantSpec:
     grants: tuple[Grant, ...] = ()
     suspended: bool = False
     cohort: str = ""
+    # Dedicated only: its owners lend its idle reserved GPUs to the cohort.
+    lends: bool = False
     # Per resource class: how much the other tenants of the cohort lend at most.
     cohort_lendable: dict[str, int] = field(default_factory=dict)
+    # Shared only: the dedicated tenants' flavors it may borrow from (the models it holds).
+    lent_flavors: tuple[LentFlavor, ...] = ()
     # The value of each of PRIORITY_CLASSES (fleet-wide: every tenant applies the same).
     priorities: dict[str, int] = field(
         default_factory=lambda: {"serving": 1000, "interactive": 500, "batch": 100}
@@ -107,6 +120,13 @@ class TenantSpec:
 
     @property
     def in_cohort(self) -> bool:
+        """Its ClusterQueue names the cohort: a shared tenant, or a dedicated one that lends."""
+        return bool(self.cohort) and (not self.dedicated or self.lends)
+
+    @property
+    def borrows(self) -> bool:
+        """It may borrow from the cohort: shared tenants only (a lender never borrows, so
+        nothing it runs is ever reclaimed by another)."""
         return bool(self.cohort) and not self.dedicated
 
     @property
@@ -151,6 +171,6 @@ def burst_ceiling(grant: Grant, *, lendable: int) -> int:
 
 
 def ceiling(spec: TenantSpec, grant: Grant) -> int:
-    if not spec.in_cohort:
+    if not spec.borrows:
         return grant.limit
     return burst_ceiling(grant, lendable=spec.cohort_lendable.get(grant.resource, 0))

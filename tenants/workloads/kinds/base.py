@@ -116,6 +116,13 @@ class BuildContext:
     # The same for the pods of a HAMi share: the tenant's `shares` LocalQueue, whose
     # ClusterQueue meters vGPUs, their memory and compute (tenants.enforcement.manifests.kueue).
     shares_admission_labels: Mapping[str, str] = field(default_factory=dict)
+    # The kind's priority alone (kueue.x-k8s.io/priority-class), for its pods that hold no GPU:
+    # Kueue queues them in the namespace's LocalQueue `default` by itself (its defaulting), and
+    # at this priority a GPU pod of the same kind cannot preempt them for CPU or memory.
+    priority_labels: Mapping[str, str] = field(default_factory=dict)
+    # The kind's priority: the name of both Kueue's WorkloadPriorityClass and the Kubernetes
+    # PriorityClass (for pods that cannot carry the label); empty: none.
+    priority_class: str = ""
 
     @property
     def partitions_allowed(self) -> bool:

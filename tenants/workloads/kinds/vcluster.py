@@ -160,22 +160,29 @@ def _toleration_text(toleration: Mapping[str, str]) -> str:
 
 
 def _sync_values(spec: Mapping[str, Any], ctx: BuildContext) -> dict[str, Any]:
-    """Where the vCluster's pods may run on the host.
+    """Where the vCluster's pods may run on the host, and at which priority Kueue admits them.
 
     Without GPU scheduling its pods carry no toleration, so the taint keeps them off nodes
     reserved for dedicated tenants, and the vCluster sees made-up nodes. With it, the vCluster
     sees the real nodes its pods run on (GPU labels and capacity included); a dedicated tenant's
     pods all get its reserved nodes' selector and toleration, so its GPUs are only ever the ones
     reserved for it (which also puts its CPU-only pods there).
+
+    Kueue admits every pod it syncs through the tenant's LocalQueue `default` (Kueue gives a
+    pod without a queue label the namespace's queue of that name), but the open-source syncer
+    cannot add Kueue's priority label: the pods get the kind's priority as their Kubernetes
+    PriorityClass instead, which Kueue reads when the label is absent.
     """
-    if not spec.get("gpu_scheduling"):
-        return {"fromHost": {"nodes": {"enabled": False}}}
-    nodes: dict[str, Any] = {"enabled": True, "selector": {"all": False}}
+    pods: dict[str, Any] = {"priorityClassName": ctx.priority_class} if ctx.priority_class else {}
+    nodes: dict[str, Any] = {"enabled": False}
+    if spec.get("gpu_scheduling"):
+        nodes = {"enabled": True, "selector": {"all": False}}
+        if ctx.isolation == "dedicated":
+            nodes["selector"]["labels"] = ctx.gpu_node_selector(None)
+            pods["enforceTolerations"] = [_toleration_text(t) for t in ctx.gpu_tolerations()]
     sync: dict[str, Any] = {"fromHost": {"nodes": nodes}}
-    if ctx.isolation == "dedicated":
-        nodes["selector"]["labels"] = ctx.gpu_node_selector(None)
-        tolerations = [_toleration_text(t) for t in ctx.gpu_tolerations()]
-        sync["toHost"] = {"pods": {"enforceTolerations": tolerations}}
+    if pods:
+        sync["toHost"] = {"pods": pods}
     return sync
 
 
@@ -184,7 +191,7 @@ def chart_values(spec: Mapping[str, Any], ctx: BuildContext) -> dict[str, Any]:
     release = release_name(ctx.name)
     size = {"cpu": str(spec["cpu"]), "memory": f"{spec['memory_gib']}Gi"}
     version = spec.get("kubernetes_version") or DEFAULT_VERSION
-    return {
+    values: dict[str, Any] = {
         "controlPlane": {
             "distro": {"k8s": {"enabled": True, "version": KUBERNETES_IMAGE_TAGS[version]}},
             "statefulSet": {
@@ -210,6 +217,10 @@ def chart_values(spec: Mapping[str, Any], ctx: BuildContext) -> dict[str, Any]:
         "sync": _sync_values(spec, ctx),
         "telemetry": {"enabled": False},
     }
+    if ctx.priority_labels:
+        # Kueue queues the control plane too (its defaulting): at the kind's priority.
+        values["controlPlane"]["statefulSet"]["pods"] = {"labels": dict(ctx.priority_labels)}
+    return values
 
 
 # Status -----------------------------------------------------------------------------------------

@@ -165,7 +165,7 @@ def with_queue(view: KueueView, workload: Workload, objects: Mapping[ObjectKey, 
     nominal, in_use = view.quotas.get((workload.tenant_id, resource_class or ""), (0, 0))
     details = kueue.queue_details(
         pending=pending, positions=positions, resource_class=resource_class,
-        nominal=nominal, in_use=in_use, in_cohort=bool(workload.tenant.cohort),
+        nominal=nominal, in_use=in_use, in_cohort=workload.tenant.borrows_from_cohort,
     )
     return replace(observation, details={**observation.details, "queue": details})
 

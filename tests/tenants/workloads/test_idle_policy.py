@@ -2,19 +2,23 @@
 pods of five workloads of two tenants: what the sweep finds idle, whom it warns, what it gives
 back after the grace period, what "keep running" spares, and the undo."""
 
+import threading
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import connections
 from django.utils import timezone
 
 from billing.models import Rate
 from core.models import AuditEvent, OutboxEmail
 from core.prometheus import PrometheusClient
+from core.queueing import DEFERRED_NOTICE
 from tenants.workloads import services
 from tenants.workloads.models import IdleEpisode, IdleMode, IdlePolicy, Workload, WorkloadEvent
 from tenants.workloads.services import idle
 from tests.factories import MembershipFactory, QuotaFactory
+from tests.support.fixtures_celery import CLOSED_PORT_BROKER, celery_broker
 from tests.support.fixtures_prometheus import Series
 
 from .conftest import H100, INFERENCE_SPEC, SLURM_SPEC, VM_SPEC, ssh_public_key
@@ -500,3 +504,66 @@ def test_another_tenants_workload_is_a_404_to_keep_running_or_undo(fleet, login,
                        {"keep": "on", "reason": "mine"}).status_code == 404
     assert client.post(f"/t/globex/workloads/{globex}/idle-undo/").status_code == 404
     assert client.get("/t/globex/idle-gpus/").status_code == 404
+
+
+def _at_once(now, runs=2):
+    """`runs` sweeps at the same moment, each in a thread of its own (its own connection)."""
+    start, results, errors = threading.Barrier(runs), [], []
+
+    def sweep():
+        try:
+            start.wait(timeout=10)
+            results.append(idle.workloads_idle_sweep(now=now))
+        except Exception as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=sweep) for _ in range(runs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert errors == [] and len(results) == runs, errors
+    return results
+
+
+@pytest.mark.django_db(transaction=True)  # real commits and row locks between the two sweeps
+def test_two_sweeps_at_the_same_moment_warn_once_and_act_once(fleet):
+    _at_once(NOW)
+
+    assert sorted(_episodes()) == ["acme/chat", "acme/desk", "acme/hpc", "acme/kept",
+                                   "globex/chat"]  # one each, not two
+    assert OutboxEmail.objects.filter(topic="workload.idle_warned").count() == 3
+    assert AuditEvent.objects.filter(action="workload.idle_warned").count() == 3
+
+    acted = _at_once(NOW + timedelta(minutes=31))
+
+    assert sum(result.acted for result in acted) == 3
+    assert AuditEvent.objects.filter(action="workload.idle_acted").count() == 3
+    fleet["chat"].refresh_from_db()
+    fleet["hpc"].refresh_from_db()
+    assert fleet["chat"].spec["max_replicas"] == 1 and fleet["hpc"].spec["workers"] == 1
+    assert _episodes()["acme/hpc"].restore == {"workers": 3}  # not {"workers": 1}
+
+
+@pytest.mark.django_db(transaction=True)  # the follow-up is sent on commit
+def test_an_undo_with_the_task_queue_down_is_saved_said_and_sent_by_the_sweep(
+    fleet, login, tenant_member
+):
+    idle.workloads_idle_sweep(now=NOW)
+    idle.workloads_idle_sweep(now=NOW + timedelta(minutes=31))
+    hpc = fleet["hpc"]
+    url = f"/t/acme/workloads/{hpc.pk}/"
+
+    with celery_broker(CLOSED_PORT_BROKER):
+        response = login(tenant_member).post(f"{url}idle-undo/", follow=True)
+
+    assert response.status_code == 200
+    assert DEFERRED_NOTICE in response.content.decode()
+    hpc.refresh_from_db()
+    assert hpc.spec["workers"] == 3 and hpc.applied_version < hpc.desired_version
+    assert _episodes()["acme/hpc"].state == E.UNDONE
+    assert AuditEvent.objects.filter(action="workload.idle_undone", actor=tenant_member).exists()
+    # Nothing is lost: the reconcile sweep sends it once the queue is back.
+    assert hpc.pk in services.workloads_reconcile_sweep()

@@ -22,7 +22,7 @@ from tenants.workloads.kinds.base import (
     SpecError,
 )
 from tenants.workloads.kinds.schemas import manifest_errors
-from tenants.workloads.selectors import admission_labels
+from tenants.workloads.selectors import admission_labels, priority_labels
 from tests.tenants.kube_schemas import schema_errors
 
 from . import openssh_keys
@@ -353,16 +353,23 @@ def test_the_gpu_workers_field_by_field():
 
 
 def test_the_gpu_workers_queue_in_the_tenants_local_queue_at_the_batch_priority():
-    ctx = dataclasses.replace(build(), admission_labels=admission_labels("slurm"))
+    ctx = dataclasses.replace(build(), admission_labels=admission_labels("slurm"),
+                              priority_labels=priority_labels("slurm"))
     manifests = slurm.KIND.manifests(clean(), ctx)
     workers = one(manifests, "NodeSet")["spec"]["template"]["metadata"]["labels"]
     assert workers[QUEUE_NAME_LABEL] == "default"
     assert workers[PRIORITY_CLASS_LABEL] == "portal-batch"
     assert workers[LABEL_WORKLOAD_ID] == "7"
-    # The control plane (controller, login node, REST API) holds no GPU: not queued.
-    for manifest in manifests:
-        if manifest["kind"] != "NodeSet":
-            assert QUEUE_NAME_LABEL not in str(manifest), manifest["kind"]
+    # The control plane (controller, login node, REST API, accounting and its database) holds
+    # no GPU: Kueue's defaulting queues its pods, and they carry the same priority, so a
+    # worker short of CPU cannot preempt them.
+    others = {m["kind"]: m["spec"]["template"]["metadata"]["labels"] for m in manifests
+              if m["kind"] != "NodeSet" and "template" in m.get("spec", {})}
+    assert {"Controller", "LoginSet"} <= set(others)
+    for kind, labels in others.items():
+        assert QUEUE_NAME_LABEL not in labels, kind
+        assert labels[PRIORITY_CLASS_LABEL] == "portal-batch", kind
+    assert [manifest_errors(m) for m in manifests] == [[] for _ in manifests]
 
 
 def test_mig_workers_ask_for_the_profiles_resource():

@@ -4,6 +4,7 @@ helm-controller and the vcluster chart write them; scale; connection; and bad in
 
 import base64
 import copy
+import dataclasses
 
 import pytest
 from hypothesis import given
@@ -195,6 +196,31 @@ def test_a_shared_tenants_gpu_pods_see_real_nodes_but_tolerate_no_reservation():
     sync = release_of(manifests({"gpu_scheduling": True}))["spec"]["values"]["sync"]
 
     assert sync == {"fromHost": {"nodes": {"enabled": True, "selector": {"all": False}}}}
+
+
+BATCH = {"priority_class": "portal-batch",
+         "priority_labels": {"kueue.x-k8s.io/priority-class": "portal-batch"}}
+
+
+def test_its_synced_pods_get_the_kinds_priority_class_which_kueue_reads():
+    """The pods a vCluster syncs queue in the tenant's LocalQueue `default` (Kueue's defaulting)
+    and cannot carry Kueue's priority label: they get the batch PriorityClass instead."""
+    for launch, ctx in ((SHARED, SHARED_BUILD), (DEDICATED, DEDICATED_BUILD)):
+        queued = dataclasses.replace(ctx, **BATCH)
+        for spec_input in ({}, {"gpu_scheduling": True}):
+            objects = manifests(spec_input, launch, queued)
+            values = release_of(objects)["spec"]["values"]
+            assert values["sync"]["toHost"]["pods"]["priorityClassName"] == "portal-batch"
+            # Its control plane is queued too, by Kueue's defaulting, at the same priority.
+            assert values["controlPlane"]["statefulSet"]["pods"] == {
+                "labels": {"kueue.x-k8s.io/priority-class": "portal-batch"}}
+            schemas.check_manifests(objects)
+    dedicated = manifests({"gpu_scheduling": True}, DEDICATED,
+                          dataclasses.replace(DEDICATED_BUILD, **BATCH))
+    assert release_of(dedicated)["spec"]["values"]["sync"]["toHost"]["pods"] == {
+        "priorityClassName": "portal-batch",
+        "enforceTolerations": [f"{RESERVED_FOR_KEY}=helix:NoSchedule"],
+    }
 
 
 def test_derived_names_stay_valid_for_a_63_character_name_or_a_leading_digit():

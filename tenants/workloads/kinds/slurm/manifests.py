@@ -213,15 +213,16 @@ def _claim(ctx: BuildContext, name: str, gib: int) -> Manifest:
 
 
 def _template(ctx: BuildContext, node_selector: dict[str, str] | None = None) -> dict:
-    """Pod template: owner labels (the operator copies them to pods), and a dedicated
-    tenant's nodes only."""
+    """Pod template: owner labels (the operator copies them to pods) and the kind's priority
+    (Kueue queues every pod of the namespace, the GPU-less ones at this priority), and a
+    dedicated tenant's nodes only."""
     pod: dict[str, Any] = {}
     selector = node_selector if node_selector is not None else ctx.gpu_node_selector(None)
     if selector:
         pod["nodeSelector"] = selector
     if tolerations := ctx.gpu_tolerations():
         pod["tolerations"] = tolerations
-    return {"metadata": {"labels": dict(ctx.labels)}, "spec": pod}
+    return {"metadata": {"labels": {**ctx.labels, **ctx.priority_labels}}, "spec": pod}
 
 
 def _key_refs(names: Names) -> dict[str, Any]:
@@ -266,7 +267,7 @@ def _nodeset(spec: Mapping[str, Any], ctx: BuildContext, names: Names) -> Manife
     }
     template = _template(ctx, ctx.gpu_node_selector(gpu.gpu_model.product_label))
     # Each worker pod the operator makes is admitted by Kueue (its pod integration) through
-    # the tenant's queue: the GPU workers, not the controller, login or accounting pods.
+    # the tenant's queue, named here (the other pods get it from Kueue's defaulting).
     template["metadata"]["labels"] |= ctx.admission_labels
     # Slurm names the nodes gpu-0, gpu-1, … and their partition `gpu` after this prefix.
     template["spec"]["hostname"] = f"{PARTITION}-"
