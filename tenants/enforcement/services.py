@@ -2,7 +2,8 @@
 
 `tenant_reconcile` builds every manifest from the database (`manifests`), server-side applies
 them through the fleet gateway and records what it observed: the applied version, time and
-objects, or the cluster's error; the usage the cluster reports; drift it corrected. Drift is
+objects, or the cluster's error; the usage the cluster reports; drift it corrected. It deletes
+the tenant's Kueue queues the last apply wrote and it no longer wants (`stale_manifests`). Drift is
 the cluster differing from the objects the portal last applied, so applying a new desired
 version (an approval) is a change, not a correction. It is safe to run twice, late or
 concurrently: apply is idempotent, and the recorded version only moves forward.
@@ -46,6 +47,7 @@ from .manifests import (
     drifted_paths,
     flavor_name,
     passthrough_flavor_name,
+    stale_manifests,
     tenant_manifests,
 )
 
@@ -163,6 +165,16 @@ def _drift(gateway: FleetGateway, applied: list[Manifest]) -> dict[str, dict[str
             where = f"{meta['namespace']}/" if meta.get("namespace") else ""
             drift[f"{manifest['kind']} {where}{meta['name']}"] = fields
     return drift
+
+
+def _remove_stale(gateway: FleetGateway, stale: list[Manifest]) -> None:
+    """Delete what the tenant no longer needs (after the apply: a ClusterQueue goes once
+    nothing names it). Gone already is done; a failure is retried by the next reconcile, as
+    what was last applied still lists it."""
+    for manifest in stale:
+        meta = manifest["metadata"]
+        gateway.delete(api_version=manifest["apiVersion"], kind=manifest["kind"],
+                       name=meta["name"], namespace=meta.get("namespace"))
 
 
 def _whole(quantity: str, unit: int = 1) -> int:
@@ -289,6 +301,7 @@ def tenant_reconcile(
         if baseline:
             outcome.drift = _drift(gateway, baseline)
         gateway.apply(manifests=manifests)
+        _remove_stale(gateway, stale_manifests(spec, tenant.applied_manifests or [], manifests))
         try:
             outcome.usage, outcome.borrowed = _observed_usage(gateway, spec)
             outcome.lent = _observed_lent(gateway, spec)

@@ -23,6 +23,7 @@ from ..enforcement.manifests.spec import (
     PRIORITY_CLASS_LABEL,
     PRIORITY_CLASSES,
     QUEUE_NAME_LABEL,
+    SHARES_LOCAL_QUEUE,
 )
 from ..quota.capacity import pool_of
 from ..quota.models import Quota
@@ -413,6 +414,7 @@ def build_context(*, workload: Workload) -> BuildContext:
         isolation=tenant.isolation,
         cluster_domain=settings.KUBERNETES_CLUSTER_DOMAIN,
         admission_labels=admission_labels(workload.kind),
+        shares_admission_labels=admission_labels(workload.kind, queue=SHARES_LOCAL_QUEUE),
         priority_labels=priority_labels(workload.kind),
         priority_class=priority_class(workload.kind),
     )
@@ -428,10 +430,10 @@ def priority_labels(kind_key: str) -> dict[str, str]:
     return {PRIORITY_CLASS_LABEL: priority_class(kind_key)}
 
 
-def admission_labels(kind_key: str) -> dict[str, str]:
-    """What queues a workload of `kind_key` in its tenant's LocalQueue, at its kind's priority
-    (a kind puts them on the pods it has Kueue admit)."""
-    return {QUEUE_NAME_LABEL: LOCAL_QUEUE, **priority_labels(kind_key)}
+def admission_labels(kind_key: str, *, queue: str = LOCAL_QUEUE) -> dict[str, str]:
+    """What queues a workload of `kind_key` in its tenant's LocalQueue `queue`, at its kind's
+    priority (a kind puts them on the pods it has Kueue admit)."""
+    return {QUEUE_NAME_LABEL: queue, **priority_labels(kind_key)}
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from inventory.services import lifecycle as node_lifecycle
 from inventory.services.sync import cluster_sync
 from tenants.enforcement.manifests.spec import PORTAL_ROLE_BINDING
 from tenants.enforcement.services import tenant_reconcile
+from tenants.models import Quota
 from tenants.workloads import services
 from tenants.workloads.models import Workload, WorkloadStatus
 from tenants.workloads.services.reconcile import workloads_observe_sweep
@@ -176,9 +177,15 @@ def every_call(kube_emulator, kube_gateway, django_capture_on_commit_callbacks):
         GPUFactory(node=NodeFactory(reserved_for=""), index=index, model="nvidia-h100-80gb")
     with kube_emulator.recording() as calls:
         acme, globex = _tenant("acme"), _tenant("globex")
+        # Acme holds HAMi shares too: their own queues, deleted once that quota goes.
+        for resource, limit in (("hami:nvidia-l40s:memory-gib", 48),
+                                ("hami:nvidia-l40s:cores", 100)):
+            QuotaFactory(tenant=acme, resource=resource, limit=limit)
         for tenant in (acme, globex):
             tenant_reconcile(tenant_id=tenant.pk)
         tenant_reconcile(tenant_id=acme.pk)  # again: it reads back what it applied (drift)
+        Quota.objects.filter(tenant=acme, resource__startswith="hami:").delete()
+        tenant_reconcile(tenant_id=acme.pk)
         _drive_workloads(kube_emulator, acme, globex)
         _drive_nodes(kube_emulator, acme, django_capture_on_commit_callbacks)
     return calls

@@ -16,6 +16,7 @@ from tenants.enforcement.manifests import (
     drifted_paths,
     mig_resource_names,
     scheduling_for,
+    stale_manifests,
     tenant_manifests,
 )
 
@@ -119,10 +120,14 @@ def test_every_manifest_validates_against_kubernetes_and_kueue_schemas(spec):
     assert_valid(manifests)
     kinds = [m["kind"] for m in manifests]
     assert kinds[0] == "Namespace"
-    assert kinds.index("ClusterQueue") < kinds.index("LocalQueue")
-    assert max(i for i, k in enumerate(kinds) if k == "ResourceFlavor") < kinds.index(
-        "ClusterQueue"
-    )
+    # Each ClusterQueue after the flavors it names, each LocalQueue after its ClusterQueue.
+    at = {(m["kind"], m["metadata"]["name"]): i for i, m in enumerate(manifests)}
+    for i, m in enumerate(manifests):
+        if m["kind"] == "ClusterQueue":
+            names = {f["name"] for g in m["spec"]["resourceGroups"] for f in g["flavors"]}
+            assert all(at[("ResourceFlavor", name)] < i for name in names)
+        if m["kind"] == "LocalQueue":
+            assert at[("ClusterQueue", m["spec"]["clusterQueue"])] < i
     assert {"ResourceQuota", "LimitRange", "NetworkPolicy", "RoleBinding"} <= set(kinds)
 
 
@@ -308,16 +313,78 @@ def test_a_shared_tenants_hami_shares_are_quota_keys_hami_and_the_api_server_enf
     assert_valid(manifests)
 
 
-def test_hami_shares_stay_out_of_kueue():
+def _queue(manifests, name):
+    return next(m for m in manifests if m["kind"] == "ClusterQueue"
+                and m["metadata"]["name"] == name)
+
+
+def test_hami_shares_stay_out_of_the_main_queue_and_whole_gpus_out_of_the_shares_queue():
     manifests = tenant_manifests(HAMI)
-    queue = _one(manifests, "ClusterQueue")
+    queue = _queue(manifests, "tenant-atlas")
     covered = [r for g in queue["spec"]["resourceGroups"] for r in g["coveredResources"]]
-    flavors = [f["metadata"]["name"] for f in _by_kind(manifests)["ResourceFlavor"]]
+    flavors = [f["name"] for g in queue["spec"]["resourceGroups"] for f in g["flavors"]]
 
     assert not any(name.startswith(("nvidia.com/gpumem", "nvidia.com/gpucores"))
                    for name in covered)
     assert "gpu-nvidia-l40s" in flavors  # granted as whole GPUs too
-    assert "gpu-nvidia-h100-80gb" not in flavors  # only HAMi shares: no flavor, no cell
+    assert "gpu-nvidia-h100-80gb" not in flavors  # only HAMi shares: no whole-GPU cell
+    shares = _queue(manifests, "tenant-atlas-shares")
+    assert [f["name"] for g in shares["spec"]["resourceGroups"] for f in g["flavors"]] == [
+        "portal-default", "hami-nvidia-h100-80gb", "hami-nvidia-l40s"]
+
+
+def test_a_shared_tenants_hami_shares_queue_in_their_own_cluster_queue_metered_per_model():
+    manifests = tenant_manifests(HAMI)
+    shares = _queue(manifests, "tenant-atlas-shares")["spec"]
+    cpu_group, hami_group = shares["resourceGroups"]
+
+    assert hami_group["coveredResources"] == [
+        "nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores"]
+    quota = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]}
+             for f in hami_group["flavors"]}
+    # gpumem in MiB; vGPUs bounded by compute over the smallest share (10 %): never first to bind.
+    assert quota == {
+        "hami-nvidia-h100-80gb": {"nvidia.com/gpu": "5", "nvidia.com/gpumem": str(40 * 1024),
+                                  "nvidia.com/gpucores": "50"},
+        "hami-nvidia-l40s": {"nvidia.com/gpu": "20", "nvidia.com/gpumem": str(96 * 1024),
+                             "nvidia.com/gpucores": "200"},
+    }
+    assert cpu_group["flavors"] == [{"name": "portal-default", "resources": [
+        {"name": "cpu", "nominalQuota": "64"}, {"name": "memory", "nominalQuota": "0Gi"}]}]
+    # Nothing lent or borrowed: HAMi enforces the namespace's own limits.
+    assert "cohortName" not in shares
+    assert shares["preemption"] == {"withinClusterQueue": "LowerPriority"}
+    assert shares["namespaceSelector"] == {"matchLabels": {TENANT_LABEL: "atlas"}}
+    flavors = {f["metadata"]["name"]: f for f in _by_kind(manifests)["ResourceFlavor"]}
+    assert flavors["hami-nvidia-l40s"]["spec"] == {"nodeLabels": {
+        "nvidia.com/gpu.product": "NVIDIA-L40S", "gpu": "on"}}
+    assert TENANT_LABEL not in flavors["hami-nvidia-l40s"]["metadata"]["labels"]  # every tenant's
+    local = [m for m in manifests if m["kind"] == "LocalQueue"]
+    assert [(m["metadata"]["name"], m["spec"]["clusterQueue"]) for m in local] == [
+        ("default", "tenant-atlas"), ("shares", "tenant-atlas-shares")]
+    assert local[1]["metadata"]["namespace"] == "tenant-atlas"
+    assert_valid(manifests)
+
+
+def test_a_suspended_tenant_holds_its_shares_queue_too():
+    spec = dataclasses.replace(HAMI, suspended=True)
+    assert _queue(tenant_manifests(spec), "tenant-atlas-shares")["spec"]["stopPolicy"] == "Hold"
+    assert _queue(tenant_manifests(HAMI), "tenant-atlas-shares")["spec"]["stopPolicy"] == "None"
+
+
+def test_no_shares_queue_without_hami_quota_and_the_stale_one_is_for_removal():
+    without = dataclasses.replace(HAMI, grants=tuple(
+        g if not g.resource.startswith("hami:") else Grant(g.resource, 0) for g in HAMI.grants))
+    before, after = tenant_manifests(HAMI), tenant_manifests(without)
+
+    assert [m["metadata"]["name"] for m in after if m["kind"] == "ClusterQueue"] == [
+        "tenant-atlas"]
+    assert not [m for m in after if m["metadata"]["name"].startswith("hami-")]
+    # What goes: the tenant's own shares queues, LocalQueue first; not the flavors every
+    # tenant's queues may name.
+    assert [(m["kind"], m["metadata"]["name"]) for m in stale_manifests(without, before, after)
+            ] == [("LocalQueue", "shares"), ("ClusterQueue", "tenant-atlas-shares")]
+    assert stale_manifests(HAMI, before, before) == []
 
 
 def test_a_dedicated_tenant_never_gets_hami_shares_even_if_a_grant_slipped_through():
@@ -335,6 +402,7 @@ def test_a_dedicated_tenant_never_gets_hami_shares_even_if_a_grant_slipped_throu
                 "requests.nvidia.com/gpumem", "requests.nvidia.com/gpucores"):
         assert hard[key] == "0", key
     assert hard["requests.nvidia.com/gpu"] == "8"  # no vGPU allowance
+    assert [m["metadata"]["name"] for m in manifests if m["kind"] == "LocalQueue"] == ["default"]
     assert_valid(manifests)
 
 

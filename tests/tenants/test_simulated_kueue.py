@@ -9,8 +9,16 @@ import pytest
 
 from core.fleet.base import Manifest
 from demo.fleet import simulated_kueue_admission as admission
+from demo.fleet.simulated_kueue_admission import parse
 from inventory.resource_classes import GPU_MODELS
-from tenants.enforcement.manifests import KUEUE, RESERVED_FOR_KEY, TenantSpec, scheduling_for
+from tenants.enforcement.manifests import (
+    KUEUE,
+    RESERVED_FOR_KEY,
+    Grant,
+    TenantSpec,
+    scheduling_for,
+    tenant_manifests,
+)
 from tenants.enforcement.services import tenant_reconcile
 from tenants.models import Quota, Tenant
 from tenants.workloads import services
@@ -378,6 +386,47 @@ def test_an_endpoint_at_its_minimum_replicas_is_never_preempted():
     verdicts = admission.schedule({"q": queue}, {}, [replica, urgent])
     assert verdicts[replica.key].reason == "InClusterQueue"
     assert verdicts[urgent.key].admitted == {"nvidia.com/gpu": "f"}
+
+
+def test_a_hami_share_is_admitted_into_its_models_flavor_of_the_shares_queue_by_its_selector():
+    spec = TenantSpec(slug="atlas", isolation="shared", grants=(
+        Grant("hami:nvidia-h100-80gb:memory-gib", 40), Grant("hami:nvidia-h100-80gb:cores", 50),
+        Grant("hami:nvidia-l40s:memory-gib", 48), Grant("hami:nvidia-l40s:cores", 100),
+        Grant("cpu", 16), Grant("memory-gib", 64)))
+    manifests = tenant_manifests(spec)
+    queues = {m["metadata"]["name"]: admission.cluster_queue(m)
+              for m in manifests if m["kind"] == "ClusterQueue"}
+    flavors = {m["metadata"]["name"]: admission.flavor(m)
+               for m in manifests if m["kind"] == "ResourceFlavor"}
+
+    def share(name, memory_gib):
+        return admission.Entry(
+            namespace="tenant-atlas", name=name, uid=name, job_uid=name, local_queue="shares",
+            cluster_queue="tenant-atlas-shares", priority=1000,
+            created=f"2026-01-01T00:00:0{name[-1]}Z",
+            requests={"cpu": Decimal(2), "memory": parse("8Gi"), "nvidia.com/gpu": Decimal(1),
+                      "nvidia.com/gpumem": Decimal(memory_gib * 1024),
+                      "nvidia.com/gpucores": Decimal(30)},
+            node_selector={"nvidia.com/gpu.product": PRODUCT})
+
+    first, second, third = share("s1", 20), share("s2", 20), share("s3", 64)
+    verdicts = admission.schedule(queues, flavors, [first, second, third])
+
+    # The H100 flavor comes first, but the L40S selector rules it out: the L40S flavor takes
+    # all three resources of the group, and the pod's CPU and memory go to the default flavor.
+    assert verdicts[first.key].admitted == {
+        "cpu": "portal-default", "memory": "portal-default", "nvidia.com/gpu": "hami-nvidia-l40s",
+        "nvidia.com/gpumem": "hami-nvidia-l40s", "nvidia.com/gpucores": "hami-nvidia-l40s"}
+    assert verdicts[second.key].admitted is not None
+    # More than the tenant's whole L40S memory grant: no wait makes room, in Kueue's words.
+    assert verdicts[third.key].pending == (
+        "couldn't assign flavors to pod set main: flavor hami-nvidia-h100-80gb doesn't match "
+        "node affinity, insufficient quota for nvidia.com/gpumem in flavor hami-nvidia-l40s, "
+        "previously considered podsets requests (0) + current podset request (65536) > "
+        "maximum capacity (49152)")
+    # Nothing of the shares reaches the whole-GPU queue.
+    assert "nvidia.com/gpumem" not in {r for names, _ in queues["tenant-atlas"].groups
+                                       for r in names}
 
 
 def test_the_demo_shows_borrowing_reclaim_and_waiting_in_kueues_words_and_the_portals(db):

@@ -113,6 +113,9 @@ class BuildContext:
     # Labels that queue a GPU workload's pods in its tenant's Kueue LocalQueue at its kind's
     # priority (kueue.x-k8s.io/queue-name, /priority-class); empty: not queued.
     admission_labels: Mapping[str, str] = field(default_factory=dict)
+    # The same for the pods of a HAMi share: the tenant's `shares` LocalQueue, whose
+    # ClusterQueue meters vGPUs, their memory and compute (tenants.enforcement.manifests.kueue).
+    shares_admission_labels: Mapping[str, str] = field(default_factory=dict)
     # The kind's priority alone (kueue.x-k8s.io/priority-class), for its pods that hold no GPU:
     # Kueue queues them in the namespace's LocalQueue `default` by itself (its defaulting), and
     # at this priority a GPU pod of the same kind cannot preempt them for CPU or memory.

@@ -151,8 +151,9 @@ def queue_details(
     """What the page and the API say of a workload whose pods wait in the queue.
 
     `pending`: its Kueue Workloads still waiting; `positions`: the visibility API's items of
-    them (None: the API did not answer); `resource_class` its GPU class, `nominal` the tenant's
-    quota of it and `in_use` what Kueue counts admitted of it; `in_cohort`: it may borrow.
+    them (None: the API did not answer); `resource_class` its GPU class (or `hami:<model>` for
+    HAMi shares: vGPUs, not counted as GPUs), `nominal` the tenant's quota of it and `in_use`
+    what Kueue counts admitted of it; `in_cohort`: it may borrow.
     """
     pending = list(pending)
     gpus = sum(asked(wl, resource) for wl in pending for resource in _asked_as(resource_class))
@@ -168,8 +169,12 @@ def queue_details(
     limit_reached = any(s.borrowing_limit for s in found)
 
     words = [f"{ordinal(local)} in the queue" if local else "position in the queue unknown"]
-    if gpus:
-        waits = f"waits for {_units(gpus, resource_class)}"
+    hami_model = resource_classes.parse_hami_gpu(resource_class or "")
+    shares = sum(asked(wl, resource_classes.GPU_RESOURCE) for wl in pending) if hami_model else 0
+    if gpus or shares:
+        waits = (f"waits for {_units(gpus, resource_class)}" if gpus else
+                 f"waits for {shares} {hami_model.display_name} HAMi "
+                 f"share{'s' if shares != 1 else ''}")
         words.append(f"{waits} (flavor {flavor})" if flavor else waits)
     if limit_reached:
         words.append("the cohort's borrowing limit is reached")

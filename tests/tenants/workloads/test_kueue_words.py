@@ -73,6 +73,20 @@ def test_a_vm_waits_for_its_passthrough_gpus_counted_as_its_class():
         "would borrow 1 from the cohort")
 
 
+def test_hami_shares_beyond_the_queues_capacity_are_shares_not_gpus_and_borrow_nothing():
+    message = ("couldn't assign flavors to pod set main: insufficient quota for "
+               "nvidia.com/gpumem in flavor hami-nvidia-l40s, previously considered podsets "
+               "requests (0) + current podset request (65536) > maximum capacity (49152)")
+    details = kueue.queue_details(
+        pending=[_pending(message, resource="nvidia.com/gpu")], positions=None,
+        resource_class="hami:nvidia-l40s", nominal=0, in_use=0, in_cohort=True)
+    assert (details["gpus"], details["would_borrow"], details["flavor"]) == (
+        0, 0, "hami-nvidia-l40s")
+    assert details["summary"] == (
+        "position in the queue unknown · waits for 2 NVIDIA L40S HAMi shares "
+        "(flavor hami-nvidia-l40s)")
+
+
 def test_an_eviction_by_preemption_names_the_preemptor_and_anything_else_is_none():
     message = ("Preempted to accommodate a workload (UID: 5f0f-aa, JobUID: 77-bb) due to "
                "prioritization in the ClusterQueue")
