@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 
+from inventory.resource_classes import PASSTHROUGH_RESOURCES
 from tenants.enforcement.manifests import (
     PRIORITY_CLASSES,
     RESERVED_FOR_KEY,
@@ -151,6 +152,11 @@ def test_resource_quota_counts_gpus_mig_cpu_memory_storage_and_objects():
     assert hard["count/virtualmachines.kubevirt.io"] == "0"
     assert hard["requests.nvidia.com/mig-3g.40gb"] == "0"
     assert {f"requests.{name}" for name in mig_resource_names()} <= set(hard)
+    # A VM's passthrough GPUs: each model's resource with its whole-GPU grant, the others 0.
+    passthrough = {model: hard[f"requests.{name}"]
+                   for model, name in PASSTHROUGH_RESOURCES.items()}
+    assert passthrough == {"nvidia-h200": "0", "nvidia-h100-80gb": "16", "nvidia-a100-80gb": "0",
+                           "nvidia-l40s": "24", "nvidia-rtx-4000-ada": "0"}
 
 
 def test_cluster_queue_has_a_flavor_per_gpu_model_listing_exactly_the_covered_resources():
@@ -450,6 +456,7 @@ def test_cohort_tenant_borrows_within_its_limits_and_its_quota_ceiling_includes_
     assert "borrowingLimit" not in cells[("gpu-nvidia-h100-80gb", "nvidia.com/gpu")]
     hard = _one(manifests, "ResourceQuota")["spec"]["hard"]
     assert hard["requests.nvidia.com/gpu"] == str(8 + 4 + 2)  # L40S 8+4, H100 2+0 lendable
+    assert hard["requests.nvidia.com/AD102GL_L40S"] == str(8 + 4)  # a VM borrows alike
     assert burst_ceiling(Grant("r", 8, borrowing_limit=None), lendable=20) == 28
     assert burst_ceiling(Grant("r", 8, borrowing_limit=30), lendable=20) == 28
 

@@ -32,7 +32,8 @@ of, in one flavor of their own (`gpu-passthrough`, no node labels: the resource 
 names the model; a dedicated tenant's is on its reserved nodes), each with the nominal quota,
 borrowing and lending limits of the model's `gpu:<model>` grant. Kueue meters a model's VM GPUs
 apart from its containers' GPUs, so each may reach the grant: the sum is held by the portal's
-admission at launch (the namespace's ResourceQuota lists no passthrough resource).
+admission at launch; the namespace's ResourceQuota gives each passthrough resource its model's
+whole-GPU ceiling too.
 """
 
 from __future__ import annotations
