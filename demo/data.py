@@ -19,7 +19,7 @@ from inventory.models import GPU, Node, NodeState, Rack, Site
 from inventory.resource_classes import GPU_MODELS
 from tenants.access import services as tenant_services
 from tenants.enforcement.services import tenant_reconcile, tenants_reconcile_sweep
-from tenants.models import Membership, QuotaRequest, RoleAssignment, Tenant, Workload
+from tenants.models import Membership, RoleAssignment, Tenant, Workload
 from tenants.quota import services as tenant_quota
 from tenants.workloads import services as workloads
 from tenants.workloads.kinds.base import LABEL_WORKLOAD_ID
@@ -29,6 +29,7 @@ from tenants.workloads.selectors import build_context
 from . import billing_data as demo_billing
 from .idle_gpus import load_idle_gpus
 from .queued_jobs import queued_jobs_send
+from .quota_requests import COHORT, quota_requests_load
 
 DEMO_NAMESPACE = uuid.UUID("5f1c2a7e-4d1b-4e0a-9c39-2f6a3b8d7e10")
 
@@ -196,60 +197,6 @@ def _fleet() -> int:
 
 
 # Shared tenants that lend each other idle GPUs through a Kueue cohort.
-COHORT = ("shared-pool", ("nova", "atlas", "orbit"))
-# (tenant, requester, lines, justification, days old, ends in days, outcome, decision note)
-QUOTA_REQUESTS = (
-    ("nova", "mike", {"gpu:nvidia-h100-80gb": 4},
-     "Second vLLM replica for the support assistant: p95 latency is over target at peak.",
-     12, None, "approve", "Approved for the launch."),
-    ("atlas", "ari", {"mig:nvidia-a100-80gb:1g.10gb": 7},
-     "Nightly eval sweep over 40 checkpoints; small slices are enough.",
-     9, 20, "approve", "Temporary, until the sweep is done."),
-    ("orbit", "olga", {"gpu:nvidia-a100-80gb": 16},
-     "LoRA fine-tuning backlog of 30 customer adapters.",
-     6, None, "reject", "No A100s free this quarter; ask again after the H200 expansion."),
-    ("atlas", "ari", {"count:vm": 2}, "Two VMs for the red-team tooling.", 4, None, "withdraw", ""),
-    ("helix", "olivia", {"gpu:nvidia-h200": 8, "storage-gib": 20000},
-     "Pre-training run of the 34B model needs one more H200 node for six weeks.",
-     2, 42, "submit", ""),
-    ("nova", "mike", {"gpu:nvidia-l40s": 8, "cpu": 64},
-     "Embedding service for the new search index.", 0, None, "submit", ""),
-)
-
-
-def _quota_requests(users: dict) -> None:
-    """A few requests in each state, so the review queue and the dashboards look alive."""
-    if QuotaRequest.objects.exists():
-        return
-    cohort, members = COHORT
-    for tenant in Tenant.objects.filter(slug__in=members, cohort=""):
-        tenant.cohort = cohort
-        tenant_services.tenant_update(actor=None, tenant=tenant, changed=["cohort"])
-    admin, now = users["adam"], timezone.now()
-    for slug, who, lines, why, age, ends_in, outcome, note in QUOTA_REQUESTS:
-        ends_on = timezone.localdate() + datetime.timedelta(days=ends_in) if ends_in else None
-        request = tenant_quota.quota_request_create(
-            tenant=Tenant.objects.get(slug=slug),
-            requested_by=users[who],
-            lines=[{"resource": r, "amount": a} for r, a in lines.items()],
-            justification=why,
-            ends_on=ends_on,
-        )
-        QuotaRequest.objects.filter(pk=request.pk).update(
-            created_at=now - datetime.timedelta(days=age, hours=3)
-        )
-        if outcome == "approve":
-            tenant_quota.quota_request_approve(
-                request_id=request.pk, approver=admin, note=note
-            )
-        elif outcome == "reject":
-            tenant_quota.quota_request_reject(
-                request_id=request.pk, approver=admin, reason=note
-            )
-        elif outcome == "withdraw":
-            tenant_quota.quota_request_withdraw(request_id=request.pk, actor=users[who])
-
-
 # Boot images platform admins offer for VMs: (key, label, container disk, min disk GiB, user).
 VM_IMAGES = (
     ("ubuntu-2404-nvidia", "Ubuntu 24.04 LTS with NVIDIA driver 580",
@@ -496,7 +443,7 @@ def load_demo() -> list[DemoAccount]:
     tenant_services.role_grant(
         actor=None, user=users["adam"], role=RoleAssignment.Role.PLATFORM_ADMIN
     )
-    _quota_requests(users)
+    quota_requests_load(users)
     _vm_images()
     fresh = _workloads(users, WORKLOADS)
     demo_billing.load_billing_demo(users=users, apply=_settle)
