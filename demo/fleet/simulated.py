@@ -204,7 +204,8 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
         status it would report, if it changed."""
         now = now or timezone.now()
         children = self._play_operator(row, now)
-        status = controller_status(row.body, self._clock(row, now), children)
+        status = controller_status(row.body, self._clock(row, now), children,
+                                   self._storage_credentials(row))
         if status:
             status = self._with_usage(row, status)
         if status is None or row.body.get("status") == status:
@@ -217,6 +218,22 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
         if written:
             row.body, row.resource_version = body, row.resource_version + 1
         return _render(row)
+
+    def _storage_credentials(self, row: SimulatedObject) -> frozenset[str]:
+        """What KServe would hand an InferenceService's storage initializer: the keys of the
+        Secrets its predictor's ServiceAccount lists. None named, none read (no query)."""
+        predictor = (row.body.get("spec") or {}).get("predictor") or {}
+        account = predictor.get("serviceAccountName") if row.kind == "InferenceService" else None
+        if not account or not row.namespace:
+            return frozenset()
+        found = self._rows("v1", "ServiceAccount").filter(namespace=row.namespace,
+                                                          name=account).first()
+        listed = [ref.get("name") for ref in ((found.body if found else {}).get("secrets") or [])
+                  if isinstance(ref, dict)]
+        keys: set[str] = set()
+        for secret in self._rows("v1", "Secret").filter(namespace=row.namespace, name__in=listed):
+            keys |= {key for key, value in (secret.body.get("data") or {}).items() if value}
+        return frozenset(keys)
 
     # --- operators: what controllers make ---------------------------------------------------
 

@@ -18,6 +18,7 @@ from inventory.selectors.capacity import largest_node_by_class
 
 from ..access.models import Tenant
 from ..access.rules import in_tenants_visible_to
+from ..credentials.models import ModelCredential
 from ..enforcement.manifests.spec import (
     LOCAL_QUEUE,
     PRIORITY_CLASS_LABEL,
@@ -382,7 +383,8 @@ def vm_image_catalog() -> dict[str, dict]:
 def launch_context(*, tenant: Tenant, quota: Mapping[str, int] | None = None) -> LaunchContext:
     """What the kinds validate against: the tenant's isolation, its quota, the GPU classes of its
     pool (with the most one node holds; for HAMi shares, the most one GPU offers) and the admins'
-    catalogs. Partitions (MIG, HAMi) are offered to shared tenants only. Four queries."""
+    catalogs and model credentials. Partitions (MIG, HAMi) are offered to shared tenants only.
+    Five queries."""
     if quota is None:
         quota = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "limit"))
     largest = largest_node_by_class(pool=pool_of(tenant))
@@ -400,6 +402,7 @@ def launch_context(*, tenant: Tenant, quota: Mapping[str, int] | None = None) ->
         quota=dict(quota),
         gpu_offers=tuple(offers),
         catalog={"vm_images": vm_image_catalog()},
+        credentials=ModelCredential.objects.kinds_of(tenant),
     )
 
 

@@ -72,6 +72,8 @@ class LaunchContext:
     gpu_offers: tuple[GpuOffer, ...] = ()  # GPU classes of the tenant's pool
     # Admin-kept lists a kind may need (e.g. VM boot images: key → dict); empty by default.
     catalog: Mapping[str, Any] = field(default_factory=dict)
+    # The tenant's model credentials an endpoint may pick: name → kind (huggingface | s3).
+    credentials: Mapping[str, str] = field(default_factory=dict)
 
     def offer(self, resource: str) -> GpuOffer | None:
         return next((o for o in self.gpu_offers if o.resource == resource), None)

@@ -46,6 +46,7 @@ from ..base import (
     condition,
 )
 from ..spec_input import ALL
+from .credential import with_credential
 from .spec import (
     DEFAULT_CPU,
     DEFAULT_GPUS_PER_REPLICA,
@@ -172,6 +173,7 @@ class InferenceKind:
         predictor["nodeSelector"] = ctx.gpu_node_selector(gpu.model.product_label)
         if tolerations := ctx.gpu_tolerations():
             predictor["tolerations"] = tolerations
+        with_credential(predictor, spec)
         # KServe copies the InferenceService's labels to its predictor's Deployment and pods:
         # Kueue admits each replica through the tenant's queue; a HAMi share through its
         # `shares` queue, metered in vGPUs, memory and compute (see the enforcement's kueue).
