@@ -196,11 +196,14 @@ class InferenceForm(WorkloadForm):
         """The tenant's credentials of the kind the model URI's scheme needs (all of them
         before a URI is typed); `credentials_missing` when none fits, for the empty state."""
         uri = self.data.get("model_uri") if self.is_bound else self.initial.get("model_uri")
-        needed = inference_credential.KIND_OF_SCHEME.get(str(uri or "").partition("://")[0])
+        scheme, typed, _ = str(uri or "").partition("://")
+        needed = inference_credential.KIND_OF_SCHEME.get(scheme)
         fitting = [(name, f"{name} ({inference_credential.KIND_LABELS[kind]})")
                    for name, kind in self.context.credentials.items()
                    if needed is None or kind == needed]
-        self.credentials_missing = not fitting
+        if typed and needed is None:  # pvc://: the tenant's own volume needs none
+            fitting = []
+        self.credentials_missing = not fitting and not (typed and needed is None)
         return [("", "None: a public model"), *fitting]
 
 
