@@ -18,6 +18,7 @@ from inventory.demo_fleet import demo_fleet_details
 from inventory.models import GPU, Node, NodeState, Rack, Site
 from inventory.resource_classes import GPU_MODELS
 from tenants.access import services as tenant_services
+from tenants.credentials import services as credential_services
 from tenants.enforcement.services import tenant_reconcile, tenants_reconcile_sweep
 from tenants.models import Membership, RoleAssignment, Tenant, Workload
 from tenants.quota import services as tenant_quota
@@ -267,6 +268,11 @@ WORKLOADS = (
                  {"model_uri": "hf://meta-llama/Llama-3.1-8B-Instruct",
                   "gpu": "mig:nvidia-a100-80gb:1g.10gb", "min_replicas": 1, "max_replicas": 3,
                   "cpu": 2, "memory_gib": 16}),
+    # A gated model (simulated_kserve.GATED_MODELS), loaded with the tenant's stored token.
+    DemoWorkload("nova", "mike", "inference", "llama-3b-gated",
+                 {"model_uri": "hf://meta-llama/Llama-3.2-3B-Instruct", "credential": "hf-token",
+                  "gpu": "gpu:nvidia-l40s", "gpus_per_replica": 1, "min_replicas": 1,
+                  "max_replicas": 1, "cpu": 8, "memory_gib": 32}),
     DemoWorkload("helix", "olivia", "vcluster", "pretrain-cluster",
                  {"kubernetes_version": "1.35", "gpu_scheduling": True, "cpu": 8,
                   "memory_gib": 32}),
@@ -293,6 +299,25 @@ QUEUED_WORKLOADS = (
                   "cpu_per_worker": 16, "memory_gib_per_worker": 128, "accounting": False,
                   "rest_api": False, "ssh_public_key": DEMO_SSH_KEY}),
 )
+
+
+# Model credentials the demo's tenants keep (tenant, who stored it, name, kind, values): the
+# values are made up; the simulated KServe only checks that a gated model got a token.
+CREDENTIALS = (
+    ("nova", "mike", "hf-token", "huggingface",
+     {"token": "hf_demoTokenNotARealOne0000000000000"}),
+)
+
+
+def _credentials(users: dict) -> None:
+    """Store the demo's credentials and put their Secrets on the simulated fleet."""
+    for slug, who, name, kind, values in CREDENTIALS:
+        tenant = Tenant.objects.get(slug=slug)
+        if not tenant.model_credentials.filter(name=name).exists():
+            credential_services.credential_create(actor=users[who], tenant=tenant, name=name,
+                                                  kind=kind, values=values)
+        if settings.FLEET_BACKEND == "simulated":
+            credential_services.credentials_reconcile(tenant_id=tenant.pk)
 
 
 def _vm_images() -> None:
@@ -445,6 +470,7 @@ def load_demo() -> list[DemoAccount]:
     )
     quota_requests_load(users)
     _vm_images()
+    _credentials(users)
     fresh = _workloads(users, WORKLOADS)
     demo_billing.load_billing_demo(users=users, apply=_settle)
     load_idle_gpus()

@@ -86,9 +86,9 @@ def _model_not_found(storage_uri: str) -> str:
 
 
 # Gated on huggingface.co: only an account that accepted the terms, with its token, downloads them.
+# (Not every gated repository: the demo's other Llama endpoints load without a token.)
 GATED_MODELS = frozenset({
     "meta-llama/Llama-3.2-3B-Instruct",
-    "meta-llama/Llama-3.3-70B-Instruct",
     "google/gemma-2-9b-it",
     "mistralai/Mistral-7B-Instruct-v0.3",
 })
