@@ -21,7 +21,7 @@ def _secret(label: str, help_text: str = "") -> forms.CharField:
 class CredentialValuesForm(forms.Form):
     """The secret values (which a kind needs is the service's to say) and S3's settings."""
 
-    token = _secret("Hugging Face token", "A read token from huggingface.co/settings/tokens, "
+    token = _secret("Token", "A read token from huggingface.co/settings/tokens, "
                     "of an account that accepted the gated model's terms.")
     access_key_id = _secret("Access key ID")
     secret_access_key = _secret("Secret access key")

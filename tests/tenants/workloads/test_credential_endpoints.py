@@ -43,6 +43,7 @@ def test_a_gated_model_picks_a_token_and_its_predictor_runs_as_the_credentials_a
     assert predictor["model"]["env"] == [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
         "name": "model-cred-hf-token", "key": "HF_TOKEN"}}}]
     assert schemas.manifest_errors(manifest) == []
+    assert ("Model credential", "hf-token") in KIND.serves(spec)
 
 
 def test_a_private_bucket_picks_s3_keys_through_the_account_alone():

@@ -266,6 +266,8 @@ def serves(spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
                                         f"{spec.get('gpu_cores')} % compute"))
     else:
         rows.append(("GPUs per replica", str(spec.get("gpus_per_replica") or "")))
+    if spec.get("credential"):
+        rows.insert(1, ("Model credential", str(spec["credential"])))
     return tuple(rows)
 
 
