@@ -24,6 +24,16 @@ def _page(request, slug: str):
     return tenant, context
 
 
+def _managed_credential(request, slug: str, name: str):
+    """The page's tenant and context, and its credential `name` (a 404 if it has none): for
+    those who manage credentials only (403 for the others)."""
+    tenant, context = _page(request, slug)
+    credential = credential_get(tenant=tenant, name=name)
+    if not context["can_manage_credentials"]:
+        raise PermissionDenied
+    return tenant, context, credential
+
+
 def _value_fields(form) -> dict:
     """The form's fields of each kind, for the template to group."""
     return {"hf_fields": [form["token"]],
@@ -59,10 +69,7 @@ def credential_list(request, slug: str):
 @login_required
 def credential_detail(request, slug: str, name: str):
     """Replace a credential's values (write-only: the old ones are never shown)."""
-    tenant, context = _page(request, slug)
-    credential = credential_get(tenant=tenant, name=name)
-    if not context["can_manage_credentials"]:
-        raise PermissionDenied
+    tenant, context, credential = _managed_credential(request, slug, name)
     form = CredentialValuesForm(initial={"s3_endpoint": credential.s3_endpoint,
                                          "s3_region": credential.s3_region,
                                          "s3_use_https": credential.s3_use_https})
@@ -85,10 +92,7 @@ def credential_detail(request, slug: str, name: str):
 @login_required
 @require_POST
 def credential_delete(request, slug: str, name: str):
-    tenant, context = _page(request, slug)
-    credential = credential_get(tenant=tenant, name=name)
-    if not context["can_manage_credentials"]:
-        raise PermissionDenied
+    tenant, _, credential = _managed_credential(request, slug, name)
     if not is_confirmed(request, name=credential.name):
         return confirmation_page(
             request, name=credential.name, title=f"Delete the credential {credential.name}?",
