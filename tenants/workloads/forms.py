@@ -204,7 +204,7 @@ class InferenceForm(WorkloadForm):
         if typed and needed is None:  # pvc://: the tenant's own volume needs none
             fitting = []
         self.credentials_missing = not fitting and not (typed and needed is None)
-        return [("", "None: a public model"), *fitting]
+        return [("", "No credential (a public model)"), *fitting]
 
 
 class VirtualMachineForm(WorkloadForm):
