@@ -26,7 +26,7 @@ from core.audit import audit
 from core.fleet import FleetError, FleetGateway, TransientFleetError, get_gateway
 from core.queueing import enqueue_on_commit
 from core.reconcile import reconcile_bump, reconcile_failed, reconcile_succeeded
-from core.sealed import InvalidToken, open_sealed, seal
+from core.sealed import InvalidToken, open_sealed, reseal, seal
 
 from ..access.models import Tenant
 from .manifests import (
@@ -185,6 +185,20 @@ def credential_delete(*, actor: Any, credential: ModelCredential) -> None:
           changes=_shown(locked))
     locked.delete()
     credentials_mark_changed(tenant=tenant)
+
+
+@transaction.atomic
+def credentials_reseal() -> int:
+    """Seal every credential's values again with the first of SEALING_KEYS (key rotation: put
+    the new key first, reseal, then drop the old one). Nothing on the cluster changes. Returns
+    how many were resealed; one audit event says so."""
+    count = 0
+    for credential in ModelCredential.objects.select_for_update().only("id", "sealed_values"):
+        credential.sealed_values = reseal(credential.sealed_values)
+        credential.save(update_fields=["sealed_values"])
+        count += 1
+    audit(actor=None, action="model_credential.resealed", changes={"credentials": count})
+    return count
 
 
 # --- the sync onto the cluster ----------------------------------------------------------------

@@ -354,3 +354,25 @@ def test_the_page_reads_a_fixed_number_of_queries(
             hf(tenant, tenant_member, name=f"token-{count}-{index}")
         with django_assert_max_num_queries(12):
             assert client.get(url).status_code == 200
+
+
+def test_a_key_rotation_reseals_every_credential_with_the_new_key(
+    tenant, tenant_member, settings
+):
+    from io import StringIO
+
+    from cryptography.fernet import Fernet
+    from django.core.management import call_command
+
+    old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    settings.SEALING_KEYS = [old]
+    hf(tenant, tenant_member)
+    settings.SEALING_KEYS = [new, old]
+    out = StringIO()
+    call_command("reseal_model_credentials", stdout=out)
+    assert "1 model credentials resealed" in out.getvalue()
+    settings.SEALING_KEYS = [new]  # the old key dropped: the value still opens
+    assert json.loads(open_sealed(ModelCredential.objects.get().sealed_values)) == {
+        "HF_TOKEN": TOKEN}
+    assert AuditEvent.objects.get(action="model_credential.resealed").changes == {
+        "credentials": 1}
