@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from tenants.credentials import services as credentials
 from tenants.workloads import services
+from tenants.workloads.advice import failure_advice
 from tenants.workloads.kinds import inference, schemas
 from tenants.workloads.kinds.base import SpecError
 from tenants.workloads.models import WorkloadStatus
@@ -106,6 +107,9 @@ def test_a_gated_model_fails_without_a_token_in_hugging_faces_words(fleet, tenan
     assert workload.status == S.FAILED
     assert "Cannot access gated repo" in workload.status_message
     assert "meta-llama/Llama-3.2-3B-Instruct" in workload.status_message
+    advice, action = failure_advice(kind="inference", reason=workload.status_reason,
+                                    message=workload.status_message, scalable=True)
+    assert "Credentials page" in advice and action == "relaunch"
 
 
 @pytest.mark.django_db
