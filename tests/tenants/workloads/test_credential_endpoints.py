@@ -208,3 +208,32 @@ def test_the_launch_form_offers_the_credentials_of_the_models_kind(
     assert 'value="hf-token"' not in form and 'id="credential-empty"' not in form
     form = client.post(check, {"name": "chat", "model_uri": "s3://private-x/y"}).content.decode()
     assert 'value="bucket"' in form and 'value="hf-token"' not in form
+
+
+# --- the API -----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_api_launches_with_a_credential_and_names_a_wrong_one(
+    tenant, tenant_member, gpu_pool, workload_quota, api_client
+):
+    workload_quota()
+    credentials.credential_create(actor=tenant_member, tenant=tenant, name="bucket", kind="s3",
+                                  values={"access_key_id": "AKIA1", "secret_access_key": "s" * 9})
+    credentials.credential_create(actor=tenant_member, tenant=tenant, name="hf-token",
+                                  kind="huggingface", values={"token": TOKEN})
+    api_client.force_login(tenant_member)
+
+    def launch(credential):
+        return api_client.post("/api/v1/workloads/", {
+            "tenant": "acme", "kind": "inference", "name": "chat",
+            "spec": {"model_uri": GATED, "gpu": "gpu:nvidia-h100-80gb",
+                     "credential": credential}}, format="json")
+
+    refused = launch("bucket")
+    assert refused.status_code == 400
+    assert "needs a Hugging Face token" in str(refused.json()["error"]["fields"])
+    accepted = launch("hf-token")
+    assert accepted.status_code == 202, accepted.content[:300]
+    assert accepted.json()["spec"]["credential"] == "hf-token"
+    assert TOKEN not in accepted.content.decode()
