@@ -18,7 +18,6 @@ from inventory.demo_fleet import demo_fleet_details
 from inventory.models import GPU, Node, NodeState, Rack, Site
 from inventory.resource_classes import GPU_MODELS
 from tenants.access import services as tenant_services
-from tenants.credentials import services as credential_services
 from tenants.enforcement.services import tenant_reconcile, tenants_reconcile_sweep
 from tenants.models import Membership, RoleAssignment, Tenant, Workload
 from tenants.quota import services as tenant_quota
@@ -29,6 +28,7 @@ from tenants.workloads.selectors import build_context
 
 from . import billing_data as demo_billing
 from .idle_gpus import load_idle_gpus
+from .model_credentials import load_model_credentials
 from .queued_jobs import queued_jobs_send
 from .quota_requests import COHORT, quota_requests_load
 
@@ -301,25 +301,6 @@ QUEUED_WORKLOADS = (
 )
 
 
-# Model credentials the demo's tenants keep (tenant, who stored it, name, kind, values): the
-# values are made up; the simulated KServe only checks that a gated model got a token.
-CREDENTIALS = (
-    ("nova", "mike", "hf-token", "huggingface",
-     {"token": "hf_demoTokenNotARealOne0000000000000"}),
-)
-
-
-def _credentials(users: dict) -> None:
-    """Store the demo's credentials and put their Secrets on the simulated fleet."""
-    for slug, who, name, kind, values in CREDENTIALS:
-        tenant = Tenant.objects.get(slug=slug)
-        if not tenant.model_credentials.filter(name=name).exists():
-            credential_services.credential_create(actor=users[who], tenant=tenant, name=name,
-                                                  kind=kind, values=values)
-        if settings.FLEET_BACKEND == "simulated":
-            credential_services.credentials_reconcile(tenant_id=tenant.pk)
-
-
 def _vm_images() -> None:
     for key, label, disk, min_disk, user in VM_IMAGES:
         if not VmImage.objects.filter(key=key).exists():
@@ -470,7 +451,7 @@ def load_demo() -> list[DemoAccount]:
     )
     quota_requests_load(users)
     _vm_images()
-    _credentials(users)
+    load_model_credentials(users)
     fresh = _workloads(users, WORKLOADS)
     demo_billing.load_billing_demo(users=users, apply=_settle)
     load_idle_gpus()
