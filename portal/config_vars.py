@@ -241,6 +241,38 @@ SECTIONS = (
         ),
     ),
     Section(
+        "vClusters and SSH from outside the cluster",
+        "(see [Workloads](workloads.md#reaching-workloads-from-a-laptop))",
+        (
+            Var("VCLUSTER_DOMAIN", "",
+                "DNS suffix under which vCluster API servers are published through the fleet's "
+                "Gateway, as `<vcluster>.<namespace>.<suffix>` (TLS passthrough by SNI; a wildcard "
+                "DNS record `*.<suffix>` points at the Gateway), e.g. `vc.example.com`; empty keeps "
+                "them in-cluster"),
+            Var("VCLUSTER_GATEWAY", "ingress-gateway/fleet",
+                "`<namespace>/<name>` of the Gateway whose TLS-passthrough listener carries every "
+                "vCluster's TLSRoute"),
+            Var("VCLUSTER_GATEWAY_LISTENER", "tls-passthrough",
+                "that listener's name (the routes' `sectionName`): `protocol: TLS`, `tls.mode: "
+                "Passthrough`, hostname `*.<VCLUSTER_DOMAIN>`, routes allowed from tenant "
+                "namespaces"),
+            Var("VCLUSTER_GATEWAY_PORT", "443",
+                "that listener's port, in the kubeconfig's server URL"),
+            Var("VCLUSTER_OIDC_CLIENT_ID", "kubernetes",
+                "the Keycloak public client `kubectl oidc-login` signs in with: the virtual API "
+                "servers accept its ID tokens from `OIDC_ISSUER_URL` and bind the tenant's groups "
+                "(with `KUBERNETES_OIDC_GROUPS_PREFIX`); empty, or no `OIDC_ISSUER_URL`: the "
+                "kubeconfig's client certificate only"),
+            Var("SSH_LOAD_BALANCER", "true",
+                "give each VM and Slurm login node a LoadBalancer Service on port 22 (needs an "
+                "address pool, e.g. MetalLB's); `false` keeps SSH in-cluster"),
+            Var("SSH_SOURCE_RANGES", "",
+                "comma-separated CIDRs allowed to reach those Services (their "
+                "`loadBalancerSourceRanges`, and the tenant NetworkPolicy's SSH rule)",
+                shown="anywhere (`0.0.0.0/0`, `::/0`)"),
+        ),
+    ),
+    Section(
         "Metrics",
         "",
         (

@@ -41,6 +41,17 @@ TENANT_EDIT_CLUSTER_ROLE = env.str("TENANT_EDIT_CLUSTER_ROLE", default="edit")
 KUBERNETES_OIDC_GROUPS_PREFIX = env.str("KUBERNETES_OIDC_GROUPS_PREFIX", default="oidc:")
 # The cluster's DNS domain: in-cluster addresses of workloads (<svc>.<ns>.svc.<domain>).
 KUBERNETES_CLUSTER_DOMAIN = env.str("KUBERNETES_CLUSTER_DOMAIN", default="cluster.local")
+# Reaching workloads from outside: vCluster API servers through the fleet Gateway's TLS
+# passthrough listener (by SNI), SSH through a LoadBalancer Service per VM / login node.
+VCLUSTER_DOMAIN = env.str("VCLUSTER_DOMAIN", default="").strip(".")
+VCLUSTER_GATEWAY = env.str("VCLUSTER_GATEWAY", default="ingress-gateway/fleet")
+if VCLUSTER_GATEWAY.count("/") != 1 or not all(VCLUSTER_GATEWAY.split("/")):
+    raise environ.ImproperlyConfigured("VCLUSTER_GATEWAY must be <namespace>/<name>.")
+VCLUSTER_GATEWAY_LISTENER = env.str("VCLUSTER_GATEWAY_LISTENER", default="tls-passthrough")
+VCLUSTER_GATEWAY_PORT = env.int("VCLUSTER_GATEWAY_PORT", default=443)
+VCLUSTER_OIDC_CLIENT_ID = env.str("VCLUSTER_OIDC_CLIENT_ID", default="kubernetes")
+SSH_LOAD_BALANCER = env.bool("SSH_LOAD_BALANCER", default=True)
+SSH_SOURCE_RANGES = env.list("SSH_SOURCE_RANGES", default=[])
 # The values of the portal's Kueue WorkloadPriorityClasses: when a queue's quota is short, a
 # workload of a higher value preempts one of a lower (serving > interactive > batch by default).
 KUEUE_PRIORITIES = {

@@ -30,7 +30,7 @@ from ..quota.capacity import pool_of
 from ..quota.models import Quota
 from . import registry
 from .in_use import demand_in_use
-from .kinds.base import BuildContext, GpuOffer, LaunchContext
+from .kinds.base import BuildContext, ExternalAccess, GpuOffer, LaunchContext
 from .models import (
     HOLDING,
     OPEN_EPISODE_STATES,
@@ -406,8 +406,27 @@ def launch_context(*, tenant: Tenant, quota: Mapping[str, int] | None = None) ->
     )
 
 
+def external_access() -> ExternalAccess:
+    """The settings that say how workloads are reached from outside the cluster."""
+    gateway_namespace, gateway_name = settings.VCLUSTER_GATEWAY.split("/")
+    return ExternalAccess(
+        vcluster_domain=settings.VCLUSTER_DOMAIN,
+        gateway_namespace=gateway_namespace,
+        gateway_name=gateway_name,
+        gateway_listener=settings.VCLUSTER_GATEWAY_LISTENER,
+        gateway_port=settings.VCLUSTER_GATEWAY_PORT,
+        oidc_issuer=settings.OIDC_ISSUER_URL,
+        oidc_client_id=settings.VCLUSTER_OIDC_CLIENT_ID,
+        oidc_groups_prefix=settings.KUBERNETES_OIDC_GROUPS_PREFIX,
+        ssh_load_balancer=settings.SSH_LOAD_BALANCER,
+        ssh_sources=tuple(settings.SSH_SOURCE_RANGES) or ExternalAccess.ssh_sources,
+    )
+
+
 def build_context(*, workload: Workload) -> BuildContext:
     tenant = workload.tenant
+    groups = tenant.keycloak_groups(prefix=settings.OIDC_GROUP_PREFIX)
+    groups_prefix = settings.KUBERNETES_OIDC_GROUPS_PREFIX
     return BuildContext(
         workload_id=workload.pk,
         name=workload.name,
@@ -420,6 +439,9 @@ def build_context(*, workload: Workload) -> BuildContext:
         shares_admission_labels=admission_labels(workload.kind, queue=SHARES_LOCAL_QUEUE),
         priority_labels=priority_labels(workload.kind),
         priority_class=priority_class(workload.kind),
+        access=external_access(),
+        edit_groups=tuple(f"{groups_prefix}{g}" for g in groups["edit"]),
+        view_groups=tuple(f"{groups_prefix}{g}" for g in groups["view"]),
     )
 
 

@@ -187,8 +187,12 @@ def _drive_nodes(kube_emulator, tenant, on_commit) -> None:
 
 
 @pytest.fixture
-def every_call(kube_emulator, kube_gateway, django_capture_on_commit_callbacks):
+def every_call(kube_emulator, kube_gateway, django_capture_on_commit_callbacks, settings):
     """Every request the portal makes while it does everything it can do to a cluster."""
+    # vClusters published through the fleet's Gateway (their TLSRoutes), SSH through
+    # LoadBalancer Services: everything the portal can be configured to do.
+    settings.VCLUSTER_DOMAIN = "vc.example.com"
+    settings.SSH_LOAD_BALANCER = True
     for index in range(8):
         GPUFactory(node=NodeFactory(reserved_for=""), index=index, model="nvidia-h100-80gb")
     with kube_emulator.recording() as calls:

@@ -55,6 +55,7 @@ CUSTOM_RESOURCES: list[tuple[str, str, str, bool, tuple[str, ...]]] = [
     ("slinky.slurm.net/v1beta1", "LoginSet", "loginsets", True, ("status", "scale")),
     ("slinky.slurm.net/v1beta1", "RestApi", "restapis", True, ("status",)),
     ("slinky.slurm.net/v1beta1", "Accounting", "accountings", True, ("status",)),
+    ("gateway.networking.k8s.io/v1", "TLSRoute", "tlsroutes", True, ("status",)),
 ]
 VERBS = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 _SERVING = -1000.0  # above kmock's own fallbacks (-inf), below any reaction a test adds (0)

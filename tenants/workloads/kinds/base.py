@@ -101,6 +101,30 @@ class LaunchContext:
 
 
 @dataclass(frozen=True)
+class ExternalAccess:
+    """How people reach workloads from outside the cluster (fleet-wide settings).
+
+    vCluster API servers: a TLSRoute on the fleet Gateway's TLS-passthrough listener, by SNI
+    hostname `<release>.<namespace>.<vcluster_domain>`, signed in with Keycloak (kubelogin).
+    SSH to VMs and Slurm login nodes: a LoadBalancer Service each, open to `ssh_sources`."""
+
+    vcluster_domain: str = ""  # empty: vClusters are reached in-cluster only
+    gateway_namespace: str = "ingress-gateway"
+    gateway_name: str = "fleet"
+    gateway_listener: str = "tls-passthrough"  # the listener's name: a route's sectionName
+    gateway_port: int = 443
+    oidc_issuer: str = ""  # Keycloak realm URL; empty: no OIDC sign-in to vClusters
+    oidc_client_id: str = ""  # the public client kubelogin uses
+    oidc_groups_prefix: str = "oidc:"  # as the host API server's --oidc-groups-prefix
+    ssh_load_balancer: bool = False
+    ssh_sources: tuple[str, ...] = ("0.0.0.0/0", "::/0")
+
+    @property
+    def vcluster_oidc(self) -> bool:
+        return bool(self.vcluster_domain and self.oidc_issuer and self.oidc_client_id)
+
+
+@dataclass(frozen=True)
 class BuildContext:
     """Who the objects are for: names, namespace, owner labels, and where they may run."""
 
@@ -125,6 +149,11 @@ class BuildContext:
     # The kind's priority: the name of both Kueue's WorkloadPriorityClass and the Kubernetes
     # PriorityClass (for pods that cannot carry the label); empty: none.
     priority_class: str = ""
+    # Reaching the workload from outside the cluster, and the tenant's Kubernetes group names
+    # (OIDC groups prefix + Keycloak group path) that edit and view it, as in its namespace.
+    access: ExternalAccess = field(default_factory=ExternalAccess)
+    edit_groups: tuple[str, ...] = ()
+    view_groups: tuple[str, ...] = ()
 
     @property
     def partitions_allowed(self) -> bool:

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from .base import (
+from ..base import (
     BuildContext,
     Connection,
     LaunchContext,
@@ -29,8 +29,10 @@ from .base import (
     SpecError,
     condition,
 )
-from .naming import bounded_label
-from .spec_input import ALL, SpecFields
+from ..naming import bounded_label
+from ..spec_input import ALL, SpecFields
+from . import access as _access
+from .access import TLS_ROUTE
 
 CHART = "vcluster"
 CHART_VERSION = "0.36.1"
@@ -220,6 +222,8 @@ def chart_values(spec: Mapping[str, Any], ctx: BuildContext) -> dict[str, Any]:
     if ctx.priority_labels:
         # Kueue queues the control plane too (its defaulting): at the kind's priority.
         values["controlPlane"]["statefulSet"]["pods"] = {"labels": dict(ctx.priority_labels)}
+    if ctx.access.vcluster_domain:
+        values = _access.merge_values(values, _access.exposed_values(release, ctx))
     return values
 
 
@@ -284,6 +288,8 @@ def _details(
         "server": server_url(name, ctx.namespace),
         "chart_version": CHART_VERSION,
     }
+    if ctx.access.vcluster_domain:
+        details["external_server"] = _access.external_server(name, ctx.namespace, ctx.access)
     if release is None:
         return details
     status = release.get("status") or {}
@@ -312,6 +318,63 @@ def _progress(release: Manifest) -> tuple[str, str]:
     return "Progressing", "Waiting for Flux to install the chart."
 
 
+# Connection from outside ------------------------------------------------------------------------
+
+
+def _outside_connection(
+    objects: Mapping[ObjectKey, Manifest],
+    ctx: BuildContext,
+    items: tuple[tuple[str, str], ...],
+    download: str,
+    kubeconfig: str,
+) -> Connection:
+    """The API server through the fleet's Gateway: with a realm, a kubeconfig that signs in
+    with Keycloak (kubelogin); without, the exported admin kubeconfig, which names it too."""
+    release, namespace, access = release_name(ctx.name), ctx.namespace, ctx.access
+    external = _access.external_server(release, namespace, access)
+    items = (("API server", external), *items)
+    check = f"kubectl --kubeconfig {kubeconfig} get namespaces"
+    if not access.vcluster_oidc:
+        return Connection(
+            items=items,
+            commands=(("Download the kubeconfig", download), ("Use it from your machine", check)),
+            notes=(
+                f"The kubeconfig's server is {external}, the fleet's gateway, which passes the"
+                " connection through to the vCluster's API server.",
+                "The kubeconfig holds the vCluster's admin credentials: keep it like a password.",
+            ),
+        )
+    secret = objects.get((*SECRET, kubeconfig_secret_name(release)))
+    try:
+        authority = _access.certificate_authority(kubeconfig_from_secret(secret))
+    except ValueError:
+        authority = ""
+    config = _access.oidc_kubeconfig(
+        release=release, namespace=namespace, access=access, certificate_authority=authority
+    )
+    return Connection(
+        items=items,
+        commands=(
+            ("Install the kubelogin plugin once (krew, or brew install kubelogin)",
+             "kubectl krew install oidc-login"),
+            (f"Save this kubeconfig as {kubeconfig}",
+             f"cat > {kubeconfig} <<'EOF'\n{config}EOF"),
+            ("Sign in with your Keycloak account and use it", check),
+            ("Or make it your current kubeconfig",
+             f"export KUBECONFIG=$PWD/{kubeconfig} && kubectl auth whoami"),
+        ),
+        notes=(
+            f"The API server is reached at {external} through the fleet's gateway, which passes"
+            " the TLS connection through to the vCluster: the certificate is the vCluster's own.",
+            "kubectl opens your browser to sign in with Keycloak; your tenant's groups are bound"
+            " inside the vCluster (owners and members: cluster-admin, viewers: view). The"
+            " kubeconfig holds no secret.",
+            "The admin kubeconfig (Download kubeconfig) also reaches it there: keep that one like"
+            " a password.",
+        ),
+    )
+
+
 # The kind ---------------------------------------------------------------------------------------
 
 
@@ -320,7 +383,8 @@ class VClusterKind:
 
     KEY: ClassVar[str] = "vcluster"
     LABEL: ClassVar[str] = "vCluster"
-    OWNED_KINDS: ClassVar[tuple[tuple[str, str], ...]] = (HELM_REPOSITORY, HELM_RELEASE)
+    # The TLSRoute only when vClusters are exposed (VCLUSTER_DOMAIN); pruned when they stop being.
+    OWNED_KINDS: ClassVar[tuple[tuple[str, str], ...]] = (HELM_REPOSITORY, HELM_RELEASE, TLS_ROUTE)
 
     def validate(self, spec: Mapping[str, Any], ctx: LaunchContext) -> dict[str, Any]:
         fields = SpecFields(spec, FIELDS)
@@ -384,6 +448,8 @@ class VClusterKind:
                 "values": chart_values(spec, ctx),
             },
         }
+        if ctx.access.vcluster_domain:
+            return [repository, helm_release, _access.tls_route(release, ctx)]
         return [repository, helm_release]
 
     def unowned_objects(self, spec: Mapping[str, Any], ctx: BuildContext) -> tuple[ObjectKey, ...]:
@@ -400,6 +466,9 @@ class VClusterKind:
         repository = objects.get((*HELM_REPOSITORY, repository_name(release)))
         secret = objects.get((*SECRET, kubeconfig_secret_name(release)))
         details = _details(helm_release, spec, release, ctx)
+        route_problem = _access.route_problem(objects.get((*TLS_ROUTE, release)))
+        if route_problem:
+            details["gateway_route"] = route_problem
         if helm_release is None:
             if repository is None:
                 return Observation("absent", details=details)
@@ -450,14 +519,17 @@ class VClusterKind:
             f"kubectl -n {namespace} get secret {secret}"
             f" -o jsonpath='{{.data.{KUBECONFIG_KEY}}}' | base64 -d > {kubeconfig}"
         )
+        items = (
+            ("API server (in-cluster)", server),
+            ("Kubeconfig Secret", f"{secret} (key {KUBECONFIG_KEY})"),
+            ("Namespace", namespace),
+            ("Kubernetes version", spec.get("kubernetes_version") or DEFAULT_VERSION),
+        )
+        if ctx.access.vcluster_domain:
+            return _outside_connection(objects, ctx, items, download, kubeconfig)
         forwarded = f"kubectl --kubeconfig {kubeconfig} --server https://localhost:8443"
         return Connection(
-            items=(
-                ("API server (in-cluster)", server),
-                ("Kubeconfig Secret", f"{secret} (key {KUBECONFIG_KEY})"),
-                ("Namespace", namespace),
-                ("Kubernetes version", spec.get("kubernetes_version") or DEFAULT_VERSION),
-            ),
+            items=items,
             commands=(
                 ("Download the kubeconfig", download),
                 ("Use it", f"kubectl --kubeconfig {kubeconfig} get namespaces"),
