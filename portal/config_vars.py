@@ -247,8 +247,8 @@ SECTIONS = (
             Var("VCLUSTER_DOMAIN", "",
                 "DNS suffix under which vCluster API servers are published through the fleet's "
                 "Gateway, as `<vcluster>.<namespace>.<suffix>` (TLS passthrough by SNI; a wildcard "
-                "DNS record `*.<suffix>` points at the Gateway), e.g. `vc.example.com`; empty keeps "
-                "them in-cluster"),
+                "DNS record `*.<suffix>` points at the Gateway), e.g. `vc.example.com`; empty "
+                "keeps them in-cluster"),
             Var("VCLUSTER_GATEWAY", "ingress-gateway/fleet",
                 "`<namespace>/<name>` of the Gateway whose TLS-passthrough listener carries every "
                 "vCluster's TLSRoute"),

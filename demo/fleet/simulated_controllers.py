@@ -158,6 +158,20 @@ def _pod(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status | 
     return status
 
 
+# The simulated load balancer's address pool (MetalLB's role): TEST-NET-3, documentation only.
+LOAD_BALANCER_POOL = "203.0.113"
+
+
+def _service(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status:
+    """The load balancer: a LoadBalancer Service gets a stable address of the pool at once."""
+    if (obj.get("spec") or {}).get("type") != "LoadBalancer":
+        return {"loadBalancer": {}}
+    meta = obj.get("metadata") or {}
+    seed = bytes.fromhex(digest(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}"))
+    address = f"{LOAD_BALANCER_POOL}.{1 + seed[0] % 254}"
+    return {"loadBalancer": {"ingress": [{"ip": address, "ipMode": "VIP"}]}}
+
+
 def _ip(prefix: str, seed: Any) -> str:
     """A made-up but stable address in `prefix`.0.0/16 (a pod's changes with each pod)."""
     seed_bytes = bytes.fromhex(digest(seed))
@@ -221,6 +235,7 @@ def resource_quota_used(
 CONTROLLERS: dict[tuple[str, str], StatusWriter] = {
     ("v1", "Namespace"): _namespace,
     ("v1", "ResourceQuota"): _resource_quota,
+    ("v1", "Service"): _service,
     ("apps/v1", "StatefulSet"): _stateful_set,
     ("apps/v1", "Deployment"): _deployment,
     ("kueue.x-k8s.io/v1beta2", "ClusterQueue"): _kueue_queue,
@@ -262,7 +277,8 @@ OPERATORS: dict[tuple[str, str], Operator] = {
     ),
     **{
         (slinky.SLINKY, kind): Operator(
-            (("apps/v1", "StatefulSet"), ("apps/v1", "Deployment"), ("v1", "Pod")),
+            (("apps/v1", "StatefulSet"), ("apps/v1", "Deployment"), ("v1", "Pod"),
+             ("v1", "Service")),
             slinky.plan_slinky,
         )
         for kind in slinky.KINDS

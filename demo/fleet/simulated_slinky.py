@@ -1,9 +1,9 @@
 """Slinky's slurm-operator 1.2 for the simulated fleet: its CRs' statuses (a Ready condition; a
 NodeSet counts its worker pods), and what it runs for them: slurmctld's StatefulSet
-`<controller>-controller`, the login Deployment `<loginset>`, slurmrestd's Deployment
-`<restapi>-restapi`, slurmdbd's StatefulSet `<accounting>-accounting` and a worker pod
-`<nodeset>-<ordinal>` per replica, labelled from the CRs' templates (the portal's owner labels
-among them) and owned by their CR. Pure.
+`<controller>-controller`, the login Deployment `<loginset>` and its Service (port 22),
+slurmrestd's Deployment `<restapi>-restapi`, slurmdbd's StatefulSet `<accounting>-accounting`
+and a worker pod `<nodeset>-<ordinal>` per replica, labelled from the CRs' templates (the
+portal's owner labels among them) and owned by their CR. Pure.
 """
 
 from __future__ import annotations
@@ -144,8 +144,35 @@ def plan_slinky(cr: Manifest, clock: Clock, children: Sequence[Manifest]) -> Pla
     if kind not in apps:
         return Plan()
     app_kind, app_name, app, count, containers = apps[kind]
-    return Plan((Made(_slinky_app(cr, app_kind, app_name, app, containers, count),
-                      clock.changed_at, in_step=True),))
+    made = [Made(_slinky_app(cr, app_kind, app_name, app, containers, count),
+                 clock.changed_at, in_step=True)]
+    if kind == "LoginSet":
+        made.append(Made(_login_service(cr), clock.changed_at, in_step=True))
+    return Plan(tuple(made))
+
+
+def _login_service(loginset: Manifest) -> Manifest:
+    """The login node's Service `<loginset>` on port 22, from the LoginSet's `service` template
+    (its metadata and ServiceSpec merged into the operator's)."""
+    meta = meta_of(loginset)
+    template = (loginset.get("spec") or {}).get("service") or {}
+    selector = {"app.kubernetes.io/name": "login", "app.kubernetes.io/instance": meta["name"]}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta.get("namespace", "default"),
+            "labels": {**((template.get("metadata") or {}).get("labels") or {}), **selector},
+            "ownerReferences": [owner_reference(loginset)],
+        },
+        "spec": {
+            "type": "ClusterIP",
+            **(template.get("spec") or {}),
+            "selector": selector,
+            "ports": [{"name": "ssh", "protocol": "TCP", "port": 22, "targetPort": 22}],
+        },
+    }
 
 
 def _plan_nodeset(nodeset: Manifest, clock: Clock, children: Sequence[Manifest]) -> Plan:

@@ -51,7 +51,7 @@ VCLUSTER_GATEWAY_LISTENER = env.str("VCLUSTER_GATEWAY_LISTENER", default="tls-pa
 VCLUSTER_GATEWAY_PORT = env.int("VCLUSTER_GATEWAY_PORT", default=443)
 VCLUSTER_OIDC_CLIENT_ID = env.str("VCLUSTER_OIDC_CLIENT_ID", default="kubernetes")
 SSH_LOAD_BALANCER = env.bool("SSH_LOAD_BALANCER", default=True)
-SSH_SOURCE_RANGES = env.list("SSH_SOURCE_RANGES", default=[])
+SSH_SOURCE_RANGES = env.list("SSH_SOURCE_RANGES", default=[]) or ["0.0.0.0/0", "::/0"]
 # The values of the portal's Kueue WorkloadPriorityClasses: when a queue's quota is short, a
 # workload of a higher value preempts one of a lower (serving > interactive > batch by default).
 KUEUE_PRIORITIES = {

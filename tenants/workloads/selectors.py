@@ -419,7 +419,7 @@ def external_access() -> ExternalAccess:
         oidc_client_id=settings.VCLUSTER_OIDC_CLIENT_ID,
         oidc_groups_prefix=settings.KUBERNETES_OIDC_GROUPS_PREFIX,
         ssh_load_balancer=settings.SSH_LOAD_BALANCER,
-        ssh_sources=tuple(settings.SSH_SOURCE_RANGES) or ExternalAccess.ssh_sources,
+        ssh_sources=tuple(settings.SSH_SOURCE_RANGES),
     )
 
 

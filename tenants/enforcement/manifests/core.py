@@ -142,7 +142,9 @@ def limit_range_manifest(spec: TenantSpec) -> Manifest:
 
 
 def network_policy_manifest(spec: TenantSpec) -> Manifest:
-    """Default deny: traffic only inside the tenant, in from the ingress gateway, out to DNS."""
+    """Default deny: traffic only inside the tenant, in from the ingress gateway, out to DNS;
+    and SSH (TCP 22) in from `ssh_sources`, which only the pods behind a LoadBalancer Service
+    (VMs, Slurm login nodes) are reached on from outside."""
     same_tenant = {"podSelector": {}}
     ingress_gateway = {
         "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: spec.ingress_namespace}}
@@ -151,6 +153,12 @@ def network_policy_manifest(spec: TenantSpec) -> Manifest:
         "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "kube-system"}},
         "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
     }
+    ingress: list[dict] = [{"from": [same_tenant]}, {"from": [ingress_gateway]}]
+    if spec.ssh_sources:
+        ingress.append({
+            "from": [{"ipBlock": {"cidr": cidr}} for cidr in spec.ssh_sources],
+            "ports": [{"protocol": "TCP", "port": 22}],
+        })
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -158,7 +166,7 @@ def network_policy_manifest(spec: TenantSpec) -> Manifest:
         "spec": {
             "podSelector": {},
             "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{"from": [same_tenant]}, {"from": [ingress_gateway]}],
+            "ingress": ingress,
             "egress": [
                 {"to": [same_tenant]},
                 {

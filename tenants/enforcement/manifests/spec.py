@@ -103,6 +103,9 @@ class TenantSpec:
         default_factory=lambda: {"serving": 1000, "interactive": 500, "batch": 100}
     )
     ingress_namespace: str = "ingress-gateway"
+    # Where SSH to the tenant's VMs and Slurm login nodes may come from (their LoadBalancer
+    # Services); empty: SSH stays in-cluster, no rule.
+    ssh_sources: tuple[str, ...] = ()
     edit_role: str = "edit"
     view_role: str = "view"
     # The portal's own ServiceAccount (name, namespace) and the ClusterRole that lets it handle

@@ -522,6 +522,7 @@ def test_owned_kinds_include_what_kubevirt_makes_from_the_vm():
         ("kubevirt.io/v1", "VirtualMachineInstance"),
         ("cdi.kubevirt.io/v1beta1", "DataVolume"),
         ("v1", "Pod"),  # the VMI's virt-launcher pod
+        ("v1", "Service"),  # SSH from outside (SSH_LOAD_BALANCER)
     )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from inventory import resource_classes
 
+from .. import ssh_access
 from ..base import LABEL_WORKLOAD_ID, BuildContext, Manifest, ObjectKey
 
 SLINKY = "slinky.slurm.net/v1beta1"
@@ -297,8 +298,7 @@ def _loginset(spec: Mapping[str, Any], ctx: BuildContext, names: Names) -> Manif
         "sssdConfRef": {"name": names.sssd, "key": SSSD_CONF_KEY},
         "login": _container("login", *LOGIN_CONTAINERS["login"]),
         "initconf": _container("sidecar", *INIT_CONTAINER),
-        # In the namespace only: the tenant's NetworkPolicy admits nothing from outside.
-        "service": {"spec": {"type": "ClusterIP"}},
+        "service": _login_service(ctx),
         "template": _template(ctx),
     }
     if spec.get("ssh_public_key"):
@@ -309,6 +309,16 @@ def _loginset(spec: Mapping[str, Any], ctx: BuildContext, names: Names) -> Manif
         "metadata": ctx.metadata(names.login),
         "spec": loginset,
     }
+
+
+def _login_service(ctx: BuildContext) -> dict[str, Any]:
+    """The login node's Service (the operator names it after the LoginSet): with
+    SSH_LOAD_BALANCER, on an address of the fleet's pool, which the tenant's NetworkPolicy
+    admits on port 22 (`kinds.ssh_access`); else in the namespace only. The owner labels let the
+    portal read its address back."""
+    if not ctx.access.ssh_load_balancer:
+        return {"spec": {"type": "ClusterIP"}}
+    return {"metadata": {"labels": ctx.labels}, "spec": ssh_access.service_spec(ctx.access)}
 
 
 def _restapi(ctx: BuildContext, names: Names) -> Manifest:

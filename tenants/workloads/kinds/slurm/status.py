@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import ssh_access
 from ..base import (
     QUEUED_REASON,
     BuildContext,
@@ -197,8 +198,16 @@ def connection(
         items.append(
             ("Slurm REST API", f"http://{names.restapi_app}.{ctx.namespace}.svc:{RESTAPI_PORT}")
         )
+    address = ""
+    if ctx.access.ssh_load_balancer:
+        address = ssh_access.external_address(objects.get(("v1", "Service", names.login)))
+        if address:
+            items.insert(0, ("SSH address", f"{address} port {LOGIN_PORT}"))
     if spec.get("ssh_public_key"):
-        commands = [
+        commands = []
+        if address:
+            commands.append(("SSH from your machine", ssh_access.ssh_command("root", address)))
+        commands += [
             ("SSH from a pod of your namespace or vCluster", f"ssh root@{login}"),
             (
                 "SSH from your machine through the Kubernetes API",
@@ -218,10 +227,20 @@ def connection(
         ("Run a job in the batch queue", f"sbatch --gres=gpu:{gpus} --wrap 'nvidia-smi'"),
         ("Run a step interactively", f"srun --gres=gpu:{gpus} nvidia-smi"),
     ]
+    if ctx.access.ssh_load_balancer:
+        reach = (
+            f"The login node's Service {names.login} has its own address from the fleet's load "
+            "balancer: SSH to it from your machine."
+            if address else ssh_access.waiting_note(names.login)
+        )
+    else:
+        reach = (
+            f"The login node's Service {names.login} is reachable from pods in your namespace "
+            f"{ctx.namespace} (your vClusters' pods run there too), not from outside the "
+            "cluster: from your machine, tunnel with kubectl port-forward."
+        )
     notes = [
-        f"The login node's Service {names.login} is reachable from pods in your namespace "
-        f"{ctx.namespace} (your vClusters' pods run there too), not from outside the "
-        "cluster: from your machine, tunnel with kubectl port-forward.",
+        reach,
         "Users come from the login node's local files: log in as root with the key you "
         "gave. A directory of users is not connected yet.",
     ]

@@ -96,6 +96,8 @@ class VirtualMachineKind:
         # The VMI's virt-launcher pod, which carries the template's labels: Kueue's admission
         # gate on it says the VM waits in the tenant's queue.
         ("v1", "Pod"),
+        # SSH from outside: its LoadBalancer Service (with SSH_LOAD_BALANCER).
+        ("v1", "Service"),
     )
 
     def validate(self, spec: Mapping[str, Any], ctx: LaunchContext) -> dict[str, Any]:

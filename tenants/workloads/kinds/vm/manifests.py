@@ -8,7 +8,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..base import BuildContext, Manifest, ObjectKey
+from .. import ssh_access
+from ..base import LABEL_WORKLOAD_ID, BuildContext, Manifest, ObjectKey
+from ..naming import bounded_label
 from .passthrough import PASSTHROUGH_DEVICES
 
 API_VERSION = "kubevirt.io/v1"
@@ -76,18 +78,39 @@ def manifests(spec: Mapping[str, Any], ctx: BuildContext) -> list[Manifest]:
             "storage": {"resources": {"requests": {"storage": f"{int(spec['disk_gib'])}Gi"}}},
         },
     }
-    return [
-        {
-            "apiVersion": API_VERSION,
-            "kind": "VirtualMachine",
-            "metadata": ctx.metadata(ctx.name, labels={VM_NAME_LABEL: ctx.name}),
-            "spec": {
-                "runStrategy": "Always" if spec.get("running", True) else "Halted",
-                "dataVolumeTemplates": [root_disk],
-                "template": {"metadata": template_metadata, "spec": template_spec},
-            },
-        }
-    ]
+    machine = {
+        "apiVersion": API_VERSION,
+        "kind": "VirtualMachine",
+        "metadata": ctx.metadata(ctx.name, labels={VM_NAME_LABEL: ctx.name}),
+        "spec": {
+            "runStrategy": "Always" if spec.get("running", True) else "Halted",
+            "dataVolumeTemplates": [root_disk],
+            "template": {"metadata": template_metadata, "spec": template_spec},
+        },
+    }
+    if not ctx.access.ssh_load_balancer:
+        return [machine]
+    return [machine, ssh_service(ctx)]
+
+
+def ssh_service_name(ctx: BuildContext) -> str:
+    return bounded_label(f"{ctx.name}-ssh", 63)
+
+
+def ssh_service(ctx: BuildContext) -> Manifest:
+    """Port 22 of the VM's launcher pod (masquerade forwards it to the guest) on an address of
+    the fleet's load balancer pool (`kinds.ssh_access` says why)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": ctx.metadata(ssh_service_name(ctx)),
+        "spec": {
+            **ssh_access.service_spec(ctx.access),
+            "selector": {VM_NAME_LABEL: ctx.name, LABEL_WORKLOAD_ID: str(ctx.workload_id)},
+            "ports": [{"name": "ssh", "protocol": "TCP", "port": ssh_access.SSH_PORT,
+                       "targetPort": ssh_access.SSH_PORT}],
+        },
+    }
 
 
 def root_disk_name(ctx: BuildContext) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import ssh_access
 from ..base import (
     QUEUED_REASON,
     BuildContext,
@@ -16,7 +17,13 @@ from ..base import (
     condition,
     queued_by_kueue,
 )
-from .manifests import API_VERSION, CDI_API_VERSION, RESTARTED_AT_ANNOTATION, root_disk_name
+from .manifests import (
+    API_VERSION,
+    CDI_API_VERSION,
+    RESTARTED_AT_ANNOTATION,
+    root_disk_name,
+    ssh_service_name,
+)
 
 POD = ("v1", "Pod")
 QUEUED_MESSAGE = ("Waiting in the tenant's queue: Kueue starts the VM when the tenant's "
@@ -183,6 +190,15 @@ def connection(
     ip = _ip_address(objects.get((API_VERSION, "VirtualMachineInstance", ctx.name)))
     items = [("User", user), ("Image", str(spec.get("image_label") or ""))]
     commands = []
+    outside = []
+    if ctx.access.ssh_load_balancer:
+        service = ssh_service_name(ctx)
+        address = ssh_access.external_address(objects.get(("v1", "Service", service)))
+        if address:
+            items.insert(0, ("SSH address", address))
+            commands.append(("SSH from your machine", ssh_access.ssh_command(user, address)))
+        else:
+            outside.append(ssh_access.waiting_note(service))
     if ip:
         items.insert(0, ("IP address", ip))
         commands.append(("SSH from a pod of your namespace or vCluster", f"ssh {user}@{ip}"))
@@ -193,14 +209,23 @@ def connection(
             f"virtctl port-forward {target} 2222:22 & ssh -p 2222 {user}@127.0.0.1",
         ),
     ]
-    notes = [
-        "No Service is created for the VM: its address is reachable from pods in your "
-        f"namespace {ctx.namespace} (the pods of your vClusters run there too), not from "
-        "outside the cluster. From your machine, virtctl tunnels through the Kubernetes API "
-        "with your kubeconfig.",
-        "The address changes when the VM restarts: use the name, vm/<name>.<namespace>, "
-        "with virtctl.",
-    ]
+    if ctx.access.ssh_load_balancer:
+        notes = [
+            *outside,
+            "The SSH address is the VM's own, from the fleet's load balancer: it stays while "
+            "the VM exists, across restarts. Sign in with the key you gave.",
+            "Its IP address inside the cluster changes when the VM restarts; virtctl reaches "
+            "it by name, vm/<name>.<namespace>, through the Kubernetes API.",
+        ]
+    else:
+        notes = [
+            "No Service is created for the VM: its address is reachable from pods in your "
+            f"namespace {ctx.namespace} (the pods of your vClusters run there too), not from "
+            "outside the cluster. From your machine, virtctl tunnels through the Kubernetes API "
+            "with your kubeconfig.",
+            "The address changes when the VM restarts: use the name, vm/<name>.<namespace>, "
+            "with virtctl.",
+        ]
     if not spec.get("running", True):
         notes.insert(0, "The VM is stopped: start it to get an address.")
     return Connection(items=tuple(items), commands=tuple(commands), notes=tuple(notes))
