@@ -29,8 +29,9 @@ from ..enforcement.manifests.spec import (
 from ..quota.capacity import pool_of
 from ..quota.models import Quota
 from . import registry
+from .external_access import external_access
 from .in_use import demand_in_use
-from .kinds.base import BuildContext, ExternalAccess, GpuOffer, LaunchContext
+from .kinds.base import BuildContext, GpuOffer, LaunchContext
 from .models import (
     HOLDING,
     OPEN_EPISODE_STATES,
@@ -403,23 +404,6 @@ def launch_context(*, tenant: Tenant, quota: Mapping[str, int] | None = None) ->
         gpu_offers=tuple(offers),
         catalog={"vm_images": vm_image_catalog()},
         credentials=ModelCredential.objects.kinds_of(tenant),
-    )
-
-
-def external_access() -> ExternalAccess:
-    """The settings that say how workloads are reached from outside the cluster."""
-    gateway_namespace, gateway_name = settings.VCLUSTER_GATEWAY.split("/")
-    return ExternalAccess(
-        vcluster_domain=settings.VCLUSTER_DOMAIN,
-        gateway_namespace=gateway_namespace,
-        gateway_name=gateway_name,
-        gateway_listener=settings.VCLUSTER_GATEWAY_LISTENER,
-        gateway_port=settings.VCLUSTER_GATEWAY_PORT,
-        oidc_issuer=settings.OIDC_ISSUER_URL,
-        oidc_client_id=settings.VCLUSTER_OIDC_CLIENT_ID,
-        oidc_groups_prefix=settings.KUBERNETES_OIDC_GROUPS_PREFIX,
-        ssh_load_balancer=settings.SSH_LOAD_BALANCER,
-        ssh_sources=tuple(settings.SSH_SOURCE_RANGES),
     )
 
 

@@ -13,8 +13,6 @@ owner labels: `unowned_objects()` names them so the machinery can read them by n
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -29,25 +27,46 @@ from ..base import (
     SpecError,
     condition,
 )
-from ..naming import bounded_label
 from ..spec_input import ALL, SpecFields
 from . import access as _access
+from . import connection as _connection
 from .access import TLS_ROUTE
+from .chart import (  # the kind's names, used by the pages and tests through this module
+    DEFAULT_VERSION,
+    KUBECONFIG_KEY,
+    KUBERNETES_IMAGE_TAGS,
+    MAX_RELEASE_NAME,
+    SECRET,
+    SUPPORTED_VERSIONS,
+    kubeconfig_from_secret,
+    kubeconfig_secret_name,
+    release_name,
+    repository_name,
+    server_url,
+)
+
+__all__ = [
+    "DEFAULT_VERSION",
+    "KIND",
+    "KUBECONFIG_KEY",
+    "KUBERNETES_IMAGE_TAGS",
+    "MAX_RELEASE_NAME",
+    "SUPPORTED_VERSIONS",
+    "VClusterKind",
+    "chart_values",
+    "kubeconfig_from_secret",
+    "kubeconfig_secret_name",
+    "release_name",
+    "repository_name",
+    "server_url",
+]
 
 CHART = "vcluster"
 CHART_VERSION = "0.36.1"
 CHART_REPOSITORY_URL = "https://charts.loft.sh"
 HELM_RELEASE = ("helm.toolkit.fluxcd.io/v2", "HelmRelease")
 HELM_REPOSITORY = ("source.toolkit.fluxcd.io/v1", "HelmRepository")
-SECRET = ("v1", "Secret")
 STATEFUL_SET = ("apps/v1", "StatefulSet")
-
-# The Kubernetes images vcluster 0.36.1 pins per minor (config.K8SVersionMap at that tag).
-KUBERNETES_IMAGE_TAGS: dict[str, str] = {"1.34": "v1.34.0", "1.35": "v1.35.0", "1.36": "v1.36.0"}
-SUPPORTED_VERSIONS: tuple[str, ...] = tuple(KUBERNETES_IMAGE_TAGS)  # oldest first
-# The fleet's own minor: a virtual API server newer than the host's would accept pod fields
-# the host's kubelets do not know.
-DEFAULT_VERSION = "1.35"
 
 DEFAULT_CPU = 2
 MAX_CPU = 32
@@ -57,47 +76,10 @@ MAX_MEMORY_GIB = 128
 # the tenant's storage quota pays for.
 DATA_VOLUME_GIB = 5
 
-KUBECONFIG_KEY = "config"
-# Helm allows 53 characters; the StatefulSet's `controller-revision-hash` label
-# (`<name>-<10 characters>`) allows 52, and `<name>-headless` must stay a 63-character label.
-MAX_RELEASE_NAME = 52
 FIELDS = ("kubernetes_version", "gpu_scheduling", "cpu", "memory_gib")
 SCALABLE = frozenset(FIELDS)
 # Ready=False with these reasons means Flux is still at work, not that it failed.
 PROGRESS_REASONS = frozenset({"Progressing", "ProgressingWithRetry", "DependencyNotReady"})
-
-
-# Names ------------------------------------------------------------------------------------------
-
-
-def release_name(workload_name: str) -> str:
-    """The Helm release (and HelmRelease) name: the workload's name when the chart can use it."""
-    return bounded_label(workload_name, MAX_RELEASE_NAME, prefix="vc")
-
-
-def repository_name(release: str) -> str:
-    return f"{release}-charts"
-
-
-def kubeconfig_secret_name(release: str) -> str:
-    return f"vc-{release}"
-
-
-def server_url(release: str, namespace: str) -> str:
-    """The control plane's in-cluster Service (port 443 → 8443), as the kubeconfig names it."""
-    return f"https://{release}.{namespace}.svc:443"
-
-
-def kubeconfig_from_secret(secret: Manifest) -> str:
-    """The kubeconfig YAML the `vc-<release>` Secret holds (base64 in `data.config`)."""
-    encoded = ((secret or {}).get("data") or {}).get(KUBECONFIG_KEY)
-    if not encoded:
-        name = ((secret or {}).get("metadata") or {}).get("name", "the Secret")
-        raise ValueError(f"{name} has no {KUBECONFIG_KEY!r} key: the vCluster is not up yet")
-    try:
-        return base64.b64decode(encoded, validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError, TypeError) as exc:
-        raise ValueError(f"the {KUBECONFIG_KEY!r} key is not a base64 kubeconfig") from exc
 
 
 # Spec -------------------------------------------------------------------------------------------
@@ -318,63 +300,6 @@ def _progress(release: Manifest) -> tuple[str, str]:
     return "Progressing", "Waiting for Flux to install the chart."
 
 
-# Connection from outside ------------------------------------------------------------------------
-
-
-def _outside_connection(
-    objects: Mapping[ObjectKey, Manifest],
-    ctx: BuildContext,
-    items: tuple[tuple[str, str], ...],
-    download: str,
-    kubeconfig: str,
-) -> Connection:
-    """The API server through the fleet's Gateway: with a realm, a kubeconfig that signs in
-    with Keycloak (kubelogin); without, the exported admin kubeconfig, which names it too."""
-    release, namespace, access = release_name(ctx.name), ctx.namespace, ctx.access
-    external = _access.external_server(release, namespace, access)
-    items = (("API server", external), *items)
-    check = f"kubectl --kubeconfig {kubeconfig} get namespaces"
-    if not access.vcluster_oidc:
-        return Connection(
-            items=items,
-            commands=(("Download the kubeconfig", download), ("Use it from your machine", check)),
-            notes=(
-                f"The kubeconfig's server is {external}, the fleet's gateway, which passes the"
-                " connection through to the vCluster's API server.",
-                "The kubeconfig holds the vCluster's admin credentials: keep it like a password.",
-            ),
-        )
-    secret = objects.get((*SECRET, kubeconfig_secret_name(release)))
-    try:
-        authority = _access.certificate_authority(kubeconfig_from_secret(secret))
-    except ValueError:
-        authority = ""
-    config = _access.oidc_kubeconfig(
-        release=release, namespace=namespace, access=access, certificate_authority=authority
-    )
-    return Connection(
-        items=items,
-        commands=(
-            ("Install the kubelogin plugin once (krew, or brew install kubelogin)",
-             "kubectl krew install oidc-login"),
-            (f"Save this kubeconfig as {kubeconfig}",
-             f"cat > {kubeconfig} <<'EOF'\n{config}EOF"),
-            ("Sign in with your Keycloak account and use it", check),
-            ("Or make it your current kubeconfig",
-             f"export KUBECONFIG=$PWD/{kubeconfig} && kubectl auth whoami"),
-        ),
-        notes=(
-            f"The API server is reached at {external} through the fleet's gateway, which passes"
-            " the TLS connection through to the vCluster: the certificate is the vCluster's own.",
-            "kubectl opens your browser to sign in with Keycloak; your tenant's groups are bound"
-            " inside the vCluster (owners and members: cluster-admin, viewers: view). The"
-            " kubeconfig holds no secret.",
-            "The admin kubeconfig (Download kubeconfig) also reaches it there: keep that one like"
-            " a password.",
-        ),
-    )
-
-
 # The kind ---------------------------------------------------------------------------------------
 
 
@@ -512,44 +437,7 @@ class VClusterKind:
     def connection(
         self, objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
     ) -> Connection:
-        release, namespace = release_name(ctx.name), ctx.namespace
-        server, secret = server_url(release, namespace), kubeconfig_secret_name(release)
-        kubeconfig = f"vcluster-{ctx.name}.yaml"
-        download = (
-            f"kubectl -n {namespace} get secret {secret}"
-            f" -o jsonpath='{{.data.{KUBECONFIG_KEY}}}' | base64 -d > {kubeconfig}"
-        )
-        items = (
-            ("API server (in-cluster)", server),
-            ("Kubeconfig Secret", f"{secret} (key {KUBECONFIG_KEY})"),
-            ("Namespace", namespace),
-            ("Kubernetes version", spec.get("kubernetes_version") or DEFAULT_VERSION),
-        )
-        if ctx.access.vcluster_domain:
-            return _outside_connection(objects, ctx, items, download, kubeconfig)
-        forwarded = f"kubectl --kubeconfig {kubeconfig} --server https://localhost:8443"
-        return Connection(
-            items=items,
-            commands=(
-                ("Download the kubeconfig", download),
-                ("Use it", f"kubectl --kubeconfig {kubeconfig} get namespaces"),
-                ("Connect from outside the cluster", f"vcluster connect {release} -n {namespace}"),
-                (
-                    "Or forward a local port",
-                    f"kubectl -n {namespace} port-forward svc/{release} 8443:443",
-                ),
-                ("…and use the forwarded port", f"{forwarded} get namespaces"),
-            ),
-            notes=(
-                f"The kubeconfig's server is the in-cluster Service {server}: it is reachable from"
-                " the tenant's namespace, from the tenant's own pods and from pods inside the"
-                " vCluster.",
-                "From outside the cluster, use “vcluster connect” or the port-forward above, with"
-                " your kubeconfig for the tenant's namespace; https://localhost:8443 is in the"
-                " control plane's certificate.",
-                "The kubeconfig holds the vCluster's admin credentials: keep it like a password.",
-            ),
-        )
+        return _connection.connection(objects, spec, ctx)
 
     def gpu_pods(self, spec: Mapping[str, Any], ctx: BuildContext) -> str:
         # vCluster syncs a pod made inside it as `<pod>-x-<its namespace>-x-<release>` (a name
