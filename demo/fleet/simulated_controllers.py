@@ -158,6 +158,7 @@ def _pod(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status | 
     return status
 
 
+GATEWAY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
 # The simulated load balancer's address pool (MetalLB's role): TEST-NET-3, documentation only.
 LOAD_BALANCER_POOL = "203.0.113"
 
@@ -170,6 +171,19 @@ def _service(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Statu
     seed = bytes.fromhex(digest(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}"))
     address = f"{LOAD_BALANCER_POOL}.{1 + seed[0] % 254}"
     return {"loadBalancer": {"ingress": [{"ip": address, "ipMode": "VIP"}]}}
+
+
+def _tls_route(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status:
+    """Envoy Gateway: every parent Gateway accepts the route and resolves its backend."""
+    gen = generation(obj)
+    return {"parents": [
+        {"parentRef": ref, "controllerName": GATEWAY_CONTROLLER, "conditions": [
+            condition("Accepted", True, "Accepted", "Route is accepted", clock.since, gen),
+            condition("ResolvedRefs", True, "ResolvedRefs", "Resolved all the Object references "
+                      "for the Route", clock.since, gen),
+        ]}
+        for ref in (obj.get("spec") or {}).get("parentRefs") or []
+    ]}
 
 
 def _ip(prefix: str, seed: Any) -> str:
@@ -236,6 +250,7 @@ CONTROLLERS: dict[tuple[str, str], StatusWriter] = {
     ("v1", "Namespace"): _namespace,
     ("v1", "ResourceQuota"): _resource_quota,
     ("v1", "Service"): _service,
+    ("gateway.networking.k8s.io/v1", "TLSRoute"): _tls_route,
     ("apps/v1", "StatefulSet"): _stateful_set,
     ("apps/v1", "Deployment"): _deployment,
     ("kueue.x-k8s.io/v1beta2", "ClusterQueue"): _kueue_queue,

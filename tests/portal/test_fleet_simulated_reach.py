@@ -1,13 +1,15 @@
 """The simulated fleet's load balancer: a LoadBalancer Service (a VM's SSH Service, the Slurm
 login node's, which the simulated Slinky operator makes from the LoginSet) gets an address of
 the simulated pool, so the demo's pages show an `ssh` command that looks like a real one; and
-the kinds read it back into their connection."""
+the kinds read it back into their connection. Its Gateway accepts a vCluster's TLSRoute."""
 
 import dataclasses
 
 from demo.fleet.simulated_controllers import LOAD_BALANCER_POOL
-from tenants.workloads.kinds import slurm, vm
+from tenants.workloads.kinds import slurm, vcluster, vm
 from tenants.workloads.kinds.base import ExternalAccess
+from tenants.workloads.kinds.schemas import manifest_errors
+from tenants.workloads.kinds.vcluster import access
 from tests.support.manifest_schemas import schema_errors
 
 from .test_fleet_simulated import LAUNCH, SLURM_SPEC, VM_SPEC, build
@@ -30,8 +32,7 @@ def test_a_vms_ssh_service_gets_an_address_of_the_pool(simulated_gateway, settin
 
     (ingress,) = service["status"]["loadBalancer"]["ingress"]
     assert ingress["ip"].startswith(f"{LOAD_BALANCER_POOL}.")
-    assert schema_errors({k: v for k, v in service.items() if k != "metadata"}
-                         | {"metadata": {"name": "box-ssh"}}) == []
+    assert schema_errors({**service, "metadata": {"name": "box-ssh"}}) == []  # status too
     # Stable: read again, the same address.
     assert simulated_gateway.get(name="box-ssh", **READ)["status"] == service["status"]
     reached = vm.KIND.connection({("v1", "Service", "box-ssh"): service}, spec, ctx)
@@ -66,3 +67,21 @@ def test_a_cluster_ip_service_gets_no_address(simulated_gateway):
     }])
 
     assert simulated_gateway.get(name="inside", **READ)["status"] == {"loadBalancer": {}}
+
+
+def test_the_gateway_accepts_a_vclusters_route(simulated_gateway, settings):
+    ctx = dataclasses.replace(build("vcluster", "dev"), access=ExternalAccess(
+        vcluster_domain="vc.example.com", oidc_issuer="https://sso.example.com/realms/x",
+        oidc_client_id="kubernetes"))
+    spec = vcluster.KIND.validate({}, LAUNCH)
+    simulated_gateway.apply(manifests=vcluster.KIND.manifests(spec, ctx))
+
+    route = simulated_gateway.get(api_version="gateway.networking.k8s.io/v1", kind="TLSRoute",
+                                  name="dev", namespace="tenant-acme")
+
+    assert manifest_errors({**route, "metadata": {"name": "dev"}}) == []
+    (parent,) = route["status"]["parents"]
+    assert parent["parentRef"]["sectionName"] == "tls-passthrough"
+    assert {c["type"]: c["status"] for c in parent["conditions"]} == {
+        "Accepted": "True", "ResolvedRefs": "True"}
+    assert access.route_problem(route) == ""
