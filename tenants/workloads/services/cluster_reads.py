@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
-from core.fleet import FleetGateway
+from core.fleet import FleetGateway, PermanentFleetError
 
 from ..kinds.base import (
     LABEL_MANAGED_BY,
@@ -51,8 +51,14 @@ def owned_objects(gateway: FleetGateway, workloads: list[Workload]) -> dict[int,
         sorted({w.tenant.namespace for w in workloads if k in w.kind_entry.module.OWNED_KINDS})
         if namespace is None and k in NAMESPACE_READ_KINDS else [namespace])]
     for api_version, kind, scope in lists:
-        for obj in gateway.list(api_version=api_version, kind=kind, namespace=scope,
-                                label_selector=selector):
+        try:
+            listed = gateway.list(api_version=api_version, kind=kind, namespace=scope,
+                                  label_selector=selector)
+        except PermanentFleetError as exc:  # a kind the cluster does not serve holds nothing
+            if exc.status != 404:           # (the Gateway API where vClusters are not exposed)
+                raise
+            continue
+        for obj in listed:
             labels = (obj.get("metadata") or {}).get("labels") or {}
             try:
                 found[int(labels.get(LABEL_WORKLOAD_ID, ""))][object_key(obj)] = obj

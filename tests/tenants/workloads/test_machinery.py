@@ -364,7 +364,7 @@ def test_a_first_apply_is_judged_from_the_applys_answers_without_reading_the_clu
     services.workload_scale(workload_id=workload.pk, actor=tenant_member, changes={"cpu": 4})
     services.workload_reconcile(workload_id=workload.pk)
     reads = [r for r in kube_emulator.requests("GET") if "/namespaces/" in r.path]
-    assert len(reads) == 2 + 2  # one list per owned kind, a get per chart object
+    assert len(reads) == 3 + 2  # one list per owned kind (TLSRoute too), a get per chart object
 
 
 @pytest.mark.django_db
@@ -385,9 +385,10 @@ def test_the_sweep_reads_the_charts_objects_of_every_vcluster_in_one_list_per_ki
     assert services.workloads_observe_sweep() == 2
     reads = [r.path.rsplit("/", 1)[-1] for r in kube_emulator.requests("GET")[before:]
              if "/namespaces/" in r.path]  # not discovery
-    # One list per owned kind (HelmRepository, HelmRelease) and per chart object's kind
-    # (Secret, StatefulSet) for both, not a get per vCluster.
-    assert sorted(reads) == ["helmreleases", "helmrepositories", "secrets", "statefulsets"]
+    # One list per owned kind (HelmRepository, HelmRelease, TLSRoute) and per chart object's
+    # kind (Secret, StatefulSet) for both, not a get per vCluster.
+    assert sorted(reads) == ["helmreleases", "helmrepositories", "secrets", "statefulsets",
+                             "tlsroutes"]
     assert {w.status for w in Workload.objects.all()} == {WorkloadStatus.READY}
 
 

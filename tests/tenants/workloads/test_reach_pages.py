@@ -2,7 +2,7 @@
 gateway against the emulator: the vCluster's TLSRoute is applied on the fleet Gateway's
 listener, and its page shows a kubeconfig that signs in with `kubectl oidc-login`; the VM's
 SSH Service, once the load balancer gave it an address, puts `ssh user@<address>` on its page;
-each command with a copy button."""
+each command with a copy button. A cluster without the Gateway API still observes vClusters."""
 
 import html as html_lib
 import re
@@ -10,6 +10,8 @@ import re
 import pytest
 import yaml
 
+from core.fleet import PermanentFleetError, gateway_override
+from demo.fleet.simulated import SimulatedFleetGateway
 from tenants.workloads import services
 
 from .conftest import VCLUSTER_SPEC, VM_SPEC, observed, ready_helm_release, run_vm, ssh_public_key
@@ -87,3 +89,28 @@ def test_a_vms_page_shows_ssh_to_its_load_balancer_address(
 
     assert commands(page)["SSH from your machine"] == "ssh ubuntu@203.0.113.40"
     assert "203.0.113.40" in page
+
+
+class _NoGatewayApi(SimulatedFleetGateway):
+    """A cluster without the Gateway API's CRDs: listing TLSRoutes is a 404, as the Kubernetes
+    gateway answers for a kind the cluster does not serve."""
+
+    def list(self, *, api_version, kind, **kwargs):
+        if kind == "TLSRoute":
+            raise PermanentFleetError("the cluster serves no such kind: TLSRoute", status=404)
+        return super().list(api_version=api_version, kind=kind, **kwargs)
+
+
+@pytest.mark.django_db
+def test_a_cluster_without_the_gateway_api_still_observes_vclusters(
+    tenant, tenant_member, gpu_pool, workload_quota, settings
+):
+    settings.VCLUSTER_DOMAIN = ""
+    workload_quota()
+    with gateway_override(_NoGatewayApi()):
+        workload = services.workload_launch(tenant=tenant, actor=tenant_member, kind="vcluster",
+                                            name="dev", spec=VCLUSTER_SPEC)
+        services.workload_reconcile(workload_id=workload.pk)
+        seen = observed(workload)
+
+    assert seen.observed["state"] == "progressing"
