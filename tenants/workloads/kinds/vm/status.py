@@ -191,6 +191,7 @@ def connection(
     items = [("User", user), ("Image", str(spec.get("image_label") or ""))]
     commands = []
     outside = []
+    address = ""
     if ctx.access.ssh_load_balancer:
         service = ssh_service_name(ctx)
         address = ssh_access.external_address(objects.get(("v1", "Service", service)))
@@ -200,7 +201,7 @@ def connection(
         else:
             outside.append(ssh_access.waiting_note(service))
     if ip:
-        items.insert(0, ("IP address", ip))
+        items.insert(1 if address else 0, ("IP address", ip))  # after the SSH address
         commands.append(("SSH from a pod of your namespace or vCluster", f"ssh {user}@{ip}"))
     commands += [
         ("SSH through the Kubernetes API (virtctl)", f"virtctl ssh {user}@{target}"),
