@@ -88,7 +88,11 @@ def test_a_vms_page_shows_ssh_to_its_load_balancer_address(
     page = member.get(f"/t/acme/workloads/{workload.pk}/").content.decode()
 
     assert commands(page)["SSH from your machine"] == "ssh ubuntu@203.0.113.40"
-    assert "203.0.113.40" in page
+    # The API answers the same connection.
+    body = member.get(f"/api/v1/workloads/{workload.pk}/").json()
+    assert {"label": "SSH from your machine", "command": "ssh ubuntu@203.0.113.40"} in (
+        body["connection"]["commands"]
+    )
 
 
 class _NoGatewayApi(SimulatedFleetGateway):
