@@ -36,9 +36,11 @@ the portal sets on every other container (`manifests.CONTROLLER_CONTAINERS` and 
 requests = limits), rounded up to whole vCPUs and GiB, and 4 GiB of slurmctld state (+10 GiB
 of database with accounting).
 
-Reaching it: the LoginSet's Service is named after it, `<name>-login`, ClusterIP on port 22
+Reaching it: the LoginSet's Service is named after it, `<name>-login`, on port 22
 (`spec.service.spec` is a ServiceSpec the operator merges); `<name>-login.<namespace>.svc` from
-the namespace, `kubectl port-forward` from outside.
+the namespace. With SSH_LOAD_BALANCER it is a LoadBalancer carrying the owner labels
+(`spec.service.metadata`), and `ssh root@<its address>` works from outside (`kinds.ssh_access`);
+else ClusterIP, and `kubectl port-forward` from outside.
 
 Objects the operator makes from these (StatefulSets `<name>-controller`, `<name>-accounting`,
 Deployments `<name>-login`, `<name>-restapi`, the worker Pods) carry the owner labels, which

@@ -41,6 +41,10 @@ admitted by Kueue's pod integration against the ClusterQueue's passthrough group
 progressing with reason `Queued`. A VM without GPUs carries the priority label alone (Kueue's
 LocalQueue defaulting queues its launcher pod, as the other kinds' pods without GPUs).
 
+SSH from outside: with SSH_LOAD_BALANCER, a LoadBalancer Service `<name>-ssh` selects the
+VMI's launcher pod on port 22 (the masquerade interface forwards it to the guest), and the
+connection shows `ssh <user>@<its address>` once the load balancer gave one (`kinds.ssh_access`).
+
 Restart: KubeVirt does not restart a running VM when its template changes (it only sets the
 `RestartRequired` condition). `power(spec, "restart")` stamps `restarted_at` into the spec and
 the template annotation `kubectl.kubernetes.io/restartedAt`; once applied, `needs_restart()`
