@@ -41,6 +41,19 @@ TENANT_EDIT_CLUSTER_ROLE = env.str("TENANT_EDIT_CLUSTER_ROLE", default="edit")
 KUBERNETES_OIDC_GROUPS_PREFIX = env.str("KUBERNETES_OIDC_GROUPS_PREFIX", default="oidc:")
 # The cluster's DNS domain: in-cluster addresses of workloads (<svc>.<ns>.svc.<domain>).
 KUBERNETES_CLUSTER_DOMAIN = env.str("KUBERNETES_CLUSTER_DOMAIN", default="cluster.local")
+# Inference endpoints outside the cluster: through the fleet's Gateway API Gateway
+# ("<namespace>/<name>") and its HTTPS listener, each at "<name>-<tenant>.<INFERENCE_DOMAIN>"
+# (the listener's wildcard certificate covers them), behind an API-key SecurityPolicy. No domain:
+# not exposed. The simulated fleet serves them itself, under a demo domain.
+INFERENCE_GATEWAY = env.str("INFERENCE_GATEWAY", default="envoy-gateway-system/ai-factory")
+if INFERENCE_GATEWAY and INFERENCE_GATEWAY.count("/") != 1:
+    raise environ.ImproperlyConfigured("INFERENCE_GATEWAY is <namespace>/<name> of a Gateway.")
+INFERENCE_GATEWAY_LISTENER = env.str("INFERENCE_GATEWAY_LISTENER", default="https")
+INFERENCE_DOMAIN = env.str("INFERENCE_DOMAIN", default="") or (
+    "endpoints.demo.internal" if FLEET_BACKEND == "simulated" else ""
+)
+# Where the simulated fleet's gateway answers, under the portal (demo/gateway.py).
+SIMULATED_GATEWAY_PATH = "simulated-gateway"
 # The values of the portal's Kueue WorkloadPriorityClasses: when a queue's quota is short, a
 # workload of a higher value preempts one of a lower (serving > interactive > batch by default).
 KUEUE_PRIORITIES = {

@@ -28,10 +28,11 @@ from ..quota.capacity import pool_of
 from ..quota.models import Quota
 from . import registry
 from .in_use import demand_in_use
-from .kinds.base import BuildContext, GpuOffer, LaunchContext
+from .kinds.base import BuildContext, Exposure, GpuOffer, LaunchContext
 from .models import (
     HOLDING,
     OPEN_EPISODE_STATES,
+    EndpointKey,
     IdleEpisode,
     Workload,
     WorkloadEvent,
@@ -415,7 +416,39 @@ def build_context(*, workload: Workload) -> BuildContext:
         admission_labels=admission_labels(workload.kind),
         priority_labels=priority_labels(workload.kind),
         priority_class=priority_class(workload.kind),
+        exposure=endpoint_exposure(workload.kind),
     )
+
+
+def endpoint_exposure(kind_key: str) -> Exposure | None:
+    """Where the fleet's gateway publishes an inference endpoint (its keys are the reconcile's
+    to add); None for other kinds, or when no gateway and domain are configured. The simulated
+    fleet's gateway is a path of the portal itself."""
+    if kind_key != "inference" or not settings.INFERENCE_GATEWAY or not settings.INFERENCE_DOMAIN:
+        return None
+    namespace, name = settings.INFERENCE_GATEWAY.split("/")
+    simulated = settings.FLEET_BACKEND == "simulated"
+    return Exposure(
+        gateway_namespace=namespace, gateway_name=name,
+        listener=settings.INFERENCE_GATEWAY_LISTENER, domain=settings.INFERENCE_DOMAIN,
+        url_prefix=(f"{settings.PORTAL_URL.rstrip('/')}/{settings.SIMULATED_GATEWAY_PATH}"
+                    if simulated else ""),
+    )
+
+
+def workload_endpoint_keys(*, workload: Workload) -> list[EndpointKey]:
+    """An endpoint's keys, newest first, each marked `needs_rotation` when the cluster was last
+    seen without its Secret (deleted by hand) or its sealed copy cannot be opened."""
+    keys = list(workload.endpoint_keys.select_related("created_by"))
+    present = workload.details.get("key_secrets")
+    seen_at = workload.observation_recorded_at
+    for key in keys:
+        key.workload = workload  # its Secret's name, without a query per key
+        key.needs_rotation = bool(
+            key.is_active and key.delivered_at and present is not None and seen_at
+            and key.delivered_at < seen_at and key.secret_name not in present
+        )
+    return keys
 
 
 def priority_class(kind_key: str) -> str:

@@ -23,6 +23,7 @@ import copy
 import gzip
 import json
 import re
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,21 @@ UNCHECKED_KINDS: dict[tuple[str, str], str] = {
 # Empty today: every rule in the vendored CRDs uses only standard CEL. A rule calling a function
 # cel-python lacks (e.g. Kubernetes' quantity(), isURL(), lowerAscii()) and not listed here
 # makes the emulator answer 500, so that a newly vendored CRD cannot skip a rule silently.
-SKIPPED_RULES: dict[str, str] = {}
+SKIPPED_RULES: dict[str, str] = {
+    # Envoy Gateway's SecurityPolicy (OIDC, ext-auth and header settings the portal never writes).
+    "!(has(self.forwardAccessToken) && self.forwardAccessToken && has(self.forwardIDToken) && "
+    "self.forwardIDToken.header.lowerAscii() == 'authorization')":
+        "lowerAscii(); on OIDC settings the portal does not write",
+    "self.lowerAscii() != 'host'": "lowerAscii(); on header names the portal does not write",
+    "!has(self.requestBody) || (has(self.method) && self.method.upperAscii() in ['POST','PUT'])":
+        "upperAscii(); on ext-auth settings the portal does not write",
+}
+# Compiled when the emulator starts (`warm_up`): their first request would otherwise spend
+# most of the gateway's request timeout compiling CEL.
+WARMED_KINDS = (
+    ("gateway.envoyproxy.io/v1alpha1", "SecurityPolicy"),
+    ("gateway.networking.k8s.io/v1", "HTTPRoute"),
+)
 CEL_MACROS = frozenset({"has", "all", "exists", "exists_one", "map", "filter"})
 OBJECT_META = "https://kubernetes.io/api/_definitions.json#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
@@ -258,6 +273,24 @@ def _program(rule: str) -> celpy.Runner:
         )
     env = celpy.Environment()
     return env.program(env.compile(rule))
+
+
+def _rules(schema: Any) -> Iterator[str]:
+    if isinstance(schema, dict):
+        yield from (rule["rule"] for rule in schema.get("x-kubernetes-validations") or [])
+        for value in schema.values():
+            yield from _rules(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from _rules(value)
+
+
+@cache
+def warm_up() -> None:
+    """Compile the CEL rules of WARMED_KINDS once per process."""
+    for api_version, kind in WARMED_KINDS:
+        for rule in set(_rules(_schema_for(api_version, kind)[1])) - set(SKIPPED_RULES):
+            _program(rule)
 
 
 _MISSING = object()

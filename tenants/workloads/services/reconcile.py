@@ -51,7 +51,7 @@ from ..kinds.base import (
 from ..kinds.schemas import check_manifests
 from ..models import TRANSITIONS, ObserveSweep, Workload, WorkloadEvent, WorkloadStatus
 from ..selectors import build_context
-from . import notifications, queue
+from . import endpoint_keys, notifications, queue
 
 logger = logging.getLogger(__name__)
 
@@ -108,15 +108,20 @@ def _apply(
 ) -> dict[ObjectKey, Manifest]:
     """Apply the desired objects; record the outcome. Returns the objects as stored."""
     version = workload.desired_version
+    keys = endpoint_keys.key_delivery(workload)  # an endpoint's API keys: its policy names them
+    ctx = keys.context(ctx)
     manifests = workload.kind_entry.module.manifests(workload.spec, ctx)
     check_manifests(manifests)
     try:
         _create_generated_secrets(workload, ctx, gateway)
+        keys.create_secrets(ctx, gateway)  # before the policy names them
         stored = gateway.apply(manifests=manifests)
         _prune(workload.applied_manifests or [], manifests, gateway)
+        keys.remove_revoked(ctx, gateway)  # once the policy no longer names them
     except FleetError as exc:
         _record_apply_failure(workload.pk, exc)
         raise
+    keys.record()
     with transaction.atomic():
         locked = Workload.objects.select_for_update().get(pk=workload.pk)
         if reconcile_succeeded(locked, version=version, manifests=manifests):
