@@ -121,7 +121,7 @@ class EndpointKeyViewSet(viewsets.GenericViewSet):
         """One key (without the key)."""
         return Response(EndpointKeySerializer(self._one(self._endpoint(workload_pk), pk)).data)
 
-    @extend_schema(request=None, responses=EndpointKeySerializer)
+    @extend_schema(request=None, responses={200: EndpointKeySerializer})
     def destroy(self, request: Request, workload_pk: str, pk: str) -> Response:
         """Revoke it: the gateway refuses it within moments (401). Revoked already: 400."""
         workload = self._operated(workload_pk)

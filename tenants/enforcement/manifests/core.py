@@ -136,11 +136,16 @@ def limit_range_manifest(spec: TenantSpec) -> Manifest:
 
 
 def network_policy_manifest(spec: TenantSpec) -> Manifest:
-    """Default deny: traffic only inside the tenant, in from the ingress gateway, out to DNS."""
+    """Default deny: traffic only inside the tenant, in from the ingress gateway (and the
+    inference endpoints' gateway), out to DNS."""
     same_tenant = {"podSelector": {}}
     ingress_gateway = {
         "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: spec.ingress_namespace}}
     }
+    admitted = [{"from": [same_tenant]}, {"from": [ingress_gateway]}]
+    if spec.gateway_namespace and spec.gateway_namespace != spec.ingress_namespace:
+        admitted.append({"from": [{"namespaceSelector": {
+            "matchLabels": {NAMESPACE_NAME_LABEL: spec.gateway_namespace}}}]})
     cluster_dns = {
         "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "kube-system"}},
         "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
@@ -152,7 +157,7 @@ def network_policy_manifest(spec: TenantSpec) -> Manifest:
         "spec": {
             "podSelector": {},
             "policyTypes": ["Ingress", "Egress"],
-            "ingress": [{"from": [same_tenant]}, {"from": [ingress_gateway]}],
+            "ingress": admitted,
             "egress": [
                 {"to": [same_tenant]},
                 {

@@ -101,6 +101,9 @@ class TenantSpec:
         default_factory=lambda: {"serving": 1000, "interactive": 500, "batch": 100}
     )
     ingress_namespace: str = "ingress-gateway"
+    # The namespace of the fleet's Gateway for inference endpoints, whose proxies reach the
+    # tenant's predictors (Envoy Gateway runs them there by default); empty: none.
+    gateway_namespace: str = ""
     edit_role: str = "edit"
     view_role: str = "view"
     # The portal's own ServiceAccount (name, namespace) and the ClusterRole that lets it handle

@@ -204,3 +204,15 @@ def key_delivery(workload: Workload) -> KeyDelivery:
         pending=tuple(pending),
         revoked=tuple(pk for pk, _, revoked in rows if revoked is not None),
     )
+
+
+def key_secrets_delete(workload: Workload, ctx: BuildContext, gateway: FleetGateway) -> None:
+    """The endpoint is being deleted: every key's Secret goes with it (and no sealed key is
+    kept for a Secret that will never be made)."""
+    if workload.kind != inference.KIND.KEY:
+        return
+    keys = EndpointKey.objects.filter(workload=workload, removed_at__isnull=True)
+    for pk in keys.values_list("pk", flat=True):
+        gateway.delete(api_version=exposure.SECRET[0], kind=exposure.SECRET[1],
+                       name=exposure.key_secret_name(ctx.name, pk), namespace=ctx.namespace)
+    keys.update(sealed="", removed_at=timezone.now())

@@ -372,6 +372,7 @@ def _teardown(workload: Workload, gateway: FleetGateway) -> str:
         meta = manifest["metadata"]
         gateway.delete(api_version=manifest["apiVersion"], kind=manifest["kind"],
                        name=meta["name"], namespace=meta.get("namespace"))
+    endpoint_keys.key_secrets_delete(workload, ctx, gateway)  # created outside those
     left = {**_owned_objects(gateway, [workload]).get(workload.pk, {}),
             **_unowned(workload, ctx, gateway)}
     for (api_version, kind, name), obj in left.items():
