@@ -11,7 +11,7 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 
 from core.confirmation import confirmation_page, is_confirmed
 
@@ -47,8 +47,12 @@ def _shown_once(request, workload, context, issued, *, status: int = 200):
 
 @never_cache
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def endpoint_key_create(request, slug: str, pk: int):
+    """POST: a new key, on the page that shows it once. GET (a reload of that page, whose
+    address is this one): the endpoint's page, without the key."""
+    if request.method == "GET":
+        return redirect("tenants:workload-detail", slug, pk)
     workload, context = _operated_endpoint(request, slug, pk)
     try:
         issued = endpoint_keys.endpoint_key_create(

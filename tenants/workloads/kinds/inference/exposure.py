@@ -208,8 +208,8 @@ def connection(inside: Connection, ctx: BuildContext, model: str) -> Connection:
                if label not in ("Endpoint URL", "OpenAI API base URL")]]
     notes = [
         f"Any OpenAI client works: its base URL the one above, the model “{model}”, and one "
-        "of the endpoint's API keys as its API key (sent as `Authorization: Bearer <key>`; "
-        "`x-api-key: <key>` works too). Without a valid key the gateway answers 401. Put "
+        "of the endpoint's API keys as its API key (sent as “Authorization: Bearer <key>”; "
+        "“x-api-key: <key>” works too). Without a valid key the gateway answers 401. Put "
         f"your key in the {KEY_VARIABLE} environment variable for the examples.",
         *(note for note in inside.notes if "API key" not in note),
     ]
