@@ -421,3 +421,25 @@ def test_the_simulated_gateway_wants_a_valid_key_and_answers_as_vllm(
     assert client.get(f"{base}/models",
                       HTTP_AUTHORIZATION=f"Bearer {issued.raw}").status_code == 401
     assert client.get(f"/simulated-gateway/nope.{DOMAIN}/v1/models").status_code == 404
+
+
+@pytest.mark.django_db
+def test_the_endpoints_page_takes_the_same_queries_for_two_keys_as_for_twelve(
+    endpoint, client, tenant_member
+):
+    client.force_login(tenant_member)
+    page = f"/t/acme/workloads/{endpoint.pk}/"
+
+    def queries() -> int:
+        client.get(page)  # its first look at the workload is asked for here
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(page).status_code == 200
+        return len(captured)
+
+    for name in ("a", "b"):
+        endpoint_keys.endpoint_key_create(workload_id=endpoint.pk, actor=tenant_member, name=name)
+    few = queries()
+    for index in range(10):
+        endpoint_keys.endpoint_key_create(workload_id=endpoint.pk, actor=tenant_member,
+                                          name=f"k{index}")
+    assert queries() == few
