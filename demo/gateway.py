@@ -26,9 +26,9 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from core.fleet import get_gateway
+from tenants.workloads.endpoint_keys import EndpointKey
 from tenants.workloads.kinds.inference import exposure
 from tenants.workloads.kinds.inference.spec import INFERENCE_SERVICE
-from tenants.workloads.models import EndpointKey
 
 AUTH_FAILED = "Client authentication failed."
 

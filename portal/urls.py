@@ -61,12 +61,7 @@ urlpatterns = [
 
 if settings.FLEET_BACKEND == "simulated":
     # The simulated fleet's stand-in for the gateway that serves inference endpoints.
-    from demo.gateway import simulated_gateway
-
-    urlpatterns.insert(-2, re_path(
-        rf"^{settings.SIMULATED_GATEWAY_PATH}/(?P<hostname>[a-z0-9.-]+)/(?P<path>.*)$",
-        simulated_gateway, name="simulated-gateway",
-    ))
+    urlpatterns.insert(-2, path("", include("demo.urls")))
 
 handler400 = "portal.views.handler400"
 handler403 = "portal.views.handler403"

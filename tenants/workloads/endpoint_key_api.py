@@ -17,8 +17,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ..access.rules import tenants_operated_by
-from .models import EndpointKey, Workload
-from .selectors import workload_endpoint_keys, workload_get_for_user
+from .endpoint_keys import EndpointKey, endpoint_keys_of
+from .models import Workload
+from .selectors import workload_get_for_user
 from .serializers import _UNSTORABLE, _unstorable
 from .services import endpoint_keys
 
@@ -86,7 +87,7 @@ class EndpointKeyViewSet(viewsets.GenericViewSet):
         return workload
 
     def _keys(self, workload: Workload) -> QuerySet[EndpointKey] | list[EndpointKey]:
-        return workload_endpoint_keys(workload=workload)
+        return endpoint_keys_of(workload=workload)
 
     def _one(self, workload: Workload, pk: str) -> EndpointKey:
         key = next((k for k in self._keys(workload) if k.pk == int(pk)), None)

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from core.confirmation import confirmation_page, is_confirmed
 
 from ..pages import tenant_page
-from .models import EndpointKey
+from .endpoint_keys import EndpointKey
 from .services import endpoint_keys
 from .views import _tenant_workload, detail_context
 

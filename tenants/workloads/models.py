@@ -21,7 +21,6 @@ from ..access.models import Tenant
 from .advice import failure_advice
 from .kinds.base import QUEUED_REASON, SpecError
 from .kinds.image_references import oci_reference
-from .kinds.inference.exposure import key_secret_name
 from .registry import CHOICES as KIND_CHOICES
 from .registry import KINDS
 
@@ -492,50 +491,3 @@ class IdleEpisode(models.Model):
             return None
         return (self.idle_per_hour * Decimal(self.idle_seconds) / 3600).quantize(Decimal("0.01"))
 
-
-class EndpointKey(models.Model):
-    """An API key of an inference endpoint: the gateway checks it; the portal keeps its hash.
-
-    The raw key is shown once, at creation. Until the reconcile has put it in its Secret on the
-    cluster it is kept sealed (`core.sealed`), so that a failed apply can be retried; then the
-    sealed copy is cleared and only the digest remains."""
-
-    PREFIX = "afk_"
-
-    workload = models.ForeignKey(Workload, on_delete=models.CASCADE,
-                                 related_name="endpoint_keys")
-    name = models.CharField(max_length=100, validators=[validate_readable_name])
-    digest = models.CharField(max_length=64, unique=True)
-    hint = models.CharField(max_length=12, help_text="First characters, to tell keys apart.")
-    sealed = models.TextField(blank=True, help_text="The key, sealed, until its Secret exists.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
-    delivered_at = models.DateTimeField("its Secret applied at", null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-    revoked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
-                                   on_delete=models.SET_NULL, related_name="+")
-    removed_at = models.DateTimeField("its Secret deleted at", null=True, blank=True)
-    # Seen by the gateway in use: only the simulated fleet's gateway records it (Envoy
-    # Gateway's metrics do not name the key a request carried).
-    last_used_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["-created_at", "-pk"]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["workload", "name"], condition=Q(revoked_at__isnull=True),
-                name="unique_active_endpoint_key_name",
-            )
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.hint}…)"
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None
-
-    @property
-    def secret_name(self) -> str:
-        return key_secret_name(self.workload.name, self.pk)

@@ -32,7 +32,6 @@ from .kinds.base import BuildContext, Exposure, GpuOffer, LaunchContext
 from .models import (
     HOLDING,
     OPEN_EPISODE_STATES,
-    EndpointKey,
     IdleEpisode,
     Workload,
     WorkloadEvent,
@@ -435,20 +434,6 @@ def endpoint_exposure(kind_key: str) -> Exposure | None:
                     if simulated else ""),
     )
 
-
-def workload_endpoint_keys(*, workload: Workload) -> list[EndpointKey]:
-    """An endpoint's keys, newest first, each marked `needs_rotation` when the cluster was last
-    seen without its Secret (deleted by hand) or its sealed copy cannot be opened."""
-    keys = list(workload.endpoint_keys.select_related("created_by"))
-    present = workload.details.get("key_secrets")
-    seen_at = workload.observation_recorded_at
-    for key in keys:
-        key.workload = workload  # its Secret's name, without a query per key
-        key.needs_rotation = bool(
-            key.is_active and key.delivered_at and present is not None and seen_at
-            and key.delivered_at < seen_at and key.secret_name not in present
-        )
-    return keys
 
 
 def priority_class(kind_key: str) -> str:

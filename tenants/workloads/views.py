@@ -26,6 +26,7 @@ from core.errors import Unavailable
 from ..pages import redirect_to_current, tenant_page
 from ..quota.pricing import quoted_price
 from . import services
+from .endpoint_keys import endpoint_keys_of
 from .forms import FORMS, IdlePolicyForm, ScaleForm
 from .gpu_metrics import (
     CHART_GPUS,
@@ -46,7 +47,6 @@ from .selectors import (
     tenant_idle_episodes,
     tenant_idle_history,
     tenant_workloads_for_list,
-    workload_endpoint_keys,
     workload_events,
     workload_get_for_user,
     workload_idle_episode,
@@ -230,7 +230,7 @@ def detail_context(workload: Workload, *, issued: IssuedKey | None = None) -> di
         "currency": settings.BILLING_CURRENCY,
         "holds_gpus": holds_gpus(workload.demand or {}),
         "commands": commands,
-        "endpoint_keys": (workload_endpoint_keys(workload=workload)
+        "endpoint_keys": (endpoint_keys_of(workload=workload)
                           if workload.kind == "inference" else None),
         "issued": issued,
     }

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from core.models import AuditEvent
-from tenants.workloads.models import EndpointKey
+from tenants.workloads.endpoint_keys import EndpointKey
 from tests.support.axe import axe_violations, describe
 from tests.support.fixtures_browser import fresh_page, screenshot, sign_in
 

@@ -19,7 +19,8 @@ from inventory.services.sync import cluster_sync
 from tenants.enforcement.manifests.spec import PORTAL_ROLE_BINDING
 from tenants.enforcement.services import tenant_reconcile
 from tenants.workloads import services
-from tenants.workloads.models import EndpointKey, Workload, WorkloadStatus
+from tenants.workloads.endpoint_keys import EndpointKey
+from tenants.workloads.models import Workload, WorkloadStatus
 from tenants.workloads.services import endpoint_keys
 from tenants.workloads.services.reconcile import workloads_observe_sweep
 from tests.factories import GPUFactory, NodeFactory, QuotaFactory, TenantFactory

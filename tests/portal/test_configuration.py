@@ -5,7 +5,7 @@ import ast
 import re
 from pathlib import Path
 
-from portal import config_vars
+from portal import config_reference, config_vars
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,7 +51,7 @@ def test_each_variable_is_declared_once():
 
 def test_the_reference_table_and_env_example_are_what_the_declarations_write():
     """Run `python manage.py config_reference` after changing portal/config_vars.py."""
-    for path, text in config_vars.written_files(ROOT).items():
+    for path, text in config_reference.written_files(ROOT).items():
         assert path.read_text() == text, f"{path.name} is stale: run manage.py config_reference"
 
 

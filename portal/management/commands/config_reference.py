@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from portal import config_vars
+from portal import config_reference
 
 
 class Command(BaseCommand):
@@ -11,7 +11,7 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args, **options) -> None:
-        for path, text in config_vars.written_files(settings.BASE_DIR).items():
+        for path, text in config_reference.written_files(settings.BASE_DIR).items():
             if path.read_text() != text:
                 path.write_text(text)
                 self.stdout.write(f"Wrote {path.relative_to(settings.BASE_DIR)}")

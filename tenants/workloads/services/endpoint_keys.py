@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -28,10 +28,11 @@ from core.queueing import enqueue_on_commit
 from core.reconcile import reconcile_bump
 from core.sealed import InvalidToken, open_sealed, seal
 
+from ..endpoint_keys import EndpointKey
 from ..kinds import inference
 from ..kinds.base import BuildContext
 from ..kinds.inference import exposure
-from ..models import EndpointKey, Workload
+from ..models import Workload
 from .lifecycle import RECONCILE, _locked_live
 
 logger = logging.getLogger(__name__)
@@ -145,37 +146,19 @@ def endpoint_key_rotate(*, workload_id: int, key_id: int, actor) -> IssuedKey:
 
 @dataclass
 class KeyDelivery:
-    """An endpoint's keys as one reconcile sees them: the active ones the policy names, those
-    still waiting for their Secret, and the revoked ones whose Secret is still to delete."""
+    """An endpoint's keys as one reconcile sees them: `ctx` carries the active ones its policy
+    names; `finish` deletes the revoked ones' Secrets and records what was delivered."""
 
-    credentials: tuple[int, ...] = ()
-    pending: tuple[tuple[int, str], ...] = ()  # (key id, the key): held in memory only
-    revoked: tuple[int, ...] = ()
-    created: list[int] = field(default_factory=list)
+    ctx: BuildContext
+    created: tuple[int, ...] = ()  # keys whose Secret exists now (their sealed copy can go)
+    revoked: tuple[int, ...] = ()  # revoked keys whose Secret is still to delete
 
-    def context(self, ctx: BuildContext) -> BuildContext:
-        """`ctx` with the policy's credentials: the active keys' Secrets."""
-        if ctx.exposure is None:
-            return ctx
-        names = tuple(exposure.key_secret_name(ctx.name, pk) for pk in self.credentials)
-        return replace(ctx, exposure=replace(ctx.exposure, credentials=names))
-
-    def create_secrets(self, ctx: BuildContext, gateway: FleetGateway) -> None:
-        """Before the policy names them: each new key's Secret (one that exists is kept)."""
-        if ctx.exposure is None:
-            return
-        for pk, raw in self.pending:
-            gateway.create(manifest=exposure.key_secret(ctx, pk, raw))
-            self.created.append(pk)
-
-    def remove_revoked(self, ctx: BuildContext, gateway: FleetGateway) -> None:
-        """After the policy no longer names them: the revoked keys' Secrets."""
+    def finish(self, gateway: FleetGateway) -> None:
+        """After the policy that no longer names them: the revoked keys' Secrets."""
         for pk in self.revoked:
             gateway.delete(api_version=exposure.SECRET[0], kind=exposure.SECRET[1],
-                           name=exposure.key_secret_name(ctx.name, pk), namespace=ctx.namespace)
-
-    def record(self) -> None:
-        """The apply succeeded: the delivered keys' sealed copies go, the removals are noted."""
+                           name=exposure.key_secret_name(self.ctx.name, pk),
+                           namespace=self.ctx.namespace)
         now = timezone.now()
         if self.created:
             EndpointKey.objects.filter(pk__in=self.created, delivered_at__isnull=True).update(
@@ -184,35 +167,50 @@ class KeyDelivery:
             EndpointKey.objects.filter(pk__in=self.revoked).update(sealed="", removed_at=now)
 
 
-def key_delivery(workload: Workload) -> KeyDelivery:
-    """What the reconcile of `workload` delivers (nothing for other kinds)."""
+def _opened(pk: int, sealed: str) -> str | None:
+    try:
+        return open_sealed(sealed)
+    except InvalidToken:  # sealed with a key SEALING_KEYS no longer holds
+        logger.warning("Endpoint key %s cannot be opened: it needs rotating", pk)
+        return None
+
+
+def keys_deliver(*, workload: Workload, ctx: BuildContext, gateway: FleetGateway) -> KeyDelivery:
+    """Create the Secrets of the endpoint's keys not delivered yet (one that exists is kept), and
+    say which keys its policy names: the active ones, but for a key that cannot be opened (a
+    policy naming a missing Secret would refuse every key). Nothing for other kinds, nor while
+    the endpoint is not published."""
     if workload.kind != inference.KIND.KEY:
-        return KeyDelivery()
+        return KeyDelivery(ctx=ctx)
     rows = list(EndpointKey.objects.filter(workload=workload)
                 .filter(Q(revoked_at__isnull=True) | Q(removed_at__isnull=True))
                 .order_by("pk").values_list("pk", "sealed", "revoked_at"))
-    pending, lost = [], set()
-    for pk, sealed, revoked in rows:
-        if revoked is None and sealed:
-            try:
-                pending.append((pk, open_sealed(sealed)))
-            except InvalidToken:  # sealed with a key SEALING_KEYS no longer holds
-                logger.warning("Endpoint key %s cannot be opened: it needs rotating", pk)
-                lost.add(pk)  # a policy naming a missing Secret would refuse every key
-    return KeyDelivery(
-        credentials=tuple(pk for pk, _, revoked in rows if revoked is None and pk not in lost),
-        pending=tuple(pending),
-        revoked=tuple(pk for pk, _, revoked in rows if revoked is not None),
-    )
+    revoked = tuple(pk for pk, _, revoked_at in rows if revoked_at is not None)
+    if ctx.exposure is None:
+        return KeyDelivery(ctx=ctx, revoked=revoked)
+    names, created = [], []
+    for pk, sealed, revoked_at in rows:
+        if revoked_at is not None:
+            continue
+        if sealed:
+            raw = _opened(pk, sealed)
+            if raw is None:
+                continue
+            gateway.create(manifest=exposure.key_secret(ctx, pk, raw))
+            created.append(pk)
+        names.append(exposure.key_secret_name(ctx.name, pk))
+    ctx = replace(ctx, exposure=replace(ctx.exposure, credentials=tuple(names)))
+    return KeyDelivery(ctx=ctx, created=tuple(created), revoked=revoked)
 
 
-def key_secrets_delete(workload: Workload, ctx: BuildContext, gateway: FleetGateway) -> None:
-    """The endpoint is being deleted: every key's Secret goes with it (and no sealed key is
-    kept for a Secret that will never be made)."""
+def teardown(workload: Workload, ctx: BuildContext) -> list[dict]:
+    """The endpoint is being deleted: its keys' Secrets, to delete with its objects; no sealed
+    key is kept for a Secret that will never be made."""
     if workload.kind != inference.KIND.KEY:
-        return
+        return []
     keys = EndpointKey.objects.filter(workload=workload, removed_at__isnull=True)
-    for pk in keys.values_list("pk", flat=True):
-        gateway.delete(api_version=exposure.SECRET[0], kind=exposure.SECRET[1],
-                       name=exposure.key_secret_name(ctx.name, pk), namespace=ctx.namespace)
+    doomed = [{"apiVersion": exposure.SECRET[0], "kind": exposure.SECRET[1], "metadata": {
+        "name": exposure.key_secret_name(ctx.name, pk), "namespace": ctx.namespace}}
+        for pk in keys.values_list("pk", flat=True)]
     keys.update(sealed="", removed_at=timezone.now())
+    return doomed

@@ -81,8 +81,7 @@ def _event(workload: Workload, kind: str, **fields: Any) -> None:
 # --- apply ------------------------------------------------------------------------------------
 
 
-def _create_generated_secrets(workload: Workload, ctx: BuildContext,
-                              gateway: FleetGateway) -> None:
+def _create_generated_secrets(workload: Workload, ctx: BuildContext, gateway: FleetGateway) -> None:
     """A Slurm cluster's keys: generated here, created once (never overwritten, never shown)."""
     if workload.kind != slurm.KEY:
         return
@@ -103,25 +102,21 @@ def _prune(previous: list[Manifest], wanted: list[Manifest], gateway: FleetGatew
                            name=meta["name"], namespace=meta.get("namespace"))
 
 
-def _apply(
-    workload: Workload, ctx: BuildContext, gateway: FleetGateway
-) -> dict[ObjectKey, Manifest]:
+def _apply(workload: Workload, ctx: BuildContext,
+           gateway: FleetGateway) -> dict[ObjectKey, Manifest]:
     """Apply the desired objects; record the outcome. Returns the objects as stored."""
     version = workload.desired_version
-    keys = endpoint_keys.key_delivery(workload)  # an endpoint's API keys: its policy names them
-    ctx = keys.context(ctx)
-    manifests = workload.kind_entry.module.manifests(workload.spec, ctx)
-    check_manifests(manifests)
     try:
+        keys = endpoint_keys.keys_deliver(workload=workload, ctx=ctx, gateway=gateway)
+        manifests = workload.kind_entry.module.manifests(workload.spec, keys.ctx)
+        check_manifests(manifests)
         _create_generated_secrets(workload, ctx, gateway)
-        keys.create_secrets(ctx, gateway)  # before the policy names them
         stored = gateway.apply(manifests=manifests)
         _prune(workload.applied_manifests or [], manifests, gateway)
-        keys.remove_revoked(ctx, gateway)  # once the policy no longer names them
+        keys.finish(gateway)  # the revoked keys' Secrets, now that the policy names them no more
     except FleetError as exc:
         _record_apply_failure(workload.pk, exc)
         raise
-    keys.record()
     with transaction.atomic():
         locked = Workload.objects.select_for_update().get(pk=workload.pk)
         if reconcile_succeeded(locked, version=version, manifests=manifests):
@@ -368,11 +363,10 @@ def workload_observe(*, workload_id: int, gateway: FleetGateway | None = None) -
 def _teardown(workload: Workload, gateway: FleetGateway) -> str:
     """Remove the workload's objects; deleted only once none of them is left."""
     ctx = build_context(workload=workload)
-    for manifest in reversed(workload.applied_manifests or []):
+    for manifest in reversed([*workload.applied_manifests, *endpoint_keys.teardown(workload, ctx)]):
         meta = manifest["metadata"]
         gateway.delete(api_version=manifest["apiVersion"], kind=manifest["kind"],
                        name=meta["name"], namespace=meta.get("namespace"))
-    endpoint_keys.key_secrets_delete(workload, ctx, gateway)  # created outside those
     left = {**_owned_objects(gateway, [workload]).get(workload.pk, {}),
             **_unowned(workload, ctx, gateway)}
     for (api_version, kind, name), obj in left.items():

@@ -17,11 +17,11 @@ from core.fleet import TransientFleetError
 from core.models import AuditEvent
 from core.sealed import open_sealed
 from tenants.workloads import services
+from tenants.workloads.endpoint_keys import EndpointKey, endpoint_keys_of
 from tenants.workloads.kinds.base import BuildContext, Exposure
 from tenants.workloads.kinds.inference import KIND, exposure
 from tenants.workloads.kinds.schemas import check_manifests, manifest_errors
-from tenants.workloads.models import EndpointKey, Workload, WorkloadStatus
-from tenants.workloads.selectors import workload_endpoint_keys
+from tenants.workloads.models import Workload, WorkloadStatus
 from tenants.workloads.services import endpoint_keys
 
 from .conftest import INFERENCE_SPEC, ready_inference_service
@@ -192,12 +192,12 @@ def test_a_key_whose_secret_vanished_shows_as_needing_rotation_and_rotating_repl
     ready_inference_service(kube_emulator, name="chat", namespace=tenant.namespace)
     services.workload_observe(workload_id=endpoint.pk)
     endpoint.refresh_from_db()
-    assert [k.needs_rotation for k in workload_endpoint_keys(workload=endpoint)] == [False]
+    assert [k.needs_rotation for k in endpoint_keys_of(workload=endpoint)] == [False]
 
     kube_emulator.delete_object("v1", "Secret", key.secret_name, tenant.namespace)
     services.workload_observe(workload_id=endpoint.pk)
     endpoint.refresh_from_db()
-    assert [k.needs_rotation for k in workload_endpoint_keys(workload=endpoint)] == [True]
+    assert [k.needs_rotation for k in endpoint_keys_of(workload=endpoint)] == [True]
 
     issued = endpoint_keys.endpoint_key_rotate(workload_id=endpoint.pk, key_id=key.pk,
                                                actor=tenant_member)
