@@ -42,6 +42,7 @@ from .models import IdlePolicy, Workload, WorkloadStatus
 from .registry import KINDS
 from .selectors import (
     demand_preview,
+    endpoint_exposure,
     idle_reclaimed,
     launch_context,
     tenant_idle_episodes,
@@ -232,6 +233,7 @@ def detail_context(workload: Workload, *, issued: IssuedKey | None = None) -> di
         "commands": commands,
         "endpoint_keys": (endpoint_keys_of(workload=workload)
                           if workload.kind == "inference" else None),
+        "published": endpoint_exposure(workload.kind) is not None,
         "issued": issued,
     }
 

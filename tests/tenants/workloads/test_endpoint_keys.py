@@ -434,3 +434,14 @@ def test_the_keys_take_the_same_queries_for_two_as_for_twelve(
         endpoint_keys.endpoint_key_create(workload_id=endpoint.pk, actor=tenant_member,
                                           name=f"k{index}")
     assert queries() == few
+
+
+@pytest.mark.django_db
+def test_an_endpoint_not_published_says_its_keys_wait_for_the_gateway(
+    settings, endpoint, client, tenant_member
+):
+    client.force_login(tenant_member)
+    page = f"/t/acme/workloads/{endpoint.pk}/"
+    assert 'id="not-published"' not in client.get(page).content.decode()
+    settings.INFERENCE_DOMAIN = ""
+    assert 'id="not-published"' in client.get(page).content.decode()
