@@ -70,6 +70,14 @@ def endpoint_key_create(request, slug: str, pk: int):
 def endpoint_key_rotate(request, slug: str, pk: int, key_id: int):
     workload, context = _operated_endpoint(request, slug, pk)
     key = _key(workload, key_id)
+    if not is_confirmed(request, name=key.name):
+        return confirmation_page(
+            request, name=key.name, title=f"Rotate the key “{key.name}” of {workload.name}?",
+            consequences=["A new key of the same name is made and shown to you once.",
+                          "The old one is revoked: callers still using it get 401."],
+            submit_label=f"Rotate “{key.name}”",
+            cancel_url=reverse("tenants:workload-detail", args=[slug, workload.pk]),
+        )
     issued = endpoint_keys.endpoint_key_rotate(workload_id=workload.pk, key_id=key.pk,
                                                actor=request.user)
     return _shown_once(request, workload, context, issued)

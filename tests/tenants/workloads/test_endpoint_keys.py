@@ -445,3 +445,19 @@ def test_an_endpoint_not_published_says_its_keys_wait_for_the_gateway(
     assert 'id="not-published"' not in client.get(page).content.decode()
     settings.INFERENCE_DOMAIN = ""
     assert 'id="not-published"' in client.get(page).content.decode()
+
+
+@pytest.mark.django_db
+def test_rotating_on_the_page_asks_first_then_shows_the_new_key_once(
+    endpoint, client, tenant_member
+):
+    key = endpoint_keys.endpoint_key_create(workload_id=endpoint.pk, actor=tenant_member,
+                                            name="chat-app").key
+    client.force_login(tenant_member)
+    url = f"/t/acme/workloads/{endpoint.pk}/keys/{key.pk}/rotate/"
+    asked = client.post(url)
+    assert 'id="confirm-page"' in asked.content.decode() and EndpointKey.objects.count() == 1
+    rotated = client.post(url, {"confirm": "chat-app"})
+    new = EndpointKey.objects.get(revoked_at__isnull=True)
+    assert rotated.status_code == 200 and new.pk != key.pk
+    assert rotated.context["issued"].raw in rotated.content.decode()
