@@ -3,6 +3,7 @@ and broken CEL rules, answered over HTTP to the official client as the API serve
 
 import json
 
+import celpy
 import kmock
 import pytest
 from kubernetes import client
@@ -202,9 +203,16 @@ def test_every_object_a_workload_kind_writes_is_accepted(kube_gateway, kind, man
 
 def test_a_rule_calling_a_function_cel_python_lacks_is_not_skipped_silently():
     with pytest.raises(kmock.KubernetesError) as caught:
-        kube_validation._program("self.name.lowerAscii() == 'a'")
+        kube_validation._program("isURL(self.name)")
     assert caught.value.status == 500
-    assert "['lowerAscii']" in caught.value.message and "SKIPPED_RULES" in caught.value.message
+    assert "['isURL']" in caught.value.message and "SKIPPED_RULES" in caught.value.message
+
+
+def test_kubernetes_ascii_case_functions_are_evaluated():
+    rule = kube_validation._program("self.lowerAscii() != 'host' && self.upperAscii() == 'HOST'")
+    assert not rule.evaluate({"self": celpy.celtypes.StringType("Host")})
+    assert kube_validation._program("self.lowerAscii() == 'é'").evaluate(
+        {"self": celpy.celtypes.StringType("é")})  # ASCII only, as Kubernetes folds
 
 
 def test_no_cel_rule_is_skipped_and_the_unchecked_kinds_are_only_controllers():
