@@ -11,9 +11,11 @@ from kubernetes.dynamic import DynamicClient
 
 from core.fleet import PermanentFleetError
 from tenants.enforcement.manifests import tenant_manifests
+from tenants.workloads.kinds.inference import exposure
 from tests.support import kube_validation
 from tests.support.kube_validation import SKIPPED_RULES, UNCHECKED_KINDS
 from tests.tenants.test_manifests import COHORT, DEDICATED, SHARED
+from tests.tenants.workloads import test_endpoint_keys as endpoint_keys_test
 from tests.tenants.workloads import test_kind_inference as inference
 from tests.tenants.workloads import test_kind_slurm as slurm
 from tests.tenants.workloads import test_kind_vcluster as vcluster
@@ -176,6 +178,9 @@ def _workload_manifests():
     yield "vcluster", vcluster.manifests({})
     yield "vm", [vm.the_vm(vm.clean())]
     yield "slurm", slurm.everything(slurm.clean())
+    published = endpoint_keys_test._ctx(credentials=("chat-key-1",))
+    yield "inference published", [*exposure.manifests(published),
+                                   exposure.key_secret(published, 1, "afk_key")]
 
 
 @pytest.mark.parametrize("spec", [SHARED, DEDICATED, COHORT], ids=lambda s: s.slug)
