@@ -18,8 +18,8 @@ from inventory.demo_fleet import demo_fleet_details
 from inventory.models import GPU, Node, NodeState, Rack, Site
 from inventory.resource_classes import GPU_MODELS
 from tenants.access import services as tenant_services
-from tenants.enforcement.services import tenants_reconcile_sweep
-from tenants.models import Membership, QuotaRequest, RoleAssignment, Tenant, Workload
+from tenants.enforcement.services import tenant_reconcile, tenants_reconcile_sweep
+from tenants.models import Membership, RoleAssignment, Tenant, Workload
 from tenants.quota import services as tenant_quota
 from tenants.workloads import services as workloads
 from tenants.workloads.kinds.base import LABEL_WORKLOAD_ID
@@ -28,7 +28,9 @@ from tenants.workloads.selectors import build_context
 
 from . import billing_data as demo_billing
 from .idle_gpus import load_idle_gpus
+from .model_credentials import load_model_credentials
 from .queued_jobs import queued_jobs_send
+from .quota_requests import COHORT, quota_requests_load
 
 DEMO_NAMESPACE = uuid.UUID("5f1c2a7e-4d1b-4e0a-9c39-2f6a3b8d7e10")
 
@@ -91,7 +93,7 @@ QUOTAS = {
         "memory-gib": 768,
         "storage-gib": 2000,
         "count:vm": 6,
-        "count:slurm": 1,
+        "count:slurm": 2,
         "count:inference": 2,
     },
     "orbit": {
@@ -101,6 +103,7 @@ QUOTAS = {
         "storage-gib": 20000,
         "count:vcluster": 2,
         "count:vm": 4,
+        "count:slurm": 1,
     },
 }
 MEMBERS = {
@@ -195,60 +198,6 @@ def _fleet() -> int:
 
 
 # Shared tenants that lend each other idle GPUs through a Kueue cohort.
-COHORT = ("shared-pool", ("nova", "atlas", "orbit"))
-# (tenant, requester, lines, justification, days old, ends in days, outcome, decision note)
-QUOTA_REQUESTS = (
-    ("nova", "mike", {"gpu:nvidia-h100-80gb": 4},
-     "Second vLLM replica for the support assistant: p95 latency is over target at peak.",
-     12, None, "approve", "Approved for the launch."),
-    ("atlas", "ari", {"mig:nvidia-a100-80gb:1g.10gb": 7},
-     "Nightly eval sweep over 40 checkpoints; small slices are enough.",
-     9, 20, "approve", "Temporary, until the sweep is done."),
-    ("orbit", "olga", {"gpu:nvidia-a100-80gb": 16},
-     "LoRA fine-tuning backlog of 30 customer adapters.",
-     6, None, "reject", "No A100s free this quarter; ask again after the H200 expansion."),
-    ("atlas", "ari", {"count:vm": 2}, "Two VMs for the red-team tooling.", 4, None, "withdraw", ""),
-    ("helix", "olivia", {"gpu:nvidia-h200": 8, "storage-gib": 20000},
-     "Pre-training run of the 34B model needs one more H200 node for six weeks.",
-     2, 42, "submit", ""),
-    ("nova", "mike", {"gpu:nvidia-l40s": 8, "cpu": 64},
-     "Embedding service for the new search index.", 0, None, "submit", ""),
-)
-
-
-def _quota_requests(users: dict) -> None:
-    """A few requests in each state, so the review queue and the dashboards look alive."""
-    if QuotaRequest.objects.exists():
-        return
-    cohort, members = COHORT
-    for tenant in Tenant.objects.filter(slug__in=members, cohort=""):
-        tenant.cohort = cohort
-        tenant_services.tenant_update(actor=None, tenant=tenant, changed=["cohort"])
-    admin, now = users["adam"], timezone.now()
-    for slug, who, lines, why, age, ends_in, outcome, note in QUOTA_REQUESTS:
-        ends_on = timezone.localdate() + datetime.timedelta(days=ends_in) if ends_in else None
-        request = tenant_quota.quota_request_create(
-            tenant=Tenant.objects.get(slug=slug),
-            requested_by=users[who],
-            lines=[{"resource": r, "amount": a} for r, a in lines.items()],
-            justification=why,
-            ends_on=ends_on,
-        )
-        QuotaRequest.objects.filter(pk=request.pk).update(
-            created_at=now - datetime.timedelta(days=age, hours=3)
-        )
-        if outcome == "approve":
-            tenant_quota.quota_request_approve(
-                request_id=request.pk, approver=admin, note=note
-            )
-        elif outcome == "reject":
-            tenant_quota.quota_request_reject(
-                request_id=request.pk, approver=admin, reason=note
-            )
-        elif outcome == "withdraw":
-            tenant_quota.quota_request_withdraw(request_id=request.pk, actor=users[who])
-
-
 # Boot images platform admins offer for VMs: (key, label, container disk, min disk GiB, user).
 VM_IMAGES = (
     ("ubuntu-2404-nvidia", "Ubuntu 24.04 LTS with NVIDIA driver 580",
@@ -319,9 +268,36 @@ WORKLOADS = (
                  {"model_uri": "hf://meta-llama/Llama-3.1-8B-Instruct",
                   "gpu": "mig:nvidia-a100-80gb:1g.10gb", "min_replicas": 1, "max_replicas": 3,
                   "cpu": 2, "memory_gib": 16}),
+    # A gated model (simulated_kserve.GATED_MODELS), loaded with the tenant's stored token.
+    DemoWorkload("nova", "mike", "inference", "llama-3b-gated",
+                 {"model_uri": "hf://meta-llama/Llama-3.2-3B-Instruct", "credential": "hf-token",
+                  "gpu": "gpu:nvidia-l40s", "gpus_per_replica": 1, "min_replicas": 1,
+                  "max_replicas": 1, "cpu": 8, "memory_gib": 32}),
     DemoWorkload("helix", "olivia", "vcluster", "pretrain-cluster",
                  {"kubernetes_version": "1.35", "gpu_scheduling": True, "cpu": 8,
                   "memory_gib": 32}),
+)
+
+
+# Launched once the tenants' queues hold the jobs sent straight to them (`queued_jobs_send`), in
+# this order, so that Kueue's borrowing and reclaim show on the portal's pages: Atlas's
+# benchmark cluster borrows Nova's idle L40S (its own are held by its evaluation sweep); Nova's
+# 70B endpoint then needs them back and reclaims one of its workers, which waits in Atlas's
+# queue (its timeline says who took the GPUs); Orbit's adapter cluster waits behind Orbit's
+# fine-tuning jobs for A100 quota.
+QUEUED_WORKLOADS = (
+    DemoWorkload("atlas", "ari", "slurm", "bench-slurm",
+                 {"workers": 2, "gpu": "gpu:nvidia-l40s", "gpus_per_worker": 2,
+                  "cpu_per_worker": 8, "memory_gib_per_worker": 64, "accounting": False,
+                  "rest_api": False, "ssh_public_key": DEMO_SSH_KEY}),
+    DemoWorkload("nova", "mike", "inference", "chat-70b",
+                 {"model_uri": "hf://meta-llama/Llama-3.3-70B-Instruct", "gpu": "gpu:nvidia-l40s",
+                  "gpus_per_replica": 8, "min_replicas": 2, "max_replicas": 2, "cpu": 16,
+                  "memory_gib": 192}),
+    DemoWorkload("orbit", "olga", "slurm", "adapter-slurm",
+                 {"workers": 1, "gpu": "gpu:nvidia-a100-80gb", "gpus_per_worker": 8,
+                  "cpu_per_worker": 16, "memory_gib_per_worker": 128, "accounting": False,
+                  "rest_api": False, "ssh_public_key": DEMO_SSH_KEY}),
 )
 
 
@@ -396,7 +372,7 @@ def _settle(workload_id: int) -> None:
     workloads.workload_observe(workload_id=workload_id)
 
 
-def _workloads(users: dict) -> list[int]:
+def _workloads(users: dict, items: tuple[DemoWorkload, ...]) -> list[int]:
     """A few workloads in each state, launched, reconciled and observed through the services
     (the tasks would do the same after commit; here they run at once). Only on the simulated
     fleet: the demo launches nothing on a real cluster. Returns the ids of those launched now
@@ -404,7 +380,7 @@ def _workloads(users: dict) -> list[int]:
     fresh: list[int] = []
     if settings.FLEET_BACKEND != "simulated":
         return fresh
-    for item in WORKLOADS:
+    for item in items:
         tenant = Tenant.objects.get(slug=item.tenant)
         if Workload.objects.filter(tenant=tenant, name=item.name).exists():
             continue
@@ -427,6 +403,23 @@ def _workloads(users: dict) -> list[int]:
     return fresh
 
 
+def _queued_workloads(users: dict) -> None:
+    """Launch QUEUED_WORKLOADS (those not launched yet) between two passes of the observe
+    sweep: the first has the cluster make what the workloads already launched still lack (the
+    replica of the endpoint coming up), so that Kueue admits it before these; after them, a
+    workload Kueue preempted while the next one was launched says so on its timeline, and each
+    one waiting says where it stands in its queue; then their tenants' quota shows what Kueue
+    admitted and what they borrow."""
+    if all(Workload.objects.filter(tenant__slug=item.tenant, name=item.name).exists()
+           for item in QUEUED_WORKLOADS):
+        return
+    workloads.workloads_observe_sweep()
+    _workloads(users, QUEUED_WORKLOADS)
+    workloads.workloads_observe_sweep()
+    for tenant in Tenant.objects.filter(slug__in={item.tenant for item in QUEUED_WORKLOADS}):
+        tenant_reconcile(tenant_id=tenant.pk)
+
+
 @transaction.atomic
 def load_demo() -> list[DemoAccount]:
     """Create the demo fleet, tenants, members, quotas, accounts and workloads (idempotent)."""
@@ -447,16 +440,19 @@ def load_demo() -> list[DemoAccount]:
                 tenant_services.membership_set(
                     actor=None, tenant=tenant, user=users[username], role=role
                 )
+        # A demo database of an earlier version gets the lines (and the room) added since.
+        held = dict(tenant.quotas.values_list("resource", "limit"))
         for resource, limit in QUOTAS[slug].items():
-            if not tenant.quotas.filter(resource=resource).exists():
+            if held.get(resource, -1) < limit:
                 tenant_quota.quota_set(actor=None, tenant=tenant, resource=resource, limit=limit)
     tenant_services.role_grant(actor=None, user=users["fiona"], role=RoleAssignment.Role.FINANCE)
     tenant_services.role_grant(
         actor=None, user=users["adam"], role=RoleAssignment.Role.PLATFORM_ADMIN
     )
-    _quota_requests(users)
+    quota_requests_load(users)
     _vm_images()
-    fresh = _workloads(users)
+    load_model_credentials(users)
+    fresh = _workloads(users, WORKLOADS)
     demo_billing.load_billing_demo(users=users, apply=_settle)
     load_idle_gpus()
     _coming_up(fresh)  # from the end of the load on
@@ -465,4 +461,5 @@ def load_demo() -> list[DemoAccount]:
     tenants_reconcile_sweep()
     # Once the tenants' namespaces and queues are on the cluster.
     queued_jobs_send(cohort=COHORT[1])
+    _queued_workloads(users)
     return list(ACCOUNTS)

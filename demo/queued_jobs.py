@@ -2,10 +2,14 @@
 its LocalQueue, so that the demo shows a tenant borrowing from its cohort and a job waiting in
 the queue in Kueue's words (the portal's own launches stay within each tenant's quota)."""
 
+import datetime
+
 from django.conf import settings
+from django.utils import timezone
 
 from core.fleet import get_gateway
 from core.models import SimulatedObject
+from demo.fleet.simulated_clock import iso
 from inventory.resource_classes import GPU_MODELS
 from tenants.enforcement.services import tenant_reconcile
 from tenants.models import Tenant
@@ -18,6 +22,9 @@ QUEUED_JOBS = (
     ("atlas", "eval-sweep", 3, "nvidia-l40s", 4),
     ("orbit", "lora-finetune", 4, "nvidia-a100-80gb", 8),
 )
+# How long ago the jobs were sent: before the portal's launches that queue behind them or
+# reclaim from them (Kueue orders a queue, and picks whom to preempt, by age).
+SENT_AGO = datetime.timedelta(hours=1)
 
 
 def queued_jobs_send(*, cohort: tuple[str, ...]) -> None:
@@ -49,5 +56,19 @@ def queued_jobs_send(*, cohort: tuple[str, ...]) -> None:
     for tenant in members:
         tenant_reconcile(tenant_id=tenant.pk)
     get_gateway().apply(manifests=missing)
+    _sent_earlier(missing)
     for tenant in members.filter(slug__in={slug for slug, *_ in QUEUED_JOBS}):
         tenant_reconcile(tenant_id=tenant.pk)
+
+
+def _sent_earlier(pods: list[dict]) -> None:
+    """Date the jobs' new pods SENT_AGO back, before Kueue makes their Workloads (which take
+    their pod's age)."""
+    at = timezone.now() - SENT_AGO
+    for row in SimulatedObject.objects.filter(
+        kind="Pod", name__in={p["metadata"]["name"] for p in pods},
+        namespace__in={p["metadata"]["namespace"] for p in pods},
+    ):
+        metadata = {**row.body["metadata"], "creationTimestamp": iso(at)}
+        SimulatedObject.objects.filter(pk=row.pk).update(
+            body={**row.body, "metadata": metadata}, created_at=at, updated_at=at)

@@ -128,9 +128,12 @@ def _node_object(node: Node, *, hami: bool = False) -> dict:
     labels = {"kubernetes.io/hostname": node.k8s_name, "kubernetes.io/os": "linux",
               "topology.kubernetes.io/zone": node.rack.site.slug if node.rack else ""}
     if model and hami:
+        # HAMi's node label, and GPU Feature Discovery's product label: what Kueue's hami-<model>
+        # flavor and an endpoint's node selector pick the model's shared nodes by.
         key, value = resource_classes.HAMI_NODE_LABEL
+        labels |= {key: value, resource_classes.GPU_PRODUCT_LABEL: model.product_label}
         return {"apiVersion": "v1", "kind": "Node", "metadata": {
-            "name": node.k8s_name, "labels": _reserved(node, labels | {key: value}),
+            "name": node.k8s_name, "labels": _reserved(node, labels),
             "annotations": {resource_classes.HAMI_REGISTER_ANNOTATION: _hami_register(gpus, model)},
         }, "spec": _node_spec(node)}
     if model:

@@ -3,7 +3,8 @@
 Keys look like `gpu:nvidia-h200`, `mig:nvidia-a100-80gb:1g.10gb`,
 `hami:nvidia-l40s:memory-gib`, `hami:nvidia-l40s:cores`, `cpu`, `memory-gib`, `storage-gib`,
 `count:vm`. Each GPU class maps to its Kubernetes side here and nowhere else: the extended
-resource it consumes, the node label that selects its model, and the unit Kubernetes counts in.
+resource it consumes (and, for whole GPUs, the one a VM's passthrough GPU is), the node label
+that selects its model, and the unit Kubernetes counts in.
 
 HAMi shares (kind `hami`) are two counters per GPU model, because HAMi splits a GPU along two
 axes a pod asks for separately: GiB of the GPU's memory (`nvidia.com/gpumem`, which Kubernetes
@@ -95,6 +96,18 @@ GPU_MODELS: dict[str, GpuModel] = {
             "NVIDIA RTX 4000 Ada Generation",
         ),
     )
+}
+
+# Whole GPUs passed through to KubeVirt VMs: the extended resource the NVIDIA sandbox device
+# plugin advertises each model as on a node in passthrough mode (its PCI-database name,
+# upper-cased, spaces and brackets as `_`; the SXM variant of a model that comes in several).
+# A passthrough node carries no GPU product label: the resource name itself says the model.
+PASSTHROUGH_RESOURCES: dict[str, str] = {
+    "nvidia-h200": "nvidia.com/GH100_H200_SXM_141GB",
+    "nvidia-h100-80gb": "nvidia.com/GH100_H100_SXM5_80GB",
+    "nvidia-a100-80gb": "nvidia.com/GA100_A100_SXM4_80GB",
+    "nvidia-l40s": "nvidia.com/AD102GL_L40S",
+    "nvidia-rtx-4000-ada": "nvidia.com/AD104GL_RTX_4000_ADA_GENERATION",
 }
 
 SCALAR_CLASSES: dict[str, str] = {

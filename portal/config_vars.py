@@ -180,6 +180,9 @@ SECTIONS = (
                 "the API server's `--oidc-groups-prefix` (Keycloak group `x` is `oidc:x` in RBAC)"),
             Var("TENANT_RECONCILE_SWEEP_SECONDS", "300",
                 "how often every tenant is re-applied (retries failures, repairs drift)"),
+            Var("CREDENTIALS_RECONCILE_SWEEP_SECONDS", "300",
+                "how often every tenant's model credentials are synced as Secrets again "
+                "(retries failures, prunes deleted ones, repairs drift)"),
             Var("WORKLOAD_OBSERVE_SECONDS", "15",
                 "how often every live workload's objects are read back (one list per kind) to "
                 "follow its state"),

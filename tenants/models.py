@@ -1,6 +1,7 @@
 """The tenants app's models, kept in its sub-domains; Django finds them through this module."""
 
 from .access.models import Membership, RoleAssignment, Source, Tenant
+from .credentials.models import ModelCredential
 from .identity.models import DirectoryAnswer, DirectoryRead
 from .quota.models import Quota, QuotaRequest, QuotaRequestLine, QuotaRequestStatus
 from .workloads.endpoint_keys import EndpointKey
@@ -13,6 +14,7 @@ __all__ = [
     "IdleEpisode",
     "IdlePolicy",
     "Membership",
+    "ModelCredential",
     "Quota",
     "QuotaRequest",
     "QuotaRequestLine",

@@ -23,6 +23,7 @@ TENANT_URLS = {
     "requests": "tenants:quota-request-list",
     "request_quota": "tenants:quota-request-create",
     "members": "tenants:member-list",
+    "credentials": "tenants:credential-list",
     "workloads": "tenants:workload-list",
     "idle": "tenants:idle-gpus",
     "launch": "tenants:workload-new",

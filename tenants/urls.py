@@ -1,5 +1,6 @@
 from django.urls import path
 
+from .credentials import views as credentials
 from .dashboard import views as access
 from .enforcement import views as enforcement
 from .quota import views as quota
@@ -66,6 +67,11 @@ urlpatterns = [
         quota.quota_request_withdraw,
         name="quota-request-withdraw",
     ),
+    path("t/<slug:slug>/credentials/", credentials.credential_list, name="credential-list"),
+    path("t/<slug:slug>/credentials/<slug:name>/", credentials.credential_detail,
+         name="credential-detail"),
+    path("t/<slug:slug>/credentials/<slug:name>/delete/", credentials.credential_delete,
+         name="credential-delete"),
     path("t/<slug:slug>/members/", access.member_list, name="member-list"),
     path("t/<slug:slug>/members/<int:pk>/", access.member_change, name="member-change"),
 ]

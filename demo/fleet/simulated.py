@@ -10,10 +10,11 @@ Reading an object an operator owns also plays that operator (`simulated_operator
 would have made by now is created, dated from when it would have made it (so it is as far
 along as on a real cluster), placed on a node by a simple scheduler, and read back for the
 owner's status: a vCluster's control plane and kubeconfig Secret, a VM's DataVolume and
-VirtualMachineInstance, a Slurm cluster's StatefulSets, Deployments and worker pods, an
-inference endpoint's predictor pods. The scheduler counts the GPUs already placed on each node:
-a pod (or a VM) beyond what the nodes it may use have left stays Pending with the scheduler's
-words, and is placed on a later read once room frees up (as the scheduler retries). Deleting
+VirtualMachineInstance (and the VMI's virt-launcher pod), a Slurm cluster's StatefulSets,
+Deployments and worker pods, an inference endpoint's predictor pods. The scheduler counts the
+GPUs already placed on each node: a pod (a VM's launcher pod too) beyond what the nodes it may
+use have left stays Pending with the scheduler's words, and is placed on a later read once room
+frees up (as the scheduler retries). Deleting
 an object deletes what depends on it (ownerReferences, and a Helm release's objects), at once:
 the garbage collector's and Helm's part.
 
@@ -46,15 +47,9 @@ from .simulated_controllers import (
     ready_after,
     resource_quota_used,
 )
-from .simulated_kubevirt import UNSCHEDULABLE
 from .simulated_kueue import gated
 from .simulated_kueue_play import KUEUE_KINDS, KueuePlay
-from .simulated_objects import (
-    PLACED_LATE_ANNOTATION,
-    launcher_pod,
-    merge_patch,
-    waiting_for_a_node,
-)
+from .simulated_objects import PLACED_LATE_ANNOTATION, merge_patch, waiting_for_a_node
 from .simulated_operators import Made, Plan, dependents, depends_on, key_of
 from .simulated_scheduler import (
     NodeView,
@@ -88,9 +83,6 @@ SERVER_METADATA = ("uid", "creationTimestamp", "generation")
 IGNORED_METADATA = (*SERVER_METADATA, "resourceVersion", "managedFields", "deletionTimestamp")
 # An operator's round of making objects may enable the next (a VM's disk, then its VMI).
 OPERATOR_ROUNDS = 4
-# Set on a VMI no node could take: the scheduler's words for its launcher pod.
-UNSCHEDULABLE_ANNOTATION = UNSCHEDULABLE
-VMI_NODE_LABEL = "kubevirt.io/nodeName"
 FINISHED_PHASES = ("Succeeded", "Failed")
 
 
@@ -212,7 +204,8 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
         status it would report, if it changed."""
         now = now or timezone.now()
         children = self._play_operator(row, now)
-        status = controller_status(row.body, self._clock(row, now), children)
+        status = controller_status(row.body, self._clock(row, now), children,
+                                   self._storage_credentials(row))
         if status:
             status = self._with_usage(row, status)
         if status is None or row.body.get("status") == status:
@@ -225,6 +218,22 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
         if written:
             row.body, row.resource_version = body, row.resource_version + 1
         return _render(row)
+
+    def _storage_credentials(self, row: SimulatedObject) -> frozenset[str]:
+        """What KServe would hand an InferenceService's storage initializer: the keys of the
+        Secrets its predictor's ServiceAccount lists. None named, none read (no query)."""
+        predictor = (row.body.get("spec") or {}).get("predictor") or {}
+        account = predictor.get("serviceAccountName") if row.kind == "InferenceService" else None
+        if not account or not row.namespace:
+            return frozenset()
+        found = self._rows("v1", "ServiceAccount").filter(namespace=row.namespace,
+                                                          name=account).first()
+        listed = [ref.get("name") for ref in ((found.body if found else {}).get("secrets") or [])
+                  if isinstance(ref, dict)]
+        keys: set[str] = set()
+        for secret in self._rows("v1", "Secret").filter(namespace=row.namespace, name__in=listed):
+            keys |= {key for key, value in (secret.body.get("data") or {}).items() if value}
+        return frozenset(keys)
 
     # --- operators: what controllers make ---------------------------------------------------
 
@@ -279,7 +288,7 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
                 if self._rows(key[0], key[1]).filter(namespace=owner.namespace,
                                                      name=key[2]).exists():
                     continue  # someone else's object of that name: leave it alone
-                if nodes is None and key[1] in ("Pod", "VirtualMachineInstance"):
+                if nodes is None and key[1] == "Pod":
                     nodes, used = self._node_views(), self._gpus_placed()
                 self._apply_one(self._placed(item, nodes or [], used or {}), at=item.at)
                 changed = True
@@ -315,7 +324,7 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
 
     def _gpus_placed(self) -> dict[str, dict[str, int]]:
         """Per node, the GPUs and MIG instances what is bound there asks for: pods not
-        finished, and running VMs' launcher pods (a VMI labelled with its node)."""
+        finished (VMs' launcher pods among them)."""
         used: dict[str, dict[str, int]] = {}
 
         def add(node: str, asked: dict[str, int]) -> None:
@@ -328,58 +337,37 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
             phase = (row.body.get("status") or {}).get("phase")
             if spec.get("nodeName") and phase not in FINISHED_PHASES:
                 add(spec["nodeName"], gpu_requests(spec))
-        for row in SimulatedObject.objects.filter(kind="VirtualMachineInstance"):
-            node = ((row.body.get("metadata") or {}).get("labels") or {}).get(VMI_NODE_LABEL)
-            if node:
-                add(node, gpu_requests(launcher_pod(row.body.get("spec") or {})))
         return used
 
     def _placed(self, item: Made, nodes: list[NodeView], used: dict) -> Manifest:
         """The scheduler's part: a new pod is bound to a node (or left Pending with the
-        scheduler's reason); a new VMI is labelled with the node its launcher pod lands on (or
-        annotated with the scheduler's reason). What is placed is added to `used`."""
+        scheduler's reason). What is placed is added to `used`."""
         manifest = copy.deepcopy(item.manifest)
         self._admission_webhook(manifest, since=iso(item.at))
         self._bind(manifest, nodes, used, iso(item.at))
         return manifest
 
     def _bind(self, manifest: Manifest, nodes: list[NodeView], used: dict, since: str) -> bool:
-        """Place the pod or VMI `manifest` (in place); True if a node took it."""
+        """Place the pod `manifest` (in place); True if a node took it."""
         name, spec = manifest["metadata"]["name"], manifest.get("spec") or {}
-        metadata = manifest["metadata"]
-        if manifest["kind"] == "Pod":
-            if spec.get("nodeName"):
-                return True
-            if gated(manifest):
-                return False  # Kueue has not admitted it: the scheduler leaves it be
-            pod = spec
-        elif manifest["kind"] == "VirtualMachineInstance":
-            pod = launcher_pod(spec)  # asks for the passthrough GPUs by their resource names
-        else:
+        if manifest["kind"] != "Pod" or spec.get("nodeName"):
             return True
-        node = schedule(name, pod, nodes, used)
+        if gated(manifest):
+            return False  # Kueue has not admitted it: the scheduler leaves it be
+        node = schedule(name, spec, nodes, used)
         if node is None:
-            verdict = unschedulable_status(pod, nodes, since, used)
-            if manifest["kind"] == "Pod":
-                manifest["status"] = verdict
-            else:
-                message = verdict["conditions"][0]["message"]
-                metadata.setdefault("annotations", {})[UNSCHEDULABLE_ANNOTATION] = message
+            manifest["status"] = unschedulable_status(spec, nodes, since, used)
             return False
-        if manifest["kind"] == "Pod":
-            spec["nodeName"] = node
-            manifest.pop("status", None)
-        else:
-            metadata.setdefault("labels", {})[VMI_NODE_LABEL] = node
-            (metadata.get("annotations") or {}).pop(UNSCHEDULABLE_ANNOTATION, None)
+        spec["nodeName"] = node
+        manifest.pop("status", None)
         on_node = used.setdefault(node, {})
-        for resource, units in gpu_requests(pod).items():
+        for resource, units in gpu_requests(spec).items():
             on_node[resource] = on_node.get(resource, 0) + units
         return True
 
     def _place_again(self, row: SimulatedObject, nodes: list[NodeView], used: dict) -> bool:
-        """The scheduler retries a pod (or VMI) it left Pending: bound once room frees up,
-        its kubelet (or virt-handler) starting from now. True if it was placed."""
+        """The scheduler retries a pod it left Pending: bound once room frees up, its kubelet
+        (and a VM's virt-handler) starting from now. True if it was placed."""
         body = copy.deepcopy(row.body)
         if not self._bind(body, nodes, used, iso(timezone.now())):
             return False

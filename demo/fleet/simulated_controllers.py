@@ -235,6 +235,7 @@ CONTROLLERS: dict[tuple[str, str], StatusWriter] = {
 }
 # kubelet writes a pod's status, but the demo data brings some pods with theirs (a finished
 # job): their status is kept on apply, and only the pods an operator made are played.
+INFERENCE_SERVICE = ("serving.kserve.io/v1beta1", "InferenceService")
 KUBELET: dict[tuple[str, str], StatusWriter] = {("v1", "Pod"): _pod}
 # What part of the fleet's delay each takes (the rest take all of it): a VM's disk imports in
 # the first half, its guest boots in the second; a chart repository's index is quick.
@@ -256,6 +257,9 @@ OPERATORS: dict[tuple[str, str], Operator] = {
         ((kubevirt.CDI, "DataVolume"), (kubevirt.KUBEVIRT, "VirtualMachineInstance")),
         kubevirt.plan_virtual_machine,
     ),
+    (kubevirt.KUBEVIRT, "VirtualMachineInstance"): Operator(
+        (("v1", "Pod"),), kubevirt.plan_virtual_machine_instance
+    ),
     **{
         (slinky.SLINKY, kind): Operator(
             (("apps/v1", "StatefulSet"), ("apps/v1", "Deployment"), ("v1", "Pod")),
@@ -272,10 +276,14 @@ def ready_after(api_version: str, kind: str, delay: timedelta) -> timedelta:
 
 
 def controller_status(
-    obj: Manifest, clock: Clock, children: Sequence[Manifest] = ()
+    obj: Manifest, clock: Clock, children: Sequence[Manifest] = (),
+    credentials: frozenset[str] = frozenset(),
 ) -> Status | None:
     """The status the kind's controller reports at `clock.now`; None if no controller owns
-    the kind (or, for a pod, if it keeps the status it was given)."""
+    the kind (or, for a pod, if it keeps the status it was given). `credentials`: for an
+    InferenceService, the keys of the Secrets its predictor's ServiceAccount lists."""
     key = (obj.get("apiVersion", ""), obj.get("kind", ""))
+    if key == INFERENCE_SERVICE:
+        return kserve.inference_service(obj, clock, children, credentials)
     writer = CONTROLLERS.get(key) or KUBELET.get(key)
     return None if writer is None else writer(obj, clock, children)

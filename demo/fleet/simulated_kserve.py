@@ -11,6 +11,12 @@ scheduler's words: until every replica is placed the predictor does not become r
 placed ones. A replica placed late (annotated so by the gateway) is waited for until its pod
 runs.
 
+The access rule: some models need a credential, as on the real Hub and in real buckets. The
+Hugging Face repositories in `GATED_MODELS` are gated, and a bucket named `private-…` is private:
+the storage initializer loads them only with what KServe hands it from the Secrets the
+predictor's ServiceAccount lists (`HF_TOKEN`; `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`),
+and otherwise fails as the missing model does, in huggingface_hub's or botocore's words.
+
 The failure rule: an InferenceService whose `storageUri` names a model ending in
 `-does-not-exist` (`hf://org/llama-does-not-exist`, `s3://bucket/path/x-does-not-exist`) is
 one the storage initializer cannot find: once its controller has had its time it fails, as
@@ -24,7 +30,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from .simulated_clock import Clock, Status, digest, generation
-from .simulated_operators import Made, Plan, by_kind, name_and_namespace, owner_reference
+from .simulated_operators import (
+    PLACED_LATE,
+    Made,
+    Plan,
+    by_kind,
+    name_and_namespace,
+    owner_reference,
+)
 
 Manifest = dict[str, Any]
 MISSING_MODEL_SUFFIX = "-does-not-exist"
@@ -70,6 +83,38 @@ def _model_not_found(storage_uri: str) -> str:
             "are authenticated."
         )
     return f"RuntimeError: Failed to fetch model. No model found in {storage_uri}."
+
+
+# Gated on huggingface.co: only an account that accepted the terms, with its token, downloads them.
+# (Not every gated repository: the demo's other Llama endpoints load without a token.)
+GATED_MODELS = frozenset({
+    "meta-llama/Llama-3.2-3B-Instruct",
+    "google/gemma-2-9b-it",
+    "mistralai/Mistral-7B-Instruct-v0.3",
+})
+PRIVATE_BUCKET_PREFIX = "private-"
+HF_KEYS = frozenset({"HF_TOKEN"})
+S3_KEYS = frozenset({"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"})
+
+
+def access_refused(storage_uri: str, credentials: frozenset[str]) -> str:
+    """What the storage initializer prints when the model needs a credential it was not given
+    (`credentials`: the keys of the Secrets it got); empty when it may download."""
+    scheme, _, path = storage_uri.partition("://")
+    if scheme == "hf":
+        repo, _, revision = path.partition(":")
+        if repo in GATED_MODELS and not credentials >= HF_KEYS:
+            return (
+                "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated "
+                f"repo for url https://huggingface.co/api/models/{repo}/revision/"
+                f"{revision or 'main'}. Access to model {repo} is restricted. You must have "
+                "access to it and be authenticated to access it. Please log in."
+            )
+    if scheme == "s3":
+        bucket = path.partition("/")[0]
+        if bucket.startswith(PRIVATE_BUCKET_PREFIX) and not credentials >= S3_KEYS:
+            return "botocore.exceptions.NoCredentialsError: Unable to locate credentials"
+    return ""
 
 
 PREDICTOR_LABEL = "serving.kserve.io/inferenceservice"
@@ -121,9 +166,6 @@ def plan_inference_service(obj: Manifest, clock: Clock, children: Sequence[Manif
     return Plan(tuple(made), frozenset({("v1", "Pod")}))
 
 
-PLACED_LATE = "simulated.portal/placed-late"  # simulated.PLACED_LATE_ANNOTATION
-
-
 def _waiting_pods(children: Sequence[Manifest]) -> tuple[int, list[Manifest], bool]:
     """(pods placed, pods the scheduler left Pending, whether a pod placed late, once room
     freed up, is still starting) among the predictor's."""
@@ -137,10 +179,14 @@ def _waiting_pods(children: Sequence[Manifest]) -> tuple[int, list[Manifest], bo
     return len(pods) - len(waiting), waiting, starting
 
 
-def inference_service(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status:
+def inference_service(
+    obj: Manifest, clock: Clock, children: Sequence[Manifest],
+    credentials: frozenset[str] = frozenset(),
+) -> Status:
     """KServe 0.20 in Standard mode with the vLLM runtime: the storage initializer downloads
     the model (Pending), vLLM loads it (Loading), then the predictor serves (Loaded, Ready)
-    once every replica's pod is placed."""
+    once every replica's pod is placed. `credentials`: the keys of the Secrets its
+    ServiceAccount lists (the access rule)."""
     name, namespace = name_and_namespace(obj)
     gen = generation(obj)
     predictor = (obj.get("spec") or {}).get("predictor") or {}
@@ -158,7 +204,8 @@ def inference_service(obj: Manifest, clock: Clock, children: Sequence[Manifest])
     # never served, and fails again.
     # A replica placed late serves once its pod runs (the others served meanwhile, if any).
     done = clock.served_before_change or (clock.ready and not starting)
-    failed = done and missing_model(storage_uri)
+    refused = access_refused(storage_uri, credentials)
+    failed = done and (missing_model(storage_uri) or bool(refused))
     if done and not failed and not waiting:
         host = f"{name}-{namespace}.{INGRESS_DOMAIN}"
         rolling = not clock.ready
@@ -200,7 +247,7 @@ def inference_service(obj: Manifest, clock: Clock, children: Sequence[Manifest])
                 "location": f"{name}-predictor-{digest(name, namespace)[:10]}-"
                 f"{digest(namespace, name)[:5]}",
                 "reason": "ModelLoadFailed",
-                "message": _model_not_found(storage_uri),
+                "message": refused or _model_not_found(storage_uri),
                 "exitCode": 1,
                 "time": since,
             },

@@ -3,16 +3,24 @@
 (Scheduling, Scheduled, Running with an address), and the VM reports it (Provisioning,
 Starting, Running; Stopped when halted; RestartRequired when its template changed under a
 running VMI, which KubeVirt leaves as it is until a restart deletes it). Pure.
+
+virt-controller runs each VMI in a virt-launcher pod (owned by the VMI, with its labels, node
+selector and tolerations, asking for its CPU, memory and passthrough GPUs by their resource
+names): the pod is what Kueue admits (a VM sent to its tenant's queue waits gated) and what the
+scheduler binds. The VMI stays Scheduling until its pod is bound, says the scheduler's words
+when no node takes it, and boots from the moment its pod was placed.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from .simulated_clock import Clock, Status, condition, generation, iso
+from .simulated_clock import Clock, Status, condition, digest, generation, iso, parse_iso
 from .simulated_operators import (
+    PLACED_LATE,
     Made,
     Plan,
     by_kind,
@@ -24,9 +32,10 @@ from .simulated_operators import (
 
 Manifest = dict[str, Any]
 KUBEVIRT = "kubevirt.io/v1"
-# Set by the simulated scheduler on a VMI whose launcher pod no node takes (its words).
-UNSCHEDULABLE = "simulated.portal/unschedulable"
 CDI = "cdi.kubevirt.io/v1beta1"
+LAUNCHER_LABEL = "kubevirt.io"
+CREATED_BY_LABEL = "kubevirt.io/created-by"
+LAUNCHER_IMAGE = "quay.io/kubevirt/virt-launcher:v1.9.0"
 
 
 def _kubevirt_condition(kind: str, status: str, since: str, reason: str = "", message: str = ""):
@@ -79,29 +88,47 @@ def _address(obj: Manifest) -> tuple[str, str]:
     return ip, mac
 
 
+def _unschedulable(pod: Manifest | None) -> str:
+    """The scheduler's words on a launcher pod no node takes ("" when none were said)."""
+    for cond in ((pod or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("reason") == "Unschedulable":
+            return str(cond.get("message") or "")
+    return ""
+
+
+def _booting_from(clock: Clock, pod: Manifest | None) -> Clock:
+    """The VMI's clock from when its launcher pod was placed: at once, or once Kueue admitted
+    it or room freed up (the pod's placed-late mark)."""
+    annotations = ((pod or {}).get("metadata") or {}).get("annotations") or {}
+    placed = parse_iso(annotations.get(PLACED_LATE))
+    return replace(clock, changed_at=placed) if placed and placed > clock.changed_at else clock
+
+
 def virtual_machine_instance(obj: Manifest, clock: Clock, children: Sequence[Manifest]):
-    """virt-handler: Scheduling, Scheduled, then Running with the guest's address."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    node = labels.get("kubevirt.io/nodeName", "")
+    """virt-handler: Scheduling (while its launcher pod waits for Kueue or a node), Scheduled,
+    then Running with the guest's address, on the node its launcher pod was bound to."""
+    pod = next(iter(_children(children, "Pod")), None)
+    node = ((pod or {}).get("spec") or {}).get("nodeName") or ""
     devices = (((obj.get("spec") or {}).get("domain") or {}).get("devices")) or {}
     stamps = [{"phase": "Pending", "phaseTransitionTimestamp": iso(clock.changed_at)},
               {"phase": "Scheduling", "phaseTransitionTimestamp": iso(clock.changed_at)}]
     not_running = _kubevirt_condition(
         "Ready", "False", clock.since, "GuestNotRunning", "Guest VM is not reported as running"
     )
-    verdict = ((obj.get("metadata") or {}).get("annotations") or {}).get(UNSCHEDULABLE)
-    if not node and verdict:  # no node has room for its launcher pod: the scheduler's words
+    if not node:  # waiting for Kueue, or for a node with room (then in the scheduler's words)
+        verdict = _unschedulable(pod)
+        conditions = [not_running]
+        if verdict:
+            conditions.insert(0, _kubevirt_condition(
+                "PodScheduled", "False", clock.since, "Unschedulable", verdict))
         return {
             "phase": "Scheduling",
-            "conditions": [
-                _kubevirt_condition("PodScheduled", "False", clock.since, "Unschedulable",
-                                    verdict),
-                not_running,
-            ],
+            "conditions": conditions,
             "guestOSInfo": {},
             "qosClass": "Guaranteed",
             "phaseTransitionTimestamps": stamps,
         }
+    clock = _booting_from(clock, pod)
     if not clock.ready:
         scheduled = clock.progress >= 0.5
         status: Status = {
@@ -313,3 +340,46 @@ def plan_virtual_machine(vm: Manifest, clock: Clock, children: Sequence[Manifest
         "spec": dict(template.get("spec") or {}),
     }
     return Plan((*made, Made(instance, min(at, clock.now))), prune)
+
+
+def launcher_pod(vmi: Manifest) -> Manifest:
+    """The virt-launcher pod virt-controller makes for a VMI: the VMI's labels (so a VM sent
+    to its tenant's queue is queued), node selector and tolerations; requests equal to limits:
+    its CPU, its memory and one of the device plugin's resource per passthrough GPU."""
+    meta, spec = meta_of(vmi), vmi.get("spec") or {}
+    domain = spec.get("domain") or {}
+    asked = {k: str(v) for k, v in ((domain.get("resources") or {}).get("requests") or {}).items()
+             if k in ("cpu", "memory")}
+    for device in (domain.get("devices") or {}).get("gpus") or []:
+        name = device.get("deviceName", "")
+        asked[name] = str(int(asked.get(name, "0")) + 1)
+    pod_spec: Manifest = {
+        "containers": [{"name": "compute", "image": LAUNCHER_IMAGE,
+                        "resources": {"requests": dict(asked), "limits": dict(asked)}}],
+    }
+    for key in ("nodeSelector", "tolerations"):
+        if spec.get(key):
+            pod_spec[key] = spec[key]
+    uid = meta.get("uid", "")
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"virt-launcher-{meta['name']}-{digest(uid)[:5]}",
+            "namespace": meta.get("namespace", "default"),
+            "labels": dict(meta.get("labels") or {})
+            | {LAUNCHER_LABEL: "virt-launcher", CREATED_BY_LABEL: uid},
+            "ownerReferences": [owner_reference(vmi)],
+        },
+        "spec": pod_spec,
+    }
+
+
+def plan_virtual_machine_instance(
+    vmi: Manifest, clock: Clock, children: Sequence[Manifest]
+) -> Plan:
+    """virt-controller: the VMI's launcher pod, made with the VMI and kept as it is."""
+    pod = next(iter(_children(children, "Pod")), None)
+    if pod is not None:
+        return Plan((Made(pod, clock.now),))
+    return Plan((Made(launcher_pod(vmi), clock.changed_at),))

@@ -243,6 +243,25 @@ def _flavor_refusal(entry: Entry, found: Flavor) -> str:
     return ""
 
 
+def _beyond_capacity(
+    entry: Entry, queue: ClusterQueue, flavor_name: str, wanted: Mapping[str, Decimal]
+) -> list[str]:
+    """Kueue's words for what the flavor could never hold, however idle: asks beyond a
+    queue's nominal quota when it is in no cohort (nothing to borrow; a cohort's capacity is
+    not played)."""
+    if queue.cohort:
+        return []
+    found = []
+    for resource, asked in sorted(wanted.items()):
+        nominal = queue.cells.get((flavor_name, resource), Cell(Decimal(0))).nominal
+        if asked > nominal:
+            found.append(
+                f"insufficient quota for {resource} in flavor {flavor_name}, previously "
+                f"considered podsets requests (0) + current podset request ({quantity(asked)}) "
+                f"> maximum capacity ({quantity(nominal)})")
+    return found
+
+
 def assign(
     entry: Entry, queue: ClusterQueue, flavors: Mapping[str, Flavor], usage: Usage
 ) -> tuple[dict[str, str] | None, list[str], set[FlavorResource]]:
@@ -263,6 +282,10 @@ def assign(
             refusal = _flavor_refusal(entry, flavors.get(name, Flavor(name)))
             if refusal:
                 reasons.append(refusal)
+                continue
+            beyond = _beyond_capacity(entry, queue, name, wanted)
+            if beyond:
+                reasons += beyond  # waiting or preempting never makes room: not short of it
                 continue
             short = [
                 (r, q - usage.available(queue, (name, r)))

@@ -24,6 +24,8 @@ from .simulated_clock import Clock, parse_iso
 Manifest = dict[str, Any]
 Key = tuple[str, str, str]  # apiVersion, kind, name (in the owner's namespace)
 HELM_RELEASE_NAME = "meta.helm.sh/release-name"
+# Set on a pod placed once Kueue admitted it or room freed up: its owner waits for it to run.
+PLACED_LATE = "simulated.portal/placed-late"
 HELM_RELEASE_NAMESPACE = "meta.helm.sh/release-namespace"
 
 

@@ -6,8 +6,9 @@ name; or the scheduler's verdict, in its words, when none does ("0/12 nodes are 
 Insufficient nvidia.com/gpu, ..."). A node's GPUs are what GPU Feature Discovery counts
 (`nvidia.com/gpu.count`, `nvidia.com/mig-<profile>.count`); what is placed is every GPU and MIG
 instance the pods bound to it (and the VMs' launcher pods) ask for (`used`, per node). A pod
-HAMi's scheduler places (`schedulerName: hami-scheduler`) goes to a node HAMi shares; HAMi's
-own bookkeeping of shares is not played.
+HAMi's scheduler places (`schedulerName: hami-scheduler`) goes to a node HAMi shares that its
+selector matches (the model's product label, once Kueue admitted it); HAMi's own bookkeeping of
+shares is not played.
 """
 
 from __future__ import annotations

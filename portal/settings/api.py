@@ -69,6 +69,7 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "WorkloadKindEnum": "tenants.workloads.registry.CHOICES",
     "WorkloadEventKindEnum": "tenants.workloads.models.WorkloadEvent.Kind",
     "WorkloadPowerActionEnum": "tenants.workloads.kinds.vm.spec.POWER_ACTIONS",
+    "ModelCredentialKindEnum": "tenants.credentials.models.ModelCredential.Kind",
 }
 # Billing's invoice API (finance): the invoice's status.
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]["InvoiceStatusEnum"] = "billing.models.InvoiceStatus"

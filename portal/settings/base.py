@@ -284,6 +284,11 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "tenants.enforcement.tasks.tenants_reconcile_sweep_task",
         "schedule": env.float("TENANT_RECONCILE_SWEEP_SECONDS", default=300.0),
     },
+    # Model credentials synced as Secrets into tenants' namespaces (and pruned when deleted).
+    "credentials-reconcile-sweep": {
+        "task": "tenants.credentials.tasks.credentials_reconcile_sweep_task",
+        "schedule": env.float("CREDENTIALS_RECONCILE_SWEEP_SECONDS", default=300.0),
+    },
     "quota-grants-sweep": {
         "task": "tenants.quota.tasks.quota_grants_sweep_task",
         "schedule": 3600.0,
@@ -312,6 +317,7 @@ CELERY_TIMEZONE = TIME_ZONE
 # Queued whenever a worker starts (portal.celery), so that nothing waits a full period.
 SWEEPS_AT_WORKER_START = [
     "tenants.enforcement.tasks.tenants_reconcile_sweep_task",
+    "tenants.credentials.tasks.credentials_reconcile_sweep_task",
     "tenants.workloads.tasks.workloads_reconcile_sweep_task",
     "portal.tasks.outbox_sweep_task",
     "inventory.tasks.cluster_sync_task",

@@ -43,6 +43,7 @@ class Tenant(Reconciled):
     lends_reserved_gpus = models.BooleanField(
         "Lend idle reserved GPUs",
         default=False,
+        db_default=False,  # rows written by code that predates it (an older migration state)
         help_text=(
             "Dedicated tenants only: the shared tenants of its cohort may borrow the reserved "
             "GPUs it leaves idle, and give them back (preempted) as soon as it needs them. "

@@ -4,6 +4,7 @@ from django.urls import path
 
 from core.api.routers import PortalRouter
 
+from ..credentials.api import ModelCredentialViewSet
 from ..dashboard.api import MeView, TenantViewSet
 from ..quota.api import CapacityView, QuotaRequestViewSet
 from ..workloads.api import WorkloadViewSet
@@ -13,6 +14,8 @@ router = PortalRouter()
 router.register("tenants", TenantViewSet, basename="tenant")
 router.register("quota-requests", QuotaRequestViewSet, basename="quota-request")
 router.register("workloads", WorkloadViewSet, basename="workload")
+router.register(r"tenants/(?P<tenant_slug>[a-z0-9-]+)/model-credentials", ModelCredentialViewSet,
+                basename="model-credential")
 
 # An endpoint's API keys, nested under it (the router has no nesting).
 endpoint_keys = [

@@ -2,7 +2,8 @@
 
 `tenant_reconcile` builds every manifest from the database (`manifests`), server-side applies
 them through the fleet gateway and records what it observed: the applied version, time and
-objects, or the cluster's error; the usage the cluster reports; drift it corrected. Drift is
+objects, or the cluster's error; the usage the cluster reports; drift it corrected. It deletes
+the tenant's Kueue queues the last apply wrote and it no longer wants (`stale_manifests`). Drift is
 the cluster differing from the objects the portal last applied, so applying a new desired
 version (an approval) is a change, not a correction. It is safe to run twice, late or
 concurrently: apply is idempotent, and the recorded version only moves forward.
@@ -45,6 +46,8 @@ from .manifests import (
     borrowable_flavors,
     drifted_paths,
     flavor_name,
+    passthrough_flavor_name,
+    stale_manifests,
     tenant_manifests,
 )
 
@@ -166,6 +169,16 @@ def _drift(gateway: FleetGateway, applied: list[Manifest]) -> dict[str, dict[str
     return drift
 
 
+def _remove_stale(gateway: FleetGateway, stale: list[Manifest]) -> None:
+    """Delete what the tenant no longer needs (after the apply: a ClusterQueue goes once
+    nothing names it). Gone already is done; a failure is retried by the next reconcile, as
+    what was last applied still lists it."""
+    for manifest in stale:
+        meta = manifest["metadata"]
+        gateway.delete(api_version=manifest["apiVersion"], kind=manifest["kind"],
+                       name=meta["name"], namespace=meta.get("namespace"))
+
+
 def _whole(quantity: str, unit: int = 1) -> int:
     return max(0, math.ceil(parse_quantity(quantity) / unit))
 
@@ -189,13 +202,18 @@ def _observed_usage(
     for kind, name in COUNT_RESOURCES.items():
         if name in used:
             usage[f"count:{kind}"] = _whole(used[name])
-    # Per GPU model only Kueue can tell (one flavor per model); ResourceQuota sums all models.
+    # Per GPU model only Kueue can tell (one flavor per model; a VM's passthrough GPUs, one
+    # resource per model); ResourceQuota sums all models.
     granted = [resource_classes.parse(g.resource) for g in spec.grants]
     by_resource: dict[tuple[str, str], str] = {}
     for rc in granted:
         if rc.kind in {"gpu", "mig"}:
             flavor = flavor_name(spec, rc.gpu_model.key)
             by_resource[(flavor, rc.kubernetes_resource)] = rc.key
+        if passthrough := resource_classes.PASSTHROUGH_RESOURCES.get(
+            rc.gpu_model.key if rc.kind == "gpu" else ""
+        ):
+            by_resource[(passthrough_flavor_name(spec), passthrough)] = rc.key
     for lent in borrowable_flavors(spec):  # all it holds there is borrowed from a lender
         flavor = flavor_name(TenantSpec(slug=lent.lender, isolation="dedicated"), lent.model_key)
         by_resource[(flavor, resource_classes.GPU_RESOURCE)] = resource_classes.gpu_class(
@@ -285,6 +303,7 @@ def tenant_reconcile(
         if baseline:
             outcome.drift = _drift(gateway, baseline)
         gateway.apply(manifests=manifests)
+        _remove_stale(gateway, stale_manifests(spec, tenant.applied_manifests or [], manifests))
         try:
             outcome.usage, outcome.borrowed = _observed_usage(gateway, spec)
             outcome.lent = _observed_lent(gateway, spec)

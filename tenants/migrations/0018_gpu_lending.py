@@ -14,12 +14,12 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='quota',
             name='lent',
-            field=models.PositiveIntegerField(default=0, editable=False, help_text="A dedicated tenant's reserved GPUs the cohort's shared tenants borrow now, as Kueue last reported it in their ClusterQueues."),
+            field=models.PositiveIntegerField(db_default=0, default=0, editable=False, help_text="A dedicated tenant's reserved GPUs the cohort's shared tenants borrow now, as Kueue last reported it in their ClusterQueues."),
         ),
         migrations.AddField(
             model_name='tenant',
             name='lends_reserved_gpus',
-            field=models.BooleanField(default=False, help_text='Dedicated tenants only: the shared tenants of its cohort may borrow the reserved GPUs it leaves idle, and give them back (preempted) as soon as it needs them. Nothing it runs is ever preempted for another tenant.', verbose_name='Lend idle reserved GPUs'),
+            field=models.BooleanField(db_default=False, default=False, help_text='Dedicated tenants only: the shared tenants of its cohort may borrow the reserved GPUs it leaves idle, and give them back (preempted) as soon as it needs them. Nothing it runs is ever preempted for another tenant.', verbose_name='Lend idle reserved GPUs'),
         ),
         migrations.AlterField(
             model_name='tenant',

@@ -38,7 +38,7 @@ class Quota(models.Model):
                   "reported it (GPUs and MIG instances).",
     )
     lent = models.PositiveIntegerField(
-        default=0, editable=False,
+        default=0, db_default=0, editable=False,
         help_text="A dedicated tenant's reserved GPUs the cohort's shared tenants borrow now, "
                   "as Kueue last reported it in their ClusterQueues.",
     )

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 # KServe's words for a model that will not load as specified.
 MODEL_REASONS = frozenset({"ModelLoadFailed", "BlockedByFailedLoad", "InvalidSpec"})
+# The storage initializer's words (huggingface_hub's, botocore's) for a model it may not read.
+CREDENTIAL_REFUSALS = ("Cannot access gated repo", "Unable to locate credentials",
+                       "401 Client Error", "AccessDenied")
 # The scheduler's (and KubeVirt's) words for a pod no node takes.
 UNSCHEDULABLE_REASONS = frozenset({"Unschedulable", "ErrorUnschedulable", "FailedScheduling"})
 IMAGE_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName"})
@@ -22,6 +25,14 @@ DELETE = "delete"
 
 def failure_advice(*, kind: str, reason: str, message: str, scalable: bool) -> tuple[str, str]:
     """(what to do, which action does it: resize | relaunch | delete) for a failed workload."""
+    if kind == "inference" and any(words in message for words in CREDENTIAL_REFUSALS):
+        return (
+            "The model needs a credential: a gated Hugging Face model a token of an account "
+            "that accepted its terms, a private bucket an S3 access key. Store it on your "
+            "tenant's Credentials page, then launch the endpoint again picking it (or give "
+            "this one the credential over the API's scale).",
+            RELAUNCH,
+        )
     if reason in MODEL_REASONS or (kind == "inference" and "Repository Not Found" in message):
         return (
             "The model could not be loaded from its model URI. Resizing or scaling will not "

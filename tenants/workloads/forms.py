@@ -16,6 +16,7 @@ from inventory import resource_classes
 from ..access.models import Tenant
 from .kinds import inference, vcluster
 from .kinds.base import LaunchContext
+from .kinds.inference import credential as inference_credential
 from .kinds.slurm import spec as slurm_spec
 from .kinds.vm import spec as vm_spec
 from .models import IdlePolicy
@@ -144,6 +145,11 @@ class InferenceForm(WorkloadForm):
             attrs={**TEXT, "placeholder": "hf://meta-llama/Llama-3.1-8B-Instruct"}
         ),
     )
+    credential = forms.ChoiceField(
+        label="Model credential", required=False, widget=forms.Select(attrs=SELECT),
+        help_text="For a gated or private model: the Hugging Face token or S3 key the model "
+        "is loaded with. Stored in your tenant's credentials, never shown.",
+    )
     gpu = forms.ChoiceField(label="GPU", widget=forms.Select(attrs=SELECT))
     gpus_per_replica = _number("GPUs per replica", minimum=1, maximum=8,
                                initial=inference.DEFAULT_GPUS_PER_REPLICA)
@@ -172,6 +178,7 @@ class InferenceForm(WorkloadForm):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["credential"].choices = self.credential_choices()
         choices = self.gpu_choices()
         self.fields["gpu"].choices = choices
         picked = self.data.get("gpu") if self.is_bound else self.initial.get("gpu")
@@ -183,6 +190,21 @@ class InferenceForm(WorkloadForm):
         else:  # one vGPU per replica, sized by its memory and compute, asked right after it
             del self.fields["gpus_per_replica"]
             self.order_fields(["name", "model_uri", "gpu", *inference.HAMI_FIELDS])
+
+
+    def credential_choices(self) -> list[tuple[str, str]]:
+        """The tenant's credentials of the kind the model URI's scheme needs (all of them
+        before a URI is typed); `credentials_missing` when none fits, for the empty state."""
+        uri = self.data.get("model_uri") if self.is_bound else self.initial.get("model_uri")
+        scheme, typed, _ = str(uri or "").partition("://")
+        needed = inference_credential.KIND_OF_SCHEME.get(scheme)
+        fitting = [(name, f"{name} ({inference_credential.KIND_LABELS[kind]})")
+                   for name, kind in self.context.credentials.items()
+                   if needed is None or kind == needed]
+        if typed and needed is None:  # pvc://: the tenant's own volume needs none
+            fitting = []
+        self.credentials_missing = not fitting and not (typed and needed is None)
+        return [("", "No credential (a public model)"), *fitting]
 
 
 class VirtualMachineForm(WorkloadForm):

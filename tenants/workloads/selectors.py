@@ -18,17 +18,20 @@ from inventory.selectors.capacity import largest_node_by_class
 
 from ..access.models import Tenant
 from ..access.rules import in_tenants_visible_to
+from ..credentials.models import ModelCredential
 from ..enforcement.manifests.spec import (
     LOCAL_QUEUE,
     PRIORITY_CLASS_LABEL,
     PRIORITY_CLASSES,
     QUEUE_NAME_LABEL,
+    SHARES_LOCAL_QUEUE,
 )
 from ..quota.capacity import pool_of
 from ..quota.models import Quota
 from . import registry
+from .endpoint_keys import endpoint_exposure
 from .in_use import demand_in_use
-from .kinds.base import BuildContext, Exposure, GpuOffer, LaunchContext
+from .kinds.base import BuildContext, GpuOffer, LaunchContext
 from .models import (
     HOLDING,
     OPEN_EPISODE_STATES,
@@ -381,7 +384,8 @@ def vm_image_catalog() -> dict[str, dict]:
 def launch_context(*, tenant: Tenant, quota: Mapping[str, int] | None = None) -> LaunchContext:
     """What the kinds validate against: the tenant's isolation, its quota, the GPU classes of its
     pool (with the most one node holds; for HAMi shares, the most one GPU offers) and the admins'
-    catalogs. Partitions (MIG, HAMi) are offered to shared tenants only. Four queries."""
+    catalogs and model credentials. Partitions (MIG, HAMi) are offered to shared tenants only.
+    Five queries."""
     if quota is None:
         quota = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "limit"))
     largest = largest_node_by_class(pool=pool_of(tenant))
@@ -399,6 +403,7 @@ def launch_context(*, tenant: Tenant, quota: Mapping[str, int] | None = None) ->
         quota=dict(quota),
         gpu_offers=tuple(offers),
         catalog={"vm_images": vm_image_catalog()},
+        credentials=ModelCredential.objects.kinds_of(tenant),
     )
 
 
@@ -413,26 +418,12 @@ def build_context(*, workload: Workload) -> BuildContext:
         isolation=tenant.isolation,
         cluster_domain=settings.KUBERNETES_CLUSTER_DOMAIN,
         admission_labels=admission_labels(workload.kind),
+        shares_admission_labels=admission_labels(workload.kind, queue=SHARES_LOCAL_QUEUE),
         priority_labels=priority_labels(workload.kind),
         priority_class=priority_class(workload.kind),
         exposure=endpoint_exposure(workload.kind),
     )
 
-
-def endpoint_exposure(kind_key: str) -> Exposure | None:
-    """Where the fleet's gateway publishes an inference endpoint (its keys are the reconcile's
-    to add); None for other kinds, or when no gateway and domain are configured. The simulated
-    fleet's gateway is a path of the portal itself."""
-    if kind_key != "inference" or not settings.INFERENCE_GATEWAY or not settings.INFERENCE_DOMAIN:
-        return None
-    namespace, name = settings.INFERENCE_GATEWAY.split("/")
-    simulated = settings.FLEET_BACKEND == "simulated"
-    return Exposure(
-        gateway_namespace=namespace, gateway_name=name,
-        listener=settings.INFERENCE_GATEWAY_LISTENER, domain=settings.INFERENCE_DOMAIN,
-        url_prefix=(f"{settings.PORTAL_URL.rstrip('/')}/{settings.SIMULATED_GATEWAY_PATH}"
-                    if simulated else ""),
-    )
 
 
 
@@ -446,10 +437,10 @@ def priority_labels(kind_key: str) -> dict[str, str]:
     return {PRIORITY_CLASS_LABEL: priority_class(kind_key)}
 
 
-def admission_labels(kind_key: str) -> dict[str, str]:
-    """What queues a workload of `kind_key` in its tenant's LocalQueue, at its kind's priority
-    (a kind puts them on the pods it has Kueue admit)."""
-    return {QUEUE_NAME_LABEL: LOCAL_QUEUE, **priority_labels(kind_key)}
+def admission_labels(kind_key: str, *, queue: str = LOCAL_QUEUE) -> dict[str, str]:
+    """What queues a workload of `kind_key` in its tenant's LocalQueue `queue`, at its kind's
+    priority (a kind puts them on the pods it has Kueue admit)."""
+    return {QUEUE_NAME_LABEL: queue, **priority_labels(kind_key)}
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from core.errors import Unavailable
 from ..pages import redirect_to_current, tenant_page
 from ..quota.pricing import quoted_price
 from . import services
-from .endpoint_keys import endpoint_keys_of
+from .endpoint_keys import endpoint_exposure, endpoint_keys_of
 from .forms import FORMS, IdlePolicyForm, ScaleForm
 from .gpu_metrics import (
     CHART_GPUS,
@@ -42,7 +42,6 @@ from .models import IdlePolicy, Workload, WorkloadStatus
 from .registry import KINDS
 from .selectors import (
     demand_preview,
-    endpoint_exposure,
     idle_reclaimed,
     launch_context,
     tenant_idle_episodes,
@@ -191,8 +190,9 @@ def workload_launch(request, slug: str, kind: str):
                 form.add_service_errors(exc)
                 refused = True
             else:
-                messages.success(request, f"{workload} is queued: it will be provisioned "
-                                          "shortly, and this page follows it.")
+                # Not "queued": that is Kueue's word, for a workload waiting for GPU quota.
+                messages.success(request, f"{workload} is launched: it is being provisioned, "
+                                          "and this page follows it.")
                 return redirect("tenants:workload-detail", tenant.slug, workload.pk)
         # Refused: the preview again, of what was submitted.
         preview = _preview(form, tenant, kind, report=not refused)

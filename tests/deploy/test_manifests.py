@@ -151,8 +151,9 @@ def test_web_and_worker_spread_have_budgets_and_autoscale(overlay):
 def test_no_secret_is_rendered_and_secrets_are_referenced_by_name(overlay):
     objects = render(overlay)
     assert of_kind(objects, "Secret") == []
+    secrets = {"SECRET_KEY", "SEALING_KEYS", "DATABASE_URL", "CELERY_BROKER_URL"}
     assert not [o for o in objects if o["kind"] == "ConfigMap" and
-                set(o.get("data", {})) & {"SECRET_KEY", "DATABASE_URL", "CELERY_BROKER_URL"}]
+                set(o.get("data", {})) & secrets]
     documented = (ROOT / "docs" / "deployment.md").read_text()
     for owner, pod in pod_specs(objects).items():
         container = pod["containers"][0]
@@ -261,6 +262,7 @@ def test_the_rendered_settings_pass_djangos_deployment_checks(overlay):
     env |= config | {
         "ALLOWED_HOSTS": f"{config['ALLOWED_HOSTS']},10.244.1.17",
         "SECRET_KEY": "a-long-random-secret-key-for-the-check-" + "x" * 40,
+        "SEALING_KEYS": "s" * 43 + "=",
         "DATABASE_URL": "postgres://portal:secret@127.0.0.1:5432/portal",
         "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",
         "CACHE_URL": "rediscache://127.0.0.1:6379/2",

@@ -16,8 +16,10 @@ from inventory.models import HealthEvent, NodeState
 from inventory.services import cluster as node_cluster
 from inventory.services import lifecycle as node_lifecycle
 from inventory.services.sync import cluster_sync
+from tenants.credentials import services as credentials
 from tenants.enforcement.manifests.spec import PORTAL_ROLE_BINDING
 from tenants.enforcement.services import tenant_reconcile
+from tenants.models import Quota
 from tenants.workloads import services
 from tenants.workloads.endpoint_keys import EndpointKey
 from tenants.workloads.models import Workload, WorkloadStatus
@@ -154,6 +156,21 @@ def _drive_workloads(kube_emulator, tenant, other) -> None:
     assert Workload.objects.filter(status=WorkloadStatus.DELETED).count() >= 2
 
 
+def _drive_credentials(tenant, on_commit) -> None:
+    """Model credentials: their Secrets and ServiceAccounts applied, then one pruned."""
+    who = tenant.memberships.get().user
+    with on_commit(execute=True):
+        token = credentials.credential_create(
+            actor=who, tenant=tenant, name="hf-token", kind="huggingface",
+            values={"token": "hf_" + "t" * 30})
+        credentials.credential_create(actor=who, tenant=tenant, name="bucket", kind="s3",
+                                      values={"access_key_id": "AKIA1234",
+                                              "secret_access_key": "s" * 40})
+    with on_commit(execute=True):
+        credentials.credential_delete(actor=who, credential=token)
+    assert credentials.credentials_reconcile(tenant_id=tenant.pk).pruned == []
+
+
 def _drive_nodes(kube_emulator, tenant, on_commit) -> None:
     """Inventory sync, cordon, uncordon, reservation, drain with evictions."""
     name = "gpu-a-001"
@@ -186,10 +203,17 @@ def every_call(kube_emulator, kube_gateway, django_capture_on_commit_callbacks, 
         GPUFactory(node=NodeFactory(reserved_for=""), index=index, model="nvidia-h100-80gb")
     with kube_emulator.recording() as calls:
         acme, globex = _tenant("acme"), _tenant("globex")
+        # Acme holds HAMi shares too: their own queues, deleted once that quota goes.
+        for resource, limit in (("hami:nvidia-l40s:memory-gib", 48),
+                                ("hami:nvidia-l40s:cores", 100)):
+            QuotaFactory(tenant=acme, resource=resource, limit=limit)
         for tenant in (acme, globex):
             tenant_reconcile(tenant_id=tenant.pk)
         tenant_reconcile(tenant_id=acme.pk)  # again: it reads back what it applied (drift)
+        Quota.objects.filter(tenant=acme, resource__startswith="hami:").delete()
+        tenant_reconcile(tenant_id=acme.pk)
         _drive_workloads(kube_emulator, acme, globex)
+        _drive_credentials(acme, django_capture_on_commit_callbacks)
         _drive_nodes(kube_emulator, acme, django_capture_on_commit_callbacks)
     return calls
 

@@ -31,6 +31,7 @@ from billing.models import UsageRecord
 from core import tokens
 from inventory.models import HealthEvent
 from portal.wsgi import application
+from tenants.credentials import services as credentials
 from tenants.models import Membership, RoleAssignment
 from tenants.quota import services as quota_requests
 from tenants.workloads import services as workloads
@@ -141,6 +142,9 @@ def world(db, settings, _connections_kept):
               "gpus_per_replica": 1, "min_replicas": 1, "max_replicas": 1})
     key = endpoint_keys.endpoint_key_create(workload_id=endpoint.pk, actor=member,
                                             name="fuzz").key
+    # A model credential, for its detail, replace and delete operations.
+    credentials.credential_create(actor=member, tenant=acme, name="hf-token", kind="huggingface",
+                                  values={"token": "hf_" + "x" * 30})
     # Billing: an issued invoice of acme's January (finance's actions, the tenant's downloads).
     invoice = _issued_invoice(acme, admin)
     spare = {
@@ -183,7 +187,7 @@ def _real_path_parameters(case, world: dict) -> dict:
     """Ids of objects that exist, so that successful answers are checked too."""
     collection = case.path.split("/")[3]
     values = {"slug": "acme", "member_id": world["member_id"],
-              "id": world["ids"].get(collection, 1),
+              "id": world["ids"].get(collection, 1), "tenant_slug": "acme", "name": "hf-token",
               "workload_pk": world["ids"]["endpoints"]}
     if "/keys/{id}" in case.path:
         values["id"] = world["ids"]["keys"]

@@ -647,9 +647,18 @@ def test_a_vm_imports_its_disk_then_boots_its_instance(simulated_gateway, fleet_
     assert running["status"]["printableStatus"] == "Running"
     assert condition(running, "Ready")["status"] == "True"
     assert instance["metadata"]["labels"]["portal.ai-factory.io/workload-id"] == "7"
-    assert instance["metadata"]["labels"]["kubevirt.io/nodeName"] == "h100-a"  # not the MIG one
+    assert instance["status"]["nodeName"] == "h100-a"  # not the MIG one
     (owner,) = instance["metadata"]["ownerReferences"]
     assert (owner["kind"], owner["uid"]) == ("VirtualMachine", running["metadata"]["uid"])
+    # virt-controller runs it in a launcher pod: that is what the scheduler bound.
+    (launcher,) = objects("Pod").values()
+    assert launcher["metadata"]["name"].startswith("virt-launcher-box-")
+    assert launcher["spec"]["nodeName"] == "h100-a"
+    assert launcher["metadata"]["ownerReferences"][0]["uid"] == instance["metadata"]["uid"]
+    assert launcher["metadata"]["labels"]["portal.ai-factory.io/workload-id"] == "7"
+    assert launcher["spec"]["containers"][0]["resources"]["limits"] == {
+        "cpu": "4", "memory": "16Gi", "nvidia.com/GH100_H100_SXM5_80GB": "1"}
+    assert manifest_errors({k: v for k, v in launcher.items() if k != "status"}) == []
     assert instance["status"]["interfaces"][0]["ipAddress"].startswith("10.244.")
     seen = vm.KIND.observe(
         {("kubevirt.io/v1", "VirtualMachine", "box"): running,
@@ -746,7 +755,7 @@ def test_reading_a_settled_vm_writes_nothing(
     first = simulated_gateway.get(**VM_READ)
     versions = dict(SimulatedObject.objects.values_list("name", "resource_version"))
 
-    with django_assert_num_queries(2):  # the VM, then what its controller made
+    with django_assert_num_queries(3):  # the VM, what its controller made, the VMI's pod
         second = simulated_gateway.get(**VM_READ)
 
     assert second == first

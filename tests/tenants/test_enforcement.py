@@ -30,6 +30,7 @@ OBJECTS = [
     ("rbac.authorization.k8s.io/v1", "RoleBinding", "tenant-view", NS),
     (KUEUE, "ResourceFlavor", "portal-default", None),
     (KUEUE, "ResourceFlavor", "gpu-nvidia-h100-80gb", None),
+    (KUEUE, "ResourceFlavor", "gpu-passthrough", None),
     (KUEUE, "WorkloadPriorityClass", "portal-serving", None),
     (KUEUE, "WorkloadPriorityClass", "portal-interactive", None),
     (KUEUE, "WorkloadPriorityClass", "portal-batch", None),
@@ -95,6 +96,11 @@ def test_approved_quota_is_applied_read_back_and_valid_against_the_schemas(
         "name": "gpu-nvidia-h100-80gb",
         "resources": [{"name": "nvidia.com/gpu", "nominalQuota": "16"}],
     }
+    # A VM's H100s are passed through: a resource of their own, within the same grant.
+    assert by_kind["ClusterQueue"]["spec"]["resourceGroups"][2]["flavors"] == [{
+        "name": "gpu-passthrough",
+        "resources": [{"name": "nvidia.com/GH100_H100_SXM5_80GB", "nominalQuota": "16"}],
+    }]
     assert by_kind["Namespace"]["metadata"]["labels"]["portal.ai-factory.io/tenant"] == "acme"
     # Written with server-side apply, as one field manager.
     applies = [r for r in kube_emulator.requests("PATCH")]
@@ -253,18 +259,21 @@ def test_usage_reported_by_the_cluster_shows_next_to_the_quota(
     )
     queue = kube_emulator.get_object(KUEUE, "ClusterQueue", "tenant-acme")
     flavors_usage = [
-        {"name": "gpu-nvidia-h100-80gb", "resources": [{"name": "nvidia.com/gpu", "total": "6"}]}
+        {"name": "gpu-nvidia-h100-80gb", "resources": [{"name": "nvidia.com/gpu", "total": "6"}]},
+        # A VM's two H100s, passed through: the same class.
+        {"name": "gpu-passthrough",
+         "resources": [{"name": "nvidia.com/GH100_H100_SXM5_80GB", "total": "2"}]},
     ]
     kube_emulator.put_object({**queue, "status": {"flavorsUsage": flavors_usage}})
 
     tenant_reconcile(tenant_id=tenant.pk)
 
     used = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "in_use"))
-    assert used == {"gpu:nvidia-h100-80gb": 6, "cpu": 13}
+    assert used == {"gpu:nvidia-h100-80gb": 8, "cpu": 13}
     html = login(tenant_member).get(reverse("tenants:dashboard", args=["acme"])).content.decode()
     # In use is what the tenant's workloads hold (none here); the cluster's figure beside it.
     assert re.search(r"0\s*/\s*16", html)
-    assert "cluster reports 6" in html
+    assert "cluster reports 8" in html
 
 
 def test_what_a_tenant_borrows_in_its_cohort_shows_on_its_pages_and_the_fleets(
@@ -309,12 +318,17 @@ def test_what_a_tenant_borrows_in_its_cohort_shows_on_its_pages_and_the_fleets(
     assert "borrowed from the" not in dashboard
 
 
-def test_hami_grants_reach_the_cluster_as_hami_quota_keys_and_usage_comes_back(
-    tenant, kube_gateway, kube_emulator
-):
+def _hami_quota(tenant):
+    """HAMi shares of L40S (48 GiB, 100 %) beside 2 whole H100s and 16 vCPUs."""
     for resource, limit in (("hami:nvidia-l40s:memory-gib", 48), ("hami:nvidia-l40s:cores", 100),
                             ("gpu:nvidia-h100-80gb", 2), ("cpu", 16)):
         QuotaFactory(tenant=tenant, resource=resource, limit=limit)
+
+
+def test_hami_grants_reach_the_cluster_as_hami_quota_keys_and_usage_comes_back(
+    tenant, kube_gateway, kube_emulator
+):
+    _hami_quota(tenant)
 
     tenant_reconcile(tenant_id=tenant.pk)
 
@@ -338,6 +352,39 @@ def test_hami_grants_reach_the_cluster_as_hami_quota_keys_and_usage_comes_back(
     assert in_use["hami:nvidia-l40s:memory-gib"] == 12 and in_use["hami:nvidia-l40s:cores"] == 30
     # requests.nvidia.com/gpu counts the vGPU too: not read as whole GPUs.
     assert in_use["gpu:nvidia-h100-80gb"] == 0
+
+
+def test_hami_shares_get_their_own_queues_which_go_when_the_hami_quota_goes(
+    tenant, kube_gateway, kube_emulator
+):
+    _hami_quota(tenant)
+
+    tenant_reconcile(tenant_id=tenant.pk)
+
+    shares = kube_emulator.get_object(KUEUE, "ClusterQueue", "tenant-acme-shares")
+    local = kube_emulator.get_object(KUEUE, "LocalQueue", "shares", NS)
+    flavor = kube_emulator.get_object(KUEUE, "ResourceFlavor", "hami-nvidia-l40s")
+    assert local["spec"]["clusterQueue"] == "tenant-acme-shares"
+    assert [f["name"] for f in shares["spec"]["resourceGroups"][1]["flavors"]] == [
+        "hami-nvidia-l40s"]
+    assert flavor["spec"]["nodeLabels"] == {"nvidia.com/gpu.product": "NVIDIA-L40S", "gpu": "on"}
+    # A usage report that names the shares queue's flavors changes nothing of the GPU lines.
+    kube_emulator.put_object({**shares, "status": {"flavorsUsage": [
+        {"name": "hami-nvidia-l40s", "resources": [
+            {"name": "nvidia.com/gpu", "total": "2", "borrowed": "0"}]}]}})
+    tenant_reconcile(tenant_id=tenant.pk)
+    assert Quota.objects.get(tenant=tenant, resource="gpu:nvidia-h100-80gb").borrowed == 0
+
+    Quota.objects.filter(tenant=tenant, resource__startswith="hami:").delete()
+    tenant_reconcile(tenant_id=tenant.pk)
+
+    assert kube_emulator.get_object(KUEUE, "ClusterQueue", "tenant-acme-shares") is None
+    assert kube_emulator.get_object(KUEUE, "LocalQueue", "shares", NS) is None
+    # Flavors are every tenant's: they stay, as the main queue and its LocalQueue do.
+    assert kube_emulator.get_object(KUEUE, "ResourceFlavor", "hami-nvidia-l40s") is not None
+    assert kube_emulator.get_object(KUEUE, "ClusterQueue", "tenant-acme") is not None
+    tenant.refresh_from_db()
+    assert not [m for m in tenant.applied_manifests if m["metadata"]["name"] == "shares"]
 
 
 def test_a_cohort_change_re_enforces_the_peers_that_may_borrow_from_it(db):

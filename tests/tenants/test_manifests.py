@@ -4,6 +4,7 @@ import dataclasses
 
 import pytest
 
+from inventory.resource_classes import PASSTHROUGH_RESOURCES
 from tenants.enforcement.manifests import (
     PRIORITY_CLASSES,
     RESERVED_FOR_KEY,
@@ -16,6 +17,7 @@ from tenants.enforcement.manifests import (
     drifted_paths,
     mig_resource_names,
     scheduling_for,
+    stale_manifests,
     tenant_manifests,
 )
 
@@ -119,10 +121,14 @@ def test_every_manifest_validates_against_kubernetes_and_kueue_schemas(spec):
     assert_valid(manifests)
     kinds = [m["kind"] for m in manifests]
     assert kinds[0] == "Namespace"
-    assert kinds.index("ClusterQueue") < kinds.index("LocalQueue")
-    assert max(i for i, k in enumerate(kinds) if k == "ResourceFlavor") < kinds.index(
-        "ClusterQueue"
-    )
+    # Each ClusterQueue after the flavors it names, each LocalQueue after its ClusterQueue.
+    at = {(m["kind"], m["metadata"]["name"]): i for i, m in enumerate(manifests)}
+    for i, m in enumerate(manifests):
+        if m["kind"] == "ClusterQueue":
+            names = {f["name"] for g in m["spec"]["resourceGroups"] for f in g["flavors"]}
+            assert all(at[("ResourceFlavor", name)] < i for name in names)
+        if m["kind"] == "LocalQueue":
+            assert at[("ClusterQueue", m["spec"]["clusterQueue"])] < i
     assert {"ResourceQuota", "LimitRange", "NetworkPolicy", "RoleBinding"} <= set(kinds)
 
 
@@ -146,11 +152,16 @@ def test_resource_quota_counts_gpus_mig_cpu_memory_storage_and_objects():
     assert hard["count/virtualmachines.kubevirt.io"] == "0"
     assert hard["requests.nvidia.com/mig-3g.40gb"] == "0"
     assert {f"requests.{name}" for name in mig_resource_names()} <= set(hard)
+    # A VM's passthrough GPUs: each model's resource with its whole-GPU grant, the others 0.
+    passthrough = {model: hard[f"requests.{name}"]
+                   for model, name in PASSTHROUGH_RESOURCES.items()}
+    assert passthrough == {"nvidia-h200": "0", "nvidia-h100-80gb": "16", "nvidia-a100-80gb": "0",
+                           "nvidia-l40s": "24", "nvidia-rtx-4000-ada": "0"}
 
 
 def test_cluster_queue_has_a_flavor_per_gpu_model_listing_exactly_the_covered_resources():
     queue = _one(tenant_manifests(SHARED), "ClusterQueue")
-    cpu_group, gpu_group = queue["spec"]["resourceGroups"]
+    cpu_group, gpu_group, _passthrough = queue["spec"]["resourceGroups"]
     assert cpu_group["coveredResources"] == ["cpu", "memory"]
     assert gpu_group["coveredResources"] == ["nvidia.com/gpu", "nvidia.com/mig-1g.10gb"]
     quota = {
@@ -170,6 +181,72 @@ def test_cluster_queue_has_a_flavor_per_gpu_model_listing_exactly_the_covered_re
     assert flavors["gpu-nvidia-h100-80gb"]["spec"]["nodeLabels"] == {
         "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"
     }
+
+
+def test_vms_passthrough_gpus_are_a_group_of_their_own_with_each_models_whole_gpu_quota():
+    manifests = tenant_manifests(SHARED)
+    queue = _one(manifests, "ClusterQueue")
+    group = queue["spec"]["resourceGroups"][-1]
+    flavors = {f["metadata"]["name"]: f for f in _by_kind(manifests)["ResourceFlavor"]}
+
+    # Whole H100 and L40S granted (the A100 only as MIG: no VM gets one passed through).
+    assert group["coveredResources"] == ["nvidia.com/GH100_H100_SXM5_80GB",
+                                         "nvidia.com/AD102GL_L40S"]
+    assert _cells(queue, -1) == {
+        ("gpu-passthrough", "nvidia.com/GH100_H100_SXM5_80GB"):
+            {"name": "nvidia.com/GH100_H100_SXM5_80GB", "nominalQuota": "16"},
+        ("gpu-passthrough", "nvidia.com/AD102GL_L40S"):
+            {"name": "nvidia.com/AD102GL_L40S", "nominalQuota": "24"},
+    }
+    # Passthrough nodes carry no product label: the resource name says the model.
+    assert flavors["gpu-passthrough"]["spec"] == {}
+    assert_valid(manifests)
+
+
+def test_a_cohort_tenants_passthrough_gpus_borrow_and_lend_as_its_grants_say():
+    queue = _one(tenant_manifests(COHORT), "ClusterQueue")
+    cells = _cells(queue, -1)
+
+    assert cells[("gpu-passthrough", "nvidia.com/AD102GL_L40S")] == {
+        "name": "nvidia.com/AD102GL_L40S", "nominalQuota": "8", "borrowingLimit": "4",
+        "lendingLimit": "2",
+    }
+    assert "borrowingLimit" not in cells[("gpu-passthrough", "nvidia.com/GH100_H100_SXM5_80GB")]
+
+
+def test_a_dedicated_tenants_passthrough_gpus_are_on_its_reserved_nodes():
+    manifests = tenant_manifests(DEDICATED)
+    queue = _one(manifests, "ClusterQueue")
+    flavor = next(f for f in _by_kind(manifests)["ResourceFlavor"]
+                  if f["metadata"]["name"] == "gpu-passthrough-reserved-helix")
+
+    assert _cells(queue, -1) == {
+        ("gpu-passthrough-reserved-helix", "nvidia.com/GH100_H200_SXM_141GB"):
+            {"name": "nvidia.com/GH100_H200_SXM_141GB", "nominalQuota": "32"},
+    }
+    assert flavor["spec"] == {
+        "nodeLabels": {RESERVED_FOR_KEY: "helix"},
+        "nodeTaints": [{"key": RESERVED_FOR_KEY, "value": "helix", "effect": "NoSchedule"}],
+        "tolerations": scheduling_for(DEDICATED)["tolerations"],
+    }
+    assert flavor["metadata"]["labels"][TENANT_LABEL] == "helix"
+
+
+def test_a_tenant_without_whole_gpus_gets_no_passthrough_group():
+    for spec in (EMPTY, SUSPENDED):
+        manifests = tenant_manifests(spec)
+        groups = _one(manifests, "ClusterQueue")["spec"]["resourceGroups"]
+        assert [g["coveredResources"] for g in groups] == [["cpu", "memory"]]
+        assert all(not f["metadata"]["name"].startswith("gpu-passthrough")
+                   for f in _by_kind(manifests)["ResourceFlavor"])
+
+
+def test_the_rule_check_catches_a_passthrough_flavor_missing_a_covered_resource():
+    manifests = tenant_manifests(SHARED)
+    group = _one(manifests, "ClusterQueue")["spec"]["resourceGroups"][-1]
+    group["flavors"][0]["resources"].pop()
+    with pytest.raises(AssertionError):
+        assert_valid(manifests)
 
 
 def test_local_queue_points_at_the_tenants_cluster_queue_in_its_namespace():
@@ -242,16 +319,78 @@ def test_a_shared_tenants_hami_shares_are_quota_keys_hami_and_the_api_server_enf
     assert_valid(manifests)
 
 
-def test_hami_shares_stay_out_of_kueue():
+def _queue(manifests, name):
+    return next(m for m in manifests if m["kind"] == "ClusterQueue"
+                and m["metadata"]["name"] == name)
+
+
+def test_hami_shares_stay_out_of_the_main_queue_and_whole_gpus_out_of_the_shares_queue():
     manifests = tenant_manifests(HAMI)
-    queue = _one(manifests, "ClusterQueue")
+    queue = _queue(manifests, "tenant-atlas")
     covered = [r for g in queue["spec"]["resourceGroups"] for r in g["coveredResources"]]
-    flavors = [f["metadata"]["name"] for f in _by_kind(manifests)["ResourceFlavor"]]
+    flavors = [f["name"] for g in queue["spec"]["resourceGroups"] for f in g["flavors"]]
 
     assert not any(name.startswith(("nvidia.com/gpumem", "nvidia.com/gpucores"))
                    for name in covered)
     assert "gpu-nvidia-l40s" in flavors  # granted as whole GPUs too
-    assert "gpu-nvidia-h100-80gb" not in flavors  # only HAMi shares: no flavor, no cell
+    assert "gpu-nvidia-h100-80gb" not in flavors  # only HAMi shares: no whole-GPU cell
+    shares = _queue(manifests, "tenant-atlas-shares")
+    assert [f["name"] for g in shares["spec"]["resourceGroups"] for f in g["flavors"]] == [
+        "portal-default", "hami-nvidia-h100-80gb", "hami-nvidia-l40s"]
+
+
+def test_a_shared_tenants_hami_shares_queue_in_their_own_cluster_queue_metered_per_model():
+    manifests = tenant_manifests(HAMI)
+    shares = _queue(manifests, "tenant-atlas-shares")["spec"]
+    cpu_group, hami_group = shares["resourceGroups"]
+
+    assert hami_group["coveredResources"] == [
+        "nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpucores"]
+    quota = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]}
+             for f in hami_group["flavors"]}
+    # gpumem in MiB; vGPUs bounded by compute over the smallest share (10 %): never first to bind.
+    assert quota == {
+        "hami-nvidia-h100-80gb": {"nvidia.com/gpu": "5", "nvidia.com/gpumem": str(40 * 1024),
+                                  "nvidia.com/gpucores": "50"},
+        "hami-nvidia-l40s": {"nvidia.com/gpu": "20", "nvidia.com/gpumem": str(96 * 1024),
+                             "nvidia.com/gpucores": "200"},
+    }
+    assert cpu_group["flavors"] == [{"name": "portal-default", "resources": [
+        {"name": "cpu", "nominalQuota": "64"}, {"name": "memory", "nominalQuota": "0Gi"}]}]
+    # Nothing lent or borrowed: HAMi enforces the namespace's own limits.
+    assert "cohortName" not in shares
+    assert shares["preemption"] == {"withinClusterQueue": "LowerPriority"}
+    assert shares["namespaceSelector"] == {"matchLabels": {TENANT_LABEL: "atlas"}}
+    flavors = {f["metadata"]["name"]: f for f in _by_kind(manifests)["ResourceFlavor"]}
+    assert flavors["hami-nvidia-l40s"]["spec"] == {"nodeLabels": {
+        "nvidia.com/gpu.product": "NVIDIA-L40S", "gpu": "on"}}
+    assert TENANT_LABEL not in flavors["hami-nvidia-l40s"]["metadata"]["labels"]  # every tenant's
+    local = [m for m in manifests if m["kind"] == "LocalQueue"]
+    assert [(m["metadata"]["name"], m["spec"]["clusterQueue"]) for m in local] == [
+        ("default", "tenant-atlas"), ("shares", "tenant-atlas-shares")]
+    assert local[1]["metadata"]["namespace"] == "tenant-atlas"
+    assert_valid(manifests)
+
+
+def test_a_suspended_tenant_holds_its_shares_queue_too():
+    spec = dataclasses.replace(HAMI, suspended=True)
+    assert _queue(tenant_manifests(spec), "tenant-atlas-shares")["spec"]["stopPolicy"] == "Hold"
+    assert _queue(tenant_manifests(HAMI), "tenant-atlas-shares")["spec"]["stopPolicy"] == "None"
+
+
+def test_no_shares_queue_without_hami_quota_and_the_stale_one_is_for_removal():
+    without = dataclasses.replace(HAMI, grants=tuple(
+        g if not g.resource.startswith("hami:") else Grant(g.resource, 0) for g in HAMI.grants))
+    before, after = tenant_manifests(HAMI), tenant_manifests(without)
+
+    assert [m["metadata"]["name"] for m in after if m["kind"] == "ClusterQueue"] == [
+        "tenant-atlas"]
+    assert not [m for m in after if m["metadata"]["name"].startswith("hami-")]
+    # What goes: the tenant's own shares queues, LocalQueue first; not the flavors every
+    # tenant's queues may name.
+    assert [(m["kind"], m["metadata"]["name"]) for m in stale_manifests(without, before, after)
+            ] == [("LocalQueue", "shares"), ("ClusterQueue", "tenant-atlas-shares")]
+    assert stale_manifests(HAMI, before, before) == []
 
 
 def test_a_dedicated_tenant_never_gets_hami_shares_even_if_a_grant_slipped_through():
@@ -269,6 +408,7 @@ def test_a_dedicated_tenant_never_gets_hami_shares_even_if_a_grant_slipped_throu
                 "requests.nvidia.com/gpumem", "requests.nvidia.com/gpucores"):
         assert hard[key] == "0", key
     assert hard["requests.nvidia.com/gpu"] == "8"  # no vGPU allowance
+    assert [m["metadata"]["name"] for m in manifests if m["kind"] == "LocalQueue"] == ["default"]
     assert_valid(manifests)
 
 
@@ -316,6 +456,7 @@ def test_cohort_tenant_borrows_within_its_limits_and_its_quota_ceiling_includes_
     assert "borrowingLimit" not in cells[("gpu-nvidia-h100-80gb", "nvidia.com/gpu")]
     hard = _one(manifests, "ResourceQuota")["spec"]["hard"]
     assert hard["requests.nvidia.com/gpu"] == str(8 + 4 + 2)  # L40S 8+4, H100 2+0 lendable
+    assert hard["requests.nvidia.com/AD102GL_L40S"] == str(8 + 4)  # a VM borrows alike
     assert burst_ceiling(Grant("r", 8, borrowing_limit=None), lendable=20) == 28
     assert burst_ceiling(Grant("r", 8, borrowing_limit=30), lendable=20) == 28
 

@@ -9,10 +9,19 @@ import pytest
 
 from core.fleet.base import Manifest
 from demo.fleet import simulated_kueue_admission as admission
+from demo.fleet.simulated_kueue_admission import parse
 from inventory.resource_classes import GPU_MODELS
-from tenants.enforcement.manifests import KUEUE, RESERVED_FOR_KEY, TenantSpec, scheduling_for
+from tenants.enforcement.manifests import (
+    KUEUE,
+    RESERVED_FOR_KEY,
+    Grant,
+    TenantSpec,
+    scheduling_for,
+    tenant_manifests,
+)
 from tenants.enforcement.services import tenant_reconcile
 from tenants.models import Quota, Tenant
+from tenants.workloads import services
 from tenants.workloads.kinds.base import queued_by_kueue
 from tests.factories import QuotaFactory
 
@@ -79,7 +88,8 @@ def _admitted(gateway, tenant: Tenant) -> set[str]:
 
 def _usage(gateway, tenant: Tenant) -> dict:
     queue = gateway.get(api_version=KUEUE, kind="ClusterQueue", name=f"tenant-{tenant.slug}")
-    (gpu,) = [f for f in queue["status"]["flavorsUsage"] if f["name"].startswith("gpu-")]
+    (gpu,) = [f for f in queue["status"]["flavorsUsage"]
+              if any(r["name"] == "nvidia.com/gpu" for r in f["resources"])]
     cell = next(r for r in gpu["resources"] if r["name"] == "nvidia.com/gpu")
     return {"total": cell["total"], "borrowed": cell["borrowed"],
             "pending": queue["status"]["pendingWorkloads"],
@@ -205,7 +215,8 @@ def _flavor_usage(gateway, tenant: Tenant) -> dict[str, tuple[str, str]]:
     queue = gateway.get(api_version=KUEUE, kind="ClusterQueue", name=f"tenant-{tenant.slug}")
     return {f["name"]: next((r["total"], r["borrowed"]) for r in f["resources"]
                             if r["name"] == "nvidia.com/gpu")
-            for f in queue["status"]["flavorsUsage"] if f["name"].startswith("gpu-")}
+            for f in queue["status"]["flavorsUsage"]
+            if any(r["name"] == "nvidia.com/gpu" for r in f["resources"])}
 
 
 def test_a_dedicated_tenant_lends_nothing_unless_it_opts_in(db, fleet):
@@ -377,22 +388,94 @@ def test_an_endpoint_at_its_minimum_replicas_is_never_preempted():
     assert verdicts[urgent.key].admitted == {"nvidia.com/gpu": "f"}
 
 
-def test_the_demo_shows_a_tenant_borrowing_and_a_job_waiting_in_kueues_words(db):
+def test_a_hami_share_is_admitted_into_its_models_flavor_of_the_shares_queue_by_its_selector():
+    spec = TenantSpec(slug="atlas", isolation="shared", grants=(
+        Grant("hami:nvidia-h100-80gb:memory-gib", 40), Grant("hami:nvidia-h100-80gb:cores", 50),
+        Grant("hami:nvidia-l40s:memory-gib", 48), Grant("hami:nvidia-l40s:cores", 100),
+        Grant("cpu", 16), Grant("memory-gib", 64)))
+    manifests = tenant_manifests(spec)
+    queues = {m["metadata"]["name"]: admission.cluster_queue(m)
+              for m in manifests if m["kind"] == "ClusterQueue"}
+    flavors = {m["metadata"]["name"]: admission.flavor(m)
+               for m in manifests if m["kind"] == "ResourceFlavor"}
+
+    def share(name, memory_gib):
+        return admission.Entry(
+            namespace="tenant-atlas", name=name, uid=name, job_uid=name, local_queue="shares",
+            cluster_queue="tenant-atlas-shares", priority=1000,
+            created=f"2026-01-01T00:00:0{name[-1]}Z",
+            requests={"cpu": Decimal(2), "memory": parse("8Gi"), "nvidia.com/gpu": Decimal(1),
+                      "nvidia.com/gpumem": Decimal(memory_gib * 1024),
+                      "nvidia.com/gpucores": Decimal(30)},
+            node_selector={"nvidia.com/gpu.product": PRODUCT})
+
+    first, second, third = share("s1", 20), share("s2", 20), share("s3", 64)
+    verdicts = admission.schedule(queues, flavors, [first, second, third])
+
+    # The H100 flavor comes first, but the L40S selector rules it out: the L40S flavor takes
+    # all three resources of the group, and the pod's CPU and memory go to the default flavor.
+    assert verdicts[first.key].admitted == {
+        "cpu": "portal-default", "memory": "portal-default", "nvidia.com/gpu": "hami-nvidia-l40s",
+        "nvidia.com/gpumem": "hami-nvidia-l40s", "nvidia.com/gpucores": "hami-nvidia-l40s"}
+    assert verdicts[second.key].admitted is not None
+    # More than the tenant's whole L40S memory grant: no wait makes room, in Kueue's words.
+    assert verdicts[third.key].pending == (
+        "couldn't assign flavors to pod set main: flavor hami-nvidia-h100-80gb doesn't match "
+        "node affinity, insufficient quota for nvidia.com/gpumem in flavor hami-nvidia-l40s, "
+        "previously considered podsets requests (0) + current podset request (65536) > "
+        "maximum capacity (49152)")
+    # Nothing of the shares reaches the whole-GPU queue.
+    assert "nvidia.com/gpumem" not in {r for names, _ in queues["tenant-atlas"].groups
+                                       for r in names}
+
+
+def test_the_demo_shows_borrowing_reclaim_and_waiting_in_kueues_words_and_the_portals(db):
     from io import StringIO
 
     from django.core.management import call_command
 
     from core.fleet import get_gateway
+    from tenants.models import Workload, WorkloadEvent
 
     call_command("load_demo", stdout=StringIO())
 
+    # Atlas's sweep and benchmark cluster borrow Nova's L40S; Nova's 70B endpoint took back
+    # what one of the cluster's workers held, and that worker waits in Atlas's queue.
     atlas = Quota.objects.get(tenant__slug="atlas", resource=L40S)
-    assert (atlas.limit, atlas.in_use, atlas.borrowed) == (8, 12, 4)  # lent by Nova
+    assert (atlas.limit, atlas.in_use, atlas.borrowed) == (8, 14, 6)  # lent by Nova
+    bench = Workload.objects.get(tenant__slug="atlas", name="bench-slurm")
+    assert (bench.status, bench.status_reason) == ("provisioning", "Queued")
+    assert bench.details["queue"]["summary"] == (
+        "1st in the queue · waits for 2 NVIDIA L40S GPUs (flavor gpu-nvidia-l40s) · "
+        "would borrow 2 from the cohort")
+    (preempted,) = bench.events.filter(reason="Preempted")
+    assert preempted.message.startswith(
+        "Its GPUs were reclaimed by tenant Nova Inference's inference endpoint chat-70b "
+        "(Nova Inference's own quota, lent until then).")
+    assert Workload.objects.get(tenant__slug="nova", name="chat-70b").status == "ready"
+
+    # Orbit's fine-tuning jobs hold its A100 quota: the fourth waits, its adapter cluster next.
     orbit = Tenant.objects.get(slug="orbit")
     waiting = _workloads(get_gateway(), orbit)["lora-finetune-3"]
     assert _condition(waiting, "QuotaReserved")["message"] == (
         "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu "
         "in flavor gpu-nvidia-a100-80gb, 8 more needed")
-    (pending,) = get_gateway().pending_workloads(namespace=orbit.namespace, local_queue="default",
-                                                 limit=10, offset=0)
-    assert pending["metadata"]["name"] == waiting["metadata"]["name"]
+    first, second = get_gateway().pending_workloads(namespace=orbit.namespace,
+                                                    local_queue="default", limit=10, offset=0)
+    assert first["metadata"]["name"] == waiting["metadata"]["name"]
+    adapters = Workload.objects.get(tenant=orbit, name="adapter-slurm")
+    assert second["metadata"]["ownerReferences"][0]["name"] == "adapter-slurm-workers-0"
+    assert adapters.status_reason == "Queued"
+    assert adapters.details["queue"]["position_in_local_queue"] == 2
+    assert not WorkloadEvent.objects.filter(workload=adapters, reason="Preempted").exists()
+    # Orbit's notebook VM goes through the same queue: its A100 passed through is metered in
+    # the passthrough group, apart from the containers' A100s the jobs wait for.
+    notebook = Workload.objects.get(tenant=orbit, name="notebook")
+    services.workload_observe(workload_id=notebook.pk)
+    (launcher,) = [w for name, w in _workloads(get_gateway(), orbit).items()
+                   if name.startswith("virt-launcher-notebook-")]
+    assert _condition(launcher, "QuotaReserved")["status"] == "True"
+    assert launcher["status"]["admission"]["podSetAssignments"][0]["flavors"] == {
+        "cpu": "portal-default", "memory": "portal-default",
+        "nvidia.com/GA100_A100_SXM4_80GB": "gpu-passthrough"}
+    assert launcher["spec"]["priorityClassRef"]["name"] == "portal-interactive"

@@ -6,10 +6,12 @@ functions turn it into the objects to server-side apply, in an order a fresh clu
 before the LocalQueue that points at it).
 
 Per tenant: Namespace, ResourceQuota, LimitRange, a default-deny NetworkPolicy, a RoleBinding of
-the tenant's Keycloak group to `edit`, Kueue ResourceFlavors (one per GPU model; dedicated tenants
-get their own, pinned to their reserved nodes), the portal's WorkloadPriorityClasses and Kubernetes
-PriorityClasses of the same names (the same for every tenant), an optional Cohort, a ClusterQueue
-(with its preemption rules) and its LocalQueue, which the tenant's GPU workloads queue in.
+the tenant's Keycloak group to `edit`, Kueue ResourceFlavors (one per GPU model, and one for
+VMs' passthrough GPUs; dedicated tenants get their own, pinned to their reserved nodes), the
+portal's WorkloadPriorityClasses and Kubernetes PriorityClasses of the same names (the same for
+every tenant), an optional Cohort, a ClusterQueue (with its preemption rules) and its
+LocalQueue, which the tenant's GPU workloads queue in; for a shared tenant holding HAMi shares,
+their flavors, ClusterQueue and LocalQueue (`shares`).
 """
 
 from __future__ import annotations
@@ -31,10 +33,13 @@ from .kueue import (
     cohort_manifest,
     flavor_name,
     local_queue_manifest,
+    passthrough_flavor_name,
     pod_priority_class_manifests,
     priority_class_manifests,
     resource_flavor_manifests,
     scheduling_for,
+    shares_cluster_queue_name,
+    shares_manifests,
 )
 from .spec import (
     COUNT_RESOURCES,
@@ -46,6 +51,7 @@ from .spec import (
     PRIORITY_CLASSES,
     QUEUE_NAME_LABEL,
     RESOURCE_QUOTA,
+    SHARES_LOCAL_QUEUE,
     TENANT_LABEL,
     Grant,
     LentFlavor,
@@ -72,7 +78,31 @@ def tenant_manifests(spec: TenantSpec) -> list[Manifest]:
     if cohort is not None:
         manifests.append(cohort)
     manifests += [cluster_queue_manifest(spec), local_queue_manifest(spec)]
+    manifests += shares_manifests(spec)
     return manifests
+
+
+QUEUE_KINDS = frozenset({(KUEUE, "ClusterQueue"), (KUEUE, "LocalQueue")})
+
+
+def _key(manifest: Manifest) -> tuple[str, str, str, str]:
+    meta = manifest["metadata"]
+    return (manifest["apiVersion"], manifest["kind"], meta.get("namespace") or "", meta["name"])
+
+
+def stale_manifests(spec: TenantSpec, previous: list[Manifest], wanted: list[Manifest]) -> list[
+    Manifest
+]:
+    """The queues the last apply wrote for this tenant (its label) that are no longer wanted,
+    in the order to delete them (the reverse of applying): the HAMi shares queues of a tenant
+    that lost its HAMi quota. Nothing else is deleted (the portal may delete no other kind of a
+    tenant's objects: docs/rbac.md); flavors, priority classes and cohorts stay."""
+    keep = {_key(m) for m in wanted}
+    return [
+        m for m in reversed(previous)
+        if (m["apiVersion"], m["kind"]) in QUEUE_KINDS and _key(m) not in keep
+        and ((m.get("metadata") or {}).get("labels") or {}).get(TENANT_LABEL) == spec.slug
+    ]
 
 
 __all__ = [
@@ -86,6 +116,7 @@ __all__ = [
     "QUEUE_NAME_LABEL",
     "RESERVED_FOR_KEY",
     "RESOURCE_QUOTA",
+    "SHARES_LOCAL_QUEUE",
     "TENANT_LABEL",
     "Grant",
     "LentFlavor",
@@ -97,7 +128,10 @@ __all__ = [
     "drifted_paths",
     "flavor_name",
     "mig_resource_names",
+    "passthrough_flavor_name",
     "resource_quota_hard",
     "scheduling_for",
+    "shares_cluster_queue_name",
+    "stale_manifests",
     "tenant_manifests",
 ]

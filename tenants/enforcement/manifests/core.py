@@ -55,8 +55,8 @@ def hami_vgpu_allowance(spec: TenantSpec) -> int:
 
 
 def resource_quota_hard(spec: TenantSpec) -> dict[str, str]:
-    """ResourceQuota `hard`: every GPU and MIG resource, HAMi's shares, CPU, memory, storage and
-    counts.
+    """ResourceQuota `hard`: every GPU and MIG resource, VMs' passthrough GPUs, HAMi's shares,
+    CPU, memory, storage and counts.
 
     What is not granted is 0, so a new resource or a forgotten grant is denied, not unlimited.
     In a cohort, GPU ceilings include what the tenant may borrow (Kueue meters the borrowing).
@@ -94,6 +94,12 @@ def resource_quota_hard(spec: TenantSpec) -> dict[str, str]:
         elif rc.kind == "count":
             counts[rc.key.split(":", 1)[1]] = grant.limit
     gpus[resource_classes.GPU_RESOURCE] += hami_vgpu_allowance(spec)
+    # A VM's passthrough GPUs are a resource per model: each has its model's whole-GPU ceiling
+    # (the portal's admission holds a model's containers and VMs together to the grant).
+    for model_key, name in resource_classes.PASSTHROUGH_RESOURCES.items():
+        gpus[name] = next(
+            (ceiling(spec, g) for g in spec.grants
+             if g.resource == resource_classes.gpu_class(model_key)), 0)
     hard = {f"requests.{name}": str(amount) for name, amount in sorted(gpus.items())}
     for name, amount in hami.items():
         hard[f"requests.{name}"] = str(amount)

@@ -16,6 +16,8 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 LOCAL_QUEUE = "default"
+# The LocalQueue of a shared tenant's HAMi shares (its own ClusterQueue: see manifests.kueue).
+SHARES_LOCAL_QUEUE = "shares"
 # What puts a workload's pods in its tenant's queue (Kueue admits them: quota per flavor,
 # borrowing in the cohort, preemption), and at which of the portal's priorities.
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"

@@ -72,6 +72,8 @@ class LaunchContext:
     gpu_offers: tuple[GpuOffer, ...] = ()  # GPU classes of the tenant's pool
     # Admin-kept lists a kind may need (e.g. VM boot images: key → dict); empty by default.
     catalog: Mapping[str, Any] = field(default_factory=dict)
+    # The tenant's model credentials an endpoint may pick: name → kind (huggingface | s3).
+    credentials: Mapping[str, str] = field(default_factory=dict)
 
     def offer(self, resource: str) -> GpuOffer | None:
         return next((o for o in self.gpu_offers if o.resource == resource), None)
@@ -133,6 +135,9 @@ class BuildContext:
     # Labels that queue a GPU workload's pods in its tenant's Kueue LocalQueue at its kind's
     # priority (kueue.x-k8s.io/queue-name, /priority-class); empty: not queued.
     admission_labels: Mapping[str, str] = field(default_factory=dict)
+    # The same for the pods of a HAMi share: the tenant's `shares` LocalQueue, whose
+    # ClusterQueue meters vGPUs, their memory and compute (tenants.enforcement.manifests.kueue).
+    shares_admission_labels: Mapping[str, str] = field(default_factory=dict)
     # The kind's priority alone (kueue.x-k8s.io/priority-class), for its pods that hold no GPU:
     # Kueue queues them in the namespace's LocalQueue `default` by itself (its defaulting), and
     # at this priority a GPU pod of the same kind cannot preempt them for CPU or memory.
@@ -231,11 +236,9 @@ def in_peoples_words(text: str) -> str:
 
 def _passthrough_words() -> dict[str, str]:
     """The GPU models as the passthrough device plugin names them (nvidia.com/GH100_H100_…)."""
-    from .vm.passthrough import PASSTHROUGH_DEVICES  # the VM kind's table; it imports this
-
-    return {device.resource_name: f"{resource_classes.GPU_MODELS[key].display_name} GPUs "
-                                  "(passthrough)"
-            for key, device in PASSTHROUGH_DEVICES.items() if key in resource_classes.GPU_MODELS}
+    return {resource: f"{resource_classes.GPU_MODELS[key].display_name} GPUs (passthrough)"
+            for key, resource in resource_classes.PASSTHROUGH_RESOURCES.items()
+            if key in resource_classes.GPU_MODELS}
 
 
 def plain_quotes(text: str) -> str:

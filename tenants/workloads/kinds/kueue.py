@@ -127,6 +127,18 @@ def _units(count: int, resource_class: str | None) -> str:
     return f"{count} {model} {noun}".replace("  ", " ")
 
 
+def _asked_as(resource_class: str | None) -> tuple[str, ...]:
+    """The resources a pod asks for a class's units by: its extended resource, and for whole
+    GPUs the one a VM's passthrough GPU of the model is."""
+    try:
+        parsed = resource_classes.parse(resource_class or "")
+    except resource_classes.UnknownResourceClass:
+        return ()
+    passthrough = (resource_classes.PASSTHROUGH_RESOURCES.get(parsed.gpu_model.key, "")
+                   if parsed.kind == "gpu" and parsed.gpu_model else "")
+    return tuple(r for r in (parsed.kubernetes_resource, passthrough) if r)
+
+
 def queue_details(
     *,
     pending: Iterable[Manifest],
@@ -139,17 +151,12 @@ def queue_details(
     """What the page and the API say of a workload whose pods wait in the queue.
 
     `pending`: its Kueue Workloads still waiting; `positions`: the visibility API's items of
-    them (None: the API did not answer); `resource_class` its GPU class, `nominal` the tenant's
-    quota of it and `in_use` what Kueue counts admitted of it; `in_cohort`: it may borrow.
+    them (None: the API did not answer); `resource_class` its GPU class (or `hami:<model>` for
+    HAMi shares: vGPUs, not counted as GPUs), `nominal` the tenant's quota of it and `in_use`
+    what Kueue counts admitted of it; `in_cohort`: it may borrow.
     """
     pending = list(pending)
-    resource = ""
-    if resource_class:
-        try:
-            resource = resource_classes.parse(resource_class).kubernetes_resource
-        except resource_classes.UnknownResourceClass:
-            resource = ""
-    gpus = sum(asked(wl, resource) for wl in pending) if resource else 0
+    gpus = sum(asked(wl, resource) for wl in pending for resource in _asked_as(resource_class))
     message = next((m for wl in pending if (m := kueue_message(wl))), "")
     found = shortages(message)
     flavor = next((s.flavor for s in found if s.flavor), "")
@@ -162,8 +169,12 @@ def queue_details(
     limit_reached = any(s.borrowing_limit for s in found)
 
     words = [f"{ordinal(local)} in the queue" if local else "position in the queue unknown"]
-    if gpus:
-        waits = f"waits for {_units(gpus, resource_class)}"
+    hami_model = resource_classes.parse_hami_gpu(resource_class or "")
+    shares = sum(asked(wl, resource_classes.GPU_RESOURCE) for wl in pending) if hami_model else 0
+    if gpus or shares:
+        waits = (f"waits for {_units(gpus, resource_class)}" if gpus else
+                 f"waits for {shares} {hami_model.display_name} HAMi "
+                 f"share{'s' if shares != 1 else ''}")
         words.append(f"{waits} (flavor {flavor})" if flavor else waits)
     if limit_reached:
         words.append("the cohort's borrowing limit is reached")

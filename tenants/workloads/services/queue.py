@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db import transaction
 
 from core.fleet import FleetError, FleetGateway
+from inventory import resource_classes
 
 from ...enforcement.manifests import LOCAL_QUEUE, QUEUE_NAME_LABEL
 from ...quota.models import Quota
@@ -138,7 +139,13 @@ def _theirs(view: KueueView, objects: Mapping[ObjectKey, Manifest]) -> list[Mani
 
 
 def _gpu_class(demand: Mapping[str, Any]) -> str | None:
-    return next((key for key in demand if key.startswith(("gpu:", "mig:"))), None)
+    """The workload's GPU class; `hami:<model>` for HAMi shares (its demand names the model's
+    memory and compute)."""
+    found = next((key for key in demand if key.startswith(("gpu:", "mig:"))), None)
+    if found is None:
+        hami = next((key for key in demand if key.startswith("hami:")), None)
+        found = resource_classes.hami_gpu(hami.split(":")[1]) if hami else None
+    return found
 
 
 def with_queue(view: KueueView, workload: Workload, objects: Mapping[ObjectKey, Manifest],

@@ -21,8 +21,6 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import asdict
 from typing import Any
 
@@ -39,9 +37,6 @@ from core.reconcile import reconcile_bump, reconcile_failed, reconcile_succeeded
 
 from ..kinds import slurm, vm
 from ..kinds.base import (
-    LABEL_MANAGED_BY,
-    LABEL_WORKLOAD_ID,
-    MANAGED_BY,
     BuildContext,
     Manifest,
     ObjectKey,
@@ -52,6 +47,7 @@ from ..kinds.schemas import check_manifests
 from ..models import TRANSITIONS, ObserveSweep, Workload, WorkloadEvent, WorkloadStatus
 from ..selectors import build_context
 from . import endpoint_keys, notifications, queue
+from .cluster_reads import object_key, owned_objects, unowned_in_bulk, unowned_objects
 
 logger = logging.getLogger(__name__)
 
@@ -64,10 +60,6 @@ STATE_TO_STATUS = {
     "failed": S.FAILED,
 }
 MAX_CONDITIONS = 12
-
-
-def _key(obj: Manifest) -> ObjectKey:
-    return (obj["apiVersion"], obj["kind"], obj["metadata"]["name"])
 
 
 def _owned_by_another(obj: Manifest) -> bool:
@@ -94,9 +86,9 @@ def _create_generated_secrets(workload: Workload, ctx: BuildContext, gateway: Fl
 
 
 def _prune(previous: list[Manifest], wanted: list[Manifest], gateway: FleetGateway) -> None:
-    keep = {_key(m) for m in wanted}
+    keep = {object_key(m) for m in wanted}
     for manifest in reversed(previous):
-        if _key(manifest) not in keep:
+        if object_key(manifest) not in keep:
             meta = manifest["metadata"]
             gateway.delete(api_version=manifest["apiVersion"], kind=manifest["kind"],
                            name=meta["name"], namespace=meta.get("namespace"))
@@ -126,7 +118,7 @@ def _apply(workload: Workload, ctx: BuildContext,
             _move(locked, S.PROVISIONING, reason="Applied",
                   message="Objects applied; waiting for the cluster to bring them up.")
     workload.refresh_from_db()
-    return {_key(obj): obj for obj in stored if obj.get("metadata", {}).get("name")}
+    return {object_key(obj): obj for obj in stored if obj.get("metadata", {}).get("name")}
 
 
 def _record_apply_failure(workload_id: int, error: FleetError) -> None:
@@ -148,80 +140,6 @@ def _record_apply_failure(workload_id: int, error: FleetError) -> None:
 # Beyond this many workloads a list asks for every object the portal manages and sorts them
 # by their workload-id label here: a selector naming each id would grow with the fleet (past
 # the request-line limits of API servers and proxies, 8 KiB for some, at about 1,000 ids).
-MAX_SELECTED_IDS = 100
-# Read only inside tenants' namespaces (no cluster-wide Secrets in the portal's RBAC).
-NAMESPACE_READ_KINDS = frozenset({("v1", "Secret")})
-
-
-def _selector(workload_ids: Iterable[int]) -> str:
-    ids = sorted(set(workload_ids))
-    if len(ids) > MAX_SELECTED_IDS:
-        return f"{LABEL_MANAGED_BY}={MANAGED_BY}"
-    return f"{LABEL_MANAGED_BY}={MANAGED_BY},{LABEL_WORKLOAD_ID} in ({','.join(map(str, ids))})"
-
-
-def _owned_objects(gateway: FleetGateway, workloads: list[Workload]) -> dict[int, dict]:
-    """Every object carrying the owner labels of these workloads, by workload id: one list per
-    kind any of them owns (in their namespace when they share one, else cluster-wide)."""
-    found: dict[int, dict[ObjectKey, Manifest]] = defaultdict(dict)
-    if not workloads:
-        return found
-    kinds = {k for w in workloads for k in w.kind_entry.module.OWNED_KINDS}
-    namespaces = {w.tenant.namespace for w in workloads}
-    namespace = namespaces.pop() if len(namespaces) == 1 else None
-    selector = _selector(w.pk for w in workloads)
-    lists = [(*k, ns) for k in sorted(kinds) for ns in (
-        sorted({w.tenant.namespace for w in workloads if k in w.kind_entry.module.OWNED_KINDS})
-        if namespace is None and k in NAMESPACE_READ_KINDS else [namespace])]
-    for api_version, kind, scope in lists:
-        for obj in gateway.list(api_version=api_version, kind=kind, namespace=scope,
-                                label_selector=selector):
-            labels = (obj.get("metadata") or {}).get("labels") or {}
-            try:
-                found[int(labels.get(LABEL_WORKLOAD_ID, ""))][_key(obj)] = obj
-            except ValueError:
-                continue
-    return found
-
-
-def _unowned_names(workload: Workload, ctx: BuildContext) -> tuple[ObjectKey, ...]:
-    names = getattr(workload.kind_entry.module, "unowned_objects", None)
-    return tuple(names(workload.spec, ctx)) if names else ()
-
-
-def _unowned(workload: Workload, ctx: BuildContext, gateway: FleetGateway) -> dict:
-    """Objects a chart or operator makes without the owner labels that the kind reads by name."""
-    found = {}
-    for api_version, kind, name in _unowned_names(workload, ctx):
-        obj = gateway.get(api_version=api_version, kind=kind, name=name, namespace=ctx.namespace)
-        if obj is not None:
-            found[(api_version, kind, name)] = obj
-    return found
-
-
-def _unowned_in_bulk(gateway: FleetGateway, workloads: list[Workload]) -> dict[int, dict]:
-    """`_unowned` of many workloads at once: one list per kind and namespace where several
-    objects of that kind are wanted there (a get where only one is), not a get per object."""
-    wanted: dict[tuple[str, str, str], list[tuple[int, str]]] = defaultdict(list)
-    for workload in workloads:
-        ctx = build_context(workload=workload)
-        for api_version, kind, name in _unowned_names(workload, ctx):
-            wanted[(api_version, kind, ctx.namespace)].append((workload.pk, name))
-    found: dict[int, dict[ObjectKey, Manifest]] = defaultdict(dict)
-    for (api_version, kind, namespace), names in wanted.items():
-        if len(names) == 1:
-            obj = gateway.get(api_version=api_version, kind=kind, name=names[0][1],
-                              namespace=namespace)
-            stored = {names[0][1]: obj} if obj is not None else {}
-        else:
-            stored = {obj["metadata"]["name"]: obj for obj in gateway.list(
-                api_version=api_version, kind=kind, namespace=namespace)}
-        for workload_id, name in names:
-            if name in stored:
-                found[workload_id][(api_version, kind, name)] = stored[name]
-    return found
-
-
 def _move(workload: Workload, target: str, *, reason: str, message: str) -> bool:
     """Move the (locked) workload's lifecycle, with its event; False when the move is not one
     the lifecycle allows from where it is (or another worker made it first)."""
@@ -331,7 +249,7 @@ def _observe(workload: Workload, ctx: BuildContext, gateway: FleetGateway,
              kueue: queue.KueueView | None = None) -> Observation:
     """Judge the workload from its objects and Kueue's (`kueue`: the sweep's, else read here)
     and record it; `unowned` read here when not given, `unchanged` as in `_record_observation`."""
-    objects = {**owned, **(_unowned(workload, ctx, gateway) if unowned is None else unowned)}
+    objects = {**owned, **(unowned_objects(workload, ctx, gateway) if unowned is None else unowned)}
     kueue = kueue or queue.kueue_view(gateway, [workload], {workload.pk: objects})
     observation = queue.with_queue(kueue, workload, objects,
                                    workload.kind_entry.module.observe(objects, workload.spec, ctx))
@@ -341,8 +259,9 @@ def _observe(workload: Workload, ctx: BuildContext, gateway: FleetGateway,
                        name=ctx.name, namespace=ctx.namespace)
         observation = Observation("progressing", "Restarting", "The VM is restarting.",
                                   details=observation.details)
-    _record_observation(workload, ctx, objects, observation, unchanged)
+    # A preemption first: on the timeline it comes before the wait it caused.
     queue.preemptions_record(kueue, workload, objects)
+    _record_observation(workload, ctx, objects, observation, unchanged)
     return observation
 
 
@@ -353,7 +272,7 @@ def workload_observe(*, workload_id: int, gateway: FleetGateway | None = None) -
         return None
     gateway = gateway or get_gateway()
     ctx = build_context(workload=workload)
-    owned = _owned_objects(gateway, [workload]).get(workload.pk, {})
+    owned = owned_objects(gateway, [workload]).get(workload.pk, {})
     return _observe(workload, ctx, gateway, owned).state
 
 
@@ -367,8 +286,8 @@ def _teardown(workload: Workload, gateway: FleetGateway) -> str:
         meta = manifest["metadata"]
         gateway.delete(api_version=manifest["apiVersion"], kind=manifest["kind"],
                        name=meta["name"], namespace=meta.get("namespace"))
-    left = {**_owned_objects(gateway, [workload]).get(workload.pk, {}),
-            **_unowned(workload, ctx, gateway)}
+    left = {**owned_objects(gateway, [workload]).get(workload.pk, {}),
+            **unowned_objects(workload, ctx, gateway)}
     for (api_version, kind, name), obj in left.items():
         if not _owned_by_another(obj):  # pruned by label; owned ones go with their owner
             gateway.delete(api_version=api_version, kind=kind, name=name,
@@ -428,7 +347,7 @@ def workload_reconcile(*, workload_id: int, gateway: FleetGateway | None = None)
             # object as stored, status included. Judged from those answers: no list, no get
             # (the sweeps look at everything, with the rest, from the next one on).
             return _observe(workload, ctx, gateway, stored, unowned={}).state
-    owned = _owned_objects(gateway, [workload]).get(workload.pk, {})
+    owned = owned_objects(gateway, [workload]).get(workload.pk, {})
     return _observe(workload, ctx, gateway, owned).state
 
 
@@ -453,8 +372,8 @@ def workloads_observe_sweep(*, gateway: FleetGateway | None = None) -> int:
         .filter(applied_version__gt=0)
         .order_by("pk")
     )
-    owned = _owned_objects(gateway, live)
-    unowned = _unowned_in_bulk(gateway, live)
+    owned = owned_objects(gateway, live)
+    unowned = unowned_in_bulk(gateway, live)
     kueue = queue.kueue_view(gateway, live, owned)  # only when some wait in a queue
     unchanged: list[int] = []
     missed = False

@@ -211,7 +211,18 @@ def test_the_demo_loads_twice_without_changes_and_has_workloads_in_every_state()
     assert state["dev-cluster"] == ("nova", "vcluster", S.READY)
     assert state["support-assistant"] == ("nova", "inference", S.READY)
     assert state["search-embeddings"] == ("nova", "inference", S.PROVISIONING)
+    # The HAMi share, admitted by Kueue through Nova's shares queue into the L40S HAMi flavor.
+    assert state["support-chat"] == ("nova", "inference", S.READY)
+    kueue = SimulatedObject.objects.filter(kind="Workload", namespace="tenant-nova")
+    shares = [w.body for w in kueue if w.body["spec"]["queueName"] == "shares"]
+    assert shares and {w["status"]["admission"]["podSetAssignments"][0]["flavors"][
+        "nvidia.com/gpumem"] for w in shares} == {"hami-nvidia-l40s"}
     assert state["llama-70b-trial"] == ("nova", "inference", S.FAILED)
+    # A gated model, loaded with the token nova stores (its Secret is on the fleet).
+    assert state["llama-3b-gated"] == ("nova", "inference", S.READY)
+    assert workloads["llama-3b-gated"].spec["credential"] == "hf-token"
+    assert SimulatedObject.objects.filter(kind="Secret", namespace="tenant-nova",
+                                          name="model-cred-hf-token").exists()
     assert state["eval-slurm"] == ("atlas", "slurm", S.READY)
     assert state["redteam-box"] == ("atlas", "vm", S.READY)
     assert state["notebook"] == ("orbit", "vm", S.READY)

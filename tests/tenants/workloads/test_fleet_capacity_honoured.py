@@ -12,6 +12,7 @@ from django.core.management import call_command
 from core.fleet import get_gateway
 from core.models import SimulatedObject
 from inventory.models import Node
+from inventory.resource_classes import PASSTHROUGH_RESOURCES
 from inventory.services.sync import cluster_sync
 from tenants.workloads import services
 from tenants.workloads.models import VmImage, Workload, WorkloadStatus
@@ -135,20 +136,22 @@ def test_the_demo_never_runs_more_gpus_than_its_nodes_have():
 
     nodes = {n.name: n.body for n in SimulatedObject.objects.filter(kind="Node")}
     placed: dict[str, dict[str, int]] = {}
-    for row in SimulatedObject.objects.filter(kind__in=("Pod", "VirtualMachineInstance")):
-        spec, meta = row.body.get("spec") or {}, row.body.get("metadata") or {}
-        node = spec.get("nodeName") or (meta.get("labels") or {}).get("kubevirt.io/nodeName")
+    passthrough, vm_gpus = set(PASSTHROUGH_RESOURCES.values()), 0
+    for row in SimulatedObject.objects.filter(kind="Pod"):  # a VM's launcher pod among them
+        spec = row.body.get("spec") or {}
+        node = spec.get("nodeName")
         if not node or spec.get("schedulerName") == "hami-scheduler":
             continue
         on_node = placed.setdefault(node, {})
         for container in spec.get("containers") or []:
             limits = (container.get("resources") or {}).get("limits") or {}
             for resource, value in limits.items():
-                if resource == "nvidia.com/gpu" or resource.startswith("nvidia.com/mig-"):
-                    on_node[resource] = on_node.get(resource, 0) + int(value)
-        for _ in ((spec.get("domain") or {}).get("devices") or {}).get("gpus") or []:
-            on_node["nvidia.com/gpu"] = on_node.get("nvidia.com/gpu", 0) + 1
-    assert placed  # the demo runs GPU work
+                # A GPU passed through to a VM is one of the node's GPUs.
+                vm_gpus += int(value) if resource in passthrough else 0
+                key = "nvidia.com/gpu" if resource in passthrough else resource
+                if key == "nvidia.com/gpu" or key.startswith("nvidia.com/mig-"):
+                    on_node[key] = on_node.get(key, 0) + int(value)
+    assert placed and vm_gpus  # the demo runs GPU work, a VM's among it
     for name, asked in placed.items():
         labels = (nodes[name].get("metadata") or {}).get("labels") or {}
         if "nvidia.com/gpu.count" not in labels:

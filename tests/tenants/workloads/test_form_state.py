@@ -79,10 +79,11 @@ def test_the_live_check_turns_launch_off_over_quota_and_on_again(member):
 
 
 @pytest.mark.django_db
-def test_a_launch_says_it_is_queued_not_created(member, simulated_gateway):
+def test_a_launch_says_it_is_being_provisioned_not_created(member, simulated_gateway):
+    """Not "queued" either: that is Kueue's word, for a workload waiting for quota."""
     response = member.post(LAUNCH, FORM)
     (message,) = [str(m) for m in get_messages(response.wsgi_request)]
-    assert "queued" in message and "provisioned" in message
+    assert "being provisioned" in message and "queued" not in message
     assert Workload.objects.get().status == "pending"
 
 

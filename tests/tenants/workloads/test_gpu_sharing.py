@@ -145,7 +145,13 @@ def test_a_hami_endpoint_reaches_the_cluster_as_one_vgpu_scheduled_by_hami(
 
     assert services.workload_reconcile(workload_id=workload.pk) == "progressing"
 
-    stored = kube_emulator.get_object(*ISVC, "chat", tenant.namespace)["spec"]["predictor"]
+    service = kube_emulator.get_object(*ISVC, "chat", tenant.namespace)
+    labels = service["metadata"]["labels"]
+    # Admitted by Kueue through the tenant's shares queue, into the model's HAMi flavor.
+    assert (labels["kueue.x-k8s.io/queue-name"], labels["kueue.x-k8s.io/priority-class"]) == (
+        "shares", "portal-serving")
+    stored = service["spec"]["predictor"]
+    assert stored["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-L40S"}
     assert stored["schedulerName"] == "hami-scheduler"
     assert stored["annotations"] == {"nvidia.com/use-gputype": "NVIDIA L40S"}
     limits = stored["model"]["resources"]["limits"]

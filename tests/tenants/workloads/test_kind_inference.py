@@ -171,17 +171,20 @@ def test_owner_labels_name_and_namespace():
     }
 
 
-def test_whole_gpus_and_mig_instances_queue_in_the_tenants_local_queue_a_hami_share_does_not():
-    queued = dataclasses.replace(SHARED_BUILD, admission_labels=admission_labels("inference"))
+def test_whole_gpus_and_mig_queue_in_the_tenants_local_queue_a_hami_share_in_its_shares_queue():
+    queued = dataclasses.replace(
+        SHARED_BUILD, admission_labels=admission_labels("inference"),
+        shares_admission_labels=admission_labels("inference", queue="shares"))
     for gpu in (H100, MIG):
         labels = service(clean(gpu=gpu), queued)["metadata"]["labels"]
         assert labels[QUEUE_NAME_LABEL] == "default", gpu
         assert labels[PRIORITY_CLASS_LABEL] == "portal-serving", gpu
         assert labels[LABEL_WORKLOAD_ID] == "73"  # the owner labels stay
-    # HAMi's scheduler places a share, and the ClusterQueue holds no quota of HAMi's.
+    # A share's own ClusterQueue meters vGPUs, their memory and compute; at the same priority.
     hami = service(clean(gpu=HAMI, gpu_memory_gib=20, gpu_cores=30), queued)
-    assert QUEUE_NAME_LABEL not in hami["metadata"]["labels"]
-    assert PRIORITY_CLASS_LABEL not in hami["metadata"]["labels"]
+    assert hami["metadata"]["labels"][QUEUE_NAME_LABEL] == "shares"
+    assert hami["metadata"]["labels"][PRIORITY_CLASS_LABEL] == "portal-serving"
+    assert hami["metadata"]["labels"][LABEL_WORKLOAD_ID] == "73"
 
 
 def test_whole_gpus_are_requested_and_limited_with_cpu_and_memory():
@@ -219,9 +222,11 @@ def test_a_hami_share_is_one_vgpu_with_its_memory_and_compute_scheduled_by_hami(
         manifest_predictor["model"]["resources"]["limits"]
     )
     assert manifest_predictor["schedulerName"] == "hami-scheduler"
-    # HAMi picks the card by the type its device plugin registered, not by GFD's labels.
+    # HAMi picks the card by the type its device plugin registered; GFD's product label picks
+    # the nodes, and Kueue's flavor (hami-nvidia-l40s) by it.
     assert manifest_predictor["annotations"] == {"nvidia.com/use-gputype": "NVIDIA L40S"}
-    assert "nodeSelector" not in manifest_predictor and "tolerations" not in manifest_predictor
+    assert manifest_predictor["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-L40S"}
+    assert "tolerations" not in manifest_predictor
     assert "args" not in manifest_predictor["model"]  # one vGPU: no tensor parallelism
 
 

@@ -4,6 +4,7 @@ person powers, resizes and reaches it."""
 
 import contextlib
 import copy
+import dataclasses
 import datetime as dt
 
 import pytest
@@ -24,6 +25,7 @@ from tenants.workloads.kinds.base import (
 )
 from tenants.workloads.kinds.schemas import check_manifests, manifest_errors
 from tenants.workloads.kinds.vm import PASSTHROUGH_DEVICES, permitted_host_devices
+from tenants.workloads.selectors import admission_labels, priority_labels
 
 from . import openssh_keys
 
@@ -519,7 +521,40 @@ def test_owned_kinds_include_what_kubevirt_makes_from_the_vm():
         ("kubevirt.io/v1", "VirtualMachine"),
         ("kubevirt.io/v1", "VirtualMachineInstance"),
         ("cdi.kubevirt.io/v1beta1", "DataVolume"),
+        ("v1", "Pod"),  # the VMI's virt-launcher pod
     )
+
+
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
+
+
+@pytest.mark.parametrize("isolation", ["shared", "dedicated"])
+def test_a_gpu_vms_launcher_pod_queues_in_the_tenants_local_queue_at_interactive_priority(
+    isolation,
+):
+    ctx = dataclasses.replace(build(isolation), admission_labels=admission_labels("vm"))
+    (manifest,) = vm.KIND.manifests(clean(isolation), ctx)
+
+    # KubeVirt copies the template's labels to the VMI and its launcher pod, which Kueue gates.
+    template = manifest["spec"]["template"]["metadata"]["labels"]
+    assert template[QUEUE_NAME_LABEL] == "default"
+    assert template[PRIORITY_CLASS_LABEL] == "portal-interactive"
+    assert template[LABEL_WORKLOAD_ID] == "42"
+    # The VirtualMachine itself is no pod: Kueue has no KubeVirt integration to hand it to.
+    assert QUEUE_NAME_LABEL not in manifest["metadata"]["labels"]
+    assert manifest_errors(manifest) == []
+
+
+def test_a_vm_without_gpus_carries_its_priority_alone():
+    """Kueue's LocalQueue defaulting queues its launcher pod: at the interactive priority."""
+    ctx = dataclasses.replace(build(), admission_labels=admission_labels("vm"),
+                              priority_labels=priority_labels("vm"))
+    (manifest,) = vm.KIND.manifests(clean(gpu=None, gpus=None), ctx)
+
+    assert QUEUE_NAME_LABEL not in str(manifest)
+    assert manifest["spec"]["template"]["metadata"]["labels"][PRIORITY_CLASS_LABEL] == (
+        "portal-interactive")
 
 
 # -- demand -----------------------------------------------------------------------------------
@@ -611,6 +646,73 @@ UNSCHEDULABLE_MESSAGE = (
     "0/12 nodes are available: 12 Insufficient nvidia.com/GH100_H100_SXM5_80GB. preemption: "
     "0/12 nodes are available: 12 No preemption victims found for incoming pod."
 )
+
+
+VMI_UID = "0b7d6a3e-5c1f-4a8e-9e2d-7f3a1c9b4d21"
+
+
+def launcher_pod(vmi_uid=VMI_UID, *, gated=True):
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"virt-launcher-train-box-{vmi_uid[:5]}",
+            "namespace": "tenant-acme",
+            "uid": f"pod-of-{vmi_uid}",
+            "labels": {LABEL_WORKLOAD_ID: "42", "kubevirt.io": "virt-launcher",
+                       "kubevirt.io/created-by": vmi_uid, QUEUE_NAME_LABEL: "default"},
+            "ownerReferences": [{"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+                                 "name": "train-box", "uid": vmi_uid, "controller": True}],
+        },
+        "spec": {"containers": [{"name": "compute", "image": "virt-launcher"}]},
+        "status": {"phase": "Pending"},
+    }
+    if gated:
+        pod["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+        pod["status"]["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                        "reason": "SchedulingGated"}]
+    return pod
+
+
+def scheduling_vmi():
+    vmi = cluster_vmi(ip="", phase="Scheduling")
+    vmi["metadata"]["uid"] = VMI_UID
+    del vmi["status"]["nodeName"]
+    return vmi
+
+
+STARTING = cluster_vm(
+    "Starting",
+    _condition("Ready", "False", "GuestNotRunning", "Guest VM is not reported as running"),
+    created=True,
+    ready=False,
+)
+
+
+def test_a_vm_whose_launcher_pod_waits_for_kueue_is_queued():
+    pod = launcher_pod()
+    seen = observe({VM: STARTING, VMI: scheduling_vmi(),
+                    ("v1", "Pod", pod["metadata"]["name"]): pod})
+
+    assert (seen.state, seen.reason) == ("progressing", "Queued")
+    assert "Waiting in the tenant's queue" in seen.message
+
+
+def test_a_vm_whose_launcher_pod_kueue_admitted_is_starting_not_queued():
+    pod = launcher_pod(gated=False)
+    seen = observe({VM: STARTING, VMI: scheduling_vmi(),
+                    ("v1", "Pod", pod["metadata"]["name"]): pod})
+
+    assert (seen.state, seen.reason) == ("progressing", "Starting")
+
+
+def test_a_gated_pod_of_an_earlier_instance_does_not_make_the_vm_queued():
+    stale = launcher_pod("9a9a9a9a-0000-4000-8000-000000000000")
+    seen = observe({VM: RUNNING_READY, VMI: {**cluster_vmi(), "metadata": {
+        **cluster_vmi()["metadata"], "uid": VMI_UID}},
+        ("v1", "Pod", stale["metadata"]["name"]): stale})
+
+    assert (seen.state, seen.reason) == ("ready", "Running")
 
 
 def test_nothing_in_the_cluster_is_absent():

@@ -27,9 +27,9 @@ def test_every_shortage_kueue_names_is_read_with_its_flavor():
     ]
 
 
-def _pending(message, gpus=1, resource="nvidia.com/mig-1g.10gb"):
+def _pending(message, gpus=1, resource="nvidia.com/mig-1g.10gb", pods=2):
     return {"metadata": {"name": "pod-x"}, "spec": {"podSets": [{
-        "name": "main", "count": 2, "template": {"spec": {"containers": [
+        "name": "main", "count": pods, "template": {"spec": {"containers": [
             {"name": "a", "resources": {"limits": {resource: str(gpus)}}}]}}}]},
         "status": {"conditions": [{"type": "QuotaReserved", "status": "False",
                                    "message": message}]}}
@@ -55,6 +55,36 @@ def test_a_dedicated_tenant_never_borrows():
     assert details["would_borrow"] == 0
     assert details["summary"] == (
         "position in the queue unknown · waits for 2 NVIDIA H100 80GB HBM3 GPUs")
+
+
+def test_a_vm_waits_for_its_passthrough_gpus_counted_as_its_class():
+    resource = "nvidia.com/GH100_H100_SXM5_80GB"
+    message = (f"couldn't assign flavors to pod set main: insufficient unused quota for "
+               f"{resource} in flavor gpu-passthrough, 1 more needed")
+    details = kueue.queue_details(
+        pending=[_pending(message, gpus=2, resource=resource, pods=1)],
+        positions=[{"positionInLocalQueue": 1, "positionInClusterQueue": 1}],
+        resource_class="gpu:nvidia-h100-80gb", nominal=4, in_use=3, in_cohort=True)
+
+    assert details["gpus"] == 2  # one launcher pod, two GPUs passed through
+    assert details["flavor"] == "gpu-passthrough"
+    assert details["summary"] == (
+        "2nd in the queue · waits for 2 NVIDIA H100 80GB HBM3 GPUs (flavor gpu-passthrough) · "
+        "would borrow 1 from the cohort")
+
+
+def test_hami_shares_beyond_the_queues_capacity_are_shares_not_gpus_and_borrow_nothing():
+    message = ("couldn't assign flavors to pod set main: insufficient quota for "
+               "nvidia.com/gpumem in flavor hami-nvidia-l40s, previously considered podsets "
+               "requests (0) + current podset request (65536) > maximum capacity (49152)")
+    details = kueue.queue_details(
+        pending=[_pending(message, resource="nvidia.com/gpu")], positions=None,
+        resource_class="hami:nvidia-l40s", nominal=0, in_use=0, in_cohort=True)
+    assert (details["gpus"], details["would_borrow"], details["flavor"]) == (
+        0, 0, "hami-nvidia-l40s")
+    assert details["summary"] == (
+        "position in the queue unknown · waits for 2 NVIDIA L40S HAMi shares "
+        "(flavor hami-nvidia-l40s)")
 
 
 def test_an_eviction_by_preemption_names_the_preemptor_and_anything_else_is_none():

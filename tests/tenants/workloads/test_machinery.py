@@ -392,7 +392,7 @@ def test_the_sweep_reads_the_charts_objects_of_every_vcluster_in_one_list_per_ki
 
 
 def test_a_sweep_over_many_workloads_selects_the_portals_objects_not_each_id():
-    from tenants.workloads.services.reconcile import MAX_SELECTED_IDS, _selector
+    from tenants.workloads.services.cluster_reads import MAX_SELECTED_IDS, _selector
 
     few = _selector([3, 1, 2])
     assert few.endswith("portal.ai-factory.io/workload-id in (1,2,3)")

@@ -14,9 +14,11 @@ import pytest
 
 from tenants.quota.models import Quota
 from tenants.workloads import services
-from tenants.workloads.models import WorkloadEvent, WorkloadStatus
+from tenants.workloads.models import VmImage, WorkloadEvent, WorkloadStatus
+from tests.factories import hami_gpu_node
 
 from .conftest import H100, INFERENCE_SPEC
+from .openssh_keys import ed25519_public
 
 ISVC = ("serving.kserve.io/v1beta1", "InferenceService")
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -51,16 +53,16 @@ def _pod(kube_emulator, tenant, name, *, gated=True, isvc="chat"):
     })
 
 
-def _local_queue(kube_emulator, tenant):
+def _local_queue(kube_emulator, tenant, name="default", cluster_queue=""):
     kube_emulator.put_object({
         "apiVersion": KUEUE, "kind": "LocalQueue",
-        "metadata": {"name": "default", "namespace": tenant.namespace},
-        "spec": {"clusterQueue": f"tenant-{tenant.slug}"},
+        "metadata": {"name": name, "namespace": tenant.namespace},
+        "spec": {"clusterQueue": cluster_queue or f"tenant-{tenant.slug}"},
     })
 
 
 def _kueue_workload(kube_emulator, namespace, name, *, pod=None, gpus=2, priority=0,
-                    conditions=None):
+                    conditions=None, queue="default", requests=None):
     """Play Kueue: the Workload it makes for a pod (owned by it, labelled with its uid)."""
     meta = {"name": name, "namespace": namespace}
     if pod is not None:
@@ -70,10 +72,10 @@ def _kueue_workload(kube_emulator, namespace, name, *, pod=None, gpus=2, priorit
                                     "name": pod["metadata"]["name"], "uid": uid}]
     return kube_emulator.put_object({
         "apiVersion": KUEUE, "kind": "Workload", "metadata": meta,
-        "spec": {"queueName": "default", "priority": priority, "podSets": [{
+        "spec": {"queueName": queue, "priority": priority, "podSets": [{
             "name": "main", "count": 1, "template": {"spec": {"containers": [{
                 "name": "kserve-container", "image": "vllm",
-                "resources": {"requests": {"nvidia.com/gpu": str(gpus)}}}]}}}]},
+                "resources": {"requests": requests or {"nvidia.com/gpu": str(gpus)}}}]}}}]},
         "status": {"conditions": conditions if conditions is not None else [_waiting()]},
     })
 
@@ -124,7 +126,7 @@ def test_a_queued_endpoint_says_where_it_stands_and_why_on_its_page_and_in_the_a
     client = login(tenant_member)
     page = client.get(f"/t/{tenant.slug}/workloads/{queued.pk}/").content.decode()
     assert SUMMARY in page
-    assert f"Kueue: {SHORT.replace(chr(39), '&#x27;')}" in page
+    assert f'Kueue: <samp class="small">{SHORT.replace(chr(39), "&#x27;")}</samp>' in page
     assert 'id="queue-position-unknown"' not in page
     answer = client.get(f"/api/v1/workloads/{queued.pk}/").json()
     assert answer["queue"]["summary"] == SUMMARY
@@ -319,5 +321,101 @@ def test_the_dashboard_shows_queued_admitted_and_borrowed_gpus(
 def test_a_tenant_with_nothing_queued_admitted_or_borrowed_sees_no_queue_card(
     tenant, tenant_member, login,
 ):
+    html = login(tenant_member).get(f"/t/{tenant.slug}/").content.decode()
+    assert 'id="section-gpu-queue"' not in html
+
+
+VM_SHORT = ("couldn't assign flavors to pod set main: insufficient unused quota for "
+            "nvidia.com/GH100_H100_SXM5_80GB in flavor gpu-passthrough, 2 more needed")
+VM_SUMMARY = ("1st in the queue · waits for 2 NVIDIA H100 80GB HBM3 GPUs "
+              "(flavor gpu-passthrough)")
+
+
+def test_a_queued_vm_says_where_it_stands_and_why_as_an_endpoint_does(
+    tenant, tenant_member, gpu_pool, workload_quota, kube_gateway, kube_emulator, login,
+):
+    """KubeVirt copies the VM template's labels to the VMI and its launcher pod; Kueue holds
+    the pod and waits for passthrough quota. The tests play KubeVirt and Kueue."""
+    workload_quota()
+    VmImage.objects.create(key="ubuntu", label="Ubuntu 24.04 LTS", default_user="ubuntu",
+                           container_disk="quay.io/containerdisks/ubuntu:24.04", min_disk_gib=10)
+    vm = services.workload_launch(
+        tenant=tenant, actor=tenant_member, kind="vm", name="box",
+        spec={"image": "ubuntu", "cpu": 2, "memory_gib": 8, "disk_gib": 20, "gpu": H100,
+              "gpus": 2, "ssh_public_key": ed25519_public("alice@laptop")})
+    services.workload_reconcile(workload_id=vm.pk)
+    stored = kube_emulator.get_object("kubevirt.io/v1", "VirtualMachine", "box", tenant.namespace)
+    labels = stored["spec"]["template"]["metadata"]["labels"]
+    assert labels["kueue.x-k8s.io/queue-name"] == "default"
+    vmi = kube_emulator.put_object({
+        "apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstance",
+        "metadata": {"name": "box", "namespace": tenant.namespace, "labels": labels},
+        "spec": stored["spec"]["template"]["spec"], "status": {"phase": "Scheduling"},
+    })
+    pod = kube_emulator.put_object({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "virt-launcher-box-x7k2p", "namespace": tenant.namespace,
+                     "labels": {**labels, "kubevirt.io": "virt-launcher"},
+                     "ownerReferences": [{"apiVersion": "kubevirt.io/v1",
+                                          "kind": "VirtualMachineInstance", "name": "box",
+                                          "uid": vmi["metadata"]["uid"], "controller": True}]},
+        "spec": {"containers": [{"name": "compute", "image": "virt-launcher"}],
+                 "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}]},
+        "status": {"phase": "Pending"},
+    })
+    _local_queue(kube_emulator, tenant)
+    kueue_workload = _kueue_workload(kube_emulator, tenant.namespace,
+                                     "pod-virt-launcher-box-x7k2p", pod=pod, priority=500,
+                                     conditions=[_waiting(VM_SHORT)])
+    kueue_workload["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"nvidia.com/GH100_H100_SXM5_80GB": "2"}}
+    kube_emulator.put_object(kueue_workload)
+
+    services.workload_observe(workload_id=vm.pk)
+    vm.refresh_from_db()
+
+    assert (vm.status, vm.status_reason) == (WorkloadStatus.PROVISIONING, "Queued")
+    assert vm.queue["summary"] == VM_SUMMARY
+    assert vm.queue["kueue_message"] == VM_SHORT
+    client = login(tenant_member)
+    assert VM_SUMMARY in client.get(f"/t/{tenant.slug}/workloads/{vm.pk}/").content.decode()
+    assert client.get(f"/api/v1/workloads/{vm.pk}/").json()["queue"]["summary"] == VM_SUMMARY
+
+
+HAMI_SHORT = ("couldn't assign flavors to pod set main: insufficient unused quota for "
+              "nvidia.com/gpumem in flavor hami-nvidia-l40s, 12288 more needed")
+
+
+def test_a_queued_hami_endpoint_is_read_from_the_shares_queue_and_counts_no_gpu(
+    tenant, tenant_member, workload_quota, kube_gateway, kube_emulator, login,
+):
+    hami_gpu_node(gpus=2)
+    workload_quota(**{"hami:nvidia-l40s:memory-gib": 48, "hami:nvidia-l40s:cores": 100})
+    share = {"model_uri": "hf://Qwen/Qwen2.5-7B-Instruct", "gpu": "hami:nvidia-l40s",
+             "gpu_memory_gib": 20, "gpu_cores": 30, "min_replicas": 1, "max_replicas": 1}
+    workload = _launch(tenant, tenant_member, spec=share)
+    _local_queue(kube_emulator, tenant)
+    _local_queue(kube_emulator, tenant, "shares", f"tenant-{tenant.slug}-shares")
+    pod = _pod(kube_emulator, tenant, "chat-predictor-0")
+    assert pod["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "shares"
+    _kueue_workload(kube_emulator, tenant.namespace, "pod-chat-predictor-0", pod=pod,
+                    queue="shares", conditions=[_waiting(HAMI_SHORT)], requests={
+                        "nvidia.com/gpu": "1", "nvidia.com/gpumem": "20480",
+                        "nvidia.com/gpucores": "30"})
+
+    before = len(kube_emulator.requests("GET"))
+    services.workload_observe(workload_id=workload.pk)
+
+    reads = [r.path for r in kube_emulator.requests("GET")[before:] if VISIBILITY.fullmatch(r.path)]
+    assert reads == [f"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{tenant.namespace}"
+                     "/localqueues/shares/pendingworkloads"]
+    workload.refresh_from_db()
+    assert workload.queue == {
+        "position_in_local_queue": 1, "position_in_cluster_queue": 1, "pending": 1, "gpus": 0,
+        "flavor": "hami-nvidia-l40s", "would_borrow": 0, "kueue_message": HAMI_SHORT,
+        "summary": "1st in the queue · waits for 1 NVIDIA L40S HAMi share "
+                   "(flavor hami-nvidia-l40s)",
+    }
+    # A share is no GPU: the dashboard's queued, admitted and borrowed GPUs leave it out.
     html = login(tenant_member).get(f"/t/{tenant.slug}/").content.decode()
     assert 'id="section-gpu-queue"' not in html

@@ -1,7 +1,7 @@
-"""Issue 32: an inference endpoint's replicas go through the tenant's Kueue queue on the
-simulated fleet, driven through the services the pages call (launch, reconcile, observe): a
-replica waits Queued while the tenant's quota is held at the same priority, and starts once it
-frees; a job of a lower priority gives way to it."""
+"""Issue 32: an inference endpoint's replicas and a VM's launcher pod go through the tenant's
+Kueue queue on the simulated fleet, driven through the services the pages call (launch,
+reconcile, observe): a replica (a VM) waits Queued while the tenant's quota is held at the same
+priority, and starts once it frees; a job of a lower priority gives way to it."""
 
 import pytest
 
@@ -9,13 +9,15 @@ from core.fleet import get_gateway
 from tenants.enforcement.manifests import KUEUE
 from tenants.enforcement.services import tenant_reconcile
 from tenants.workloads import services
-from tenants.workloads.models import Workload, WorkloadStatus
+from tenants.workloads.models import VmImage, Workload, WorkloadStatus
 
 from ..kueue_pods import queued_pod
 from .conftest import H100, INFERENCE_SPEC, observed
+from .openssh_keys import ed25519_public
 
 S = WorkloadStatus
 PRODUCT = "NVIDIA-H100-80GB-HBM3"
+PASSTHROUGH = "nvidia.com/GH100_H100_SXM5_80GB"  # an H100 as a VM's launcher pod asks for it
 
 
 @pytest.fixture
@@ -29,14 +31,18 @@ def fleet(settings, tenant, gpu_pool, workload_quota, fleet_clock):
         }}, "spec": {}}
         for name in ("gpu-a", "gpu-b")
     ])
+    VmImage.objects.create(key="ubuntu", label="Ubuntu 24.04 LTS", default_user="ubuntu",
+                           container_disk="quay.io/containerdisks/ubuntu:24.04", min_disk_gib=10)
     tenant_reconcile(tenant_id=tenant.pk)  # its namespace and queues: Kueue manages it
     return fleet_clock
 
 
-def _job(tenant, name: str, *, gpus: int, priority: str) -> None:
+def _job(tenant, name: str, *, gpus: int, priority: str,
+         resource: str = "nvidia.com/gpu") -> None:
     """A job a tenant sends straight to its LocalQueue (not one of the portal's workloads)."""
     get_gateway().apply(manifests=[queued_pod(tenant.namespace, name, gpus=gpus,
-                                              priority=priority, product=PRODUCT)])
+                                              priority=priority, product=PRODUCT,
+                                              resource=resource)])
 
 
 def _workloads(tenant) -> dict[str, dict]:
@@ -101,3 +107,87 @@ def test_a_lower_priority_job_gives_way_to_an_endpoint(fleet, tenant, tenant_mem
     pod = get_gateway().get(api_version="v1", kind="Pod", name="sweep",
                             namespace=tenant.namespace)
     assert not pod["spec"].get("nodeName")
+
+
+def _vm(tenant, who, name: str) -> Workload:
+    """A VM with one H100 passed through; its disk imported once the fleet's clock moved on."""
+    workload = services.workload_launch(
+        tenant=tenant, actor=who, kind="vm", name=name,
+        spec={"image": "ubuntu", "cpu": 2, "memory_gib": 8, "disk_gib": 20, "gpu": H100,
+              "gpus": 1, "ssh_public_key": ed25519_public("alice@laptop")},
+    )
+    services.workload_reconcile(workload_id=workload.pk)
+    return workload
+
+
+def _launcher(tenant) -> dict:
+    (pod,) = [p for p in get_gateway().list(api_version="v1", kind="Pod",
+                                            namespace=tenant.namespace)
+              if p["metadata"]["name"].startswith("virt-launcher-")]
+    return pod
+
+
+@pytest.mark.django_db
+def test_a_vm_waits_queued_for_the_passthrough_quota_and_boots_once_it_frees(
+    fleet, tenant, tenant_member
+):
+    _job(tenant, "desktops", gpus=4, priority="portal-serving", resource=PASSTHROUGH)
+    assert _reserved(_workloads(tenant)["desktops"])["status"] == "True"
+    vm = _vm(tenant, tenant_member, "box")
+    fleet.advance(10)  # its disk is imported: KubeVirt makes its VMI and launcher pod
+
+    vm = observed(vm)
+
+    assert (vm.status, vm.status_reason, vm.status_label) == (S.PROVISIONING, "Queued", "Queued")
+    assert "Waiting in the tenant's queue" in vm.status_message
+    launcher = _launcher(tenant)
+    assert launcher["spec"]["schedulingGates"] == [{"name": "kueue.x-k8s.io/admission"}]
+    (workload,) = [w for name, w in _workloads(tenant).items() if name.startswith("virt-")]
+    assert workload["spec"]["priorityClassRef"]["name"] == "portal-interactive"
+    message = ("couldn't assign flavors to pod set main: insufficient unused quota for "
+               f"{PASSTHROUGH} in flavor gpu-passthrough, 1 more needed")
+    assert _reserved(workload)["message"] == message
+    assert vm.details["queue"]["kueue_message"] == message
+    assert vm.details["queue"]["summary"] == (
+        "1st in the queue · waits for 1 NVIDIA H100 80GB HBM3 GPU (flavor gpu-passthrough)")
+    instance = get_gateway().get(api_version="kubevirt.io/v1", kind="VirtualMachineInstance",
+                                 name="box", namespace=tenant.namespace)
+    assert instance["status"]["phase"] == "Scheduling"
+
+    get_gateway().delete(api_version="v1", kind="Pod", name="desktops",
+                         namespace=tenant.namespace)
+    vm = observed(vm)
+    assert _reserved(_workloads(tenant)[launcher["metadata"]["name"]])["status"] == "True"
+    assert _launcher(tenant)["spec"]["nodeName"].startswith("gpu-")
+    assert vm.status_reason != "Queued"
+    fleet.advance(10)  # it boots from when Kueue admitted it
+
+    assert observed(vm).status == S.READY
+
+
+@pytest.mark.django_db
+def test_a_vms_gpus_are_metered_apart_from_the_containers_gpus_of_the_model(
+    fleet, tenant, tenant_member
+):
+    """Kueue counts a model's passthrough GPUs apart: the portal's admission holds the sum."""
+    _job(tenant, "finetune", gpus=4, priority="portal-serving")
+    assert _reserved(_workloads(tenant)["finetune"])["status"] == "True"
+    vm = _vm(tenant, tenant_member, "box")
+    fleet.advance(20)
+
+    assert observed(vm).status == S.READY
+
+
+@pytest.mark.django_db
+def test_a_lower_priority_job_on_passthrough_gpus_gives_way_to_a_vm(
+    fleet, tenant, tenant_member
+):
+    _job(tenant, "sweep", gpus=4, priority="portal-batch", resource=PASSTHROUGH)
+    assert _reserved(_workloads(tenant)["sweep"])["status"] == "True"
+    vm = _vm(tenant, tenant_member, "box")
+    fleet.advance(20)
+
+    assert observed(vm).status == S.READY
+    preempted = next(c for c in _workloads(tenant)["sweep"]["status"]["conditions"]
+                     if c["type"] == "Preempted")
+    assert (preempted["status"], preempted["reason"]) == ("True", "InClusterQueue")

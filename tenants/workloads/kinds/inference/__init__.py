@@ -15,11 +15,14 @@ reserved for it. The portal reserves quota for `max_replicas`, the most the auto
 A shared tenant may instead ask for a HAMi share of a GPU model: `gpu: "hami:<model>"` with
 `gpu_memory_gib` (GiB of one GPU's memory) and `gpu_cores` (percent of its compute, at least
 HAMI_MIN_CORES) per replica. Each replica is then one vGPU — `nvidia.com/gpu: 1`,
-`nvidia.com/gpumem` in MiB, `nvidia.com/gpucores` — scheduled by `hami-scheduler` onto a GPU of
-the model HAMi registered (`nvidia.com/use-gputype`, HAMi's own choice of card type: a HAMi node
-need not carry GPU Feature Discovery's labels), and the workload holds `hami:<model>:memory-gib`
-and `hami:<model>:cores`, each per replica times `max_replicas`. Dedicated tenants get no
-partition, neither at validation nor when a stored spec is built for them.
+`nvidia.com/gpumem` in MiB, `nvidia.com/gpucores` — admitted by Kueue through the tenant's
+`shares` LocalQueue (into the model's `hami-<model>` flavor, which the predictor's node selector
+on the model's product label picks) and scheduled by `hami-scheduler` onto a GPU of the model
+HAMi registered (`nvidia.com/use-gputype`). So a HAMi node must carry GPU Feature Discovery's
+product label (the GPU operator's GFD puts it there) as well as HAMi's `gpu: "on"`. The workload
+holds `hami:<model>:memory-gib` and `hami:<model>:cores`, each per replica times
+`max_replicas`. Dedicated tenants get no partition, neither at validation nor when a stored spec
+is built for them.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from ..base import (
 )
 from ..spec_input import ALL
 from . import exposure
+from .credential import with_credential
 from .spec import (
     DEFAULT_CPU,
     DEFAULT_GPUS_PER_REPLICA,
@@ -167,16 +171,16 @@ class InferenceKind:
             predictor["annotations"] = {
                 resource_classes.HAMI_GPU_TYPE_ANNOTATION: gpu.model.hami_type
             }
-            if selector := ctx.gpu_node_selector(None):
-                predictor["nodeSelector"] = selector
-        else:
-            predictor["nodeSelector"] = ctx.gpu_node_selector(gpu.model.product_label)
+        # The model's product label: where the scheduler may put it, and for a HAMi share the
+        # flavor (hami-<model>) Kueue admits it into.
+        predictor["nodeSelector"] = ctx.gpu_node_selector(gpu.model.product_label)
         if tolerations := ctx.gpu_tolerations():
             predictor["tolerations"] = tolerations
+        with_credential(predictor, spec)
         # KServe copies the InferenceService's labels to its predictor's Deployment and pods:
-        # Kueue admits each replica through the tenant's queue. A HAMi share is HAMi's to
-        # place, with no quota in the ClusterQueue (see tenants.enforcement.manifests.kueue).
-        queued = {} if gpu.kind == "hami" else dict(ctx.admission_labels)
+        # Kueue admits each replica through the tenant's queue; a HAMi share through its
+        # `shares` queue, metered in vGPUs, memory and compute (see the enforcement's kueue).
+        queued = dict(ctx.shares_admission_labels if gpu.kind == "hami" else ctx.admission_labels)
         metadata = ctx.metadata(
             service_name(ctx.name), annotations={DEPLOYMENT_MODE_ANNOTATION: DEPLOYMENT_MODE},
             labels=queued,

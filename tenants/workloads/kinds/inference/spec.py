@@ -12,6 +12,7 @@ from inventory import resource_classes
 from ..base import LaunchContext
 from ..naming import bounded_label
 from ..spec_input import SpecFields
+from .credential import read_credential
 
 INFERENCE_SERVICE = ("serving.kserve.io/v1beta1", "InferenceService")
 POD = ("v1", "Pod")
@@ -46,9 +47,13 @@ FIELDS = (
     "memory_gib",
     "gpu_memory_gib",
     "gpu_cores",
+    "credential",
 )
 HAMI_FIELDS = ("gpu_memory_gib", "gpu_cores")
-SCALABLE = frozenset({"gpus_per_replica", "min_replicas", "max_replicas", *HAMI_FIELDS})
+# A new credential (or none) redeploys the predictor: allowed on a running endpoint.
+SCALABLE = frozenset(
+    {"gpus_per_replica", "min_replicas", "max_replicas", *HAMI_FIELDS, "credential"}
+)
 
 
 def service_name(workload_name: str) -> str:
@@ -261,6 +266,8 @@ def serves(spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
                                         f"{spec.get('gpu_cores')} % compute"))
     else:
         rows.append(("GPUs per replica", str(spec.get("gpus_per_replica") or "")))
+    if spec.get("credential"):
+        rows.insert(1, ("Model credential", str(spec["credential"])))
     return tuple(rows)
 
 
@@ -268,6 +275,7 @@ def validate(spec: Mapping[str, Any], ctx: LaunchContext) -> dict[str, Any]:
     """The spec a person gave, clean, or SpecError naming each field to fix."""
     fields = SpecFields(spec, FIELDS)
     model_uri = _read_model_uri(fields)
+    credential = read_credential(fields, model_uri, ctx)
     gpu = _read_gpu(fields, ctx)
     gpus = _read_gpus_per_replica(fields, gpu, ctx)
     gpu_memory, gpu_cores = _read_hami_share(fields, gpu, ctx)
@@ -288,4 +296,6 @@ def validate(spec: Mapping[str, Any], ctx: LaunchContext) -> dict[str, Any]:
     }
     if gpu.kind == "hami":
         clean |= {"gpu_memory_gib": gpu_memory, "gpu_cores": gpu_cores}
+    if credential:
+        clean["credential"] = credential
     return clean

@@ -28,11 +28,18 @@ permit them in the `KubeVirt` CR, `spec.configuration.permittedHostDevices`
 selects nodes of the model, so GPU VMs carry no GPU product selector (GPU Feature Discovery
 does not label passthrough nodes).
 
-Observation: the VM's `status.printableStatus` and conditions, and the `VirtualMachineInstance`
-of the same name for the IP address. The VMI and the DataVolume are in `OWNED_KINDS` to be
-observed (they carry the owner labels, copied from the templates) although KubeVirt creates
-them: the machinery must never prune an object that has an ownerReference (it belongs to its
-owner), or it would stop the VM.
+Observation: the VM's `status.printableStatus` and conditions, the `VirtualMachineInstance`
+of the same name for the IP address, and the VMI's virt-launcher pod. The VMI, the DataVolume
+and the pod are in `OWNED_KINDS` to be observed (they carry the owner labels, copied from the
+templates) although KubeVirt creates them: the machinery must never prune an object that has an
+ownerReference (it belongs to its owner), or it would stop the VM.
+
+Fair share: a VM with GPUs carries the Kueue admission labels (`ctx.admission_labels`: the
+tenant's LocalQueue, priority `portal-interactive`) on its template, so its launcher pod is
+admitted by Kueue's pod integration against the ClusterQueue's passthrough group
+(`tenants.enforcement.manifests.kueue`); while the pod keeps Kueue's admission gate, the VM is
+progressing with reason `Queued`. A VM without GPUs carries the priority label alone (Kueue's
+LocalQueue defaulting queues its launcher pod, as the other kinds' pods without GPUs).
 
 Restart: KubeVirt does not restart a running VM when its template changes (it only sets the
 `RestartRequired` condition). `power(spec, "restart")` stamps `restarted_at` into the spec and
@@ -86,6 +93,9 @@ class VirtualMachineKind:
         # Created by KubeVirt and CDI from the VM; observed, never pruned (ownerReferences).
         (API_VERSION, "VirtualMachineInstance"),
         (CDI_API_VERSION, "DataVolume"),
+        # The VMI's virt-launcher pod, which carries the template's labels: Kueue's admission
+        # gate on it says the VM waits in the tenant's queue.
+        ("v1", "Pod"),
     )
 
     def validate(self, spec: Mapping[str, Any], ctx: LaunchContext) -> dict[str, Any]:

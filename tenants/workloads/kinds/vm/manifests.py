@@ -1,5 +1,6 @@
 """The KubeVirt VirtualMachine a VM's spec becomes: a CDI root disk, cloud-init with the SSH key,
-whole GPUs by passthrough, requests equal to limits, a dedicated tenant's nodes only."""
+whole GPUs by passthrough (its launcher pod queued in the tenant's Kueue queue), requests equal
+to limits, a dedicated tenant's nodes only."""
 
 from __future__ import annotations
 
@@ -28,13 +29,19 @@ def manifests(spec: Mapping[str, Any], ctx: BuildContext) -> list[Manifest]:
         ],
         "interfaces": [{"name": "default", "masquerade": {}}],
     }
+    # Kueue's LocalQueue defaulting queues a launcher pod without GPUs by itself: at the
+    # kind's priority, so a GPU pod of a lower kind short of CPU cannot preempt the VM.
+    template_labels = {**ctx.labels, VM_NAME_LABEL: ctx.name, **ctx.priority_labels}
     if spec.get("gpu") and int(spec.get("gpus") or 0) > 0:
         device = PASSTHROUGH_DEVICES[spec["gpu"].split(":", 1)[1]]
         devices["gpus"] = [
             {"name": f"gpu{i}", "deviceName": device.resource_name}
             for i in range(int(spec["gpus"]))
         ]
-    template_metadata: dict[str, Any] = {"labels": {**ctx.labels, VM_NAME_LABEL: ctx.name}}
+        # KubeVirt copies the template's labels to the VMI and its virt-launcher pod, which
+        # Kueue's pod integration then holds until the tenant's queue admits its GPUs.
+        template_labels |= ctx.admission_labels
+    template_metadata: dict[str, Any] = {"labels": template_labels}
     if spec.get("restarted_at"):
         template_metadata["annotations"] = {RESTARTED_AT_ANNOTATION: spec["restarted_at"]}
     template_spec: dict[str, Any] = {

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from inventory import resource_classes
+
 
 @dataclass(frozen=True)
 class PassthroughDevice:
@@ -18,15 +20,19 @@ class PassthroughDevice:
 
 
 # One row per model of `inventory.resource_classes.GPU_MODELS` (the SXM variants for the models
-# that come in several): check a node with `kubectl describe node | grep nvidia.com/`.
+# that come in several): check a node with `kubectl describe node | grep nvidia.com/`. The
+# resource names are the vocabulary's (`resource_classes.PASSTHROUGH_RESOURCES`): Kueue's
+# ClusterQueue covers them too.
+_PCI_VENDOR_SELECTORS = {
+    "nvidia-h200": "10DE:2335",
+    "nvidia-h100-80gb": "10DE:2330",
+    "nvidia-a100-80gb": "10DE:20B2",
+    "nvidia-l40s": "10DE:26B9",
+    "nvidia-rtx-4000-ada": "10DE:27B2",
+}
 PASSTHROUGH_DEVICES: dict[str, PassthroughDevice] = {
-    "nvidia-h200": PassthroughDevice("10DE:2335", "nvidia.com/GH100_H200_SXM_141GB"),
-    "nvidia-h100-80gb": PassthroughDevice("10DE:2330", "nvidia.com/GH100_H100_SXM5_80GB"),
-    "nvidia-a100-80gb": PassthroughDevice("10DE:20B2", "nvidia.com/GA100_A100_SXM4_80GB"),
-    "nvidia-l40s": PassthroughDevice("10DE:26B9", "nvidia.com/AD102GL_L40S"),
-    "nvidia-rtx-4000-ada": PassthroughDevice(
-        "10DE:27B2", "nvidia.com/AD104GL_RTX_4000_ADA_GENERATION"
-    ),
+    key: PassthroughDevice(selector, resource_classes.PASSTHROUGH_RESOURCES[key])
+    for key, selector in _PCI_VENDOR_SELECTORS.items()
 }
 
 

@@ -1,13 +1,26 @@
-"""What the cluster says of a VM (its printableStatus, conditions, VMI and root disk), whether a
-restart it was asked for is still to do, and how a person reaches it."""
+"""What the cluster says of a VM (its printableStatus, conditions, VMI, launcher pod and root
+disk), whether a restart it was asked for is still to do, and how a person reaches it."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from ..base import BuildContext, Connection, Manifest, ObjectKey, Observation, condition
+from ..base import (
+    QUEUED_REASON,
+    BuildContext,
+    Connection,
+    Manifest,
+    ObjectKey,
+    Observation,
+    condition,
+    queued_by_kueue,
+)
 from .manifests import API_VERSION, CDI_API_VERSION, RESTARTED_AT_ANNOTATION, root_disk_name
+
+POD = ("v1", "Pod")
+QUEUED_MESSAGE = ("Waiting in the tenant's queue: Kueue starts the VM when the tenant's "
+                  "quota, or what its cohort lends, has room.")
 
 # printableStatus → what it means for the portal (KubeVirt v1.9 `VirtualMachinePrintableStatus`):
 # Running, Migrating, Paused, Stopped, Unknown are read in `observe`.
@@ -69,6 +82,21 @@ def _ip_address(vmi: Manifest | None) -> str:
     return str(first.get("ipAddress") or next(iter(first.get("ipAddresses") or []), ""))
 
 
+def launcher_pod(objects: Mapping[ObjectKey, Manifest], vmi: Manifest | None) -> Manifest | None:
+    """The VMI's virt-launcher pod (it carries the template's labels, so it is observed): the
+    pod the VMI owns, not one left by an instance before it."""
+    uid = ((vmi or {}).get("metadata") or {}).get("uid")
+    if not uid:
+        return None
+    return next(
+        (obj for (api_version, kind, _), obj in objects.items()
+         if (api_version, kind) == POD
+         and any(ref.get("kind") == "VirtualMachineInstance" and ref.get("uid") == uid
+                 for ref in (obj.get("metadata") or {}).get("ownerReferences") or [])),
+        None,
+    )
+
+
 def observe(
     objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
 ) -> Observation:
@@ -111,6 +139,9 @@ def observe(
         return seen("progressing", message="Stopping.")
     if details["restart_pending"]:
         return seen("progressing", "Restarting", "Restarting as asked.")
+    if queued_by_kueue(launcher_pod(objects, vmi)):
+        # Its GPUs wait for the tenant's Kueue queue: fair share at work, not a fault.
+        return seen("progressing", QUEUED_REASON, QUEUED_MESSAGE)
     ready = condition(vm, "Ready") or {}
     if printable in ("Running", "Migrating"):
         if ready.get("status") == "True":

@@ -10,7 +10,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tenants', '0018_gpu_lending'),
+        ('tenants', '0019_model_credentials'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
