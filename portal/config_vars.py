@@ -201,6 +201,16 @@ SECTIONS = (
                 "the default time between the warning and the action"),
             Var("KUBERNETES_CLUSTER_DOMAIN", "cluster.local",
                 "the cluster's DNS domain, in the in-cluster addresses workload pages show"),
+            Var("INFERENCE_GATEWAY", "ingress-gateway/fleet",
+                "`<namespace>/<name>` of the fleet's Gateway API Gateway (Envoy Gateway) that "
+                "serves inference endpoints over HTTPS with API keys (docs/deployment.md)"),
+            Var("INFERENCE_GATEWAY_LISTENER", "https",
+                "the name of that Gateway's HTTPS listener (the endpoints' routes attach to it)"),
+            Var("INFERENCE_DOMAIN", "",
+                "DNS suffix of the endpoints: each is `https://<name>-<tenant>.<domain>`, covered "
+                "by the listener's wildcard certificate `*.<domain>`; empty: endpoints are not "
+                "exposed outside the cluster",
+                shown="`endpoints.demo.internal` with the simulated fleet, else empty"),
             Var("KUEUE_PRIORITY_SERVING", "1000",
                 "value of the Kueue WorkloadPriorityClass `portal-serving` (inference endpoints): "
                 "when a queue's quota is short, a higher value preempts a lower"),

@@ -1,3 +1,4 @@
+from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularSwaggerView
@@ -57,6 +58,10 @@ urlpatterns = [
     # Last: any other URL under /api/ is the API's JSON 404, whatever DEBUG says.
     re_path(r"^api/(?P<path>.*)$", views.api_not_found, name="api-not-found"),
 ]
+
+if settings.FLEET_BACKEND == "simulated":
+    # The simulated fleet's stand-in for the gateway that serves inference endpoints.
+    urlpatterns.insert(-2, path("", include("demo.urls")))
 
 handler400 = "portal.views.handler400"
 handler403 = "portal.views.handler403"

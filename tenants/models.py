@@ -4,11 +4,13 @@ from .access.models import Membership, RoleAssignment, Source, Tenant
 from .credentials.models import ModelCredential
 from .identity.models import DirectoryAnswer, DirectoryRead
 from .quota.models import Quota, QuotaRequest, QuotaRequestLine, QuotaRequestStatus
+from .workloads.endpoint_keys import EndpointKey
 from .workloads.models import IdleEpisode, IdlePolicy, Workload, WorkloadEvent, WorkloadStatus
 
 __all__ = [
     "DirectoryAnswer",
     "DirectoryRead",
+    "EndpointKey",
     "IdleEpisode",
     "IdlePolicy",
     "Membership",

@@ -4,6 +4,7 @@ from .credentials import views as credentials
 from .dashboard import views as access
 from .enforcement import views as enforcement
 from .quota import views as quota
+from .workloads import endpoint_key_views as endpoint_keys
 from .workloads import views as workloads
 
 app_name = "tenants"
@@ -32,6 +33,12 @@ urlpatterns = [
          name="workload-delete"),
     path("t/<slug:slug>/workloads/<int:pk>/kubeconfig/", workloads.workload_kubeconfig,
          name="workload-kubeconfig"),
+    path("t/<slug:slug>/workloads/<int:pk>/keys/", endpoint_keys.endpoint_key_create,
+         name="endpoint-key-create"),
+    path("t/<slug:slug>/workloads/<int:pk>/keys/<int:key_id>/rotate/",
+         endpoint_keys.endpoint_key_rotate, name="endpoint-key-rotate"),
+    path("t/<slug:slug>/workloads/<int:pk>/keys/<int:key_id>/revoke/",
+         endpoint_keys.endpoint_key_revoke, name="endpoint-key-revoke"),
     path("t/<slug:slug>/idle-gpus/", workloads.idle_gpus, name="idle-gpus"),
     path("t/<slug:slug>/workloads/<int:pk>/keep-running/", workloads.workload_keep_running,
          name="workload-keep-running"),

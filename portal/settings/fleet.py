@@ -52,6 +52,19 @@ VCLUSTER_GATEWAY_PORT = env.int("VCLUSTER_GATEWAY_PORT", default=443)
 VCLUSTER_OIDC_CLIENT_ID = env.str("VCLUSTER_OIDC_CLIENT_ID", default="kubernetes")
 SSH_LOAD_BALANCER = env.bool("SSH_LOAD_BALANCER", default=True)
 SSH_SOURCE_RANGES = env.list("SSH_SOURCE_RANGES", default=[]) or ["0.0.0.0/0", "::/0"]
+# Inference endpoints outside the cluster: through the fleet's Gateway API Gateway
+# ("<namespace>/<name>") and its HTTPS listener, each at "<name>-<tenant>.<INFERENCE_DOMAIN>"
+# (the listener's wildcard certificate covers them), behind an API-key SecurityPolicy. No domain:
+# not exposed. The simulated fleet serves them itself, under a demo domain.
+INFERENCE_GATEWAY = env.str("INFERENCE_GATEWAY", default="ingress-gateway/fleet")
+if INFERENCE_GATEWAY and INFERENCE_GATEWAY.count("/") != 1:
+    raise environ.ImproperlyConfigured("INFERENCE_GATEWAY is <namespace>/<name> of a Gateway.")
+INFERENCE_GATEWAY_LISTENER = env.str("INFERENCE_GATEWAY_LISTENER", default="https")
+INFERENCE_DOMAIN = env.str("INFERENCE_DOMAIN", default="") or (
+    "endpoints.demo.internal" if FLEET_BACKEND == "simulated" else ""
+)
+# Where the simulated fleet's gateway answers, under the portal (demo/gateway.py).
+SIMULATED_GATEWAY_PATH = "simulated-gateway"
 # The values of the portal's Kueue WorkloadPriorityClasses: when a queue's quota is short, a
 # workload of a higher value preempts one of a lower (serving > interactive > batch by default).
 KUEUE_PRIORITIES = {

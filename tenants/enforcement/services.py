@@ -132,6 +132,8 @@ def tenant_spec(*, tenant: Tenant) -> TenantSpec:
         priorities=dict(settings.KUEUE_PRIORITIES),
         ingress_namespace=settings.TENANT_INGRESS_NAMESPACE,
         ssh_sources=tuple(settings.SSH_SOURCE_RANGES) if settings.SSH_LOAD_BALANCER else (),
+        gateway_namespace=(settings.INFERENCE_GATEWAY.partition("/")[0]
+                           if settings.INFERENCE_DOMAIN else ""),
         edit_role=settings.TENANT_EDIT_CLUSTER_ROLE,
         portal_account=(settings.FLEET_SERVICE_ACCOUNT, settings.FLEET_SERVICE_ACCOUNT_NAMESPACE),
         secrets_role=settings.FLEET_SECRETS_CLUSTER_ROLE,

@@ -41,6 +41,7 @@ WORDS = {
     "ip": "IP address", "url": "URL", "cluster_url": "In-cluster URL",
     "replicas_queued": "Replicas waiting in the queue",
     "workers_queued": "Workers waiting in the queue",
+    "runtime_image": "Runtime image (vLLM version)",
 }
 
 

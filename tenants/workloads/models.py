@@ -276,8 +276,10 @@ class Workload(Reconciled):
 
     @property
     def kind_details(self) -> dict:
-        """The kind's own figures: the details without Kueue's side (shown on its own)."""
-        return {key: value for key, value in self.details.items() if key != "queue"}
+        """The kind's own figures: the details without Kueue's side and an endpoint's key
+        Secrets (each shown on its own)."""
+        return {key: value for key, value in self.details.items()
+                if key not in ("queue", "key_secrets")}  # keys: on their own card
 
     @property
     def conditions(self) -> list:
@@ -488,3 +490,4 @@ class IdleEpisode(models.Model):
         if self.idle_per_hour is None:
             return None
         return (self.idle_per_hour * Decimal(self.idle_seconds) / 3600).quantize(Decimal("0.01"))
+

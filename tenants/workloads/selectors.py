@@ -29,6 +29,7 @@ from ..enforcement.manifests.spec import (
 from ..quota.capacity import pool_of
 from ..quota.models import Quota
 from . import registry
+from .endpoint_keys import endpoint_exposure
 from .external_access import external_access
 from .in_use import demand_in_use
 from .kinds.base import BuildContext, GpuOffer, LaunchContext
@@ -426,7 +427,10 @@ def build_context(*, workload: Workload) -> BuildContext:
         access=external_access(),
         edit_groups=tuple(f"{groups_prefix}{g}" for g in groups["edit"]),
         view_groups=tuple(f"{groups_prefix}{g}" for g in groups["view"]),
+        exposure=endpoint_exposure(workload.kind),
     )
+
+
 
 
 def priority_class(kind_key: str) -> str:

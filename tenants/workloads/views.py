@@ -26,6 +26,7 @@ from core.errors import Unavailable
 from ..pages import redirect_to_current, tenant_page
 from ..quota.pricing import quoted_price
 from . import services
+from .endpoint_keys import endpoint_exposure, endpoint_keys_of
 from .forms import FORMS, IdlePolicyForm, ScaleForm
 from .gpu_metrics import (
     CHART_GPUS,
@@ -35,6 +36,7 @@ from .gpu_metrics import (
     holds_gpus,
     workload_gpu_metrics,
 )
+from .kinds.inference import exposure
 from .kinds.vm.spec import POWER_ACTIONS
 from .models import IdlePolicy, Workload, WorkloadStatus
 from .registry import KINDS
@@ -50,6 +52,7 @@ from .selectors import (
     workload_idle_episode,
 )
 from .services import idle
+from .services.endpoint_keys import IssuedKey
 from .services.lifecycle import workload_validate
 
 PAGE_SIZE = 25
@@ -214,6 +217,27 @@ def workload_launch_check(request, slug: str, kind: str):
     return render(request, "tenants/workloads/launch.html#launch-form", context)
 
 
+def detail_context(workload: Workload, *, issued: IssuedKey | None = None) -> dict:
+    """What the detail page shows besides the tenant's header: its timeline, forms, idle
+    episode, an endpoint's keys, and its examples (with a key just issued, shown this once)."""
+    commands = workload.connection.get("commands") or []
+    if issued is not None:
+        commands = [(label, exposure.with_key(command, issued.raw)) for label, command in commands]
+    return {
+        "workload": workload,
+        "events": workload_events(workload=workload)[:50],
+        "scale_form": ScaleForm(workload=workload) if workload.is_live else None,
+        "idle": workload_idle_episode(workload=workload),
+        "currency": settings.BILLING_CURRENCY,
+        "holds_gpus": holds_gpus(workload.demand or {}),
+        "commands": commands,
+        "endpoint_keys": (endpoint_keys_of(workload=workload)
+                          if workload.kind == "inference" else None),
+        "published": endpoint_exposure(workload.kind) is not None,
+        "issued": issued,
+    }
+
+
 def _tenant_workload(request, slug: str, pk: int) -> Workload:
     workload = workload_get_for_user(user=request.user, workload_id=pk)
     if workload.tenant.slug != slug:
@@ -230,14 +254,7 @@ def workload_detail(request, slug: str, pk: int):
         # A look was queued (and may already have run): show what it found. Otherwise the
         # workload is as just read, with its tenant and launcher (a reload would drop both).
         workload.refresh_from_db()
-    context |= {
-        "workload": workload,
-        "events": workload_events(workload=workload)[:50],
-        "scale_form": ScaleForm(workload=workload) if workload.is_live else None,
-        "idle": workload_idle_episode(workload=workload),
-        "currency": settings.BILLING_CURRENCY,
-        "holds_gpus": holds_gpus(workload.demand or {}),
-    }
+    context |= detail_context(workload)
     if request.htmx:
         return render(request, "tenants/workloads/detail.html#status", context)
     return render(request, "tenants/workloads/detail.html", context)
@@ -282,10 +299,7 @@ def workload_scale(request, slug: str, pk: int):
         else:
             messages.success(request, f"{workload} is being resized.")
             return redirect("tenants:workload-detail", slug, workload.pk)
-    context |= {"workload": workload, "events": workload_events(workload=workload)[:50],
-                "scale_form": form, "idle": workload_idle_episode(workload=workload),
-                "currency": settings.BILLING_CURRENCY,
-                "holds_gpus": holds_gpus(workload.demand or {})}
+    context |= detail_context(workload) | {"scale_form": form}
     return render(request, "tenants/workloads/detail.html", context, status=400)
 
 

@@ -21,7 +21,9 @@ from tenants.enforcement.manifests.spec import PORTAL_ROLE_BINDING
 from tenants.enforcement.services import tenant_reconcile
 from tenants.models import Quota
 from tenants.workloads import services
+from tenants.workloads.endpoint_keys import EndpointKey
 from tenants.workloads.models import Workload, WorkloadStatus
+from tenants.workloads.services import endpoint_keys
 from tenants.workloads.services.reconcile import workloads_observe_sweep
 from tests.factories import GPUFactory, NodeFactory, QuotaFactory, TenantFactory
 from tests.inventory.cluster_objects import RTX_LABELS, node, pod
@@ -88,6 +90,13 @@ def _drive_workloads(kube_emulator, tenant, other) -> None:
                  spec={**SLURM_SPEC, "accounting": True, "rest_api": True})
     for workload in (chat, dev, box, hpc):
         _reconcile(workload.pk)
+    # The endpoint's API keys: a Secret each, named in its SecurityPolicy; revoked: deleted.
+    for name in ("chat-app", "ci"):
+        endpoint_keys.endpoint_key_create(workload_id=chat.pk, actor=who, name=name)
+    _reconcile(chat.pk)
+    revoked = EndpointKey.objects.get(name="ci")
+    endpoint_keys.endpoint_key_revoke(workload_id=chat.pk, key_id=revoked.pk, actor=who)
+    _reconcile(chat.pk)
     ready_inference_service(kube_emulator, name="chat", namespace=ns)
     release = kube_emulator.get_object("helm.toolkit.fluxcd.io/v2", "HelmRelease", "dev", ns)
     ready_helm_release(kube_emulator, name="dev", namespace=ns,
@@ -193,6 +202,7 @@ def every_call(kube_emulator, kube_gateway, django_capture_on_commit_callbacks, 
     # LoadBalancer Services: everything the portal can be configured to do.
     settings.VCLUSTER_DOMAIN = "vc.example.com"
     settings.SSH_LOAD_BALANCER = True
+    settings.INFERENCE_DOMAIN = "endpoints.example.com"  # endpoints through the gateway
     for index in range(8):
         GPUFactory(node=NodeFactory(reserved_for=""), index=index, model="nvidia-h100-80gb")
     with kube_emulator.recording() as calls:

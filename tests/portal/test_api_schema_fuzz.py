@@ -36,6 +36,7 @@ from tenants.models import Membership, RoleAssignment
 from tenants.quota import services as quota_requests
 from tenants.workloads import services as workloads
 from tenants.workloads.models import VmImage, WorkloadStatus
+from tenants.workloads.services import endpoint_keys
 from tests.factories import (
     GPUFactory,
     MembershipFactory,
@@ -134,6 +135,13 @@ def world(db, settings, _connections_kept):
     workloads.workload_observe(workload_id=workload.pk)
     workload.refresh_from_db()
     assert workload.status == WorkloadStatus.READY, workload.status_message
+    # An inference endpoint with an API key (its keys' list, one key, revoke and rotate).
+    endpoint = workloads.workload_launch(
+        tenant=acme, actor=member, kind="inference", name="chat",
+        spec={"model_uri": "hf://org/model", "gpu": "gpu:nvidia-h100-80gb",
+              "gpus_per_replica": 1, "min_replicas": 1, "max_replicas": 1})
+    key = endpoint_keys.endpoint_key_create(workload_id=endpoint.pk, actor=member,
+                                            name="fuzz").key
     # A model credential, for its detail, replace and delete operations.
     credentials.credential_create(actor=member, tenant=acme, name="hf-token", kind="huggingface",
                                   values={"token": "hf_" + "x" * 30})
@@ -146,7 +154,8 @@ def world(db, settings, _connections_kept):
     ids = {
         "nodes": gpu.node_id, "gpus": gpu.pk, "racks": gpu.node.rack_id,
         "sites": gpu.node.rack.site_id, "health-events": event.pk, "quota-requests": request.pk,
-        "workloads": workload.pk, "billing": invoice.pk,
+        "workloads": workload.pk, "billing": invoice.pk, "endpoints": endpoint.pk,
+        "keys": key.pk,
     }
     return {
         role: {
@@ -178,7 +187,10 @@ def _real_path_parameters(case, world: dict) -> dict:
     """Ids of objects that exist, so that successful answers are checked too."""
     collection = case.path.split("/")[3]
     values = {"slug": "acme", "member_id": world["member_id"],
-              "id": world["ids"].get(collection, 1), "tenant_slug": "acme", "name": "hf-token"}
+              "id": world["ids"].get(collection, 1), "tenant_slug": "acme", "name": "hf-token",
+              "workload_pk": world["ids"]["endpoints"]}
+    if "/keys/{id}" in case.path:
+        values["id"] = world["ids"]["keys"]
     return {name: values[name] for name in case.path_parameters or {}}
 
 

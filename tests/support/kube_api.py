@@ -45,6 +45,8 @@ CUSTOM_RESOURCES: list[tuple[str, str, str, bool, tuple[str, ...]]] = [
         False,
         ("status",),
     ),
+    ("gateway.networking.k8s.io/v1", "HTTPRoute", "httproutes", True, ("status",)),
+    ("gateway.envoyproxy.io/v1alpha1", "SecurityPolicy", "securitypolicies", True, ("status",)),
     ("kubevirt.io/v1", "VirtualMachine", "virtualmachines", True, ("status",)),
     ("kubevirt.io/v1", "VirtualMachineInstance", "virtualmachineinstances", True, ("status",)),
     ("cdi.kubevirt.io/v1beta1", "DataVolume", "datavolumes", True, ("status",)),

@@ -23,6 +23,7 @@ import requests
 from kubernetes import client
 
 from .kube_api import PortalKubeEmulator, merge_patch, status_body
+from .kube_validation import warm_up
 
 __all__ = [
     "KubeEmulator", "PortalKubeEmulator", "SeenCall", "SeenRequest", "running_kube_emulator",
@@ -72,6 +73,7 @@ class KubeEmulator:
         self._thread = threading.Thread(target=self._run, name="kube-emulator", daemon=True)
 
     def start(self) -> KubeEmulator:
+        warm_up()
         self._thread.start()
         if not self._ready.wait(timeout=10) or self._error is not None:
             raise RuntimeError("the Kubernetes emulator did not start") from self._error

@@ -23,6 +23,8 @@ import copy
 import gzip
 import json
 import re
+import string
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -68,6 +70,20 @@ SKIPPED_RULES: dict[str, str] = {
         "TLSRoute wildcard hostnames: substring() is Kubernetes' strings extension; the portal "
         "writes no wildcard",
 }
+# Kubernetes' CEL string functions the vendored rules call (Envoy Gateway's SecurityPolicy) and
+# cel-python lacks, supplied here: ASCII case folding, as the API server's strings library does.
+KUBERNETES_FUNCTIONS = {
+    "lowerAscii": lambda text: celpy.celtypes.StringType(
+        str(text).translate(str.maketrans(string.ascii_uppercase, string.ascii_lowercase))),
+    "upperAscii": lambda text: celpy.celtypes.StringType(
+        str(text).translate(str.maketrans(string.ascii_lowercase, string.ascii_uppercase))),
+}
+# Compiled when the emulator starts (`warm_up`): their first request would otherwise spend
+# most of the gateway's request timeout compiling CEL.
+WARMED_KINDS = (
+    ("gateway.envoyproxy.io/v1alpha1", "SecurityPolicy"),
+    ("gateway.networking.k8s.io/v1", "HTTPRoute"),
+)
 CEL_MACROS = frozenset({"has", "all", "exists", "exists_one", "map", "filter"})
 OBJECT_META = "https://kubernetes.io/api/_definitions.json#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 
@@ -257,7 +273,7 @@ def _with_defaults(value: Any, schema: Any) -> Any:
 @cache
 def _program(rule: str) -> celpy.Runner:
     called = set(re.findall(r"([A-Za-z_]\w*)\s*\(", re.sub(r"'[^']*'|\"[^\"]*\"", "", rule)))
-    lacking = called - set(celpy.evaluation.base_functions) - CEL_MACROS
+    lacking = called - set(celpy.evaluation.base_functions) - CEL_MACROS - set(KUBERNETES_FUNCTIONS)
     if lacking:
         raise _reject(
             500, "InternalError",
@@ -266,7 +282,25 @@ def _program(rule: str) -> celpy.Runner:
             {},
         )
     env = celpy.Environment()
-    return env.program(env.compile(rule))
+    return env.program(env.compile(rule), functions=KUBERNETES_FUNCTIONS)
+
+
+def _rules(schema: Any) -> Iterator[str]:
+    if isinstance(schema, dict):
+        yield from (rule["rule"] for rule in schema.get("x-kubernetes-validations") or [])
+        for value in schema.values():
+            yield from _rules(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from _rules(value)
+
+
+@cache
+def warm_up() -> None:
+    """Compile the CEL rules of WARMED_KINDS once per process."""
+    for api_version, kind in WARMED_KINDS:
+        for rule in set(_rules(_schema_for(api_version, kind)[1])) - set(SKIPPED_RULES):
+            _program(rule)
 
 
 _MISSING = object()

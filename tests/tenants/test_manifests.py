@@ -598,6 +598,17 @@ def test_network_policy_denies_all_but_the_tenant_itself_the_ingress_gateway_and
     assert {p["port"] for p in policy["egress"][1]["ports"]} == {53}
 
 
+def test_network_policy_admits_the_inference_endpoints_gateway_when_there_is_one():
+    spec = dataclasses.replace(SHARED, gateway_namespace="envoy-gateway-system")
+    policy = _one(tenant_manifests(spec), "NetworkPolicy")
+    sources = [peer for rule in policy["spec"]["ingress"] for peer in rule["from"]]
+    assert sources[-1] == {"namespaceSelector": {"matchLabels": {
+        "kubernetes.io/metadata.name": "envoy-gateway-system"}}}
+    assert_valid([policy])
+    same = dataclasses.replace(SHARED, gateway_namespace="ingress-gateway")
+    assert len(_one(tenant_manifests(same), "NetworkPolicy")["spec"]["ingress"]) == 2
+
+
 def test_role_bindings_give_owner_and_member_groups_edit_and_viewers_view():
     edit, view, _portal = _by_kind(tenant_manifests(SHARED))["RoleBinding"]
     assert edit["metadata"]["namespace"] == view["metadata"]["namespace"] == "tenant-nova"

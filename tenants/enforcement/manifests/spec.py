@@ -106,6 +106,9 @@ class TenantSpec:
     # Where SSH to the tenant's VMs and Slurm login nodes may come from (their LoadBalancer
     # Services); empty: SSH stays in-cluster, no rule.
     ssh_sources: tuple[str, ...] = ()
+    # The namespace of the fleet's Gateway for inference endpoints, whose proxies reach the
+    # tenant's predictors (Envoy Gateway runs them there by default); empty: none.
+    gateway_namespace: str = ""
     edit_role: str = "edit"
     view_role: str = "view"
     # The portal's own ServiceAccount (name, namespace) and the ClusterRole that lets it handle

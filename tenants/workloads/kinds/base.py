@@ -125,6 +125,26 @@ class ExternalAccess:
 
 
 @dataclass(frozen=True)
+class Exposure:
+    """Where a kind publishes a workload outside the cluster: the fleet's Gateway API Gateway
+    and its HTTPS listener, the DNS suffix its hostnames take, and the API keys (the names of
+    the Secrets holding them) its gateway policy admits."""
+
+    gateway_namespace: str
+    gateway_name: str
+    listener: str  # the Gateway's HTTPS listener (a route's parentRef sectionName)
+    domain: str  # each workload is one label under it, covered by the listener's certificate
+    # Where people reach a hostname, when not `https://<hostname>` (the simulated fleet's
+    # stand-in for the gateway, under the portal's URL).
+    url_prefix: str = ""
+    credentials: tuple[str, ...] = ()  # Secret names, in the workload's namespace
+
+    def url(self, hostname: str) -> str:
+        return f"{self.url_prefix.rstrip('/')}/{hostname}" if self.url_prefix else (
+            f"https://{hostname}")
+
+
+@dataclass(frozen=True)
 class BuildContext:
     """Who the objects are for: names, namespace, owner labels, and where they may run."""
 
@@ -154,6 +174,8 @@ class BuildContext:
     access: ExternalAccess = field(default_factory=ExternalAccess)
     edit_groups: tuple[str, ...] = ()
     view_groups: tuple[str, ...] = ()
+    # Published through the fleet's gateway (inference endpoints); None: in the cluster only.
+    exposure: Exposure | None = None
 
     @property
     def partitions_allowed(self) -> bool:

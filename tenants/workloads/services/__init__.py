@@ -1,6 +1,7 @@
 """Writes about workloads: what people ask (`lifecycle`: launch, scale, power, delete, their
-admission against quota), what the cluster does (`reconcile`: apply, observe, tear down) and
-what platform admins offer (`catalog`: VM boot images)."""
+admission against quota; `endpoint_keys`: an inference endpoint's API keys), what the cluster
+does (`reconcile`: apply, observe, tear down) and what platform admins offer (`catalog`: VM boot
+images)."""
 
 from .catalog import vm_image_save
 from .idle import idle_policy_save, idle_undo, workload_keep_running, workloads_idle_sweep

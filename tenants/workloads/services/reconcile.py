@@ -46,7 +46,7 @@ from ..kinds.base import (
 from ..kinds.schemas import check_manifests
 from ..models import TRANSITIONS, ObserveSweep, Workload, WorkloadEvent, WorkloadStatus
 from ..selectors import build_context
-from . import notifications, queue
+from . import endpoint_keys, notifications, queue
 from .cluster_reads import object_key, owned_objects, unowned_in_bulk, unowned_objects
 
 logger = logging.getLogger(__name__)
@@ -73,8 +73,7 @@ def _event(workload: Workload, kind: str, **fields: Any) -> None:
 # --- apply ------------------------------------------------------------------------------------
 
 
-def _create_generated_secrets(workload: Workload, ctx: BuildContext,
-                              gateway: FleetGateway) -> None:
+def _create_generated_secrets(workload: Workload, ctx: BuildContext, gateway: FleetGateway) -> None:
     """A Slurm cluster's keys: generated here, created once (never overwritten, never shown)."""
     if workload.kind != slurm.KEY:
         return
@@ -95,17 +94,18 @@ def _prune(previous: list[Manifest], wanted: list[Manifest], gateway: FleetGatew
                            name=meta["name"], namespace=meta.get("namespace"))
 
 
-def _apply(
-    workload: Workload, ctx: BuildContext, gateway: FleetGateway
-) -> dict[ObjectKey, Manifest]:
+def _apply(workload: Workload, ctx: BuildContext,
+           gateway: FleetGateway) -> dict[ObjectKey, Manifest]:
     """Apply the desired objects; record the outcome. Returns the objects as stored."""
     version = workload.desired_version
-    manifests = workload.kind_entry.module.manifests(workload.spec, ctx)
-    check_manifests(manifests)
     try:
+        keys = endpoint_keys.keys_deliver(workload=workload, ctx=ctx, gateway=gateway)
+        manifests = workload.kind_entry.module.manifests(workload.spec, keys.ctx)
+        check_manifests(manifests)
         _create_generated_secrets(workload, ctx, gateway)
         stored = gateway.apply(manifests=manifests)
         _prune(workload.applied_manifests or [], manifests, gateway)
+        keys.finish(gateway)  # the revoked keys' Secrets, now that the policy names them no more
     except FleetError as exc:
         _record_apply_failure(workload.pk, exc)
         raise
@@ -282,7 +282,7 @@ def workload_observe(*, workload_id: int, gateway: FleetGateway | None = None) -
 def _teardown(workload: Workload, gateway: FleetGateway) -> str:
     """Remove the workload's objects; deleted only once none of them is left."""
     ctx = build_context(workload=workload)
-    for manifest in reversed(workload.applied_manifests or []):
+    for manifest in reversed([*workload.applied_manifests, *endpoint_keys.teardown(workload, ctx)]):
         meta = manifest["metadata"]
         gateway.delete(api_version=manifest["apiVersion"], kind=manifest["kind"],
                        name=meta["name"], namespace=meta.get("namespace"))

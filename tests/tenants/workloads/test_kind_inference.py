@@ -99,8 +99,10 @@ def predictor(manifest):
 
 def test_the_kind_speaks_the_vocabulary_and_owns_its_inference_service():
     assert KIND.KEY == "inference" and KIND.KEY in WORKLOAD_KINDS
-    # The predictor's pods carry its labels (KServe copies them): observed, never applied.
-    assert KIND.OWNED_KINDS == (("serving.kserve.io/v1beta1", "InferenceService"), ("v1", "Pod"))
+    # The predictor's pods carry its labels (KServe copies them): observed, never applied. Its
+    # API keys' Secrets are created once each, outside the applied objects (exposure.py).
+    assert KIND.OWNED_KINDS == (("serving.kserve.io/v1beta1", "InferenceService"), ("v1", "Pod"),
+                                ("v1", "Secret"))
     manifest = service()
     assert (manifest["apiVersion"], manifest["kind"]) == KIND.OWNED_KINDS[0]
 

@@ -341,8 +341,8 @@ def test_kubernetes_requests_per_workload_stay_bounded(
     writes = [r for r in api if r.method in WRITES]
     assert len(writes) == 1  # one server-side apply of its one object, never repeated
     # The apply (its first look is judged from the apply's answer), one list per owned kind
-    # (the InferenceService, its predictor's pods) per later look.
-    assert len(api) <= 1 + 2 * 2
+    # (the InferenceService, its predictor's pods, its API keys' Secrets) per later look.
+    assert len(api) <= 1 + 2 * 3
 
 
 @pytest.mark.django_db
@@ -420,10 +420,10 @@ def test_the_sweeps_requeue_lost_work_and_observe_every_live_workload_in_one_lis
         ready_inference_service(kube_emulator, name=name, namespace=tenant.namespace)
     before = len(kube_emulator.requests("GET"))
     assert services.workloads_observe_sweep() == 2
-    # One list per kind an endpoint owns (its InferenceService, its predictor's pods), for
-    # both workloads (and the API's discovery, once, of the core kinds' group).
+    # One list per kind an endpoint owns (its InferenceService, its predictor's pods, its API
+    # keys' Secrets), for both workloads (and the API's discovery, once, of the core kinds' group).
     lists = [r for r in kube_emulator.requests("GET")[before:] if "/namespaces/" in r.path]
-    assert len(lists) == 2
+    assert len(lists) == 3
     assert {w.status for w in Workload.objects.all()} == {WorkloadStatus.READY}
 
 

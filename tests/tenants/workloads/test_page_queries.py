@@ -23,7 +23,8 @@ pytestmark = pytest.mark.django_db
 # For a tenant's people the page's tenant and the switcher's are one query.
 DASHBOARD_QUERIES = 11  # tenant and switcher, held, quota with its temporary grants, GPUs
 #                         queued, workloads, requests with their lines, members, idle GPUs
-DETAIL_QUERIES = 6  # the workload with its tenant and launcher, timeline, its idle episode
+DETAIL_QUERIES = 7  # the workload with its tenant and launcher, timeline, its idle episode,
+#                      an endpoint's API keys with their creators
 
 
 def _launch(tenant, who, n: int, prefix: str) -> list[Workload]:

@@ -46,6 +46,7 @@ from ..base import (
     condition,
 )
 from ..spec_input import ALL
+from . import exposure
 from .credential import with_credential
 from .spec import (
     DEFAULT_CPU,
@@ -104,7 +105,9 @@ class InferenceKind:
     LABEL: ClassVar[str] = "Inference endpoint"
     # KServe copies the InferenceService's labels onto its predictor's pods: they are
     # observed (a replica no node has room for says why, in the scheduler's words).
-    OWNED_KINDS: ClassVar[tuple[tuple[str, str], ...]] = (INFERENCE_SERVICE, POD)
+    # Its API keys' Secrets too (the route and policy go with the objects it applied).
+    OWNED_KINDS: ClassVar[tuple[tuple[str, str], ...]] = (
+        INFERENCE_SERVICE, POD, exposure.SECRET)
 
     def validate(self, spec: Mapping[str, Any], ctx: LaunchContext) -> dict[str, Any]:
         return validate(spec, ctx)
@@ -188,13 +191,16 @@ class InferenceKind:
                 "kind": INFERENCE_SERVICE[1],
                 "metadata": metadata,
                 "spec": {"predictor": predictor},
-            }
+            },
+            *exposure.manifests(ctx),
         ]
 
     def observe(
         self, objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
     ) -> Observation:
-        return observe(objects, spec, ctx)
+        observation = observe(objects, spec, ctx)
+        observation.details.update(exposure.observed_details(objects, ctx))
+        return observation
 
     def scale(
         self, spec: Mapping[str, Any], changes: Mapping[str, Any], ctx: LaunchContext
@@ -249,7 +255,7 @@ class InferenceKind:
                 "Minimum replicas is 0, but KServe's Standard mode autoscaler keeps one replica"
                 " running: the endpoint does not scale to zero."
             )
-        return Connection(
+        return exposure.connection(Connection(
             items=tuple(items),
             commands=(
                 ("List the model", f"curl -sS {shlex.quote(base + '/models')}"),
@@ -260,7 +266,7 @@ class InferenceKind:
                 ),
             ),
             notes=tuple(notes),
-        )
+        ), ctx, name)
 
 
     def gpu_pods(self, spec: Mapping[str, Any], ctx: BuildContext) -> str:
