@@ -137,7 +137,7 @@ def world(db, settings, _connections_kept):
     assert workload.status == WorkloadStatus.READY, workload.status_message
     # An inference endpoint with an API key (its keys' list, one key, revoke and rotate).
     endpoint = workloads.workload_launch(
-        tenant=acme, actor=member, kind="inference", name="chat",
+        tenant=acme, actor=member, kind="inference", name="keyed",
         spec={"model_uri": "hf://org/model", "gpu": "gpu:nvidia-h100-80gb",
               "gpus_per_replica": 1, "min_replicas": 1, "max_replicas": 1})
     key = endpoint_keys.endpoint_key_create(workload_id=endpoint.pk, actor=member,
