@@ -12,8 +12,10 @@ from drf_spectacular.generators import SchemaGenerator
 
 from core.models import ApiToken
 from inventory.models import HealthEvent
+from tenants.credentials.services import credential_create
 from tenants.models import Membership, RoleAssignment
 from tenants.quota import services as quota_requests
+from tenants.workloads.endpoint_keys import EndpointKey
 from tenants.workloads.models import Workload
 from tests.factories import (
     GPUFactory,
@@ -72,6 +74,12 @@ def world():
     )
     token = ApiToken.objects.create(user=admin, name="ci", digest="x" * 64, hint="afp_xxxx")
     workload = Workload.objects.create(tenant=acme, kind="vcluster", name="dev", launched_by=member)
+    credential_create(actor=member, tenant=acme, name="hf-token", kind="huggingface",
+                      values={"token": "hf_" + "x" * 30})
+    endpoint = Workload.objects.create(tenant=acme, kind="inference", name="chat",
+                                       launched_by=member)
+    key = EndpointKey.objects.create(workload=endpoint, name="ci", digest="y" * 64,
+                                     hint="key_yyyy")
     ids = {
         "tokens": token.pk,
         "nodes": node.pk,
@@ -82,6 +90,8 @@ def world():
         "quota-requests": request.pk,
         "workloads": workload.pk,
         "billing": _issued_invoice(acme, admin).pk,
+        "endpoint": endpoint.pk,
+        "key": key.pk,
     }
     return {"admin": admin, "ids": ids, "member_id": membership.pk}
 
@@ -108,9 +118,14 @@ def _url(path: str, world: dict | None) -> str:
     collection = path.split("/")[3]
     values = {
         "slug": "acme" if world else "no-such-tenant",
+        "tenant_slug": "acme" if world else "no-such-tenant",
+        "name": "hf-token" if world else "no-such-credential",
         "member_id": world["member_id"] if world else 987654,
+        "workload_pk": world["ids"]["endpoint"] if world else 987654,
         "id": world["ids"].get(collection, 0) if world else 987654,
     }
+    if "{workload_pk}" in path:  # an endpoint's key
+        values["id"] = world["ids"]["key"] if world else 987654
     return re.sub(r"\{(\w+)\}", lambda m: str(values[m[1]]), path)
 
 
