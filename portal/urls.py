@@ -1,3 +1,5 @@
+import importlib.util
+
 from django.conf import settings
 from django.contrib import admin
 from django.urls import include, path, re_path
@@ -59,8 +61,9 @@ urlpatterns = [
     re_path(r"^api/(?P<path>.*)$", views.api_not_found, name="api-not-found"),
 ]
 
-if settings.FLEET_BACKEND == "simulated":
-    # The simulated fleet's stand-in for the gateway that serves inference endpoints.
+if settings.FLEET_BACKEND == "simulated" and importlib.util.find_spec("demo") is not None:
+    # The simulated fleet's stand-in for the gateway that serves inference endpoints (the
+    # image holds no demo package: there, only a real fleet's gateway serves them).
     urlpatterns.insert(-2, path("", include("demo.urls")))
 
 handler400 = "portal.views.handler400"
