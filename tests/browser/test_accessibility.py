@@ -308,6 +308,8 @@ def test_a_failed_launch_focuses_its_first_error_and_the_delete_confirmation_its
         page.fill("#id_confirm", "not-its-name")
         with page.expect_navigation():
             page.click("#confirm-submit")
+        # The page's script moves focus once it runs: wait for it (a timeout fails the test).
+        page.wait_for_function("() => document.activeElement?.id === 'id_confirm'")
         focused = page.evaluate(FOCUSED)
         assert focused["id"] == "id_confirm" and focused["invalid"] == "true", focused
         _assert_clean(page, "delete confirmation, wrong name")
