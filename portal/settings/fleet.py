@@ -63,6 +63,29 @@ INFERENCE_GATEWAY_LISTENER = env.str("INFERENCE_GATEWAY_LISTENER", default="http
 INFERENCE_DOMAIN = env.str("INFERENCE_DOMAIN", default="") or (
     "endpoints.demo.internal" if FLEET_BACKEND == "simulated" else ""
 )
+# Notebooks: through the same kind of Gateway listener, each at "<name>-<tenant>.<NOTEBOOK_DOMAIN>",
+# behind an Envoy Gateway OIDC SecurityPolicy: Keycloak sign-in with NOTEBOOK_OIDC_CLIENT_ID (a
+# confidential client whose secret the tenant reconcile puts in each tenant namespace), and only
+# the tenant's owners and members get in. No domain: reached with `kubectl port-forward` only.
+NOTEBOOK_GATEWAY = env.str("NOTEBOOK_GATEWAY", default="") or INFERENCE_GATEWAY
+if NOTEBOOK_GATEWAY and NOTEBOOK_GATEWAY.count("/") != 1:
+    raise environ.ImproperlyConfigured("NOTEBOOK_GATEWAY is <namespace>/<name> of a Gateway.")
+NOTEBOOK_GATEWAY_LISTENER = env.str("NOTEBOOK_GATEWAY_LISTENER", default="https")
+NOTEBOOK_DOMAIN = env.str("NOTEBOOK_DOMAIN", default="").strip(".") or (
+    "notebooks.demo.internal" if FLEET_BACKEND == "simulated" else ""
+)
+NOTEBOOK_OIDC_CLIENT_ID = env.str("NOTEBOOK_OIDC_CLIENT_ID", default="notebooks")
+NOTEBOOK_OIDC_CLIENT_SECRET = env.str("NOTEBOOK_OIDC_CLIENT_SECRET", default="")
+# Each person's home volume in a tenant (one PVC, mounted by every notebook they launch there).
+NOTEBOOK_HOME_GIB = env.int("NOTEBOOK_HOME_GIB", default=50)
+NOTEBOOK_HOME_STORAGE_CLASS = env.str("NOTEBOOK_HOME_STORAGE_CLASS", default="")
+NOTEBOOK_HOME_ACCESS_MODE = env.str("NOTEBOOK_HOME_ACCESS_MODE", default="ReadWriteOnce")
+if NOTEBOOK_HOME_ACCESS_MODE not in {"ReadWriteOnce", "ReadWriteMany", "ReadWriteOncePod"}:
+    raise environ.ImproperlyConfigured(
+        "NOTEBOOK_HOME_ACCESS_MODE is ReadWriteOnce, ReadWriteMany or ReadWriteOncePod.")
+# A notebook nobody used through the gateway for this many hours is stopped (per tenant in its
+# idle policy; 0: never), checked every NOTEBOOK_CULL_SWEEP_SECONDS.
+NOTEBOOK_IDLE_HOURS = env.int("NOTEBOOK_IDLE_HOURS", default=24)
 # Where the simulated fleet's gateway answers, under the portal (demo/gateway.py).
 SIMULATED_GATEWAY_PATH = "simulated-gateway"
 # The values of the portal's Kueue WorkloadPriorityClasses: when a queue's quota is short, a

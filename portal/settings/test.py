@@ -10,3 +10,5 @@ INSTALLED_APPS = [*INSTALLED_APPS, "bench"]
 # Inference endpoints stay in the cluster unless a test publishes them through the gateway (the
 # tests of endpoint keys): the rest of the suite counts and checks the objects of the kinds alone.
 INFERENCE_DOMAIN = ""
+# Notebooks too: the tests of their gateway set a domain themselves.
+NOTEBOOK_DOMAIN = ""

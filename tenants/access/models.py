@@ -50,6 +50,12 @@ class Tenant(Reconciled):
             "Nothing it runs is ever preempted for another tenant."
         ),
     )
+    custom_notebook_images = models.BooleanField(
+        "May run its own notebook images",
+        default=False,
+        db_default=False,
+        help_text="Its members may launch notebooks from any image, not only the admins\u2019 list.",
+    )
     keycloak_group = models.CharField(
         max_length=200,
         blank=True,

@@ -360,6 +360,38 @@ class VmImage(models.Model):
         }
 
 
+class NotebookImage(models.Model):
+    """An image platform admins offer for notebooks (the notebook launch form lists them).
+
+    Its interface says how the portal starts it and where the home volume goes: JupyterLab
+    images follow the Jupyter Docker Stacks' conventions, VS Code images code-server's
+    (`tenants.workloads.kinds.notebook`)."""
+
+    class Interface(models.TextChoices):
+        JUPYTERLAB = "jupyterlab", "JupyterLab"
+        CODE_SERVER = "code-server", "VS Code (code-server)"
+
+    key = models.SlugField(max_length=50, unique=True)
+    label = models.CharField(max_length=100, validators=[validate_readable_name])
+    image = models.CharField(
+        max_length=500, validators=[validate_oci_reference],
+        help_text="An OCI image reference, e.g. quay.io/jupyter/pytorch-notebook:cuda12-2025-11-10",
+    )
+    interface = models.CharField(max_length=20, choices=Interface.choices,
+                                 default=Interface.JUPYTERLAB)
+    active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["label"]
+        verbose_name = "notebook image"
+
+    def __str__(self) -> str:
+        return self.label
+
+    def as_catalog_entry(self) -> dict:
+        return {"label": self.label, "image": self.image, "interface": self.interface}
+
+
 class IdleMode(models.TextChoices):
     OFF = "off", "Off: show idle GPUs, do nothing"
     WARN = "warn", "Warn the owners"
@@ -385,6 +417,10 @@ class IdlePolicy(models.Model):
     grace_minutes = models.PositiveIntegerField(
         null=True, blank=True, validators=[MinValueValidator(0), MaxValueValidator(7 * 24 * 60)],
         help_text="Between the warning and the action.",
+    )
+    notebook_idle_hours = models.PositiveSmallIntegerField(
+        null=True, blank=True, validators=[MaxValueValidator(30 * 24)],
+        help_text="Stop a notebook nobody has used for this many hours (0: never).",
     )
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(

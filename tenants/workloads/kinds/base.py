@@ -74,6 +74,9 @@ class LaunchContext:
     catalog: Mapping[str, Any] = field(default_factory=dict)
     # The tenant's model credentials an endpoint may pick: name → kind (huggingface | s3).
     credentials: Mapping[str, str] = field(default_factory=dict)
+    # Who launches (their username): a notebook mounts that person's home volume in the tenant.
+    # Empty where no one launches (scaling, policies): the spec keeps the home it has.
+    person: str = ""
 
     def offer(self, resource: str) -> GpuOffer | None:
         return next((o for o in self.gpu_offers if o.resource == resource), None)
@@ -125,6 +128,23 @@ class ExternalAccess:
 
 
 @dataclass(frozen=True)
+class OidcGate:
+    """Sign-in at the gateway (notebooks): an Envoy Gateway SecurityPolicy's `oidc` with the
+    Keycloak realm and a confidential client, and its `jwt` + `authorization` admitting only a
+    token whose groups claim names one of `allowed_groups` (the tenant's owner and member group
+    paths, as Keycloak puts them in tokens)."""
+
+    issuer: str  # the Keycloak realm URL
+    client_id: str
+    # The Secret (key `client-secret`) in the workload's namespace holding the client's secret:
+    # the tenant reconcile syncs it from NOTEBOOK_OIDC_CLIENT_SECRET.
+    client_secret_name: str
+    jwks_uri: str  # the realm's keys, to check the access token the OIDC filter keeps
+    allowed_groups: tuple[str, ...]
+    groups_claim: str = "groups"
+
+
+@dataclass(frozen=True)
 class Exposure:
     """Where a kind publishes a workload outside the cluster: the fleet's Gateway API Gateway
     and its HTTPS listener, the DNS suffix its hostnames take, and the API keys (the names of
@@ -138,6 +158,8 @@ class Exposure:
     # stand-in for the gateway, under the portal's URL).
     url_prefix: str = ""
     credentials: tuple[str, ...] = ()  # Secret names, in the workload's namespace
+    # Keycloak sign-in at the gateway instead of API keys (notebooks); None: keys.
+    oidc: OidcGate | None = None
 
     def url(self, hostname: str) -> str:
         return f"{self.url_prefix.rstrip('/')}/{hostname}" if self.url_prefix else (
