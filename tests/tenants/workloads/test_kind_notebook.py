@@ -9,7 +9,14 @@ import re
 import pytest
 
 from inventory.resource_classes import COUNT_LABELS, COUNT_UNITS, WORKLOAD_KINDS
-from tenants.enforcement.manifests import COUNT_RESOURCES, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from tenants.enforcement.manifests import (
+    COUNT_RESOURCES,
+    PRIORITY_CLASS_LABEL,
+    QUEUE_NAME_LABEL,
+    Grant,
+    TenantSpec,
+    resource_quota_hard,
+)
 from tenants.workloads.kinds import notebook
 from tenants.workloads.kinds.base import (
     KUEUE_ADMISSION_GATE,
@@ -108,6 +115,10 @@ def test_the_fifth_kind_in_the_vocabulary_and_the_registry():
     assert CHOICES[-1] == ("notebook", "Notebook")
     # No ResourceQuota count: count/statefulsets.apps would count vClusters' StatefulSets too.
     assert "notebook" not in COUNT_RESOURCES
+    hard = resource_quota_hard(TenantSpec(slug="nova", isolation="shared", grants=(
+        Grant("count:notebook", 3), Grant("count:vm", 2))))
+    assert hard["count/virtualmachines.kubevirt.io"] == "2"
+    assert not [key for key in hard if "statefulset" in key or "notebook" in key]
 
 
 def test_owned_kinds_are_what_it_builds_and_its_pod_but_not_the_home_volume():
