@@ -199,6 +199,9 @@ SECTIONS = (
                 "the default window: idle when every sample of it is below the threshold"),
             Var("IDLE_GPU_GRACE_MINUTES", "60",
                 "the default time between the warning and the action"),
+            Var("NOTEBOOK_CULL_SWEEP_SECONDS", "900",
+                "how often notebooks nobody used through the gateway (request counts in "
+                "Prometheus) for their tenant's hours are stopped"),
             Var("KUBERNETES_CLUSTER_DOMAIN", "cluster.local",
                 "the cluster's DNS domain, in the in-cluster addresses workload pages show"),
             Var("INFERENCE_GATEWAY", "ingress-gateway/fleet",

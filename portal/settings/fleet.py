@@ -86,6 +86,7 @@ if NOTEBOOK_HOME_ACCESS_MODE not in {"ReadWriteOnce", "ReadWriteMany", "ReadWrit
 # A notebook nobody used through the gateway for this many hours is stopped (per tenant in its
 # idle policy; 0: never), checked every NOTEBOOK_CULL_SWEEP_SECONDS.
 NOTEBOOK_IDLE_HOURS = env.int("NOTEBOOK_IDLE_HOURS", default=24)
+NOTEBOOK_CULL_SWEEP_SECONDS = env.float("NOTEBOOK_CULL_SWEEP_SECONDS", default=900.0)
 # Where the simulated fleet's gateway answers, under the portal (demo/gateway.py).
 SIMULATED_GATEWAY_PATH = "simulated-gateway"
 # The values of the portal's Kueue WorkloadPriorityClasses: when a queue's quota is short, a
@@ -118,6 +119,11 @@ REMEDIATION_CRITICAL_XIDS = env.list(
     "REMEDIATION_CRITICAL_XIDS", cast=int, default=[48, 63, 64, 74, 79, 92, 94, 95, 119, 120]
 )
 CELERY_BEAT_SCHEDULE |= {
+    # Notebooks nobody used through the gateway for their tenant's hours, stopped.
+    "notebooks-cull-sweep": {
+        "task": "tenants.workloads.tasks.notebooks_cull_sweep_task",
+        "schedule": NOTEBOOK_CULL_SWEEP_SECONDS,
+    },
     "inventory-cluster-sync": {
         "task": "inventory.tasks.cluster_sync_task",
         "schedule": float(INVENTORY_SYNC_INTERVAL),

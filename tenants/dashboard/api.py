@@ -31,7 +31,7 @@ from ..quota.selectors import tenant_quota_lines
 from ..quota.serializers import QuotaLineSerializer
 from ..workloads.models import IdlePolicy
 from ..workloads.serializers import IdlePolicySerializer
-from ..workloads.services.idle import idle_policy_save
+from ..workloads.services.idle import POLICY_FIELDS, idle_policy_save
 
 
 class MeView(APIView):
@@ -106,8 +106,9 @@ class TenantViewSet(
             filter_backends=[])
     def idle_policy(self, request: Request, slug: str) -> Response:
         """What the tenant does about idle GPUs (docs/idle-gpus.md): `off`, `warn` or `act`,
-        a threshold, a window and a grace period (null: the fleet's default; `effective` has
-        them filled in). Everyone who sees the tenant reads it; its owners change it."""
+        a threshold, a window and a grace period, and the hours after which a notebook nobody
+        used is stopped (null: the fleet's default; `effective` has them filled in). Everyone
+        who sees the tenant reads it; its owners change it."""
         tenant = self.get_object()
         policy = IdlePolicy.objects.filter(tenant=tenant).first() or IdlePolicy(tenant=tenant)
         if request.method == "GET":
@@ -115,8 +116,7 @@ class TenantViewSet(
         serializer = IdlePolicySerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         saved = idle_policy_save(tenant=tenant, actor=request.user, **{
-            name: serializer.validated_data.get(name)
-            for name in ("mode", "threshold_percent", "window_minutes", "grace_minutes")})
+            name: serializer.validated_data.get(name) for name in POLICY_FIELDS})
         return Response(IdlePolicySerializer(saved).data)
 
     @extend_schema(methods=["GET"], responses=GpuLendingSerializer)

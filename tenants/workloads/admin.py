@@ -14,7 +14,7 @@ from core.choices import admin_badge
 
 from .models import IdleEpisode, IdlePolicy, VmImage, Workload
 from .services.catalog import vm_image_save
-from .services.idle import idle_policy_save
+from .services.idle import POLICY_FIELDS, idle_policy_save
 from .services.reconcile import workloads_reconcile_now
 
 
@@ -73,11 +73,11 @@ class IdlePolicyAdmin(admin.ModelAdmin):
     empty number takes the fleet's default. Saved through the service: validated, audited."""
 
     list_display = ["tenant", "mode", "threshold_percent", "window_minutes", "grace_minutes",
-                    "updated_by", "updated_at"]
+                    "notebook_idle_hours", "updated_by", "updated_at"]
     list_filter = ["mode"]
     search_fields = ["tenant__slug", "tenant__name"]
     list_select_related = ["tenant", "updated_by"]
-    fields = ["tenant", "mode", "threshold_percent", "window_minutes", "grace_minutes"]
+    fields = ["tenant", *POLICY_FIELDS]
 
     def get_readonly_fields(self, request, obj=None):
         return ["tenant"] if obj else []
@@ -86,9 +86,8 @@ class IdlePolicyAdmin(admin.ModelAdmin):
         return False
 
     def save_model(self, request, obj, form, change):
-        idle_policy_save(tenant=obj.tenant, actor=request.user, mode=obj.mode,
-                         threshold_percent=obj.threshold_percent,
-                         window_minutes=obj.window_minutes, grace_minutes=obj.grace_minutes)
+        idle_policy_save(tenant=obj.tenant, actor=request.user,
+                         **{name: getattr(obj, name) for name in POLICY_FIELDS})
 
 
 @admin.register(IdleEpisode)

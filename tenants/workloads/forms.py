@@ -333,12 +333,15 @@ class IdlePolicyForm(forms.ModelForm):
 
     class Meta:
         model = IdlePolicy
-        fields = ["mode", "threshold_percent", "window_minutes", "grace_minutes"]
+        fields = ["mode", "threshold_percent", "window_minutes", "grace_minutes",
+                  "notebook_idle_hours"]
         labels = {"mode": "What to do", "threshold_percent": "Idle below (%)",
-                  "window_minutes": "For (minutes)", "grace_minutes": "Grace period (minutes)"}
+                  "window_minutes": "For (minutes)", "grace_minutes": "Grace period (minutes)",
+                  "notebook_idle_hours": "Stop notebooks unused for (hours)"}
         widgets = {"mode": forms.RadioSelect(attrs={"class": "form-check-input"})}
 
     def __init__(self, *args, defaults, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        for name in ("threshold_percent", "window_minutes", "grace_minutes"):
+        for name in ("threshold_percent", "window_minutes", "grace_minutes",
+                     "notebook_idle_hours"):
             self.fields[name].widget.attrs["placeholder"] = f"{getattr(defaults, name)} (default)"

@@ -141,6 +141,15 @@ def workload_events(*, workload: Workload) -> QuerySet[WorkloadEvent]:
 _GPU_PREFIXES = ("gpu:", "mig:", "hami:")
 
 
+def stopped_by_policy(workload: Workload, events: list[WorkloadEvent]) -> WorkloadEvent | None:
+    """Why it is stopped, when a policy stopped it (no one acted) and it stays so: the last
+    power action among `events` (its timeline, newest first, as the page reads it)."""
+    if (workload.spec or {}).get("running", True):
+        return None
+    last = next((e for e in events if e.kind == WorkloadEvent.Kind.POWER), None)
+    return last if last is not None and last.actor_id is None else None
+
+
 def workload_idle_episode(*, workload: Workload) -> IdleEpisode | None:
     """Its GPUs' idle episode still open (idle, warned, or given back and not undone)."""
     return IdleEpisode.objects.filter(workload=workload, state__in=OPEN_EPISODE_STATES).first()

@@ -441,6 +441,8 @@ class IdleRulesSerializer(serializers.Serializer):
     threshold_percent = serializers.IntegerField()
     window_minutes = serializers.IntegerField()
     grace_minutes = serializers.IntegerField()
+    notebook_idle_hours = serializers.IntegerField(
+        help_text="Notebooks nobody used for this many hours are stopped (0: never).")
 
 
 class IdlePolicySerializer(serializers.ModelSerializer):
@@ -454,8 +456,8 @@ class IdlePolicySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = IdlePolicy
-        fields = ["mode", "threshold_percent", "window_minutes", "grace_minutes", "effective",
-                  "updated_at"]
+        fields = ["mode", "threshold_percent", "window_minutes", "grace_minutes",
+                  "notebook_idle_hours", "effective", "updated_at"]
         read_only_fields = ["effective", "updated_at"]
         extra_kwargs = {"mode": {"required": True}}
 

@@ -12,6 +12,7 @@ from .services import (
     workloads_reconcile_sweep,
 )
 from .services.idle import workloads_idle_sweep
+from .services.notebook_culling import notebooks_cull_sweep
 
 
 @shared_task(**retry_policy(TransientFleetError))
@@ -47,3 +48,10 @@ def workloads_idle_sweep_task() -> str:
     result = workloads_idle_sweep()
     return result.error or (f"{result.measured} measured, {result.idle} idle, "
                             f"{result.warned} warned, {result.acted} acted, {result.ended} ended")
+
+
+@shared_task(acks_late=True)
+def notebooks_cull_sweep_task() -> str:
+    """Periodic: stop the notebooks nobody used over their tenant's hours."""
+    result = notebooks_cull_sweep()
+    return result.error or f"{result.judged} judged, {result.stopped} stopped"

@@ -44,6 +44,7 @@ from .selectors import (
     demand_preview,
     idle_reclaimed,
     launch_context,
+    stopped_by_policy,
     tenant_idle_episodes,
     tenant_idle_history,
     tenant_workloads_for_list,
@@ -219,15 +220,20 @@ def workload_launch_check(request, slug: str, kind: str):
 
 def detail_context(workload: Workload, *, issued: IssuedKey | None = None) -> dict:
     """What the detail page shows besides the tenant's header: its timeline, forms, idle
-    episode, an endpoint's keys, and its examples (with a key just issued, shown this once)."""
+    episode (or why a policy stopped it), an endpoint's keys, and its examples (with a key just
+    issued, shown this once)."""
     commands = workload.connection.get("commands") or []
     if issued is not None:
         commands = [(label, exposure.with_key(command, issued.raw)) for label, command in commands]
+    events = list(workload_events(workload=workload)[:50])
+    idle_episode = workload_idle_episode(workload=workload)
     return {
         "workload": workload,
-        "events": workload_events(workload=workload)[:50],
+        "events": events,
         "scale_form": ScaleForm(workload=workload) if workload.is_live else None,
-        "idle": workload_idle_episode(workload=workload),
+        "idle": idle_episode,
+        # An idle episode says it already, with its undo.
+        "policy_stop": None if idle_episode else stopped_by_policy(workload, events),
         "currency": settings.BILLING_CURRENCY,
         "holds_gpus": holds_gpus(workload.demand or {}),
         "commands": commands,

@@ -7,6 +7,8 @@ and a broker that is down.
 - `celery_worker`: a factory starting real `celery worker` processes on Redis and the test
   database, consuming a queue of the test's own (the test process sends there too), so that
   no test's messages reach another test's worker.
+- `celery_beat`: a factory starting a real `celery beat` sending one periodic sweep every
+  second to the worker's queue (every other one waits an hour).
 """
 
 from __future__ import annotations
@@ -127,3 +129,43 @@ def celery_worker(redis_url, transactional_db) -> Iterator[Callable[..., Worker]
             import redis
 
             redis.Redis.from_url(redis_url).delete(queue, f"{queue}\x06\x163")
+
+
+# The periodic sweeps' periods: `celery_beat` quiets all but the one a test listens to.
+SWEEP_PERIODS = (
+    "WORKLOAD_OBSERVE_SECONDS", "WORKLOAD_RECONCILE_SWEEP_SECONDS",
+    "TENANT_RECONCILE_SWEEP_SECONDS", "OUTBOX_SWEEP_SECONDS", "INVENTORY_SYNC_INTERVAL",
+    "HEALTH_INGEST_INTERVAL", "IDLE_GPU_SWEEP_SECONDS", "NOTEBOOK_CULL_SWEEP_SECONDS",
+)
+
+
+@pytest.fixture
+def celery_beat(celery_worker, redis_url, tmp_path) -> Iterator[Callable[[str], Path]]:
+    """`celery_beat(period)` starts beat with the sweep of `period` (one of SWEEP_PERIODS) every
+    second, on the worker's queue; returns its log. Stopped at the test's end."""
+    processes: list[subprocess.Popen] = []
+    db = settings.DATABASES["default"]
+
+    def start(period: str) -> Path:
+        env = os.environ | {name: "3600" for name in SWEEP_PERIODS} | {
+            "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+            "CELERY_BROKER_URL": redis_url, "CELERY_TASK_ALWAYS_EAGER": "false",
+            "CELERY_TASK_DEFAULT_QUEUE": celery_worker.queue, period: "1",
+            "BEAT_LOCK_TTL_SECONDS": "3",
+        }
+        log = tmp_path / "beat.log"
+        with log.open("wb") as out:
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "portal", "beat", "--loglevel=INFO"],
+                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            ))
+        return log
+
+    yield start
+    for process in processes:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)

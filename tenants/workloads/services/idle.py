@@ -11,8 +11,9 @@ leaves empty):
 - warn: its owners (who launched it, the tenant's owners) get a mail and an in-portal notice
   with the idle GPU-hours and their cost;
 - act: after the grace period, its GPUs are given back: an inference endpoint scaled to its
-  minimum, a VM stopped (disk kept), a Slurm cluster's idle workers removed. A vCluster is only
-  warned about (which of its pods to stop is its people's call).
+  minimum, a VM or a notebook stopped (its disk or home volume kept), a Slurm cluster's idle
+  workers removed. A vCluster is only warned about (which of its pods to stop is its people's
+  call).
 
 A workload marked "keep running" (with a reason, audited) is never warned about nor acted on.
 Every action is audited and undone from the workload's page in one click (`idle_undo`). An
@@ -31,12 +32,10 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
-from django.urls import reverse
 from django.utils import timezone
 
 from core.audit import audit
 from core.errors import RuleViolation
-from core.outbox import email_enqueue
 from core.prometheus import PrometheusClient, PrometheusError
 from inventory import resource_classes
 
@@ -44,6 +43,7 @@ from ...access.models import Tenant
 from ...access.rules import tenant_owner_emails, tenants_managed_by, tenants_operated_by
 from ...quota.pricing import quoted_price
 from .. import gpu_activity
+from ..gpu_metrics import prometheus_client
 from ..kinds import inference, slurm, vm
 from ..models import (
     OPEN_EPISODE_STATES,
@@ -55,7 +55,8 @@ from ..models import (
     WorkloadStatus,
 )
 from ..selectors import build_context
-from .lifecycle import workload_power, workload_resize_by_policy, workload_scale
+from .lifecycle import POWER, workload_power, workload_resize_by_policy, workload_scale
+from .notifications import launcher_email, workload_mail
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +74,8 @@ class Rules:
     threshold_percent: int
     window_minutes: int
     grace_minutes: int
+    # Notebooks: stopped after this many hours without use (0: never; notebook_culling).
+    notebook_idle_hours: int = 0
 
     @property
     def window(self) -> timedelta:
@@ -89,6 +92,7 @@ def rules_for(policy: IdlePolicy | None) -> Rules:
         threshold_percent=pick("threshold_percent", settings.IDLE_GPU_THRESHOLD_PERCENT),
         window_minutes=pick("window_minutes", settings.IDLE_GPU_WINDOW_MINUTES),
         grace_minutes=pick("grace_minutes", settings.IDLE_GPU_GRACE_MINUTES),
+        notebook_idle_hours=pick("notebook_idle_hours", settings.NOTEBOOK_IDLE_HOURS),
     )
 
 
@@ -132,7 +136,7 @@ class Plan:
 
 def _plan(workload: Workload, changes: dict[str, Any], restore: dict[str, Any],
           words: str) -> Plan:
-    spec = vm.power(workload.spec, "stop") if "power" in changes else {
+    spec = POWER[workload.kind](workload.spec, "stop") if "power" in changes else {
         **workload.spec, **changes}
     after = gpu_classes(workload.kind_entry.module.demand(spec))
     before = gpu_classes(workload.demand)
@@ -152,11 +156,11 @@ def plan_for(workload: Workload, idle_pods: int) -> Plan | None:
         return _plan(workload, {"max_replicas": floor}, {"max_replicas": current},
                      f"scaled to its minimum: at most {floor} replica{'s' * (floor != 1)}"
                      f" (was {current})")
-    if workload.kind == vm.KEY:
+    if workload.kind in POWER:
         if not spec.get("running", True):
             return None
-        return _plan(workload, {"power": "stop"}, {"power": "start"},
-                     "stopped (its disk is kept)")
+        kept = "its disk" if workload.kind == vm.KEY else "its home volume"
+        return _plan(workload, {"power": "stop"}, {"power": "start"}, f"stopped ({kept} is kept)")
     if workload.kind == slurm.KEY:
         workers = int(spec.get("workers") or 0)
         left = max(workers - idle_pods, 0)
@@ -181,20 +185,14 @@ class SweepResult:
     error: str = ""
 
 
-def _client() -> PrometheusClient | None:
-    if not settings.PROMETHEUS_URL:
-        return None
-    return PrometheusClient(base_url=settings.PROMETHEUS_URL,
-                            timeout=settings.PROMETHEUS_TIMEOUT)
-
-
 def _candidates() -> list[Workload]:
     live = (Workload.objects.filter(status__in=(S.READY, S.DEGRADED, S.PROVISIONING))
             .select_related("tenant", "tenant__idle_policy", "launched_by").order_by("pk"))
     return [w for w in live if gpu_classes(w.demand)]
 
 
-def _last_resized(workload_ids: list[int]) -> dict[int, datetime]:
+def last_resized_at(workload_ids: list[int]) -> dict[int, datetime]:
+    """When each was last launched, resized, started or stopped (none: no such event)."""
     rows = (WorkloadEvent.objects.filter(workload_id__in=workload_ids, kind__in=RESIZES)
             .values("workload_id").annotate(last=Max("created_at")))
     return {row["workload_id"]: row["last"] for row in rows}
@@ -204,7 +202,7 @@ def workloads_idle_sweep(*, client: PrometheusClient | None = None,
                          now: datetime | None = None) -> SweepResult:
     """Measure every live GPU workload and apply its tenant's idle policy (see the module)."""
     result = SweepResult()
-    client = client or _client()
+    client = client or prometheus_client()
     if client is None:
         result.error = "PROMETHEUS_URL is not set: GPUs are not measured."
         return result
@@ -222,7 +220,7 @@ def workloads_idle_sweep(*, client: PrometheusClient | None = None,
     # Today's price of one unit of each GPU class held: one quote for the whole sweep.
     quote = quoted_price((r, 1) for r in {r for w in workloads for r in gpu_classes(w.demand)})
     unit_prices = dict(quote.unit_prices) if quote is not None else {}
-    resized = _last_resized([w.pk for w in workloads])
+    resized = last_resized_at([w.pk for w in workloads])
     episodes = {e.workload_id: e for e in IdleEpisode.objects.filter(
         workload__in=workloads, state__in=OPEN_EPISODE_STATES)}
     hour_means = []
@@ -355,10 +353,7 @@ def _end(episode: IdleEpisode, now: datetime, state: str, actor=None) -> None:
 
 def _recipients(workload: Workload) -> list[str]:
     people = tenant_owner_emails([workload.tenant.slug]).get(workload.tenant.slug, [])
-    launcher = workload.launched_by
-    if launcher is not None and launcher.is_active and launcher.email:
-        people.append(launcher.email)
-    return people
+    return people + launcher_email(workload)
 
 
 def _warn(workload: Workload, episode: IdleEpisode, rules: Rules, now: datetime) -> None:
@@ -383,18 +378,14 @@ def _warn(workload: Workload, episode: IdleEpisode, rules: Rules, now: datetime)
           changes={"gpus": episode.gpus, "resource": episode.resource,
                    "utilization": str(episode.utilization), "act_after":
                    episode.act_after.isoformat() if episode.act_after else None})
-    path = reverse("tenants:workload-detail", args=[workload.tenant.slug, workload.pk])
-    body = "\n".join([
-        "Hello,", "",
-        f"{workload.kind_label} {workload.name} of {workload.tenant.name} has {words}.", "",
-        then, "",
-        "Its page shows its GPUs; mark it “keep running” there if it must stay as it is:",
-        f"{settings.PORTAL_URL}{path}", "", "— AI Factory Portal",
-    ])
-    email_enqueue(to=_recipients(workload),
-                  subject=f"{workload.kind_label} {workload.name} of {workload.tenant.name}"
-                          " has idle GPUs",
-                  body=body, topic="workload.idle_warned")
+    workload_mail(
+        workload=workload, to=_recipients(workload),
+        subject=f"{workload.kind_label} {workload.name} of {workload.tenant.name} has idle GPUs",
+        lines=["Hello,", "",
+               f"{workload.kind_label} {workload.name} of {workload.tenant.name} has {words}.", "",
+               then, "",
+               "Its page shows its GPUs; mark it “keep running” there if it must stay as it is:"],
+        topic="workload.idle_warned")
 
 
 def _act(workload: Workload, episode: IdleEpisode, idle_pods: int, now: datetime) -> bool:
@@ -470,18 +461,25 @@ def workload_keep_running(*, workload_id: int, actor, reason: str) -> Workload:
     return workload
 
 
+# What a tenant's owners choose (null: the fleet's default), in the form's order.
+POLICY_FIELDS = ("mode", "threshold_percent", "window_minutes", "grace_minutes",
+                 "notebook_idle_hours")
+
+
 @transaction.atomic
 def idle_policy_save(*, tenant: Tenant, actor, mode: str, threshold_percent: int | None,
-                     window_minutes: int | None, grace_minutes: int | None) -> IdlePolicy:
-    """A tenant's owners (or platform admins) choose its idle policy. Audited."""
+                     window_minutes: int | None, grace_minutes: int | None,
+                     notebook_idle_hours: int | None = None) -> IdlePolicy:
+    """A tenant's owners (or platform admins) choose its idle policy (and how long its
+    notebooks may go unused). Audited."""
     if not tenants_managed_by(actor).filter(pk=tenant.pk).exists():
         raise PermissionDenied("Only the tenant's owners choose its idle GPU policy.")
     policy = IdlePolicy.objects.select_for_update().filter(tenant=tenant).first() or IdlePolicy(
         tenant=tenant)
-    before = {f: getattr(policy, f) for f in ("mode", "threshold_percent", "window_minutes",
-                                               "grace_minutes")}
+    before = {f: getattr(policy, f) for f in POLICY_FIELDS}
     policy.mode, policy.threshold_percent = mode, threshold_percent
     policy.window_minutes, policy.grace_minutes = window_minutes, grace_minutes
+    policy.notebook_idle_hours = notebook_idle_hours
     policy.updated_by = actor
     policy.full_clean()
     policy.save()

@@ -25,7 +25,7 @@ from core.validators import validate_dns1123_label
 
 from ...access.models import Tenant
 from ...access.rules import tenants_operated_by
-from ..kinds import vcluster, vm
+from ..kinds import notebook, vcluster, vm
 from ..kinds.base import SpecError
 from ..kinds.schemas import InvalidManifest, check_manifests
 from ..models import Workload, WorkloadEvent, WorkloadStatus
@@ -194,38 +194,50 @@ def workload_scale(*, workload_id: int, actor, changes: Mapping[str, Any]) -> Wo
 @transaction.atomic
 def workload_resize_by_policy(*, workload_id: int, changes: Mapping[str, Any],
                               message: str) -> Workload:
-    """The tenant's idle policy gives GPUs back: a smaller size, or a stopped VM (`changes`
-    {"power": "stop"}). Nobody acts (the audit event's actor is empty); the message says why."""
+    """The tenant's idle policies give GPUs back or stop what nobody uses: a smaller size, or
+    a stopped VM or notebook (`changes` {"power": "stop"}). Nobody acts (the audit event's
+    actor is empty); the message says why."""
     workload = _locked_live(workload_id, actor=None, what="", policy=True)
-    if "power" in changes:
-        spec, event, action = (vm.power(workload.spec, changes["power"]),
-                               WorkloadEvent.Kind.POWER, f"workload.{changes['power']}")
-    else:
-        try:
+    try:
+        if "power" in changes:
+            spec, event, action = (_powered(workload, changes["power"]),
+                                   WorkloadEvent.Kind.POWER, f"workload.{changes['power']}")
+        else:
             spec = workload.kind_entry.module.scale(
                 workload.spec, changes, launch_context(tenant=workload.tenant))
-        except SpecError as exc:
-            raise _spec_errors(exc) from None
-        event, action = WorkloadEvent.Kind.SCALED, "workload.scale"
+            event, action = WorkloadEvent.Kind.SCALED, "workload.scale"
+    except SpecError as exc:
+        raise _spec_errors(exc) from None
     return _respec(workload, actor=None, spec=spec, event=event, action=action, message=message)
 
 
 POWER_ACTIONS = ("start", "stop", "restart")
+# The kinds that stop and start (their spec's `running`), with each one's spec after an action.
+POWER = {vm.KEY: vm.power, notebook.KEY: notebook.power}
+
+
+def _powered(workload: Workload, action: str) -> dict[str, Any]:
+    if workload.kind not in POWER:
+        raise RuleViolation(f"{workload} has no power actions: only VMs and notebooks do.")
+    return POWER[workload.kind](workload.spec, action)
 
 
 @transaction.atomic
 def workload_power(*, workload_id: int, actor, action: str) -> Workload:
-    """Start, stop or restart a virtual machine. Stopping keeps its disk and gives its GPUs
-    back to the tenant's quota; starting takes them again (admitted like a launch)."""
+    """Start, stop or restart a virtual machine (start or stop a notebook). Stopping keeps its
+    disk (home volume) and gives its GPUs back to the tenant's quota; starting takes them again
+    (admitted like a launch)."""
     if action not in POWER_ACTIONS:
         raise ValidationError({"action": [f"Pick one of: {', '.join(POWER_ACTIONS)}."]})
     workload = _locked_live(workload_id, actor=actor, what="start and stop VMs")
-    if workload.kind != vm.KEY:
-        raise RuleViolation(f"{workload} has no power actions: only VMs do.")
     running = bool(workload.spec.get("running", True))
-    if (action == "start" and running) or (action in ("stop", "restart") and not running):
+    if workload.kind in POWER and (
+            (action == "start" and running) or (action in ("stop", "restart") and not running)):
         raise RuleViolation(f"{workload} is already {'running' if running else 'stopped'}.")
-    spec = vm.power(workload.spec, action)
+    try:
+        spec = _powered(workload, action)
+    except SpecError as exc:
+        raise _spec_errors(exc) from None
     return _respec(workload, actor=actor, spec=spec, event=WorkloadEvent.Kind.POWER,
                    action=f"workload.{action}", message=action)
 

@@ -537,13 +537,13 @@ def test_a_vm_stops_and_starts(as_user, tenant_member, notebook):
     assert started.status_code == 202 and started.json()["spec"]["running"] is True
 
 
-def test_power_is_for_vms_only(as_user, tenant_member, chat):
+def test_power_is_for_vms_and_notebooks_only(as_user, tenant_member, chat):
     response = as_user(tenant_member).post(f"/api/v1/workloads/{chat.pk}/power/",
                                            {"action": "stop"}, format="json")
 
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "rule"
-    assert "only VMs do" in response.json()["error"]["message"]
+    assert "only VMs and notebooks do" in response.json()["error"]["message"]
 
 
 def test_an_unknown_power_action_is_a_field_error(as_user, tenant_member, notebook):

@@ -3,16 +3,11 @@ sweep every second to a real worker, which reads a real Prometheus (DCGM series 
 endpoint), warns its owners, gives its GPUs back once the grace period is over; the undo from
 the workload's page is applied on the cluster by the worker, and the next sweeps leave it be."""
 
-import os
-import subprocess
-import sys
 import time
 from datetime import timedelta
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.utils import timezone
 
 from core.models import AuditEvent, OutboxEmail
@@ -24,14 +19,7 @@ from tests.support.fixtures_celery import wait_until
 from .conftest import H100, INFERENCE_SPEC
 
 pytestmark = pytest.mark.django_db(transaction=True)
-ROOT = Path(__file__).resolve().parents[3]
 E = IdleEpisode.State
-# Every other periodic task waits an hour: the test's queue hears only the idle sweep.
-QUIET = {name: "3600" for name in (
-    "WORKLOAD_OBSERVE_SECONDS", "WORKLOAD_RECONCILE_SWEEP_SECONDS",
-    "TENANT_RECONCILE_SWEEP_SECONDS", "OUTBOX_SWEEP_SECONDS", "INVENTORY_SYNC_INTERVAL",
-    "HEALTH_INGEST_INTERVAL",
-)}
 
 
 def _series(end: int) -> dict:
@@ -53,27 +41,8 @@ def start():
 
 
 @pytest.fixture
-def beat(celery_worker, redis_url, tmp_path):
-    db = settings.DATABASES["default"]
-    env = os.environ | QUIET | {
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "CELERY_BROKER_URL": redis_url, "CELERY_TASK_ALWAYS_EAGER": "false",
-        "CELERY_TASK_DEFAULT_QUEUE": celery_worker.queue, "IDLE_GPU_SWEEP_SECONDS": "1",
-        "BEAT_LOCK_TTL_SECONDS": "3",
-    }
-    log = tmp_path / "beat.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "portal", "beat", "--loglevel=INFO"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )
-    yield log
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=5)
+def beat(celery_beat):
+    return celery_beat("IDLE_GPU_SWEEP_SECONDS")
 
 
 @pytest.fixture
