@@ -214,6 +214,30 @@ SECTIONS = (
                 "by the listener's wildcard certificate `*.<domain>`; empty: endpoints are not "
                 "exposed outside the cluster",
                 shown="`endpoints.demo.internal` with the simulated fleet, else empty"),
+            Var("NOTEBOOK_GATEWAY", "",
+                "`<namespace>/<name>` of the Gateway that serves notebooks over HTTPS behind "
+                "Keycloak sign-in", shown="`INFERENCE_GATEWAY`"),
+            Var("NOTEBOOK_GATEWAY_LISTENER", "https",
+                "the name of that Gateway's HTTPS listener for `*.<NOTEBOOK_DOMAIN>`"),
+            Var("NOTEBOOK_DOMAIN", "",
+                "DNS suffix of the notebooks: each is `https://<name>-<tenant>.<domain>`; empty: "
+                "reached with `kubectl port-forward` only",
+                shown="`notebooks.demo.internal` with the simulated fleet, else empty"),
+            Var("NOTEBOOK_OIDC_CLIENT_ID", "notebooks",
+                "the Keycloak confidential client the gateway signs people in to notebooks with"),
+            Var("NOTEBOOK_OIDC_CLIENT_SECRET", "",
+                "its secret, put in a Secret `portal-notebook-oidc` of each tenant namespace for "
+                "the gateway's sign-in policy (docs/deployment.md)"),
+            Var("NOTEBOOK_HOME_GIB", "50",
+                "size of each person's home volume in a tenant (may grow, never shrink)"),
+            Var("NOTEBOOK_HOME_STORAGE_CLASS", "",
+                "storage class of the home volumes", shown="empty (the cluster's default)"),
+            Var("NOTEBOOK_HOME_ACCESS_MODE", "ReadWriteOnce",
+                "`ReadWriteOnce` or `ReadWriteOncePod`: one running notebook per person and "
+                "tenant; `ReadWriteMany`: several"),
+            Var("NOTEBOOK_IDLE_HOURS", "24",
+                "the default for tenants that chose none: a notebook nobody used for this many "
+                "hours is stopped (0: never)"),
             Var("KUEUE_PRIORITY_SERVING", "1000",
                 "value of the Kueue WorkloadPriorityClass `portal-serving` (inference endpoints): "
                 "when a queue's quota is short, a higher value preempts a lower"),

@@ -54,7 +54,9 @@ class Tenant(Reconciled):
         "May run its own notebook images",
         default=False,
         db_default=False,
-        help_text="Its members may launch notebooks from any image, not only the admins\u2019 list.",
+        help_text=(
+            "Its members may launch notebooks from any image, not only the admins\u2019 list."
+        ),
     )
     keycloak_group = models.CharField(
         max_length=200,
