@@ -7,6 +7,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.core.paginator import Page, Paginator
@@ -29,18 +30,19 @@ from ..enforcement.manifests.spec import (
 from ..quota.capacity import pool_of
 from ..quota.models import Quota
 from . import registry
-from .endpoint_keys import endpoint_exposure
 from .external_access import external_access
 from .in_use import demand_in_use
-from .kinds.base import BuildContext, GpuOffer, LaunchContext
+from .kinds.base import BuildContext, Exposure, GpuOffer, LaunchContext
 from .models import (
     HOLDING,
     OPEN_EPISODE_STATES,
     IdleEpisode,
+    NotebookImage,
     Workload,
     WorkloadEvent,
     WorkloadStatus,
 )
+from .publishing import endpoint_exposure, notebook_exposure
 
 
 def workloads_visible_to(user) -> QuerySet[Workload]:
@@ -382,11 +384,74 @@ def vm_image_catalog() -> dict[str, dict]:
     return {image.key: image.as_catalog_entry() for image in VmImage.objects.filter(active=True)}
 
 
-def launch_context(*, tenant: Tenant, quota: Mapping[str, int] | None = None) -> LaunchContext:
+def notebook_image_catalog() -> dict[str, dict]:
+    """The images platform admins keep for notebooks, by key (the notebook kind's catalog).
+    One query."""
+    return {image.key: image.as_catalog_entry()
+            for image in NotebookImage.objects.filter(active=True)}
+
+
+def notebook_catalog(tenant: Tenant) -> dict[str, Any]:
+    """What the notebook kind validates against besides the GPUs: the admins' images, whether
+    the tenant may run its own, and the home volume every notebook of a person mounts (its
+    size, access mode and storage class, put in the clean spec at launch)."""
+    return {
+        "notebook_images": notebook_image_catalog(),
+        "notebook_custom_images": tenant.custom_notebook_images,
+        "notebook_home_gib": settings.NOTEBOOK_HOME_GIB,
+        "notebook_home_access_mode": settings.NOTEBOOK_HOME_ACCESS_MODE,
+        "notebook_home_storage_class": settings.NOTEBOOK_HOME_STORAGE_CLASS,
+    }
+
+
+@dataclass(frozen=True)
+class NotebookFacts:
+    """What a notebook's page shows of it, from its spec and its last observation."""
+
+    image: str
+    interface: str  # jupyterlab | code-server
+    interface_label: str
+    home: str  # the PVC of the launching person's home volume
+    home_gib: int | None
+    home_access_mode: str
+    running: bool
+    url: str  # where it opens, once ready and running ("": not now, or not published)
+
+    @property
+    def open_label(self) -> str:
+        return "Open VS Code" if self.interface == "code-server" else "Open JupyterLab"
+
+
+def notebook_facts(*, workload: Workload) -> NotebookFacts | None:
+    """A notebook's image, interface, home volume and the address it opens at (when it is
+    ready and running); None for other kinds. No query."""
+    if workload.kind != "notebook":
+        return None
+    spec = workload.spec or {}
+    interface = str(spec.get("interface") or "")
+    running = bool(spec.get("running", True))
+    ready = workload.status == WorkloadStatus.READY and not workload.stopped
+    labels = dict(NotebookImage.Interface.choices)
+    return NotebookFacts(
+        image=str(spec.get("image_ref") or spec.get("custom_image") or ""),
+        interface=interface,
+        interface_label=str(labels.get(interface, interface)),
+        home=str(spec.get("home") or ""),
+        home_gib=spec.get("home_gib"),
+        home_access_mode=str(spec.get("home_access_mode") or ""),
+        running=running,
+        url=str(workload.details.get("url") or "") if ready and running else "",
+    )
+
+
+def launch_context(
+    *, tenant: Tenant, quota: Mapping[str, int] | None = None, person: str = ""
+) -> LaunchContext:
     """What the kinds validate against: the tenant's isolation, its quota, the GPU classes of its
-    pool (with the most one node holds; for HAMi shares, the most one GPU offers) and the admins'
-    catalogs and model credentials. Partitions (MIG, HAMi) are offered to shared tenants only.
-    Five queries."""
+    pool (with the most one node holds; for HAMi shares, the most one GPU offers), the admins'
+    catalogs and model credentials, and who launches (`person`, a username: a notebook mounts
+    their home volume; empty where no one launches). Partitions (MIG, HAMi) are offered to
+    shared tenants only. Six queries."""
     if quota is None:
         quota = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "limit"))
     largest = largest_node_by_class(pool=pool_of(tenant))
@@ -403,8 +468,9 @@ def launch_context(*, tenant: Tenant, quota: Mapping[str, int] | None = None) ->
         isolation=tenant.isolation,
         quota=dict(quota),
         gpu_offers=tuple(offers),
-        catalog={"vm_images": vm_image_catalog()},
+        catalog={"vm_images": vm_image_catalog(), **notebook_catalog(tenant)},
         credentials=ModelCredential.objects.kinds_of(tenant),
+        person=person,
     )
 
 
@@ -427,8 +493,16 @@ def build_context(*, workload: Workload) -> BuildContext:
         access=external_access(),
         edit_groups=tuple(f"{groups_prefix}{g}" for g in groups["edit"]),
         view_groups=tuple(f"{groups_prefix}{g}" for g in groups["view"]),
-        exposure=endpoint_exposure(workload.kind),
+        exposure=workload_exposure(workload.kind, edit_groups=tuple(groups["edit"])),
     )
+
+
+def workload_exposure(kind_key: str, *, edit_groups: tuple[str, ...]) -> Exposure | None:
+    """Where the fleet's gateway publishes a workload of `kind_key` (None: it is not): an
+    endpoint behind its keys, a notebook behind sign-in for the tenant's `edit_groups`."""
+    if kind_key == "notebook":
+        return notebook_exposure(allowed_groups=edit_groups)
+    return endpoint_exposure(kind_key)
 
 
 
