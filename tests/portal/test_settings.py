@@ -56,8 +56,14 @@ def test_check_deploy_is_clean_in_production_signing_in_with_keycloak_only():
     assert "System check identified no issues" in result.stdout
 
 
+# The production settings themselves: the test settings (which the suite's environment names)
+# publish no notebooks.
+NOTEBOOKS = {"DJANGO_SETTINGS_MODULE": "portal.settings",
+             "NOTEBOOK_DOMAIN": "notebooks.example.com"}
+
+
 def test_check_deploy_warns_when_notebooks_sign_in_without_the_client_secret():
-    notebooks = {"NOTEBOOK_DOMAIN": "notebooks.example.com", "NOTEBOOK_OIDC_CLIENT_SECRET": ""}
+    notebooks = NOTEBOOKS | {"NOTEBOOK_OIDC_CLIENT_SECRET": ""}
     result = _manage("check", "--deploy", "--fail-level", "WARNING",
                      env=PRODUCTION_ENV | KEYCLOAK_ONLY | notebooks)
     assert result.returncode != 0
@@ -66,7 +72,7 @@ def test_check_deploy_warns_when_notebooks_sign_in_without_the_client_secret():
 
 def test_check_deploy_is_clean_with_the_notebook_client_secret():
     secret = "Hk2mP9qR4tV7wX1yZ3aB5cD8eF0gJ6"
-    notebooks = {"NOTEBOOK_DOMAIN": "notebooks.example.com", "NOTEBOOK_OIDC_CLIENT_SECRET": secret}
+    notebooks = NOTEBOOKS | {"NOTEBOOK_OIDC_CLIENT_SECRET": secret}
     result = _manage("check", "--deploy", "--fail-level", "WARNING",
                      env=PRODUCTION_ENV | KEYCLOAK_ONLY | notebooks)
     assert result.returncode == 0, result.stderr

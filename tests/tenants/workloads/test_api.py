@@ -537,13 +537,13 @@ def test_a_vm_stops_and_starts(as_user, tenant_member, notebook):
     assert started.status_code == 202 and started.json()["spec"]["running"] is True
 
 
-def test_power_is_for_vms_only(as_user, tenant_member, chat):
+def test_power_is_for_vms_and_notebooks_only(as_user, tenant_member, chat):
     response = as_user(tenant_member).post(f"/api/v1/workloads/{chat.pk}/power/",
                                            {"action": "stop"}, format="json")
 
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "rule"
-    assert "only VMs do" in response.json()["error"]["message"]
+    assert "only VMs and notebooks do" in response.json()["error"]["message"]
 
 
 def test_an_unknown_power_action_is_a_field_error(as_user, tenant_member, notebook):
@@ -765,7 +765,7 @@ def test_the_launch_is_documented_with_an_example_of_each_kind_and_its_202(schem
     examples = operation["requestBody"]["content"]["application/json"]["examples"]
 
     assert {e["value"]["kind"] for e in examples.values()} == {"vcluster", "inference", "vm",
-                                                               "slurm"}
+                                                               "slurm", "notebook"}
     assert set(operation["responses"]) & {"200", "201", "202"} == {"202"}
     assert _content(operation, "202")["application/json"]["schema"] == {
         "$ref": "#/components/schemas/Workload"
@@ -804,7 +804,8 @@ def test_workload_enums_have_names_of_their_own(schema):
     components = schema["components"]["schemas"]
 
     assert components["WorkloadStatusEnum"]["enum"] == list(WorkloadStatus.values)
-    assert set(components["WorkloadKindEnum"]["enum"]) == {"vcluster", "inference", "vm", "slurm"}
+    assert set(components["WorkloadKindEnum"]["enum"]) == {"vcluster", "inference", "vm", "slurm",
+                                                           "notebook"}
     assert "launched" in components["WorkloadEventKindEnum"]["enum"]
     assert components["WorkloadPowerActionEnum"]["enum"] == ["start", "stop", "restart"]
     assert components["WorkloadScaleRequest"]["properties"]["changes"]["type"] == "object"
