@@ -312,3 +312,29 @@ def test_the_notebook_page_and_launch_form_make_pinned_queries(
             counts.append(len(queries))
     assert counts[0] == counts[2] == DETAIL_QUERIES
     assert counts[1] == counts[3]
+
+
+# --- admin and price --------------------------------------------------------------------------
+
+
+def test_platform_admins_keep_notebook_images_and_the_tenants_permission_in_admin(
+    login, platform_admin, tenant
+):
+    client = login(platform_admin)
+    form = {"key": "vscode", "label": "VS Code", "image": "ghcr.io/coder/code-server:4.96",
+            "interface": "code-server", "active": "on"}
+    refused = client.post("/admin/tenants/notebookimage/add/", {**form, "image": "not an image"})
+    assert refused.status_code == 200 and not NotebookImage.objects.exists()
+    assert client.post("/admin/tenants/notebookimage/add/", form).status_code == 302
+    image = NotebookImage.objects.get()
+    assert (image.interface, image.active) == ("code-server", True)
+    assert AuditEvent.objects.filter(action="notebook_image.create", actor=platform_admin).exists()
+
+    page = client.get(f"/admin/tenants/tenant/{tenant.pk}/change/").content.decode()
+    assert 'name="custom_notebook_images"' in page
+
+
+def test_the_launch_forms_price_answers_for_a_notebook(login, tenant_member, notebooks):
+    response = login(tenant_member).post("/billing/quote/?tenant=acme&kind=notebook",
+                                         {**FORM, "gpu": H100, "gpus": "1"})
+    assert response.status_code == 200
