@@ -50,3 +50,22 @@ def sealing_keys_set(app_configs, **kwargs) -> list[checks.CheckMessage]:
             )
         ]
     return []
+
+
+@checks.register(checks.Tags.security, deploy=True)
+def notebook_sign_in_configured(app_configs, **kwargs) -> list[checks.CheckMessage]:
+    """Notebooks published through the gateway sign in with Keycloak's notebook client: without
+    its secret in the tenants' namespaces, the gateway cannot sign anyone in and no notebook
+    opens from outside."""
+    if (settings.NOTEBOOK_DOMAIN and settings.OIDC_ISSUER_URL
+            and not settings.NOTEBOOK_OIDC_CLIENT_SECRET):
+        return [
+            checks.Warning(
+                "Notebooks are published at NOTEBOOK_DOMAIN behind Keycloak sign-in, but "
+                "NOTEBOOK_OIDC_CLIENT_SECRET is empty: the gateway cannot sign anyone in to them.",
+                hint="Set NOTEBOOK_OIDC_CLIENT_SECRET to the secret of the NOTEBOOK_OIDC_CLIENT_ID "
+                "client (docs/keycloak.md), or unset NOTEBOOK_DOMAIN.",
+                id="portal.W003",
+            )
+        ]
+    return []

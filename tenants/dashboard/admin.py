@@ -73,6 +73,7 @@ class TenantAdmin(RowCheckboxAdmin):
     fieldsets = [
         (None, {"fields": ["slug", "name", "cost_center", "status"]}),
         ("Isolation", {"fields": ["isolation", "cohort", "lends_reserved_gpus", "keycloak_group"]}),
+        ("Notebooks", {"fields": ["custom_notebook_images"]}),
         (
             "On the cluster",
             {

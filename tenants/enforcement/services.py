@@ -31,6 +31,7 @@ from inventory import resource_classes
 
 from ..access.changes import RECONCILE_TENANT
 from ..access.models import Tenant
+from ..credentials.services import scrub
 from ..quota.models import Quota, QuotaRequest
 from ..quota.notifications import quota_request_notify
 from .manifests import (
@@ -50,6 +51,7 @@ from .manifests import (
     stale_manifests,
     tenant_manifests,
 )
+from .manifests.notebook_sign_in import notebook_oidc_secret_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -277,6 +279,19 @@ def _observed_lent(gateway: FleetGateway, spec: TenantSpec) -> dict[str, int]:
     return lent
 
 
+def _apply_notebook_client_secret(gateway: FleetGateway, spec: TenantSpec) -> None:
+    """Put the notebooks' sign-in client secret (NOTEBOOK_OIDC_CLIENT_SECRET) in the tenant's
+    namespace, where their gateway policies read it; nothing when it is not set. The value is
+    never recorded: a refusal is raised without it."""
+    secret = settings.NOTEBOOK_OIDC_CLIENT_SECRET
+    if not secret:
+        return
+    try:
+        gateway.apply(manifests=[notebook_oidc_secret_manifest(spec, secret)])
+    except FleetError as exc:
+        raise type(exc)(scrub(exc.message, [secret]), status=exc.status) from None
+
+
 def tenant_reconcile(
     *, tenant_id: int, force: bool = True, gateway: FleetGateway | None = None
 ) -> ReconcileOutcome:
@@ -304,6 +319,7 @@ def tenant_reconcile(
         if baseline:
             outcome.drift = _drift(gateway, baseline)
         gateway.apply(manifests=manifests)
+        _apply_notebook_client_secret(gateway, spec)
         _remove_stale(gateway, stale_manifests(spec, tenant.applied_manifests or [], manifests))
         try:
             outcome.usage, outcome.borrowed = _observed_usage(gateway, spec)

@@ -1,4 +1,5 @@
-"""Django admin for workloads: the VM boot images platform admins offer, every tenant's
+"""Django admin for workloads: the VM boot images and notebook images platform admins offer,
+every tenant's
 workloads (read-only, with "reconcile now"), their idle GPU policies and idle episodes.
 
 Every save goes through a service (validation, audit event). Images are retired by unticking
@@ -12,8 +13,8 @@ from core.admin import ReadOnlyModelAdmin
 from core.admin_filters import RelatedByNameListFilter
 from core.choices import admin_badge
 
-from .models import IdleEpisode, IdlePolicy, VmImage, Workload
-from .services.catalog import vm_image_save
+from .models import IdleEpisode, IdlePolicy, NotebookImage, VmImage, Workload
+from .services.catalog import notebook_image_save, vm_image_save
 from .services.idle import POLICY_FIELDS, idle_policy_save
 from .services.reconcile import workloads_reconcile_now
 
@@ -34,6 +35,20 @@ class VmImageAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         vm_image_save(actor=request.user, image=obj, changed=form.changed_data if change else ())
+
+
+@admin.register(NotebookImage)
+class NotebookImageAdmin(VmImageAdmin):
+    """The images the notebook launch form offers; retired by unticking `active`."""
+
+    list_display = ["label", "key", "image", "interface", "active"]
+    list_filter = ["active", "interface"]
+    search_fields = ["key", "label", "image"]
+    fields = ["key", "label", "image", "interface", "active"]
+
+    def save_model(self, request, obj, form, change):
+        notebook_image_save(actor=request.user, image=obj,
+                            changed=form.changed_data if change else ())
 
 
 @admin.register(Workload)

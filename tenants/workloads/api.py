@@ -94,7 +94,7 @@ LAUNCH_EXAMPLES = [
         value={
             "tenant": "acme",
             "kind": "vm",
-            "name": "notebook",
+            "name": "workstation",
             "spec": {"image": "ubuntu-24.04", "cpu": 4, "memory_gib": 16, "disk_gib": 40,
                      "gpu": H100, "gpus": 1, "ssh_public_key": SSH_KEY},
         },
@@ -111,6 +111,22 @@ LAUNCH_EXAMPLES = [
             "name": "training",
             "spec": {"workers": 1, "gpu": H100, "gpus_per_worker": 1, "cpu_per_worker": 8,
                      "memory_gib_per_worker": 64, "accounting": False, "rest_api": False},
+        },
+        request_only=True,
+    ),
+    OpenApiExample(
+        "Notebook",
+        summary="A notebook: JupyterLab or VS Code on a GPU, with your home volume",
+        description="`image` is a key of the platform's notebook images; where your tenant "
+        "may, give `custom_image` (an OCI reference) and `interface` (`jupyterlab` or "
+        "`code-server`) instead. `gpu` is optional: `gpu:<model>` with `gpus`, "
+        "`mig:<model>:<profile>`, or `hami:<model>` with `gpu_memory_gib` and `gpu_cores`. "
+        "Your home volume is mounted at your home directory; it is not a field.",
+        value={
+            "tenant": "acme",
+            "kind": "notebook",
+            "name": "explore",
+            "spec": {"image": "pytorch", "cpu": 4, "memory_gib": 16, "gpu": H100, "gpus": 1},
         },
         request_only=True,
     ),
@@ -158,8 +174,8 @@ class KubeconfigRenderer(BaseRenderer):
 
 
 class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
-    """Workloads of the tenants you may see: vClusters, inference endpoints, virtual machines
-    and Slurm clusters. Owners and members (and platform admins) launch, scale, power and
+    """Workloads of the tenants you may see: vClusters, inference endpoints, virtual machines,
+    Slurm clusters and notebooks. Owners and members (and platform admins) launch, scale, power and
     delete them; viewers and finance read."""
 
     serializer_class = WorkloadSerializer
@@ -286,8 +302,9 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     @extend_schema(request=WorkloadPowerSerializer, responses={202: ACCEPTED})
     @action(detail=True, methods=["post"])
     def power(self, request: Request, pk: str) -> Response:
-        """Start, stop or restart a virtual machine (other kinds have no power actions: 400)."""
-        workload = self._operated(pk, "start and stop VMs")
+        """Start, stop or restart a virtual machine; start or stop a notebook (its home volume
+        is kept). Other kinds have no power actions, and a notebook no restart: 400."""
+        workload = self._operated(pk, "start and stop workloads")
         body = WorkloadPowerSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         services.workload_power(
@@ -384,7 +401,8 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         if body.validated_data.get("name"):
             workload_check_name(tenant=tenant, name=body.validated_data["name"])
         clean, demand = workload_validate(
-            tenant=tenant, kind=kind, spec=body.validated_data["spec"]
+            tenant=tenant, kind=kind, spec=body.validated_data["spec"],
+            person=request.user.get_username(),
         )
         lines = demand_preview(tenant=tenant, demand=demand)
         result = {

@@ -1,7 +1,7 @@
 """API keys of inference endpoints: the row each key is (its digest, never the key once its
-Secret exists), the read the endpoint's page and the API share, and where the fleet's gateway
-publishes an endpoint. The services that create,
-revoke, rotate and deliver them are `services/endpoint_keys.py`."""
+Secret exists), and the read the endpoint's page and the API share. Where the fleet's gateway
+publishes an endpoint is `publishing.py`; the services that create, revoke, rotate and deliver
+keys are `services/endpoint_keys.py`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from django.utils import timezone
 
 from core.validators import validate_readable_name
 
-from .kinds.base import Exposure
 from .kinds.inference.exposure import key_secret_name
 from .models import Workload
 
@@ -78,19 +77,3 @@ def endpoint_keys_of(*, workload: Workload) -> list[EndpointKey]:
             and key.delivered_at < seen_at and key.secret_name not in present
         )
     return keys
-
-
-def endpoint_exposure(kind_key: str) -> Exposure | None:
-    """Where the fleet's gateway publishes an inference endpoint (its keys are the reconcile's
-    to add); None for other kinds, or when no gateway and domain are configured. The simulated
-    fleet's gateway is a path of the portal itself."""
-    if kind_key != "inference" or not settings.INFERENCE_GATEWAY or not settings.INFERENCE_DOMAIN:
-        return None
-    namespace, name = settings.INFERENCE_GATEWAY.split("/")
-    simulated = settings.FLEET_BACKEND == "simulated"
-    return Exposure(
-        gateway_namespace=namespace, gateway_name=name,
-        listener=settings.INFERENCE_GATEWAY_LISTENER, domain=settings.INFERENCE_DOMAIN,
-        url_prefix=(f"{settings.PORTAL_URL.rstrip('/')}/{settings.SIMULATED_GATEWAY_PATH}"
-                    if simulated else ""),
-    )

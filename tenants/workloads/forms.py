@@ -14,12 +14,12 @@ from core.forms import FieldsFromTemplate
 from inventory import resource_classes
 
 from ..access.models import Tenant
-from .kinds import inference, vcluster
+from .kinds import gpu_input, inference, notebook, vcluster
 from .kinds.base import LaunchContext
 from .kinds.inference import credential as inference_credential
 from .kinds.slurm import spec as slurm_spec
 from .kinds.vm import spec as vm_spec
-from .models import IdlePolicy
+from .models import IdlePolicy, NotebookImage
 
 NUMBER = {"class": "form-control", "inputmode": "numeric"}
 TEXT = {"class": "form-control", "autocomplete": "off", "spellcheck": "false"}
@@ -38,6 +38,23 @@ def _number(label: str, *, minimum: int, maximum: int, initial: int | None, help
 def _flag(label: str, *, initial: bool, help_text: str = ""):
     return forms.BooleanField(label=label, initial=initial, required=False, help_text=help_text,
                               widget=forms.CheckboxInput(attrs=CHECK))
+
+
+def _hami_memory(label: str, help_text: str):
+    return forms.CharField(
+        label=label, required=False, help_text=help_text,
+        widget=forms.NumberInput(attrs={**NUMBER, "min": gpu_input.MIN_GPU_MEMORY_GIB}),
+    )
+
+
+def _hami_cores(label: str):
+    return forms.CharField(
+        label=label, required=False,
+        help_text=f"Percent of one GPU's compute, {resource_classes.HAMI_MIN_CORES} to 100.",
+        widget=forms.NumberInput(
+            attrs={**NUMBER, "min": resource_classes.HAMI_MIN_CORES, "max": 100}
+        ),
+    )
 
 
 class WorkloadForm(forms.Form):
@@ -60,6 +77,18 @@ class WorkloadForm(forms.Form):
         return {name: data.get(name) for name in self.SPEC_FIELDS
                 if data.get(name) not in (None, "")}
 
+    CUSTOM = "__custom__"  # the image choice of a kind whose people may bring their own
+
+    def catalog_or_custom(self, spec: dict[str, Any], *, custom: tuple[str, ...]) -> dict:
+        """`spec` with the admins' image, or (CUSTOM picked) with the `custom` fields of one's
+        own image instead: never both, which the kinds refuse."""
+        if spec.get("image") == self.CUSTOM:
+            spec.pop("image")
+        else:
+            for name in custom:
+                spec.pop(name, None)
+        return spec
+
     def add_service_errors(self, exc: ValidationError) -> None:
         """Put the services' field errors (`spec.<field>`, `name`, `quota`) on the fields."""
         for key, messages in exc.message_dict.items():
@@ -67,6 +96,24 @@ class WorkloadForm(forms.Form):
             field = name if name in self.fields else None
             for message in messages:
                 self.add_error(field, message)
+
+    def fit_gpu_fields(self, *, count: str, after: list[str]) -> str:
+        """Keep the fields the picked GPU needs (the form re-renders as the person changes it):
+        a HAMi share's memory and compute, asked right after it (`after` ends with the GPU
+        field), instead of the `count` of GPUs (one vGPU); a whole GPU or a MIG instance has no
+        share to size. The picked GPU ("": none)."""
+        choices = self.fields["gpu"].choices
+        picked = self.data.get("gpu") if self.is_bound else self.initial.get("gpu")
+        if picked is None and choices:
+            picked = choices[0][0]
+        picked = str(picked or "")
+        if resource_classes.parse_hami_gpu(picked) is None:
+            for name in gpu_input.HAMI_FIELDS:
+                del self.fields[name]
+        else:
+            del self.fields[count]
+            self.order_fields([*after, *gpu_input.HAMI_FIELDS])
+        return picked
 
     # -- GPU choices: only what the tenant's isolation, pool and quota allow, and why not --
 
@@ -163,33 +210,17 @@ class InferenceForm(WorkloadForm):
     memory_gib = _number("Memory per replica (GiB)", minimum=1, maximum=inference.MAX_MEMORY_GIB,
                          initial=inference.DEFAULT_MEMORY_GIB)
     # Shown once a HAMi share is picked (the form re-renders as the person changes it).
-    gpu_memory_gib = forms.CharField(
-        label="GPU memory per replica (GiB)", required=False,
-        help_text="Of one GPU, shared through HAMi: the model and its KV cache must fit.",
-        widget=forms.NumberInput(attrs={**NUMBER, "min": inference.MIN_GPU_MEMORY_GIB}),
+    gpu_memory_gib = _hami_memory(
+        "GPU memory per replica (GiB)",
+        "Of one GPU, shared through HAMi: the model and its KV cache must fit.",
     )
-    gpu_cores = forms.CharField(
-        label="GPU compute per replica (%)", required=False,
-        help_text=f"Percent of one GPU's compute, {resource_classes.HAMI_MIN_CORES} to 100.",
-        widget=forms.NumberInput(
-            attrs={**NUMBER, "min": resource_classes.HAMI_MIN_CORES, "max": 100}
-        ),
-    )
+    gpu_cores = _hami_cores("GPU compute per replica (%)")
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["credential"].choices = self.credential_choices()
-        choices = self.gpu_choices()
-        self.fields["gpu"].choices = choices
-        picked = self.data.get("gpu") if self.is_bound else self.initial.get("gpu")
-        if picked is None and choices:
-            picked = choices[0][0]
-        if resource_classes.parse_hami_gpu(str(picked or "")) is None:
-            for name in inference.HAMI_FIELDS:  # a whole GPU or a MIG instance: no share to size
-                del self.fields[name]
-        else:  # one vGPU per replica, sized by its memory and compute, asked right after it
-            del self.fields["gpus_per_replica"]
-            self.order_fields(["name", "model_uri", "gpu", *inference.HAMI_FIELDS])
+        self.fields["gpu"].choices = self.gpu_choices()
+        self.fit_gpu_fields(count="gpus_per_replica", after=["name", "model_uri", "gpu"])
 
 
     def credential_choices(self) -> list[tuple[str, str]]:
@@ -210,7 +241,6 @@ class InferenceForm(WorkloadForm):
 class VirtualMachineForm(WorkloadForm):
     SPEC_FIELDS = ("image", "custom_image", "default_user", "cpu", "memory_gib", "disk_gib",
                    "gpu", "gpus", "ssh_public_key", "running")
-    CUSTOM = "__custom__"
     image = forms.ChoiceField(label="Boot image", widget=forms.Select(attrs=SELECT))
     custom_image = forms.CharField(
         label="Custom container-disk image", required=False, max_length=500,
@@ -249,12 +279,7 @@ class VirtualMachineForm(WorkloadForm):
         )
 
     def spec(self) -> dict[str, Any]:
-        spec = super().spec()
-        if spec.get("image") == self.CUSTOM:
-            spec.pop("image")
-        else:
-            spec.pop("custom_image", None)
-            spec.pop("default_user", None)
+        spec = self.catalog_or_custom(super().spec(), custom=("custom_image", "default_user"))
         if not spec.get("gpu"):
             spec.pop("gpu", None)
             spec["gpus"] = 0
@@ -288,11 +313,65 @@ class SlurmForm(WorkloadForm):
         )
 
 
+class NotebookForm(WorkloadForm):
+    """JupyterLab or VS Code: an image of the admins' list (or, where the tenant may, one of
+    one's own and the interface it runs), its size and an optional GPU, MIG instance or HAMi
+    share. The home volume is the launching person's: nothing to type."""
+
+    SPEC_FIELDS = ("image", "custom_image", "interface", "cpu", "memory_gib", "gpu", "gpus",
+                   *gpu_input.HAMI_FIELDS)
+    image = forms.ChoiceField(label="Image", widget=forms.Select(attrs=SELECT))
+    custom_image = forms.CharField(
+        label="Your own image", required=False, max_length=500,
+        help_text="Only with “Your own image”: an OCI reference with its registry, e.g. "
+        "quay.io/jupyter/pytorch-notebook:cuda12-2025-11-10.",
+        widget=forms.TextInput(attrs=TEXT),
+    )
+    interface = forms.ChoiceField(
+        label="It runs", required=False, widget=forms.Select(attrs=SELECT),
+        choices=NotebookImage.Interface.choices,
+        help_text="Only with your own image: how the portal starts it (a Jupyter Docker Stacks "
+        "image, or a code-server image).",
+    )
+    cpu = _number("vCPUs", minimum=1, maximum=notebook.MAX_CPU, initial=notebook.DEFAULT_CPU)
+    memory_gib = _number("Memory (GiB)", minimum=1, maximum=notebook.MAX_MEMORY_GIB,
+                         initial=notebook.DEFAULT_MEMORY_GIB)
+    gpu = forms.ChoiceField(label="GPU", required=False, widget=forms.Select(attrs=SELECT))
+    gpus = _number("How many GPUs", minimum=1, maximum=8, initial=1)
+    gpu_memory_gib = _hami_memory("GPU memory (GiB)",
+                                  "Of one GPU, shared through HAMi: what your work needs.")
+    gpu_cores = _hami_cores("GPU compute (%)")
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        images = self.context.catalog.get("notebook_images") or {}
+        custom = bool(self.context.catalog.get("notebook_custom_images"))
+        self.fields["image"].choices = [
+            *((key, entry["label"]) for key, entry in images.items()),
+            *([(self.CUSTOM, "Your own image…")] if custom else []),
+        ]
+        if not custom:  # the admins' list only: nothing of one's own to ask for
+            del self.fields["custom_image"], self.fields["interface"]
+        self.fields["gpu"].choices = self.gpu_choices(optional=True)
+        picked = self.fit_gpu_fields(count="gpus", after=["name", "image", "custom_image",
+                                                          "interface", "cpu", "memory_gib",
+                                                          "gpu"])
+        if not picked.startswith("gpu:") and "gpus" in self.fields:
+            del self.fields["gpus"]  # none, or one MIG instance: no count to ask
+
+    def spec(self) -> dict[str, Any]:
+        spec = self.catalog_or_custom(super().spec(), custom=("custom_image", "interface"))
+        if not spec.get("gpu"):
+            spec.pop("gpu", None)
+        return spec
+
+
 FORMS: dict[str, type[WorkloadForm]] = {
     "vcluster": VClusterForm,
     "inference": InferenceForm,
     "vm": VirtualMachineForm,
     "slurm": SlurmForm,
+    "notebook": NotebookForm,
 }
 
 

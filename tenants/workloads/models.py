@@ -257,7 +257,10 @@ class Workload(Reconciled):
 
     @property
     def serves_keys(self) -> tuple[str, ...]:
-        """The observed details `serves` already shows (the runtime KServe reports)."""
+        """The observed details the page shows on their own: the runtime KServe reports
+        (`serves` shows it), a notebook's address, interface and image (its own card)."""
+        if self.kind == "notebook":
+            return ("url", "interface", "image")
         return ("runtime",) if self.serves else ()
 
     @property

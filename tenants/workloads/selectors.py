@@ -1,5 +1,5 @@
 """Reads about workloads, already scoped to what the user may see and already prefetched; and
-the contexts the kinds validate and build against, read from the database."""
+the contexts the kinds validate and build against (`contexts.py`, re-exported here)."""
 
 from __future__ import annotations
 
@@ -8,31 +8,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
 from inventory import resource_classes
-from inventory.selectors.capacity import largest_node_by_class
 
 from ..access.models import Tenant
 from ..access.rules import in_tenants_visible_to
-from ..credentials.models import ModelCredential
-from ..enforcement.manifests.spec import (
-    LOCAL_QUEUE,
-    PRIORITY_CLASS_LABEL,
-    PRIORITY_CLASSES,
-    QUEUE_NAME_LABEL,
-    SHARES_LOCAL_QUEUE,
-)
-from ..quota.capacity import pool_of
 from ..quota.models import Quota
-from . import registry
-from .endpoint_keys import endpoint_exposure
-from .external_access import external_access
+from .contexts import (  # noqa: F401 (re-exported: the contexts are reads, found here)
+    NotebookFacts,
+    admission_labels,
+    build_context,
+    launch_context,
+    notebook_facts,
+    priority_class,
+    priority_labels,
+    vm_image_catalog,
+)
 from .in_use import demand_in_use
-from .kinds.base import BuildContext, GpuOffer, LaunchContext
 from .models import (
     HOLDING,
     OPEN_EPISODE_STATES,
@@ -382,80 +377,6 @@ def gpu_holdings_page(
         for pk, slug, name, isolation, status in found.object_list
     ]
     return found
-
-
-def vm_image_catalog() -> dict[str, dict]:
-    """The boot images platform admins keep for VMs, by key (the VM kind's catalog)."""
-    from .models import VmImage  # the catalog model lives with the workloads
-
-    return {image.key: image.as_catalog_entry() for image in VmImage.objects.filter(active=True)}
-
-
-def launch_context(*, tenant: Tenant, quota: Mapping[str, int] | None = None) -> LaunchContext:
-    """What the kinds validate against: the tenant's isolation, its quota, the GPU classes of its
-    pool (with the most one node holds; for HAMi shares, the most one GPU offers) and the admins'
-    catalogs and model credentials. Partitions (MIG, HAMi) are offered to shared tenants only.
-    Five queries."""
-    if quota is None:
-        quota = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "limit"))
-    largest = largest_node_by_class(pool=pool_of(tenant))
-    offers = []
-    for key in sorted(largest):
-        resource_class = resource_classes.parse(key)
-        if (
-            resource_class.kind in {"mig", "hami"}
-            and tenant.isolation == Tenant.Isolation.DEDICATED
-        ):
-            continue  # partitions only inside one trust domain
-        offers.append(GpuOffer(resource=key, label=resource_class.label, max_per_node=largest[key]))
-    return LaunchContext(
-        isolation=tenant.isolation,
-        quota=dict(quota),
-        gpu_offers=tuple(offers),
-        catalog={"vm_images": vm_image_catalog()},
-        credentials=ModelCredential.objects.kinds_of(tenant),
-    )
-
-
-def build_context(*, workload: Workload) -> BuildContext:
-    tenant = workload.tenant
-    groups = tenant.keycloak_groups(prefix=settings.OIDC_GROUP_PREFIX)
-    groups_prefix = settings.KUBERNETES_OIDC_GROUPS_PREFIX
-    return BuildContext(
-        workload_id=workload.pk,
-        name=workload.name,
-        kind=workload.kind,
-        tenant_slug=tenant.slug,
-        namespace=tenant.namespace,
-        isolation=tenant.isolation,
-        cluster_domain=settings.KUBERNETES_CLUSTER_DOMAIN,
-        admission_labels=admission_labels(workload.kind),
-        shares_admission_labels=admission_labels(workload.kind, queue=SHARES_LOCAL_QUEUE),
-        priority_labels=priority_labels(workload.kind),
-        priority_class=priority_class(workload.kind),
-        access=external_access(),
-        edit_groups=tuple(f"{groups_prefix}{g}" for g in groups["edit"]),
-        view_groups=tuple(f"{groups_prefix}{g}" for g in groups["view"]),
-        exposure=endpoint_exposure(workload.kind),
-    )
-
-
-
-
-def priority_class(kind_key: str) -> str:
-    """The name of the portal's priority class for a workload of `kind_key`."""
-    return PRIORITY_CLASSES[registry.kind(kind_key).priority].name
-
-
-def priority_labels(kind_key: str) -> dict[str, str]:
-    """Kueue's priority label alone, for the pods of a workload that hold no GPU."""
-    return {PRIORITY_CLASS_LABEL: priority_class(kind_key)}
-
-
-def admission_labels(kind_key: str, *, queue: str = LOCAL_QUEUE) -> dict[str, str]:
-    """What queues a workload of `kind_key` in its tenant's LocalQueue `queue`, at its kind's
-    priority (a kind puts them on the pods it has Kueue admit)."""
-    return {QUEUE_NAME_LABEL: queue, **priority_labels(kind_key)}
 
 
 @dataclass(frozen=True)

@@ -335,7 +335,8 @@ class WorkloadScaleSerializer(serializers.Serializer):
         allow_empty=False,
         help_text="The fields to change and their new values (vCluster: cpu, memory_gib, "
         "kubernetes_version, gpu_scheduling; inference: min_replicas, max_replicas, "
-        "gpus_per_replica; VM: cpu, memory_gib, disk_gib, gpus; Slurm: workers).",
+        "gpus_per_replica; VM: cpu, memory_gib, disk_gib, gpus; Slurm: workers; notebook: "
+        "cpu, memory_gib, gpus, gpu_memory_gib, gpu_cores).",
     )
 
     def validate_changes(self, value: dict[str, Any]) -> dict[str, Any]:
@@ -347,7 +348,8 @@ class WorkloadScaleSerializer(serializers.Serializer):
 class WorkloadPowerSerializer(serializers.Serializer):
     action = serializers.ChoiceField(
         choices=POWER_ACTIONS,
-        help_text="start, stop (keeps the disk, gives the GPUs back) or restart.",
+        help_text="start, stop (keeps the disk or a notebook's home volume, gives the GPUs "
+        "back) or restart (VMs only).",
     )
 
 

@@ -26,7 +26,7 @@ from core.errors import Unavailable
 from ..pages import redirect_to_current, tenant_page
 from ..quota.pricing import quoted_price
 from . import services
-from .endpoint_keys import endpoint_exposure, endpoint_keys_of
+from .endpoint_keys import endpoint_keys_of
 from .forms import FORMS, IdlePolicyForm, ScaleForm
 from .gpu_metrics import (
     CHART_GPUS,
@@ -39,11 +39,13 @@ from .gpu_metrics import (
 from .kinds.inference import exposure
 from .kinds.vm.spec import POWER_ACTIONS
 from .models import IdlePolicy, Workload, WorkloadStatus
+from .publishing import endpoint_exposure
 from .registry import KINDS
 from .selectors import (
     demand_preview,
     idle_reclaimed,
     launch_context,
+    notebook_facts,
     stopped_by_policy,
     tenant_idle_episodes,
     tenant_idle_history,
@@ -54,7 +56,7 @@ from .selectors import (
 )
 from .services import idle
 from .services.endpoint_keys import IssuedKey
-from .services.lifecycle import workload_validate
+from .services.lifecycle import power_actions, workload_validate
 
 PAGE_SIZE = 25
 
@@ -143,8 +145,9 @@ def workload_new(request, slug: str):
 def _kind_form(request, tenant, kind: str, data=None):
     if kind not in FORMS:
         raise Http404
-    return FORMS[kind](data, tenant=tenant, context=launch_context(tenant=tenant),
-                       prefix=None)
+    person = request.user.get_username()
+    return FORMS[kind](data, tenant=tenant, prefix=None,
+                       context=launch_context(tenant=tenant, person=person))
 
 
 def _preview(form, tenant, kind: str, *, report: bool = True):
@@ -155,7 +158,8 @@ def _preview(form, tenant, kind: str, *, report: bool = True):
                                    for name in form.errors):
         return []
     try:
-        _, demand = workload_validate(tenant=tenant, kind=kind, spec=form.spec())
+        _, demand = workload_validate(tenant=tenant, kind=kind, spec=form.spec(),
+                                      person=form.context.person)
     except ValidationError as exc:
         if report:
             form.add_service_errors(exc)
@@ -241,6 +245,8 @@ def detail_context(workload: Workload, *, issued: IssuedKey | None = None) -> di
                           if workload.kind == "inference" else None),
         "published": endpoint_exposure(workload.kind) is not None,
         "issued": issued,
+        "power_actions": power_actions(workload.kind),
+        "notebook": notebook_facts(workload=workload),
     }
 
 
@@ -314,14 +320,16 @@ def workload_scale(request, slug: str, pk: int):
 def workload_power(request, slug: str, pk: int):
     workload = _tenant_workload(request, slug, pk)
     action = request.POST.get("action", "")
-    if action not in POWER_ACTIONS:  # as the API's 400: bad input, not a server error
+    actions = power_actions(workload.kind) or POWER_ACTIONS
+    if action not in actions:  # as the API's 400: bad input, not a server error
         return error_response(
             request, status=400, code="invalid", title="Unknown power action",
-            message=f"“{action[:40]}” is not a power action: use {', '.join(POWER_ACTIONS)}.",
+            message=f"“{action[:40]}” is not a power action: use {', '.join(actions)}.",
         )
     if action in ("stop", "restart") and not is_confirmed(request, name=workload.name):
+        kept = "its home volume" if workload.kind == "notebook" else "its disk"
         consequences = (
-            [f"{workload.name} shuts down; its disk is kept and its GPUs go back to your quota.",
+            [f"{workload.name} shuts down; {kept} is kept and its GPUs go back to your quota.",
              "Start it again at any time (if the quota still has the GPUs)."]
             if action == "stop" else
             [f"{workload.name} reboots: open SSH sessions and running programs end."]

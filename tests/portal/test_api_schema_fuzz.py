@@ -35,7 +35,7 @@ from tenants.credentials import services as credentials
 from tenants.models import Membership, RoleAssignment
 from tenants.quota import services as quota_requests
 from tenants.workloads import services as workloads
-from tenants.workloads.models import VmImage, WorkloadStatus
+from tenants.workloads.models import NotebookImage, VmImage, WorkloadStatus
 from tenants.workloads.services import endpoint_keys
 from tests.factories import (
     GPUFactory,
@@ -118,14 +118,17 @@ def world(db, settings, _connections_kept):
         tenant=acme, requested_by=member, lines=[{"resource": "cpu", "amount": 8}],
         justification="More CPUs.",
     )
-    # Quota, a pool and a boot image: the schema's launch examples are admitted (202); and a
-    # vCluster up on the simulated fleet, so that its kubeconfig is there to download.
+    # Quota, a pool, a boot image and a notebook image: the schema's launch examples are
+    # admitted (202); and a vCluster up on the simulated fleet, so that its kubeconfig is there
+    # to download.
     for resource, limit in {"gpu:nvidia-h100-80gb": 8, "cpu": 64, "memory-gib": 512,
                             "storage-gib": 500, "count:vcluster": 4, "count:inference": 4,
-                            "count:vm": 4, "count:slurm": 4}.items():
+                            "count:vm": 4, "count:slurm": 4, "count:notebook": 4}.items():
         QuotaFactory(tenant=acme, resource=resource, limit=limit)
     VmImage.objects.create(key="ubuntu-24.04", label="Ubuntu 24.04",
                            container_disk="quay.io/containerdisks/ubuntu:24.04")
+    NotebookImage.objects.create(key="pytorch", label="PyTorch",
+                                 image="quay.io/jupyter/pytorch-notebook:cuda12-2025-11-10")
     settings.FLEET_SIMULATED_READY_SECONDS = 0
     workload = workloads.workload_launch(tenant=acme, actor=member, kind="vcluster", name="dev",
                                          spec={})

@@ -39,18 +39,44 @@ def test_check_deploy_is_clean_in_production():
     assert "System check identified no issues" in result.stdout
 
 
+KEYCLOAK_ONLY = {
+    "OIDC_ISSUER_URL": "https://sso.example.com/realms/ai-factory",
+    "OIDC_RP_CLIENT_ID": "portal",
+    "OIDC_RP_CLIENT_SECRET": "Zq8vR2pL5wN9xT4mB7cF1hJ3dG6sK0",
+    "LOCAL_LOGIN_ENABLED": "false",
+    "KEYCLOAK_DIRECTORY_CLIENT_ID": "portal-directory",
+    "KEYCLOAK_DIRECTORY_CLIENT_SECRET": "Mv3xQ8rT1wY6zB9cD2fG5hJ7kL0nP4",
+}
+
+
 def test_check_deploy_is_clean_in_production_signing_in_with_keycloak_only():
-    keycloak = {
-        "OIDC_ISSUER_URL": "https://sso.example.com/realms/ai-factory",
-        "OIDC_RP_CLIENT_ID": "portal",
-        "OIDC_RP_CLIENT_SECRET": "Zq8vR2pL5wN9xT4mB7cF1hJ3dG6sK0",
-        "LOCAL_LOGIN_ENABLED": "false",
-        "KEYCLOAK_DIRECTORY_CLIENT_ID": "portal-directory",
-        "KEYCLOAK_DIRECTORY_CLIENT_SECRET": "Mv3xQ8rT1wY6zB9cD2fG5hJ7kL0nP4",
-    }
-    result = _manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION_ENV | keycloak)
+    result = _manage("check", "--deploy", "--fail-level", "WARNING",
+                     env=PRODUCTION_ENV | KEYCLOAK_ONLY)
     assert result.returncode == 0, result.stderr
     assert "System check identified no issues" in result.stdout
+
+
+# The production settings themselves: the test settings (which the suite's environment names)
+# publish no notebooks.
+NOTEBOOKS = {"DJANGO_SETTINGS_MODULE": "portal.settings",
+             "NOTEBOOK_DOMAIN": "notebooks.example.com"}
+
+
+def test_check_deploy_warns_when_notebooks_sign_in_without_the_client_secret():
+    notebooks = NOTEBOOKS | {"NOTEBOOK_OIDC_CLIENT_SECRET": ""}
+    result = _manage("check", "--deploy", "--fail-level", "WARNING",
+                     env=PRODUCTION_ENV | KEYCLOAK_ONLY | notebooks)
+    assert result.returncode != 0
+    assert "portal.W003" in result.stderr and "NOTEBOOK_OIDC_CLIENT_SECRET" in result.stderr
+
+
+def test_check_deploy_is_clean_with_the_notebook_client_secret():
+    secret = "Hk2mP9qR4tV7wX1yZ3aB5cD8eF0gJ6"
+    notebooks = NOTEBOOKS | {"NOTEBOOK_OIDC_CLIENT_SECRET": secret}
+    result = _manage("check", "--deploy", "--fail-level", "WARNING",
+                     env=PRODUCTION_ENV | KEYCLOAK_ONLY | notebooks)
+    assert result.returncode == 0, result.stderr
+    assert secret not in result.stdout + result.stderr
 
 
 def test_check_deploy_warns_when_keycloak_signs_in_but_the_directory_sync_is_off():

@@ -55,7 +55,7 @@ from ..models import (
     WorkloadStatus,
 )
 from ..selectors import build_context
-from .lifecycle import POWER, workload_power, workload_resize_by_policy, workload_scale
+from .lifecycle import POWERED, workload_power, workload_resize_by_policy, workload_scale
 from .notifications import launcher_email, workload_mail
 
 logger = logging.getLogger(__name__)
@@ -136,7 +136,7 @@ class Plan:
 
 def _plan(workload: Workload, changes: dict[str, Any], restore: dict[str, Any],
           words: str) -> Plan:
-    spec = POWER[workload.kind](workload.spec, "stop") if "power" in changes else {
+    spec = POWERED[workload.kind][0](workload.spec, "stop") if "power" in changes else {
         **workload.spec, **changes}
     after = gpu_classes(workload.kind_entry.module.demand(spec))
     before = gpu_classes(workload.demand)
@@ -156,7 +156,7 @@ def plan_for(workload: Workload, idle_pods: int) -> Plan | None:
         return _plan(workload, {"max_replicas": floor}, {"max_replicas": current},
                      f"scaled to its minimum: at most {floor} replica{'s' * (floor != 1)}"
                      f" (was {current})")
-    if workload.kind in POWER:
+    if workload.kind in POWERED:
         if not spec.get("running", True):
             return None
         kept = "its disk" if workload.kind == vm.KEY else "its home volume"

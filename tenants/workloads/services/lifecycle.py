@@ -1,5 +1,6 @@
-"""What people ask of their workloads: launch, scale, power (VMs), delete, the vCluster's
-kubeconfig. Each in one transaction with an audit event; the cluster follows after commit.
+"""What people ask of their workloads: launch, scale, power (VMs and notebooks), delete, the
+vCluster's kubeconfig. Each in one transaction with an audit event; the cluster follows after
+commit.
 
 Nothing reaches the cluster here: a bad spec, a taken name or a quota the launch would break is a
 field error before any object exists, and the reconcile task does the cluster's part.
@@ -7,10 +8,11 @@ field error before any object exists, and the reconcile task does the cluster's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -88,14 +90,17 @@ def _event(workload: Workload, kind: str, *, actor=None, **fields: Any) -> Workl
     )
 
 
-def workload_validate(*, tenant: Tenant, kind: str, spec: Mapping[str, Any]) -> tuple:
+def workload_validate(
+    *, tenant: Tenant, kind: str, spec: Mapping[str, Any], person: str = ""
+) -> tuple:
     """The clean spec and its demand, or ValidationError with field errors (`spec.<field>`,
-    `kind`). No write, no lock: the launch form's live check and preview use it too."""
+    `kind`). `person` is who launches (their username: a notebook mounts their home volume).
+    No write, no lock: the launch form's live check and preview use it too."""
     entry = KINDS.get(kind)
     if entry is None:
         raise ValidationError({"kind": [f"Pick one of: {', '.join(KINDS)}."]})
     try:
-        clean = entry.module.validate(spec, launch_context(tenant=tenant))
+        clean = entry.module.validate(spec, launch_context(tenant=tenant, person=person))
     except SpecError as exc:
         raise _spec_errors(exc) from None
     return clean, entry.module.demand(clean)
@@ -117,12 +122,17 @@ def workload_launch(
     except ValidationError as exc:
         errors |= exc.message_dict
     try:
-        clean, demand = workload_validate(tenant=tenant, kind=kind, spec=spec)
+        clean, demand = workload_validate(tenant=tenant, kind=kind, spec=spec,
+                                          person=actor.get_username())
     except ValidationError as exc:
         errors |= exc.message_dict
     if errors:
         raise ValidationError(errors)
     tenant = tenant_lock(tenant_id=tenant.pk)
+    if kind == NOTEBOOK:
+        holder = _home_holder(tenant=tenant, spec=clean)
+        if holder is not None:
+            raise ValidationError({"spec": [_home_taken(holder)]})
     admission_check(tenant=tenant, demand=demand)
     workload = Workload(
         tenant=tenant, kind=kind, name=name, launched_by=actor, spec=clean, demand=demand
@@ -194,50 +204,84 @@ def workload_scale(*, workload_id: int, actor, changes: Mapping[str, Any]) -> Wo
 @transaction.atomic
 def workload_resize_by_policy(*, workload_id: int, changes: Mapping[str, Any],
                               message: str) -> Workload:
-    """The tenant's idle policies give GPUs back or stop what nobody uses: a smaller size, or
-    a stopped VM or notebook (`changes` {"power": "stop"}). Nobody acts (the audit event's
-    actor is empty); the message says why."""
+    """The tenant's idle policy gives GPUs back: a smaller size, or a stopped VM or notebook
+    (`changes` {"power": "stop"}). Nobody acts (the audit event's actor is empty); the message
+    says why."""
     workload = _locked_live(workload_id, actor=None, what="", policy=True)
-    try:
-        if "power" in changes:
-            spec, event, action = (_powered(workload, changes["power"]),
-                                   WorkloadEvent.Kind.POWER, f"workload.{changes['power']}")
-        else:
+    if "power" in changes:
+        if workload.kind not in POWERED:
+            raise RuleViolation(f"{workload} has no power actions: only VMs and notebooks do.")
+        spec, event, action = (POWERED[workload.kind][0](workload.spec, changes["power"]),
+                               WorkloadEvent.Kind.POWER, f"workload.{changes['power']}")
+    else:
+        try:
             spec = workload.kind_entry.module.scale(
                 workload.spec, changes, launch_context(tenant=workload.tenant))
-            event, action = WorkloadEvent.Kind.SCALED, "workload.scale"
-    except SpecError as exc:
-        raise _spec_errors(exc) from None
+        except SpecError as exc:
+            raise _spec_errors(exc) from None
+        event, action = WorkloadEvent.Kind.SCALED, "workload.scale"
     return _respec(workload, actor=None, spec=spec, event=event, action=action, message=message)
 
 
 POWER_ACTIONS = ("start", "stop", "restart")
-# The kinds that stop and start (their spec's `running`), with each one's spec after an action.
-POWER = {vm.KEY: vm.power, notebook.KEY: notebook.power}
+NOTEBOOK = notebook.KIND.KEY
+# The kinds people start and stop: each one's spec change and the actions it has (a notebook
+# has no restart: stop and start it).
+POWERED: dict[str, tuple[Callable[..., dict], tuple[str, ...]]] = {
+    vm.KEY: (vm.power, POWER_ACTIONS),
+    NOTEBOOK: (notebook.power, ("start", "stop")),
+}
+# Home volumes only one node (or one pod) may mount: one running notebook per person.
+SINGLE_MOUNT = frozenset({"ReadWriteOnce", "ReadWriteOncePod"})
 
 
-def _powered(workload: Workload, action: str) -> dict[str, Any]:
-    if workload.kind not in POWER:
-        raise RuleViolation(f"{workload} has no power actions: only VMs and notebooks do.")
-    return POWER[workload.kind](workload.spec, action)
+def power_actions(kind: str) -> tuple[str, ...]:
+    """What a workload of `kind` may be asked to do with its power (none: not powered)."""
+    return POWERED[kind][1] if kind in POWERED else ()
+
+
+def _home_holder(*, tenant: Tenant, spec: Mapping[str, Any],
+                 excluding: int | None = None) -> Workload | None:
+    """The tenant's running notebook that mounts the same home volume as `spec`, when home
+    volumes are mounted by one node at a time (NOTEBOOK_HOME_ACCESS_MODE): a second pod would
+    wait for the volume forever. None when it is free or shared (ReadWriteMany)."""
+    if settings.NOTEBOOK_HOME_ACCESS_MODE not in SINGLE_MOUNT or not spec.get("home"):
+        return None
+    holders = Workload.objects.filter(
+        tenant=tenant, kind=NOTEBOOK, spec__home=spec["home"], spec__running=True,
+    ).exclude(status__in=(WorkloadStatus.DELETING, WorkloadStatus.DELETED))
+    if excluding is not None:
+        holders = holders.exclude(pk=excluding)
+    return holders.order_by("created_at", "pk").first()
+
+
+def _home_taken(holder: Workload) -> str:
+    return (f"Your home volume is mounted by notebook {holder.name}: stop it first, or ask "
+            "your admins for ReadWriteMany home volumes.")
 
 
 @transaction.atomic
 def workload_power(*, workload_id: int, actor, action: str) -> Workload:
-    """Start, stop or restart a virtual machine (start or stop a notebook). Stopping keeps its
-    disk (home volume) and gives its GPUs back to the tenant's quota; starting takes them again
-    (admitted like a launch)."""
+    """Start, stop or restart a virtual machine, or start or stop a notebook. Stopping keeps
+    its disk (a notebook's home volume) and gives its GPUs back to the tenant's quota;
+    starting takes them again (admitted like a launch)."""
     if action not in POWER_ACTIONS:
         raise ValidationError({"action": [f"Pick one of: {', '.join(POWER_ACTIONS)}."]})
-    workload = _locked_live(workload_id, actor=actor, what="start and stop VMs")
+    workload = _locked_live(workload_id, actor=actor, what="start and stop workloads")
+    if workload.kind not in POWERED:
+        raise RuleViolation(f"{workload} has no power actions: only VMs and notebooks do.")
+    power, actions = POWERED[workload.kind]
+    if action not in actions:
+        raise RuleViolation(f"A {workload.kind_label} has no {action}: use "
+                            f"{' or '.join(actions)}.")
     running = bool(workload.spec.get("running", True))
-    if workload.kind in POWER and (
-            (action == "start" and running) or (action in ("stop", "restart") and not running)):
+    if (action == "start" and running) or (action in ("stop", "restart") and not running):
         raise RuleViolation(f"{workload} is already {'running' if running else 'stopped'}.")
-    try:
-        spec = _powered(workload, action)
-    except SpecError as exc:
-        raise _spec_errors(exc) from None
+    if action == "start" and workload.kind == NOTEBOOK:
+        holder = _home_holder(tenant=workload.tenant, spec=workload.spec, excluding=workload.pk)
+        if holder is not None:
+            raise RuleViolation(_home_taken(holder))
+    spec = power(workload.spec, action)
     return _respec(workload, actor=actor, spec=spec, event=WorkloadEvent.Kind.POWER,
                    action=f"workload.{action}", message=action)
 

@@ -765,7 +765,7 @@ def test_the_launch_is_documented_with_an_example_of_each_kind_and_its_202(schem
     examples = operation["requestBody"]["content"]["application/json"]["examples"]
 
     assert {e["value"]["kind"] for e in examples.values()} == {"vcluster", "inference", "vm",
-                                                               "slurm"}
+                                                               "slurm", "notebook"}
     assert set(operation["responses"]) & {"200", "201", "202"} == {"202"}
     assert _content(operation, "202")["application/json"]["schema"] == {
         "$ref": "#/components/schemas/Workload"
@@ -804,7 +804,8 @@ def test_workload_enums_have_names_of_their_own(schema):
     components = schema["components"]["schemas"]
 
     assert components["WorkloadStatusEnum"]["enum"] == list(WorkloadStatus.values)
-    assert set(components["WorkloadKindEnum"]["enum"]) == {"vcluster", "inference", "vm", "slurm"}
+    assert set(components["WorkloadKindEnum"]["enum"]) == {"vcluster", "inference", "vm", "slurm",
+                                                           "notebook"}
     assert "launched" in components["WorkloadEventKindEnum"]["enum"]
     assert components["WorkloadPowerActionEnum"]["enum"] == ["start", "stop", "restart"]
     assert components["WorkloadScaleRequest"]["properties"]["changes"]["type"] == "object"
