@@ -120,12 +120,13 @@ HAMI_COUNTERS: dict[str, tuple[str, str]] = {
     "memory-gib": (HAMI_MEMORY_RESOURCE, "HAMi GPU memory (GiB)"),
     "cores": (HAMI_CORES_RESOURCE, "HAMi GPU compute (% of a GPU)"),
 }
-WORKLOAD_KINDS: tuple[str, ...] = ("vcluster", "vm", "slurm", "inference")
+WORKLOAD_KINDS: tuple[str, ...] = ("vcluster", "vm", "slurm", "inference", "notebook")
 COUNT_LABELS: dict[str, str] = {
     "vcluster": "vClusters",
     "vm": "VMs",
     "slurm": "Slurm clusters",
     "inference": "Inference endpoints",
+    "notebook": "Notebooks",
 }
 # What one unit of a class is, as an invoice counts it ("GPU" in GPU-hours, "GiB" in GiB-months).
 SCALAR_UNITS: dict[str, str] = {"cpu": "vCPU", "memory-gib": "GiB", "storage-gib": "GiB"}
@@ -135,6 +136,7 @@ COUNT_UNITS: dict[str, str] = {
     "vm": "VM",
     "slurm": "Slurm cluster",
     "inference": "endpoint",
+    "notebook": "notebook",
 }
 
 

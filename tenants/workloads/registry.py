@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from inventory import resource_classes
 
-from .kinds import inference, slurm, vcluster, vm
+from .kinds import inference, notebook, slurm, vcluster, vm
 from .kinds.base import WorkloadKind
 
 
@@ -59,6 +59,13 @@ KINDS: dict[str, KindEntry] = {
             "slurm", slurm.KIND, slurm.KIND.LABEL, resource_classes.COUNT_LABELS["slurm"],
             "grid-3x3-gap", "A Slurm cluster of GPU workers with a login node (Slinky).",
             ("workers",), priority="batch",
+        ),
+        KindEntry(
+            "notebook", notebook.KIND, notebook.KIND.LABEL,
+            resource_classes.COUNT_LABELS["notebook"], "journal-code",
+            "JupyterLab or VS Code in the browser, on a GPU, MIG instance or HAMi share, with "
+            "your home volume.",
+            notebook.SCALABLE, priority="interactive",
         ),
     )
 }

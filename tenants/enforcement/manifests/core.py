@@ -91,7 +91,7 @@ def resource_quota_hard(spec: TenantSpec) -> dict[str, str]:
             hami[rc.kubernetes_resource] += int(rc.kubernetes_quantity(grant.limit))
         elif rc.kind == "scalar":
             scalars[rc.key] = grant.limit
-        elif rc.kind == "count":
+        elif rc.kind == "count" and rc.key.split(":", 1)[1] in COUNT_RESOURCES:
             counts[rc.key.split(":", 1)[1]] = grant.limit
     gpus[resource_classes.GPU_RESOURCE] += hami_vgpu_allowance(spec)
     # A VM's passthrough GPUs are a resource per model: each has its model's whole-GPU ceiling

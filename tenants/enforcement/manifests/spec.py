@@ -47,7 +47,10 @@ ROLE_BINDING = "tenant-edit"
 VIEW_ROLE_BINDING = "tenant-view"
 PORTAL_ROLE_BINDING = "ai-factory-portal-secrets"
 
-# Workload kinds counted by ResourceQuota object counts (`count/<plural>.<group>`).
+# Workload kinds counted by ResourceQuota object counts (`count/<plural>.<group>`). Notebooks
+# have none: each is a plain StatefulSet, and `count/statefulsets.apps` would also count the
+# StatefulSets of vClusters (and whatever a tenant runs in them); the portal's admission holds
+# them to `count:notebook` alone.
 COUNT_RESOURCES: dict[str, str] = {
     "vcluster": "count/helmreleases.helm.toolkit.fluxcd.io",
     "vm": "count/virtualmachines.kubevirt.io",

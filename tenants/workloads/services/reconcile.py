@@ -13,7 +13,9 @@ the workloads whose state changed and records its own time once (`ObserveSweep`)
 applied, and every deletion still in progress. Kueue's side of a queued workload: `queue`.
 
 Objects that carry an ownerReference belong to their owner (the VMI KubeVirt makes from a VM,
-the pods an operator runs): they are observed, never pruned or deleted directly.
+the pods an operator runs): they are observed, never pruned or deleted directly. Objects a kind
+builds without the workload-id label outlive the workload (a notebook's home volume): applied,
+never pruned or deleted.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from core.reconcile import reconcile_bump, reconcile_failed, reconcile_succeeded
 
 from ..kinds import slurm, vm
 from ..kinds.base import (
+    LABEL_WORKLOAD_ID,
     BuildContext,
     Manifest,
     ObjectKey,
@@ -66,6 +69,12 @@ def _owned_by_another(obj: Manifest) -> bool:
     return bool((obj.get("metadata") or {}).get("ownerReferences"))
 
 
+def _outlives_it(manifest: Manifest) -> bool:
+    """An object a kind applies without the workload-id label (a notebook's home volume,
+    shared by its person's notebooks): applied with the workload, never pruned or deleted."""
+    return LABEL_WORKLOAD_ID not in ((manifest.get("metadata") or {}).get("labels") or {})
+
+
 def _event(workload: Workload, kind: str, **fields: Any) -> None:
     WorkloadEvent.objects.create(workload=workload, kind=kind, demand=workload.demand, **fields)
 
@@ -88,7 +97,7 @@ def _create_generated_secrets(workload: Workload, ctx: BuildContext, gateway: Fl
 def _prune(previous: list[Manifest], wanted: list[Manifest], gateway: FleetGateway) -> None:
     keep = {object_key(m) for m in wanted}
     for manifest in reversed(previous):
-        if object_key(manifest) not in keep:
+        if object_key(manifest) not in keep and not _outlives_it(manifest):
             meta = manifest["metadata"]
             gateway.delete(api_version=manifest["apiVersion"], kind=manifest["kind"],
                            name=meta["name"], namespace=meta.get("namespace"))
@@ -283,6 +292,8 @@ def _teardown(workload: Workload, gateway: FleetGateway) -> str:
     """Remove the workload's objects; deleted only once none of them is left."""
     ctx = build_context(workload=workload)
     for manifest in reversed([*workload.applied_manifests, *endpoint_keys.teardown(workload, ctx)]):
+        if _outlives_it(manifest):
+            continue
         meta = manifest["metadata"]
         gateway.delete(api_version=manifest["apiVersion"], kind=manifest["kind"],
                        name=meta["name"], namespace=meta.get("namespace"))

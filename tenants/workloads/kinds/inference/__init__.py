@@ -33,8 +33,6 @@ import shlex
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from inventory import resource_classes
-
 from ..base import (
     BuildContext,
     Connection,
@@ -45,6 +43,7 @@ from ..base import (
     SpecError,
     condition,
 )
+from ..gpu_input import HAMI_FIELDS, MIN_GPU_MEMORY_GIB, Gpu
 from ..spec_input import ALL
 from . import exposure
 from .credential import with_credential
@@ -57,19 +56,16 @@ from .spec import (
     DEPLOYMENT_MODE,
     DEPLOYMENT_MODE_ANNOTATION,
     FIELDS,
-    HAMI_FIELDS,
     INFERENCE_SERVICE,
     MAX_CPU,
     MAX_MEMORY_GIB,
     MAX_REPLICAS,
     MAX_URI_LENGTH,
-    MIN_GPU_MEMORY_GIB,
     MODEL_FORMAT,
     OPENAI_PATH,
     POD,
     RUNTIME,
     SCALABLE,
-    Gpu,
     cluster_url,
     serves,
     service_name,
@@ -117,17 +113,10 @@ class InferenceKind:
 
     def demand(self, spec: Mapping[str, Any]) -> dict[str, int]:
         replicas = int(spec["max_replicas"])
-        model = resource_classes.parse_hami_gpu(spec["gpu"])
-        if model is not None:
-            gpus = {
-                resource_classes.hami_key(model.key, "memory-gib"):
-                    int(spec["gpu_memory_gib"]) * replicas,
-                resource_classes.hami_key(model.key, "cores"): int(spec["gpu_cores"]) * replicas,
-            }
-        else:
-            gpus = {spec["gpu"]: int(spec["gpus_per_replica"]) * replicas}
+        per_replica = Gpu.of(spec["gpu"]).demand(
+            int(spec["gpus_per_replica"]), spec.get("gpu_memory_gib"), spec.get("gpu_cores"))
         return {
-            **gpus,
+            **{resource: amount * replicas for resource, amount in per_replica.items()},
             "cpu": int(spec["cpu"]) * replicas,
             "memory-gib": int(spec["memory_gib"]) * replicas,
             f"count:{self.KEY}": 1,
@@ -135,22 +124,11 @@ class InferenceKind:
 
     def manifests(self, spec: Mapping[str, Any], ctx: BuildContext) -> list[Manifest]:
         gpu = Gpu.of(spec["gpu"])
-        if gpu.kind != "gpu" and not ctx.partitions_allowed:
-            # Launched while the tenant was shared; it is dedicated now: no partition for it.
-            raise SpecError({"gpu": [f"{gpu.label} are partitions, and the tenant is dedicated "
-                                     "now: whole GPUs only. Delete this endpoint and launch "
-                                     "one with a gpu:… class."]})
+        # Launched while the tenant was shared; it is dedicated now: no partition for it.
+        gpu.refuse_if_dedicated(ctx, "endpoint")
         gpus = int(spec["gpus_per_replica"])
         amounts = {"cpu": str(spec["cpu"]), "memory": f"{spec['memory_gib']}Gi"}
-        if gpu.kind == "hami":
-            memory = resource_classes.parse(resource_classes.hami_key(gpu.model.key, "memory-gib"))
-            amounts |= {
-                resource_classes.GPU_RESOURCE: "1",  # one vGPU
-                memory.kubernetes_resource: memory.kubernetes_quantity(int(spec["gpu_memory_gib"])),
-                resource_classes.HAMI_CORES_RESOURCE: str(int(spec["gpu_cores"])),
-            }
-        else:
-            amounts[gpu.resource_class.kubernetes_resource] = str(gpus)
+        amounts |= gpu.resources(gpus, spec.get("gpu_memory_gib"), spec.get("gpu_cores"))
         model: dict[str, Any] = {
             "modelFormat": {"name": MODEL_FORMAT},
             "runtime": RUNTIME,
@@ -165,25 +143,19 @@ class InferenceKind:
             "maxReplicas": int(spec["max_replicas"]),
             "model": model,
         }
-        if gpu.kind == "hami":
-            # HAMi places the vGPU: its scheduler, on a GPU of the type its plugin registered.
-            predictor["schedulerName"] = resource_classes.HAMI_SCHEDULER
-            predictor["annotations"] = {
-                resource_classes.HAMI_GPU_TYPE_ANNOTATION: gpu.model.hami_type
-            }
-        # The model's product label: where the scheduler may put it, and for a HAMi share the
+        # HAMi places a share: its scheduler, on a GPU of the type its plugin registered. The
+        # model's product label: where the scheduler may put it, and for a HAMi share the
         # flavor (hami-<model>) Kueue admits it into.
-        predictor["nodeSelector"] = ctx.gpu_node_selector(gpu.model.product_label)
-        if tolerations := ctx.gpu_tolerations():
-            predictor["tolerations"] = tolerations
+        predictor |= gpu.placement(ctx)
+        if annotations := gpu.pod_annotations:
+            predictor["annotations"] = annotations
         with_credential(predictor, spec)
         # KServe copies the InferenceService's labels to its predictor's Deployment and pods:
         # Kueue admits each replica through the tenant's queue; a HAMi share through its
         # `shares` queue, metered in vGPUs, memory and compute (see the enforcement's kueue).
-        queued = dict(ctx.shares_admission_labels if gpu.kind == "hami" else ctx.admission_labels)
         metadata = ctx.metadata(
             service_name(ctx.name), annotations={DEPLOYMENT_MODE_ANNOTATION: DEPLOYMENT_MODE},
-            labels=queued,
+            labels=gpu.admission_labels(ctx),
         )
         return [
             {

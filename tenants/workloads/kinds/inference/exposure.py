@@ -21,20 +21,18 @@ the portal keeps only a hash of a key once its Secret exists, so the Secret is n
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from .. import gateway_routes
 from ..base import BuildContext, Connection, Manifest, ObjectKey
+from ..gateway_routes import HTTP_ROUTE, SECURITY_POLICY
 from .spec import OPENAI_PATH, POD, PREDICTOR_LABEL, service_name
 
-HTTP_ROUTE = ("gateway.networking.k8s.io/v1", "HTTPRoute")
-SECURITY_POLICY = ("gateway.envoyproxy.io/v1alpha1", "SecurityPolicy")
 SECRET = ("v1", "Secret")
 OWNED_KINDS = (HTTP_ROUTE, SECURITY_POLICY, SECRET)
-GATEWAY_GROUP = "gateway.networking.k8s.io"
 KEY_HEADERS = ("Authorization", "x-api-key")
 CLIENT_ID_HEADER = "x-portal-key-id"
 KEY_LABEL = "portal.ai-factory.io/endpoint-key"
@@ -42,19 +40,12 @@ KEY_LABEL = "portal.ai-factory.io/endpoint-key"
 KEY_VARIABLE = "ENDPOINT_KEY"
 PLACEHOLDER = f"${KEY_VARIABLE}"
 PYTHON_PLACEHOLDER = f'os.environ["{KEY_VARIABLE}"]'
-MAX_LABEL = 63
 PREDICTOR_CONTAINER = "kserve-container"
 
 
 def hostname(ctx: BuildContext) -> str:
-    """`<service>-<tenant>.<domain>`: one DNS label under the domain (a wildcard certificate
-    covers one label), shortened with a digest when the two names are too long together."""
-    assert ctx.exposure is not None
-    label = f"{service_name(ctx.name)}-{ctx.tenant_slug}"
-    if len(label) > MAX_LABEL:
-        digest = hashlib.sha256(label.encode()).hexdigest()[:8]
-        label = f"{label[:MAX_LABEL - 9].rstrip('-')}-{digest}"
-    return f"{label}.{ctx.exposure.domain}"
+    """`<service>-<tenant>.<domain>` (`gateway_routes.hostname`)."""
+    return gateway_routes.hostname(ctx, service_name(ctx.name))
 
 
 def policy_name(workload_name: str) -> str:
@@ -81,7 +72,7 @@ def manifests(ctx: BuildContext) -> list[Manifest]:
         "kind": SECURITY_POLICY[1],
         "metadata": ctx.metadata(policy_name(ctx.name)),
         "spec": {
-            "targetRefs": [{"group": GATEWAY_GROUP, "kind": HTTP_ROUTE[1], "name": name}],
+            "targetRefs": [gateway_routes.target(name)],
             "apiKeyAuth": {
                 "credentialRefs": [
                     {"group": "", "kind": "Secret", "name": secret}
@@ -93,22 +84,7 @@ def manifests(ctx: BuildContext) -> list[Manifest]:
             },
         },
     }
-    route = {
-        "apiVersion": HTTP_ROUTE[0],
-        "kind": HTTP_ROUTE[1],
-        "metadata": ctx.metadata(name),
-        "spec": {
-            "parentRefs": [{
-                "group": GATEWAY_GROUP, "kind": "Gateway", "namespace": exposure.gateway_namespace,
-                "name": exposure.gateway_name, "sectionName": exposure.listener,
-            }],
-            "hostnames": [hostname(ctx)],
-            "rules": [{
-                "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
-                "backendRefs": [{"kind": "Service", "name": f"{name}-predictor", "port": 80}],
-            }],
-        },
-    }
+    route = gateway_routes.http_route(ctx, name, f"{name}-predictor")
     return [policy, route]
 
 

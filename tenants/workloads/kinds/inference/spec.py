@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from inventory import resource_classes
-
 from ..base import LaunchContext
+from ..gpu_input import (
+    HAMI_FIELDS,
+    Gpu,
+    read_gpu,
+    read_gpu_count,
+    read_hami_share,
+    share_fields,
+)
 from ..naming import bounded_label
 from ..spec_input import SpecFields
 from .credential import read_credential
@@ -33,7 +38,6 @@ DEFAULT_CPU = 4
 MAX_CPU = 128
 DEFAULT_MEMORY_GIB = 32
 MAX_MEMORY_GIB = 1024
-MIN_GPU_MEMORY_GIB = 1
 # KServe names the predictor Service `<name>-predictor` (a 63-character label) and labels its
 # pods `app: isvc.<name>-predictor` (a 63-character label value): 48 characters are left.
 MAX_SERVICE_NAME = 48
@@ -49,7 +53,6 @@ FIELDS = (
     "gpu_cores",
     "credential",
 )
-HAMI_FIELDS = ("gpu_memory_gib", "gpu_cores")
 # A new credential (or none) redeploys the predictor: allowed on a running endpoint.
 SCALABLE = frozenset(
     {"gpus_per_replica", "min_replicas", "max_replicas", *HAMI_FIELDS, "credential"}
@@ -108,135 +111,6 @@ def _read_model_uri(fields: SpecFields) -> str | None:
     return uri
 
 
-@dataclass(frozen=True)
-class Gpu:
-    """The GPU a spec names: a whole-GPU or MIG class, or a HAMi share of a model."""
-
-    key: str  # the spec's `gpu`: gpu:<model> | mig:<model>:<profile> | hami:<model>
-    kind: str  # gpu | mig | hami
-    model: resource_classes.GpuModel
-    resource_class: resource_classes.ResourceClass | None = None  # None for a HAMi share
-
-    @property
-    def label(self) -> str:
-        if self.resource_class is not None:
-            return self.resource_class.label
-        return f"{self.model.display_name} HAMi shares"
-
-    @classmethod
-    def of(cls, key: str) -> Gpu | None:
-        model = resource_classes.parse_hami_gpu(key)
-        if model is not None:
-            return cls(key=key, kind="hami", model=model)
-        try:
-            rc = resource_classes.parse(key)
-        except resource_classes.UnknownResourceClass:
-            return None
-        if rc.kind not in {"gpu", "mig", "hami"}:
-            return None
-        return cls(key=key, kind=rc.kind, model=rc.gpu_model, resource_class=rc)
-
-
-def _read_gpu(fields: SpecFields, ctx: LaunchContext) -> Gpu | None:
-    expected = "A GPU class such as gpu:nvidia-h100-80gb."
-    key = fields.text("gpu", max_length=200, expected=expected)
-    if key is None:
-        return None
-    gpu = Gpu.of(key)
-    if gpu is None:
-        fields.error("gpu", expected)
-        return None
-    if gpu.kind == "hami" and gpu.resource_class is not None:
-        fields.error("gpu", f"Name a HAMi share as {resource_classes.hami_gpu(gpu.model.key)}:"
-                     " it holds GPU memory and compute, set with gpu_memory_gib and gpu_cores.")
-        return None
-    if gpu.kind != "gpu" and not ctx.partitions_allowed:
-        fields.error("gpu", "Dedicated tenants get whole GPUs only: MIG partitions and HAMi "
-                     "shares are shared inside one trust domain. Choose a gpu:… class.")
-        return None
-    offered = ", ".join(o.resource for o in ctx.gpu_offers) or "none"
-    if gpu.kind == "hami":
-        if ctx.hami_offer(gpu.model.key) is None:
-            fields.error("gpu", f"Not in your pool: {gpu.label} (your pool offers {offered}).")
-            return None
-        missing = [
-            resource_classes.parse(resource_classes.hami_key(gpu.model.key, counter)).label
-            for counter in resource_classes.HAMI_COUNTERS
-            if ctx.quota.get(resource_classes.hami_key(gpu.model.key, counter), 0) <= 0
-        ]
-        if missing:
-            fields.error("gpu", f"No quota for {' or '.join(missing)}: request some first.")
-            return None
-        return gpu
-    if ctx.offer(key) is None:
-        fields.error("gpu", f"Not in your pool: {gpu.label} (your pool offers {offered}).")
-        return None
-    if ctx.quota.get(key, 0) <= 0:
-        fields.error("gpu", f"No quota for {gpu.label}: request some first.")
-        return None
-    return gpu
-
-
-def _read_gpus_per_replica(fields: SpecFields, gpu: Gpu | None, ctx: LaunchContext) -> int | None:
-    # Bounded by the offer after reading, so the message can say why.
-    count = fields.whole(
-        "gpus_per_replica", default=DEFAULT_GPUS_PER_REPLICA, minimum=1, maximum=1_000_000
-    )
-    if count is None or gpu is None:
-        return count
-    if gpu.kind == "hami":
-        if count > 1:
-            fields.error("gpus_per_replica", "One HAMi share per replica: size it with "
-                         "gpu_memory_gib and gpu_cores instead.")
-            return None
-        return count
-    offer = ctx.offer(gpu.key)
-    if offer is None:
-        return count
-    most = offer.max_per_node
-    if gpu.kind == "mig" and count > 1:
-        fields.error("gpus_per_replica", "One MIG instance per replica: CUDA sees only one.")
-        return None
-    if count > most:
-        fields.error(
-            "gpus_per_replica", f"More GPUs per replica than any node has: at most {most}."
-        )
-        return None
-    return count
-
-
-def _read_hami_share(
-    fields: SpecFields, gpu: Gpu | None, ctx: LaunchContext
-) -> tuple[int | None, int | None]:
-    """A HAMi share's GiB of GPU memory and percent of compute per replica; neither for any
-    other GPU."""
-    if gpu is None:
-        return None, None  # the gpu field's own error says what to fix first
-    if gpu.kind != "hami":
-        for name in HAMI_FIELDS:
-            if fields.spec.get(name) not in (None, ""):
-                fields.error(name, "Only for a HAMi share (gpu: hami:<model>).")
-        return None, None
-    memory_offer, cores_offer = ctx.hami_offer(gpu.model.key)
-    memory = fields.whole("gpu_memory_gib", default=None, minimum=MIN_GPU_MEMORY_GIB,
-                          maximum=1_000_000)
-    cores = fields.whole("gpu_cores", default=None, minimum=1, maximum=1_000_000)
-    if memory is not None and memory > memory_offer.max_per_node:
-        fields.error("gpu_memory_gib", f"At most {memory_offer.max_per_node} GiB: no GPU of "
-                     "your pool has more for HAMi to share.")
-        memory = None
-    if cores is not None and cores < resource_classes.HAMI_MIN_CORES:
-        fields.error("gpu_cores", f"At least {resource_classes.HAMI_MIN_CORES} %: HAMi splits a "
-                     f"GPU into at most {resource_classes.HAMI_SPLIT_COUNT} shares, so a smaller "
-                     "one would strand the rest of it.")
-        cores = None
-    elif cores is not None and cores > cores_offer.max_per_node:
-        fields.error("gpu_cores", f"At most {cores_offer.max_per_node} %: all of one GPU's "
-                     "compute (a share lives on one GPU).")
-        cores = None
-    return memory, cores
-
-
 def _read_replicas(fields: SpecFields) -> tuple[int | None, int | None]:
     low = fields.whole(
         "min_replicas", default=DEFAULT_MIN_REPLICAS, minimum=0, maximum=MAX_REPLICAS
@@ -276,9 +150,10 @@ def validate(spec: Mapping[str, Any], ctx: LaunchContext) -> dict[str, Any]:
     fields = SpecFields(spec, FIELDS)
     model_uri = _read_model_uri(fields)
     credential = read_credential(fields, model_uri, ctx)
-    gpu = _read_gpu(fields, ctx)
-    gpus = _read_gpus_per_replica(fields, gpu, ctx)
-    gpu_memory, gpu_cores = _read_hami_share(fields, gpu, ctx)
+    gpu = read_gpu(fields, ctx)
+    gpus = read_gpu_count(fields, gpu, ctx, field_name="gpus_per_replica", per="per replica",
+                          default=DEFAULT_GPUS_PER_REPLICA)
+    gpu_memory, gpu_cores = read_hami_share(fields, gpu, ctx)
     low, high = _read_replicas(fields)
     cpu = fields.whole("cpu", default=DEFAULT_CPU, minimum=1, maximum=MAX_CPU)
     memory = fields.whole(
@@ -294,8 +169,7 @@ def validate(spec: Mapping[str, Any], ctx: LaunchContext) -> dict[str, Any]:
         "cpu": cpu,
         "memory_gib": memory,
     }
-    if gpu.kind == "hami":
-        clean |= {"gpu_memory_gib": gpu_memory, "gpu_cores": gpu_cores}
+    clean |= share_fields(gpu, gpu_memory, gpu_cores)
     if credential:
         clean["credential"] = credential
     return clean

@@ -17,58 +17,8 @@ from ..base import (
     queued_by_kueue,
     queued_words,
 )
+from ..object_status import failure_of, newest_first, ready_replicas
 from .manifests import LOGIN_PORT, PARTITION, RESTAPI_PORT, SLINKY, Names
-
-# Why a condition means the cluster gave up (types the operator or Kubernetes use).
-_FAILURE_TYPES = frozenset({"Failed", "Failure", "Error", "ReplicaFailure"})
-_BAD_WAITING = frozenset(
-    {
-        "ErrImagePull",
-        "ImagePullBackOff",
-        "CrashLoopBackOff",
-        "CreateContainerConfigError",
-        "InvalidImageName",
-        "CreateContainerError",
-    }
-)
-
-
-def _ready_replicas(obj: Manifest | None) -> int:
-    value = ((obj or {}).get("status") or {}).get("readyReplicas") or 0
-    return value if isinstance(value, int) else 0
-
-
-def _failure_of(obj: Manifest | None) -> tuple[str, str] | None:
-    """(reason, message) when a CR, a Deployment or a Pod says it cannot go on."""
-    status = (obj or {}).get("status") or {}
-    for cond in status.get("conditions") or []:
-        if not isinstance(cond, Mapping):
-            continue
-        kind, state = cond.get("type"), cond.get("status")
-        reason, message = str(cond.get("reason") or kind), str(cond.get("message") or "")
-        if kind in _FAILURE_TYPES and state == "True":
-            return reason, message
-        if kind == "Progressing" and state == "False" and reason == "ProgressDeadlineExceeded":
-            return reason, message
-        if kind == "PodScheduled" and state == "False" and reason == "Unschedulable":
-            return reason, message
-    for container in status.get("containerStatuses") or []:
-        waiting = ((container or {}).get("state") or {}).get("waiting") or {}
-        if waiting.get("reason") in _BAD_WAITING:
-            return str(waiting["reason"]), str(waiting.get("message") or "")
-    return None
-
-
-def _newest_first(objects: list[Manifest | None]) -> tuple[dict[str, Any], ...]:
-    conditions = [
-        c
-        for obj in objects
-        for c in ((obj or {}).get("status") or {}).get("conditions") or []
-        if isinstance(c, Mapping)
-    ]
-    return tuple(
-        sorted(conditions, key=lambda c: str(c.get("lastTransitionTime") or ""), reverse=True)
-    )
 
 
 def _instance(obj: Manifest | None) -> str:
@@ -113,10 +63,10 @@ def observe(
             objects.get(("apps/v1", "StatefulSet", names.accounting_app)),
         )
         parts["database"] = (None, objects.get(("apps/v1", "StatefulSet", names.mariadb)))
-    ready = {part: _ready_replicas(app) >= 1 for part, (_, app) in parts.items()}
+    ready = {part: ready_replicas(app) >= 1 for part, (_, app) in parts.items()}
 
     nodeset_status = (nodeset or {}).get("status") or {}
-    workers_ready = _ready_replicas(nodeset)
+    workers_ready = ready_replicas(nodeset)
     generation = ((nodeset or {}).get("metadata") or {}).get("generation")
     seen_generation = nodeset_status.get("observedGeneration")
     settled = nodeset is not None and (generation is None or seen_generation == generation)
@@ -127,11 +77,11 @@ def observe(
         (
             f
             for obj in (*(o for pair in parts.values() for o in pair), *pods)
-            if _instance(obj) != names.workers and (f := _failure_of(obj))
+            if _instance(obj) != names.workers and (f := failure_of(obj))
         ),
         None,
     )
-    worker_failure = next((f for obj in (nodeset, *worker_pods) if (f := _failure_of(obj))), None)
+    worker_failure = next((f for obj in (nodeset, *worker_pods) if (f := failure_of(obj))), None)
     down = int(nodeset_status.get("slurmDown") or 0)
     details: dict[str, Any] = {
         "workers": workers,
@@ -143,7 +93,7 @@ def observe(
         **{f"{part}_ready": is_ready for part, is_ready in ready.items()},
         "login_host": f"{names.login}.{ctx.namespace}.svc",
     }
-    conditions = _newest_first([controller, nodeset, loginset, *(app for _, app in parts.values())])
+    conditions = newest_first([controller, nodeset, loginset, *(app for _, app in parts.values())])
 
     def seen(state: str, reason: str = "", message: str = "") -> Observation:
         return Observation(state, reason, message, conditions, details)
