@@ -22,16 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from . import simulated_operators as operators
 from .simulated_clock import Clock, Status, digest
-from .simulated_operators import (
-    HELM_RELEASE_NAME,
-    Made,
-    Plan,
-    by_kind,
-    meta_of,
-    name_and_namespace,
-    owner_reference,
-)
+from .simulated_operators import Made, Plan, meta_of
 
 Manifest = dict[str, Any]
 REVISION_LABEL = "controller-revision-hash"
@@ -52,7 +45,7 @@ def revision(obj: Manifest) -> str:
 def plays_pods(obj: Manifest) -> bool:
     """Whether the StatefulSet's pods are played: it is the portal's, not an operator's."""
     meta = meta_of(obj)
-    return not meta.get("ownerReferences") and HELM_RELEASE_NAME not in (
+    return not meta.get("ownerReferences") and operators.HELM_RELEASE_NAME not in (
         meta.get("annotations") or {}
     )
 
@@ -69,10 +62,10 @@ def plan_stateful_set(obj: Manifest, clock: Clock, children: Sequence[Manifest])
     template) are deleted, and made again from the current template on the next round."""
     if not plays_pods(obj):
         return Plan()
-    name, namespace = name_and_namespace(obj)
+    name, namespace = operators.name_and_namespace(obj)
     template = (obj.get("spec") or {}).get("template") or {}
     current = revision(obj)
-    pods = by_kind(children, "Pod")
+    pods = operators.by_kind(children, "Pod")
     made = []
     for ordinal in range(replicas(obj)):
         pod_name = f"{name}-{ordinal}"
@@ -90,7 +83,7 @@ def plan_stateful_set(obj: Manifest, clock: Clock, children: Sequence[Manifest])
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": pod_name, "namespace": namespace, "labels": labels,
-                         "ownerReferences": [owner_reference(obj)]},
+                         "ownerReferences": [operators.owner_reference(obj)]},
             "spec": {**(template.get("spec") or {}), "hostname": pod_name},
         }
         made.append(Made(pod, clock.changed_at))
