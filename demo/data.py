@@ -291,16 +291,17 @@ WORKLOADS = (
     DemoWorkload("helix", "olivia", "vcluster", "pretrain-cluster",
                  {"kubernetes_version": "1.35", "gpu_scheduling": True, "cpu": 8,
                   "memory_gib": 32}),
-    # Notebooks: JupyterLab on a HAMi share and on a MIG instance of the shared pool (each in
-    # its launcher's home volume), and VS Code without a GPU, stopped (its home kept).
+    # Notebooks, each with its launcher's home volume: Mike's VS Code without a GPU, stopped
+    # (its home kept), then his JupyterLab on a HAMi share, which mounts that home now (one
+    # notebook at a time on a ReadWriteOnce home); Ari's JupyterLab on a MIG instance.
+    DemoWorkload("nova", "mike", "notebook", "prompt-tools",
+                 {"image": "vscode", "cpu": 2, "memory_gib": 8}, state="stopped"),
     DemoWorkload("nova", "mike", "notebook", "mike-lab",
                  {"image": "pytorch-cuda", "gpu": "hami:nvidia-l40s", "gpu_memory_gib": 12,
                   "gpu_cores": 20, "cpu": 4, "memory_gib": 32}),
     DemoWorkload("atlas", "ari", "notebook", "eval-analysis",
                  {"image": "scipy", "gpu": "mig:nvidia-a100-80gb:1g.10gb", "cpu": 4,
                   "memory_gib": 16}),
-    DemoWorkload("nova", "mike", "notebook", "prompt-tools",
-                 {"image": "vscode", "cpu": 2, "memory_gib": 8}, state="stopped"),
 )
 
 
