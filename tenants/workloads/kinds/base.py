@@ -1,14 +1,16 @@
 """What every workload kind provides: pure functions over plain data, no Django, no I/O.
 
-One module per kind (vcluster, inference, vm, slurm) implements `WorkloadKind`; the registry
-(`tenants.workloads.registry`) lists them for every layer. The machinery above (admission,
-reconciliation, pages, API) only ever talks to a kind through this contract:
+One module per kind (vcluster, inference, vm, slurm, notebook) implements `WorkloadKind`; the
+registry (`tenants.workloads.registry`) lists them for every layer. The machinery above
+(admission, reconciliation, pages, API) only ever talks to a kind through this contract:
 
 - `validate(spec, ctx)`    the user's input → the clean spec, or `SpecError` with field errors
 - `demand(spec)`           what it holds of each resource class (`gpu:…`, `mig:…`, `hami:…`,
                            `cpu`, `memory-gib`, `storage-gib`, `count:<kind>`) while it exists
 - `manifests(spec, ctx)`   the Kubernetes objects, in apply order, each carrying `ctx.labels`
-                           and living in `ctx.namespace`
+                           and living in `ctx.namespace` (one without the workload-id label
+                           outlives the workload: applied, never pruned or deleted; a
+                           notebook's home volume)
 - `observe(objects, spec, ctx)`  the objects read back from the cluster → an `Observation`
 - `scale(spec, changes, ctx)`    a running workload's new spec (or `SpecError`)
 - `connection(objects, spec, ctx)`  what a person needs to use it (URLs, commands), shown when ready
@@ -311,7 +313,7 @@ class Connection:
 class WorkloadKind(Protocol):
     """The contract of one kind's module (see the module docstring)."""
 
-    KEY: ClassVar[str]  # "vcluster" | "inference" | "vm" | "slurm": the vocabulary's kind key
+    KEY: ClassVar[str]  # "vcluster" | "inference" | "vm" | "slurm" | "notebook": its key
     LABEL: ClassVar[str]  # "vCluster" — singular, for people
     # Every (apiVersion, kind) the kind may create: observed, pruned and deleted by label.
     OWNED_KINDS: ClassVar[tuple[tuple[str, str], ...]]

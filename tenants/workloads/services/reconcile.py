@@ -291,9 +291,8 @@ def workload_observe(*, workload_id: int, gateway: FleetGateway | None = None) -
 def _teardown(workload: Workload, gateway: FleetGateway) -> str:
     """Remove the workload's objects; deleted only once none of them is left."""
     ctx = build_context(workload=workload)
-    for manifest in reversed([*workload.applied_manifests, *endpoint_keys.teardown(workload, ctx)]):
-        if _outlives_it(manifest):
-            continue
+    applied = [m for m in workload.applied_manifests if not _outlives_it(m)]
+    for manifest in reversed([*applied, *endpoint_keys.teardown(workload, ctx)]):
         meta = manifest["metadata"]
         gateway.delete(api_version=manifest["apiVersion"], kind=manifest["kind"],
                        name=meta["name"], namespace=meta.get("namespace"))

@@ -44,7 +44,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from ..base import BuildContext, Connection, LaunchContext, Manifest, ObjectKey, Observation
+from ..base import BuildContext
 from ..gateway_routes import HTTP_ROUTE, SECURITY_POLICY
 from . import manifests as _manifests
 from . import spec as _spec
@@ -61,6 +61,42 @@ from .spec import (
     home_claim,
     power,
 )
+
+
+class NotebookKind:
+    """The `notebook` workload kind (see `base.WorkloadKind`)."""
+
+    KEY: ClassVar[str] = "notebook"
+    LABEL: ClassVar[str] = "Notebook"
+    # Not the home PVC: it outlives the notebook (see the module's docstring).
+    OWNED_KINDS: ClassVar[tuple[tuple[str, str], ...]] = (
+        STATEFUL_SET,
+        SERVICE,
+        # Its pod carries the template's labels: Kueue's admission gate on it says the
+        # notebook waits in the tenant's queue; its container statuses say why it fails.
+        POD,
+        HTTP_ROUTE,
+        SECURITY_POLICY,
+    )
+
+    # Pure functions of the spec and the contexts: the kind's own modules, as they are.
+    validate = staticmethod(_spec.validate)
+    demand = staticmethod(_spec.demand)
+    scale = staticmethod(_spec.scale)
+    power = staticmethod(_spec.power)
+    manifests = staticmethod(_manifests.manifests)
+    observe = staticmethod(_status.observe)
+    connection = staticmethod(_status.connection)
+
+    def gpu_pods(self, spec: Mapping[str, Any], ctx: BuildContext) -> str:
+        # The StatefulSet's one pod: `<statefulset>-0`.
+        return re.escape(pod_name(ctx.name))
+
+
+KIND = NotebookKind()
+KEY = NotebookKind.KEY
+LABEL = NotebookKind.LABEL
+OWNED_KINDS = NotebookKind.OWNED_KINDS
 
 __all__ = [
     "DEFAULT_CPU",
@@ -81,57 +117,3 @@ __all__ = [
     "pod_name",
     "power",
 ]
-
-
-class NotebookKind:
-    """The `notebook` workload kind (see `base.WorkloadKind`)."""
-
-    KEY: ClassVar[str] = "notebook"
-    LABEL: ClassVar[str] = "Notebook"
-    # Not the home PVC: it outlives the notebook (see the module's docstring).
-    OWNED_KINDS: ClassVar[tuple[tuple[str, str], ...]] = (
-        STATEFUL_SET,
-        SERVICE,
-        # Its pod carries the template's labels: Kueue's admission gate on it says the
-        # notebook waits in the tenant's queue; its container statuses say why it fails.
-        POD,
-        HTTP_ROUTE,
-        SECURITY_POLICY,
-    )
-
-    def validate(self, spec: Mapping[str, Any], ctx: LaunchContext) -> dict[str, Any]:
-        return _spec.validate(spec, ctx)
-
-    def demand(self, spec: Mapping[str, Any]) -> dict[str, int]:
-        return _spec.demand(spec)
-
-    def manifests(self, spec: Mapping[str, Any], ctx: BuildContext) -> list[Manifest]:
-        return _manifests.manifests(spec, ctx)
-
-    def observe(
-        self, objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
-    ) -> Observation:
-        return _status.observe(objects, spec, ctx)
-
-    def scale(
-        self, spec: Mapping[str, Any], changes: Mapping[str, Any], ctx: LaunchContext
-    ) -> dict[str, Any]:
-        return _spec.scale(spec, changes, ctx)
-
-    def power(self, spec: Mapping[str, Any], action: str) -> dict[str, Any]:
-        return _spec.power(spec, action)
-
-    def connection(
-        self, objects: Mapping[ObjectKey, Manifest], spec: Mapping[str, Any], ctx: BuildContext
-    ) -> Connection:
-        return _status.connection(objects, spec, ctx)
-
-    def gpu_pods(self, spec: Mapping[str, Any], ctx: BuildContext) -> str:
-        # The StatefulSet's one pod: `<statefulset>-0`.
-        return re.escape(pod_name(ctx.name))
-
-
-KIND = NotebookKind()
-KEY = NotebookKind.KEY
-LABEL = NotebookKind.LABEL
-OWNED_KINDS = NotebookKind.OWNED_KINDS

@@ -6,16 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..base import (
-    QUEUED_REASON,
-    BuildContext,
-    Connection,
-    Manifest,
-    ObjectKey,
-    Observation,
-    queued_by_kueue,
-    queued_words,
-)
+from .. import base
+from ..base import BuildContext, Connection, Manifest, ObjectKey, Observation
 from ..object_status import failure_of, newest_first, ready_replicas
 from .manifests import (
     POD,
@@ -73,9 +65,9 @@ def observe(
             # A settled state: the home volume is kept, it holds no GPU, nothing is left to do.
             return seen("ready", STOPPED_REASON, STOPPED_MESSAGE)
         return seen("progressing", "Stopping", "Stopping: its home volume is kept.")
-    if queued_by_kueue(pod):
+    if base.queued_by_kueue(pod):
         # Its GPU waits for the tenant's Kueue queue: fair share at work, not a fault.
-        return seen("progressing", QUEUED_REASON, queued_words(1, "notebook"))
+        return seen("progressing", base.QUEUED_REASON, base.queued_words(1, "notebook"))
     if ready_replicas(stateful_set) >= 1:
         return seen("ready", "Ready")
     failure = failure_of(pod)
