@@ -23,7 +23,7 @@ from tenants.models import Membership, RoleAssignment, Tenant, Workload
 from tenants.quota import services as tenant_quota
 from tenants.workloads import services as workloads
 from tenants.workloads.kinds.base import LABEL_WORKLOAD_ID
-from tenants.workloads.models import VmImage
+from tenants.workloads.models import NotebookImage, VmImage
 from tenants.workloads.selectors import build_context
 
 from . import billing_data as demo_billing
@@ -73,6 +73,7 @@ QUOTAS = {
         "count:vcluster": 4,
         "count:slurm": 2,
         "count:inference": 2,
+        "count:notebook": 4,
     },
     "nova": {
         "gpu:nvidia-h100-80gb": 16,
@@ -85,6 +86,7 @@ QUOTAS = {
         "storage-gib": 10000,
         "count:inference": 10,
         "count:vcluster": 2,
+        "count:notebook": 6,
     },
     "atlas": {
         "mig:nvidia-a100-80gb:1g.10gb": 28,
@@ -95,6 +97,7 @@ QUOTAS = {
         "count:vm": 6,
         "count:slurm": 2,
         "count:inference": 2,
+        "count:notebook": 4,
     },
     "orbit": {
         "gpu:nvidia-a100-80gb": 24,
@@ -205,6 +208,18 @@ VM_IMAGES = (
     ("rocky-9", "Rocky Linux 9", "registry.ai-factory.example/containerdisks/rocky:9.6", 20,
      "rocky"),
 )
+# Images platform admins offer for notebooks: (key, label, image, interface). The Jupyter
+# Docker Stacks' and code-server's own images, as published.
+NOTEBOOK_IMAGES = (
+    ("pytorch-cuda", "JupyterLab, PyTorch with CUDA 12",
+     "quay.io/jupyter/pytorch-notebook:cuda12-2025-11-10", NotebookImage.Interface.JUPYTERLAB),
+    ("scipy", "JupyterLab, SciPy stack", "quay.io/jupyter/scipy-notebook:2025-11-10",
+     NotebookImage.Interface.JUPYTERLAB),
+    ("minimal", "JupyterLab, minimal", "quay.io/jupyter/minimal-notebook:2025-11-10",
+     NotebookImage.Interface.JUPYTERLAB),
+    ("vscode", "VS Code (code-server)", "docker.io/codercom/code-server:4.105.1",
+     NotebookImage.Interface.CODE_SERVER),
+)
 # The demo's public key for root's or the VM user's login (its private half was never kept).
 DEMO_SSH_KEY = (
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMgD8uC8AVXeT7ZNENLj3eGCoqOWBy09yW8vJWtBG5Oa"
@@ -216,8 +231,8 @@ DEMO_SSH_KEY = (
 class DemoWorkload:
     """A workload the demo launches through the services, and where it is left: `settled`
     (its objects dated as if applied long ago and looked at again: ready, or failed in the
-    cluster's words, by the time anyone looks), `stopped` (a VM that ran, then was stopped), or
-    `fresh` (just applied, still coming up: its page follows it to ready)."""
+    cluster's words, by the time anyone looks), `stopped` (a VM or a notebook that ran, then
+    was stopped), or `fresh` (just applied, still coming up: its page follows it to ready)."""
 
     tenant: str
     launched_by: str
@@ -276,6 +291,17 @@ WORKLOADS = (
     DemoWorkload("helix", "olivia", "vcluster", "pretrain-cluster",
                  {"kubernetes_version": "1.35", "gpu_scheduling": True, "cpu": 8,
                   "memory_gib": 32}),
+    # Notebooks, each with its launcher's home volume: Mike's VS Code without a GPU, stopped
+    # (its home kept), then his JupyterLab on a HAMi share, which mounts that home now (one
+    # notebook at a time on a ReadWriteOnce home); Ari's JupyterLab on a MIG instance.
+    DemoWorkload("nova", "mike", "notebook", "prompt-tools",
+                 {"image": "vscode", "cpu": 2, "memory_gib": 8}, state="stopped"),
+    DemoWorkload("nova", "mike", "notebook", "mike-lab",
+                 {"image": "pytorch-cuda", "gpu": "hami:nvidia-l40s", "gpu_memory_gib": 12,
+                  "gpu_cores": 20, "cpu": 4, "memory_gib": 32}),
+    DemoWorkload("atlas", "ari", "notebook", "eval-analysis",
+                 {"image": "scipy", "gpu": "mig:nvidia-a100-80gb:1g.10gb", "cpu": 4,
+                  "memory_gib": 16}),
 )
 
 
@@ -308,6 +334,16 @@ def _vm_images() -> None:
                 key=key, label=label, container_disk=disk, min_disk_gib=min_disk,
                 default_user=user,
             ))
+
+
+def _notebook_images() -> None:
+    """The admins' notebook images (admins keep them in the admin site, which has no audit of
+    its own for them: the demo adds them as the admin would)."""
+    for key, label, image, interface in NOTEBOOK_IMAGES:
+        if not NotebookImage.objects.filter(key=key).exists():
+            row = NotebookImage(key=key, label=label, image=image, interface=interface)
+            row.full_clean()
+            row.save()
 
 
 def _backdate(workload: Workload) -> None:
@@ -451,6 +487,7 @@ def load_demo() -> list[DemoAccount]:
     )
     quota_requests_load(users)
     _vm_images()
+    _notebook_images()
     load_model_credentials(users)
     fresh = _workloads(users, WORKLOADS)
     demo_billing.load_billing_demo(users=users, apply=_settle)

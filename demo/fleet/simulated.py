@@ -11,10 +11,11 @@ would have made by now is created, dated from when it would have made it (so it 
 along as on a real cluster), placed on a node by a simple scheduler, and read back for the
 owner's status: a vCluster's control plane and kubeconfig Secret, a VM's DataVolume and
 VirtualMachineInstance (and the VMI's virt-launcher pod), a Slurm cluster's StatefulSets,
-Deployments and worker pods, an inference endpoint's predictor pods. The scheduler counts the
-GPUs already placed on each node: a pod (a VM's launcher pod too) beyond what the nodes it may
-use have left stays Pending with the scheduler's words, and is placed on a later read once room
-frees up (as the scheduler retries). Deleting
+Deployments and worker pods, an inference endpoint's predictor pods, the pods of a StatefulSet
+the portal applies (a notebook's, or a Slurm cluster's database; `simulated_apps`). The
+scheduler counts the GPUs already placed on each node: a pod (a VM's launcher pod too) beyond
+what the nodes it may use have left stays Pending with the scheduler's words, and is placed on
+a later read once room frees up (as the scheduler retries). Deleting
 an object deletes what depends on it (ownerReferences, and a Helm release's objects), at once:
 the garbage collector's and Helm's part.
 
@@ -255,7 +256,7 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
     def _play_operator(self, row: SimulatedObject, now: datetime) -> list[Manifest]:
         """Make what the owner's operator has made by now; its dependents, as read back."""
         operator = OPERATORS.get((row.api_version, row.kind))
-        if operator is None or not row.namespace:
+        if operator is None or not row.namespace or not operator.owns(row.body):
             return []
         clock = self._clock(row, now)
         kueue_played = False

@@ -4,7 +4,8 @@ simulated fleet: the registries the gateway plays.
 Pure functions: given an object, its `Clock` (when it was made and last changed, how long its
 controller takes, now) and the objects its controller made for it, a status writer returns the
 status a real controller would report. Here: the built-in controllers (namespaces, the quota
-controller, StatefulSets, Deployments, and kubelet for the pods an operator makes) and Kueue's;
+controller, StatefulSets (`simulated_apps`: their pods too, and the volume binder), Deployments,
+and kubelet for the pods an operator makes) and Kueue's;
 the workload operators' are one module per project (`simulated_flux`, `simulated_kserve`,
 `simulated_kubevirt`, `simulated_slinky`), each with what that operator makes (`OPERATORS`).
 Kinds no controller owns return None.
@@ -17,6 +18,7 @@ from typing import Any
 
 from kubernetes.utils.quantity import parse_quantity
 
+from . import simulated_apps as apps
 from . import simulated_flux as flux
 from . import simulated_kserve as kserve
 from . import simulated_kubevirt as kubevirt
@@ -62,18 +64,23 @@ def _replicas(obj: Manifest) -> int:
 
 
 def _stateful_set(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status:
-    """The StatefulSet controller: its pods come up once the delay has passed (a changed
+    """The StatefulSet controller: the pods it runs (`simulated_apps`) once they are ready; an
+    operator's StatefulSet, whose pods are not played, once the delay has passed (a changed
     template replaces them, so none is ready meanwhile)."""
     replicas, gen = _replicas(obj), generation(obj)
-    up = replicas if clock.ready else 0
-    revision = f"{obj['metadata']['name']}-{digest(str(gen), (obj.get('spec') or {}))[:10]}"
+    if apps.plays_pods(obj):
+        pods = [c for c in children if c.get("kind") == "Pod"]
+        made, up = len(pods), sum(1 for pod in pods if apps.pod_ready(pod))
+    else:
+        made, up = replicas, replicas if clock.ready else 0
+    revision = apps.revision(obj)
     return {
         "observedGeneration": gen,
-        "replicas": replicas,
+        "replicas": made,
         "readyReplicas": up,
         "availableReplicas": up,
-        "currentReplicas": up,
-        "updatedReplicas": up,
+        "currentReplicas": made,
+        "updatedReplicas": made,
         "currentRevision": revision,
         "updateRevision": revision,
         "collisionCount": 0,
@@ -250,6 +257,7 @@ CONTROLLERS: dict[tuple[str, str], StatusWriter] = {
     ("v1", "Namespace"): _namespace,
     ("v1", "ResourceQuota"): _resource_quota,
     ("v1", "Service"): _service,
+    ("v1", "PersistentVolumeClaim"): apps.persistent_volume_claim,
     ("gateway.networking.k8s.io/v1", "TLSRoute"): _tls_route,
     ("apps/v1", "StatefulSet"): _stateful_set,
     ("apps/v1", "Deployment"): _deployment,
@@ -276,6 +284,9 @@ READY_FRACTIONS = {
 }
 # The controllers that make objects for the ones they own, and the kinds they make.
 OPERATORS: dict[tuple[str, str], Operator] = {
+    ("apps/v1", "StatefulSet"): Operator(
+        (("v1", "Pod"),), apps.plan_stateful_set, plays=apps.plays_pods
+    ),
     ("serving.kserve.io/v1beta1", "InferenceService"): Operator(
         (("v1", "Pod"),), kserve.plan_inference_service
     ),

@@ -60,6 +60,11 @@ class Operator:
 
     makes: tuple[tuple[str, str], ...]
     plan: Planner
+    # Which of the kind's objects it plays (None: all); the others are not read for dependents.
+    plays: Callable[[Manifest], bool] | None = None
+
+    def owns(self, obj: Manifest) -> bool:
+        return self.plays is None or self.plays(obj)
 
 
 def key_of(obj: Manifest) -> Key:

@@ -11,19 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .simulated_apps import pod_ready
 from .simulated_clock import Clock, Status, condition, digest, generation
 from .simulated_operators import Made, Plan, by_kind, meta_of, name_and_namespace, owner_reference
 
 Manifest = dict[str, Any]
 SLINKY = "slinky.slurm.net/v1beta1"
 KINDS = ("Controller", "NodeSet", "LoginSet", "RestApi", "Accounting")
-
-
-def _pod_ready(pod: Manifest) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (pod.get("status") or {}).get("conditions") or []
-    )
 
 
 def slinky_status(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> Status:
@@ -46,7 +40,7 @@ def slinky_status(obj: Manifest, clock: Clock, children: Sequence[Manifest]) -> 
         status["selector"] = f"app.kubernetes.io/instance={name},app.kubernetes.io/name=login"
     if kind == "NodeSet":
         pods = [child for child in children if child.get("kind") == "Pod"]
-        up = sum(1 for pod in pods if _pod_ready(pod))
+        up = sum(1 for pod in pods if pod_ready(pod))
         status.update(
             {
                 "observedGeneration": gen,

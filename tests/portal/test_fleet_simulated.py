@@ -913,3 +913,126 @@ def test_resource_quota_counts_the_namespaces_objects_as_kubernetes_does(
         "count/virtualmachines.kubevirt.io": "2",
         "count/inferenceservices.serving.kserve.io": "0",
     }
+
+
+# --- Kubernetes' own controllers: a StatefulSet the portal applies runs its pods --------------
+
+
+def stateful_set(name: str = "nb-lab", *, replicas: int = 1, image: str = "lab:1",
+                 owned: bool = False) -> dict:
+    """A StatefulSet as the portal applies one (a notebook's): its pods carry its labels."""
+    meta: dict = {"name": name, "namespace": "acme", "labels": {"team": "nlp"}}
+    if owned:
+        meta["ownerReferences"] = [{"apiVersion": "slinky.slurm.net/v1beta1", "kind": "Controller",
+                                    "name": "x", "uid": "some-uid", "controller": True}]
+    labels = {"portal.ai-factory.io/notebook": name, "team": "nlp"}
+    return {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": meta,
+        "spec": {
+            "replicas": replicas, "serviceName": name,
+            "selector": {"matchLabels": {"portal.ai-factory.io/notebook": name}},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [
+                {"name": "notebook", "image": image,
+                 "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}},
+        },
+    }
+
+
+STS = {"api_version": "apps/v1", "kind": "StatefulSet", "namespace": "acme"}
+
+
+def test_a_stateful_set_runs_its_pod_which_becomes_ready_after_the_delay(
+    simulated_gateway, fleet_clock, settings
+):
+    settings.FLEET_SIMULATED_READY_SECONDS = 20
+    nodes(simulated_gateway, ("h100-a", H100_LABELS, {}))
+    simulated_gateway.apply(manifests=[stateful_set()])
+
+    starting = simulated_gateway.get(**STS, name="nb-lab")["status"]
+    pod = simulated_gateway.get(api_version="v1", kind="Pod", name="nb-lab-0", namespace="acme")
+    fleet_clock.advance(20)
+    started = simulated_gateway.get(**STS, name="nb-lab")["status"]
+
+    assert (starting["replicas"], starting["readyReplicas"]) == (1, 0)
+    assert (started["replicas"], started["readyReplicas"]) == (1, 1)
+    assert pod["spec"]["nodeName"] == "h100-a"
+    assert pod["metadata"]["labels"]["portal.ai-factory.io/notebook"] == "nb-lab"
+    assert pod["metadata"]["labels"]["controller-revision-hash"] == started["currentRevision"]
+    assert pod["metadata"]["ownerReferences"][0]["kind"] == "StatefulSet"
+    assert pod["spec"]["containers"][0]["image"] == "lab:1"
+
+
+def test_a_stateful_set_at_zero_replicas_deletes_its_pod_and_gives_its_gpu_back(
+    simulated_gateway, settings
+):
+    settings.FLEET_SIMULATED_READY_SECONDS = 0
+    one_gpu = {**H100_LABELS, "nvidia.com/gpu.count": "1"}
+    nodes(simulated_gateway, ("h100-a", one_gpu, {}))
+    simulated_gateway.apply(manifests=[stateful_set("nb-one"), stateful_set("nb-two")])
+    simulated_gateway.list(**STS)
+    waiting = simulated_gateway.get(api_version="v1", kind="Pod", name="nb-two-0",
+                                    namespace="acme")
+
+    simulated_gateway.apply(manifests=[stateful_set("nb-one", replicas=0)])
+    stopped = simulated_gateway.get(**STS, name="nb-one")["status"]
+    simulated_gateway.get(**STS, name="nb-two")
+
+    assert "nodeName" not in waiting["spec"]  # the one GPU is nb-one's
+    assert (stopped["replicas"], stopped["readyReplicas"]) == (0, 0)
+    assert "nb-one-0" not in objects("Pod")
+    assert objects("Pod")["nb-two-0"]["spec"]["nodeName"] == "h100-a"
+    assert simulated_gateway.get(**STS, name="nb-two")["status"]["readyReplicas"] == 1
+
+
+def test_a_changed_template_replaces_the_pod_and_starting_again_makes_a_new_one(
+    simulated_gateway, fleet_clock, settings
+):
+    settings.FLEET_SIMULATED_READY_SECONDS = 20
+    simulated_gateway.apply(manifests=[stateful_set()])
+    fleet_clock.advance(30)
+    simulated_gateway.get(**STS, name="nb-lab")
+    first = objects("Pod")["nb-lab-0"]
+
+    simulated_gateway.apply(manifests=[stateful_set(image="lab:2")])
+    replaced = simulated_gateway.get(**STS, name="nb-lab")["status"]
+    pod = objects("Pod")["nb-lab-0"]
+    simulated_gateway.apply(manifests=[stateful_set(image="lab:2", replicas=0)])
+    simulated_gateway.get(**STS, name="nb-lab")
+    gone = dict(objects("Pod"))
+    simulated_gateway.apply(manifests=[stateful_set(image="lab:2")])
+    simulated_gateway.get(**STS, name="nb-lab")
+
+    assert pod["metadata"]["uid"] != first["metadata"]["uid"]
+    assert pod["spec"]["containers"][0]["image"] == "lab:2"
+    assert replaced["readyReplicas"] == 0  # the new pod is starting
+    assert gone == {}
+    assert objects("Pod")["nb-lab-0"]["metadata"]["uid"] != pod["metadata"]["uid"]
+
+
+def test_an_operators_stateful_set_comes_up_after_the_delay_without_pods(
+    simulated_gateway, fleet_clock, settings
+):
+    settings.FLEET_SIMULATED_READY_SECONDS = 20
+    simulated_gateway.apply(manifests=[stateful_set(owned=True)])
+
+    starting = simulated_gateway.get(**STS, name="nb-lab")["status"]
+    fleet_clock.advance(20)
+    started = simulated_gateway.get(**STS, name="nb-lab")["status"]
+
+    assert (starting["readyReplicas"], started["readyReplicas"]) == (0, 1)
+    assert not objects("Pod")
+
+
+def test_a_persistent_volume_claim_is_bound_with_what_it_asked_for(simulated_gateway):
+    simulated_gateway.apply(manifests=[{
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "home-alice", "namespace": "acme"},
+        "spec": {"accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "50Gi"}}},
+    }])
+
+    claim = simulated_gateway.get(api_version="v1", kind="PersistentVolumeClaim",
+                                  name="home-alice", namespace="acme")
+
+    assert claim["status"] == {"phase": "Bound", "accessModes": ["ReadWriteOnce"],
+                               "capacity": {"storage": "50Gi"}}

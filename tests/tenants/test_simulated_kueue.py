@@ -26,7 +26,7 @@ from tenants.workloads.kinds.base import queued_by_kueue
 from tests.factories import QuotaFactory
 
 from .kube_schemas import schema_errors
-from .kueue_pods import queued_pod
+from .kueue_pods import hami_pod, queued_pod
 
 L40S = "gpu:nvidia-l40s"
 PRODUCT = GPU_MODELS["nvidia-l40s"].product_label
@@ -427,6 +427,75 @@ def test_a_hami_share_is_admitted_into_its_models_flavor_of_the_shares_queue_by_
     # Nothing of the shares reaches the whole-GPU queue.
     assert "nvidia.com/gpumem" not in {r for names, _ in queues["tenant-atlas"].groups
                                        for r in names}
+
+
+def _stateful_set(pod: Manifest, *, replicas: int = 1) -> Manifest:
+    """A StatefulSet (as a notebook's) whose pod template has `pod`'s labels and spec."""
+    meta = pod["metadata"]
+    selector = {"app": meta["name"]}
+    return {
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+        "spec": {"replicas": replicas, "serviceName": meta["name"],
+                 "selector": {"matchLabels": selector},
+                 "template": {"metadata": {"labels": {**meta["labels"], **selector}},
+                              "spec": pod["spec"]}},
+    }
+
+
+def _replicas_ready(gateway, tenant: Tenant, name: str) -> int:
+    found = gateway.get(api_version="apps/v1", kind="StatefulSet", name=name,
+                        namespace=tenant.namespace)
+    return found["status"]["readyReplicas"]
+
+
+def test_a_stateful_sets_pod_is_queued_like_any_other_and_stopping_it_gives_its_gpus_back(
+    db, fleet
+):
+    acme = _tenant("acme", gpus=2)
+    _reconcile(acme)
+    notebook = queued_pod(acme.namespace, "nb-lab", gpus=2, priority="portal-interactive",
+                          product=PRODUCT)
+    fleet.apply(manifests=[_stateful_set(notebook)])
+
+    running = _replicas_ready(fleet, acme, "nb-lab")
+    _submit(fleet, acme, "train-1", 1)
+    waiting = _admitted(fleet, acme)
+    priority = _workloads(fleet, acme)["nb-lab-0"]["spec"]["priority"]
+    fleet.apply(manifests=[_stateful_set(notebook, replicas=0)])
+    stopped = _replicas_ready(fleet, acme, "nb-lab")
+
+    assert running == 1
+    assert waiting == {"nb-lab-0"}
+    assert priority == 500
+    assert (stopped, _pod(fleet, acme, "nb-lab-0")) == (0, None)
+    assert _admitted(fleet, acme) == {"train-1"}
+    assert _usage(fleet, acme) == {"total": "1", "borrowed": "0", "pending": 0, "admitted": 1}
+    assert _pod(fleet, acme, "train-1")["spec"]["nodeName"].startswith("l40s-")
+
+
+def test_a_stateful_sets_hami_pod_goes_through_the_shares_queue_to_a_node_hami_shares(db, fleet):
+    acme = _tenant("acme", gpus=1)
+    QuotaFactory(tenant=acme, resource="hami:nvidia-l40s:memory-gib", limit=48)
+    QuotaFactory(tenant=acme, resource="hami:nvidia-l40s:cores", limit=100)
+    _reconcile(acme)
+    fleet.apply(manifests=[{"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": "l40s-hami", "labels": {"gpu": "on", "nvidia.com/gpu.product": PRODUCT}},
+        "spec": {}}])
+    share = hami_pod(acme.namespace, "nb-share", memory_gib=20, cores=30,
+                     priority="portal-interactive", product=PRODUCT)
+    fleet.apply(manifests=[_stateful_set(share)])
+
+    ready = _replicas_ready(fleet, acme, "nb-share")
+    workload = _workloads(fleet, acme)["nb-share-0"]
+    pod = _pod(fleet, acme, "nb-share-0")
+    fleet.apply(manifests=[_stateful_set(share, replicas=0)])
+    _replicas_ready(fleet, acme, "nb-share")
+
+    assert ready == 1
+    assert workload["status"]["admission"]["clusterQueue"] == "tenant-acme-shares"
+    assert pod["spec"]["nodeName"] == "l40s-hami"
+    assert _workloads(fleet, acme) == {}
 
 
 def test_the_demo_shows_borrowing_reclaim_and_waiting_in_kueues_words_and_the_portals(db):
