@@ -23,10 +23,10 @@ from tenants.models import Membership, RoleAssignment, Tenant, Workload
 from tenants.quota import services as tenant_quota
 from tenants.workloads import services as workloads
 from tenants.workloads.kinds.base import LABEL_WORKLOAD_ID
-from tenants.workloads.models import NotebookImage, VmImage
 from tenants.workloads.selectors import build_context
 
 from . import billing_data as demo_billing
+from .admin_images import load_admin_images
 from .idle_gpus import load_idle_gpus
 from .model_credentials import load_model_credentials
 from .queued_jobs import queued_jobs_send
@@ -200,26 +200,6 @@ def _fleet() -> int:
     return created
 
 
-# Shared tenants that lend each other idle GPUs through a Kueue cohort.
-# Boot images platform admins offer for VMs: (key, label, container disk, min disk GiB, user).
-VM_IMAGES = (
-    ("ubuntu-2404-nvidia", "Ubuntu 24.04 LTS with NVIDIA driver 580",
-     "registry.ai-factory.example/containerdisks/ubuntu-nvidia:24.04-580.95.05", 40, "ubuntu"),
-    ("rocky-9", "Rocky Linux 9", "registry.ai-factory.example/containerdisks/rocky:9.6", 20,
-     "rocky"),
-)
-# Images platform admins offer for notebooks: (key, label, image, interface). The Jupyter
-# Docker Stacks' and code-server's own images, as published.
-NOTEBOOK_IMAGES = (
-    ("pytorch-cuda", "JupyterLab, PyTorch with CUDA 12",
-     "quay.io/jupyter/pytorch-notebook:cuda12-2025-11-10", NotebookImage.Interface.JUPYTERLAB),
-    ("scipy", "JupyterLab, SciPy stack", "quay.io/jupyter/scipy-notebook:2025-11-10",
-     NotebookImage.Interface.JUPYTERLAB),
-    ("minimal", "JupyterLab, minimal", "quay.io/jupyter/minimal-notebook:2025-11-10",
-     NotebookImage.Interface.JUPYTERLAB),
-    ("vscode", "VS Code (code-server)", "docker.io/codercom/code-server:4.105.1",
-     NotebookImage.Interface.CODE_SERVER),
-)
 # The demo's public key for root's or the VM user's login (its private half was never kept).
 DEMO_SSH_KEY = (
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMgD8uC8AVXeT7ZNENLj3eGCoqOWBy09yW8vJWtBG5Oa"
@@ -325,25 +305,6 @@ QUEUED_WORKLOADS = (
                   "cpu_per_worker": 16, "memory_gib_per_worker": 128, "accounting": False,
                   "rest_api": False, "ssh_public_key": DEMO_SSH_KEY}),
 )
-
-
-def _vm_images() -> None:
-    for key, label, disk, min_disk, user in VM_IMAGES:
-        if not VmImage.objects.filter(key=key).exists():
-            workloads.vm_image_save(actor=None, image=VmImage(
-                key=key, label=label, container_disk=disk, min_disk_gib=min_disk,
-                default_user=user,
-            ))
-
-
-def _notebook_images() -> None:
-    """The admins' notebook images (admins keep them in the admin site, which has no audit of
-    its own for them: the demo adds them as the admin would)."""
-    for key, label, image, interface in NOTEBOOK_IMAGES:
-        if not NotebookImage.objects.filter(key=key).exists():
-            row = NotebookImage(key=key, label=label, image=image, interface=interface)
-            row.full_clean()
-            row.save()
 
 
 def _backdate(workload: Workload) -> None:
@@ -486,8 +447,7 @@ def load_demo() -> list[DemoAccount]:
         actor=None, user=users["adam"], role=RoleAssignment.Role.PLATFORM_ADMIN
     )
     quota_requests_load(users)
-    _vm_images()
-    _notebook_images()
+    load_admin_images()
     load_model_credentials(users)
     fresh = _workloads(users, WORKLOADS)
     demo_billing.load_billing_demo(users=users, apply=_settle)

@@ -8,29 +8,10 @@ one declared here is not read), when a declared default is not the one settings 
 either file is not what the declarations write.
 """
 
-from dataclasses import dataclass
+from .config_var_types import Section, Var
+from .config_vars_workloads import NOTEBOOKS, REMOTE_ACCESS
 
-
-@dataclass(frozen=True)
-class Var:
-    name: str
-    # As the environment writes it (and .env.example does); empty where the default is empty or
-    # depends on other settings, which `shown` then says.
-    default: str
-    meaning: str  # Markdown, for the reference page; .env.example gets it as plain text
-    shown: str = ""  # the reference's default cell, when it is not the plain `default`
-    example: str | None = None  # .env.example's value, when it is not `default`
-
-    @property
-    def default_cell(self) -> str:
-        return self.shown or (f"`{self.default}`" if self.default else "empty")
-
-
-@dataclass(frozen=True)
-class Section:
-    title: str
-    note: str  # Markdown after the title, or ""
-    variables: tuple[Var, ...]
+__all__ = ["SECTIONS", "Section", "Var", "declared"]
 
 
 SECTIONS = (
@@ -214,30 +195,6 @@ SECTIONS = (
                 "by the listener's wildcard certificate `*.<domain>`; empty: endpoints are not "
                 "exposed outside the cluster",
                 shown="`endpoints.demo.internal` with the simulated fleet, else empty"),
-            Var("NOTEBOOK_GATEWAY", "",
-                "`<namespace>/<name>` of the Gateway that serves notebooks over HTTPS behind "
-                "Keycloak sign-in", shown="`INFERENCE_GATEWAY`"),
-            Var("NOTEBOOK_GATEWAY_LISTENER", "https",
-                "the name of that Gateway's HTTPS listener for `*.<NOTEBOOK_DOMAIN>`"),
-            Var("NOTEBOOK_DOMAIN", "",
-                "DNS suffix of the notebooks: each is `https://<name>-<tenant>.<domain>`; empty: "
-                "reached with `kubectl port-forward` only",
-                shown="`notebooks.demo.internal` with the simulated fleet, else empty"),
-            Var("NOTEBOOK_OIDC_CLIENT_ID", "notebooks",
-                "the Keycloak confidential client the gateway signs people in to notebooks with"),
-            Var("NOTEBOOK_OIDC_CLIENT_SECRET", "",
-                "its secret, put in a Secret `portal-notebook-oidc` of each tenant namespace for "
-                "the gateway's sign-in policy (docs/deployment.md)"),
-            Var("NOTEBOOK_HOME_GIB", "50",
-                "size of each person's home volume in a tenant (may grow, never shrink)"),
-            Var("NOTEBOOK_HOME_STORAGE_CLASS", "",
-                "storage class of the home volumes", shown="empty (the cluster's default)"),
-            Var("NOTEBOOK_HOME_ACCESS_MODE", "ReadWriteOnce",
-                "`ReadWriteOnce` or `ReadWriteOncePod`: one running notebook per person and "
-                "tenant; `ReadWriteMany`: several"),
-            Var("NOTEBOOK_IDLE_HOURS", "24",
-                "the default for tenants that chose none: a notebook nobody used for this many "
-                "hours is stopped (0: never)"),
             Var("KUEUE_PRIORITY_SERVING", "1000",
                 "value of the Kueue WorkloadPriorityClass `portal-serving` (inference endpoints): "
                 "when a queue's quota is short, a higher value preempts a lower"),
@@ -274,38 +231,8 @@ SECTIONS = (
                 "reason"),
         ),
     ),
-    Section(
-        "vClusters and SSH from outside the cluster",
-        "(see [Workloads](workloads.md#reaching-workloads-from-a-laptop))",
-        (
-            Var("VCLUSTER_DOMAIN", "",
-                "DNS suffix under which vCluster API servers are published through the fleet's "
-                "Gateway, as `<vcluster>.<namespace>.<suffix>` (TLS passthrough by SNI; a wildcard "
-                "DNS record `*.<suffix>` points at the Gateway), e.g. `vc.example.com`; empty "
-                "keeps them in-cluster"),
-            Var("VCLUSTER_GATEWAY", "ingress-gateway/fleet",
-                "`<namespace>/<name>` of the Gateway whose TLS-passthrough listener carries every "
-                "vCluster's TLSRoute"),
-            Var("VCLUSTER_GATEWAY_LISTENER", "tls-passthrough",
-                "that listener's name (the routes' `sectionName`): `protocol: TLS`, `tls.mode: "
-                "Passthrough`, hostname `*.<VCLUSTER_DOMAIN>`, routes allowed from tenant "
-                "namespaces"),
-            Var("VCLUSTER_GATEWAY_PORT", "443",
-                "that listener's port, in the kubeconfig's server URL"),
-            Var("VCLUSTER_OIDC_CLIENT_ID", "kubernetes",
-                "the Keycloak public client `kubectl oidc-login` signs in with: the virtual API "
-                "servers accept its ID tokens from `OIDC_ISSUER_URL` and bind the tenant's groups "
-                "(with `KUBERNETES_OIDC_GROUPS_PREFIX`); empty, or no `OIDC_ISSUER_URL`: the "
-                "kubeconfig's client certificate only"),
-            Var("SSH_LOAD_BALANCER", "true",
-                "give each VM and Slurm login node a LoadBalancer Service on port 22 (needs an "
-                "address pool, e.g. MetalLB's); `false` keeps SSH in-cluster"),
-            Var("SSH_SOURCE_RANGES", "",
-                "comma-separated CIDRs allowed to reach those Services (their "
-                "`loadBalancerSourceRanges`, and the tenant NetworkPolicy's SSH rule)",
-                shown="anywhere (`0.0.0.0/0`, `::/0`)"),
-        ),
-    ),
+    NOTEBOOKS,
+    REMOTE_ACCESS,
     Section(
         "Metrics",
         "",

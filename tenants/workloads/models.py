@@ -5,7 +5,6 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Case, F, Q, Subquery, When
@@ -15,21 +14,16 @@ from django.utils import timezone
 from core.choices import ColoredChoices, colored
 from core.reconcile import Reconciled
 from core.state_machine import transition
-from core.validators import validate_dns1123_label, validate_readable_name
+from core.validators import validate_dns1123_label
 
 from ..access.models import Tenant
 from .advice import failure_advice
-from .kinds.base import QUEUED_REASON, SpecError
-from .kinds.image_references import oci_reference
+
+# The admins' images live beside, imported from here too (migrations name the validator here).
+from .images import NotebookImage, VmImage, validate_oci_reference  # noqa: F401
+from .kinds.base import QUEUED_REASON
 from .registry import CHOICES as KIND_CHOICES
 from .registry import KINDS
-
-
-def validate_oci_reference(value: str) -> None:
-    try:
-        oci_reference(value, field_name="container_disk")
-    except SpecError as exc:
-        raise ValidationError(exc.fields["container_disk"]) from None
 
 
 @colored(
@@ -329,70 +323,6 @@ class WorkloadEvent(models.Model):
     @property
     def to_status_color(self) -> str:
         return WorkloadStatus.color(self.to_status) if self.to_status else "secondary"
-
-
-class VmImage(models.Model):
-    """A boot image platform admins offer for virtual machines (the VM launch form lists them)."""
-
-    key = models.SlugField(max_length=50, unique=True)
-    label = models.CharField(max_length=100, validators=[validate_readable_name])
-    container_disk = models.CharField(
-        "container disk image", max_length=500, validators=[validate_oci_reference],
-        help_text="An OCI image reference of a KubeVirt container disk, e.g. "
-                  "quay.io/containerdisks/ubuntu:24.04",
-    )
-    min_disk_gib = models.PositiveIntegerField(default=20)
-    default_user = models.CharField(
-        max_length=32, default="ubuntu", help_text="The user cloud-init gives the SSH key to."
-    )
-    active = models.BooleanField(default=True)
-
-    class Meta:
-        ordering = ["label"]
-        verbose_name = "VM boot image"
-
-    def __str__(self) -> str:
-        return self.label
-
-    def as_catalog_entry(self) -> dict:
-        return {
-            "label": self.label,
-            "container_disk": self.container_disk,
-            "min_disk_gib": self.min_disk_gib,
-            "default_user": self.default_user,
-        }
-
-
-class NotebookImage(models.Model):
-    """An image platform admins offer for notebooks (the notebook launch form lists them).
-
-    Its interface says how the portal starts it and where the home volume goes: JupyterLab
-    images follow the Jupyter Docker Stacks' conventions, VS Code images code-server's
-    (`tenants.workloads.kinds.notebook`)."""
-
-    class Interface(models.TextChoices):
-        JUPYTERLAB = "jupyterlab", "JupyterLab"
-        CODE_SERVER = "code-server", "VS Code (code-server)"
-
-    key = models.SlugField(max_length=50, unique=True)
-    label = models.CharField(max_length=100, validators=[validate_readable_name])
-    image = models.CharField(
-        max_length=500, validators=[validate_oci_reference],
-        help_text="An OCI image reference, e.g. quay.io/jupyter/pytorch-notebook:cuda12-2025-11-10",
-    )
-    interface = models.CharField(max_length=20, choices=Interface.choices,
-                                 default=Interface.JUPYTERLAB)
-    active = models.BooleanField(default=True)
-
-    class Meta:
-        ordering = ["label"]
-        verbose_name = "notebook image"
-
-    def __str__(self) -> str:
-        return self.label
-
-    def as_catalog_entry(self) -> dict:
-        return {"label": self.label, "image": self.image, "interface": self.interface}
 
 
 class IdleMode(models.TextChoices):

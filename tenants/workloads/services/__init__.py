@@ -3,7 +3,7 @@ admission against quota; `endpoint_keys`: an inference endpoint's API keys), wha
 does (`reconcile`: apply, observe, tear down) and what platform admins offer (`catalog`: VM boot
 images)."""
 
-from .catalog import vm_image_save
+from .catalog import notebook_image_save, vm_image_save
 from .idle import idle_policy_save, idle_undo, workload_keep_running, workloads_idle_sweep
 from .lifecycle import (
     workload_delete,
@@ -23,6 +23,7 @@ from .reconcile import (
 __all__ = [
     "idle_policy_save",
     "idle_undo",
+    "notebook_image_save",
     "vm_image_save",
     "workload_delete",
     "workload_keep_running",

@@ -95,6 +95,8 @@ def _notebook(tenant, person, name: str, *, gpu: bool = False,
 @pytest.fixture
 def notebooks(tenant, other_tenant, tenant_member, gpu_pool, prometheus, settings):
     settings.NOTEBOOK_IDLE_HOURS = 24
+    # One person's notebooks all run at once: their home volume is one many nodes mount.
+    settings.NOTEBOOK_HOME_ACCESS_MODE = "ReadWriteMany"
     for owner in (tenant, other_tenant):
         for resource, limit in {H100: 8, "cpu": 64, "memory-gib": 512, "storage-gib": 1000,
                                 "count:notebook": 10}.items():
