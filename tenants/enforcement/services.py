@@ -134,12 +134,20 @@ def tenant_spec(*, tenant: Tenant) -> TenantSpec:
         priorities=dict(settings.KUEUE_PRIORITIES),
         ingress_namespace=settings.TENANT_INGRESS_NAMESPACE,
         ssh_sources=tuple(settings.SSH_SOURCE_RANGES) if settings.SSH_LOAD_BALANCER else (),
-        gateway_namespace=(settings.INFERENCE_GATEWAY.partition("/")[0]
-                           if settings.INFERENCE_DOMAIN else ""),
+        gateway_namespaces=_gateway_namespaces(),
         edit_role=settings.TENANT_EDIT_CLUSTER_ROLE,
         portal_account=(settings.FLEET_SERVICE_ACCOUNT, settings.FLEET_SERVICE_ACCOUNT_NAMESPACE),
         secrets_role=settings.FLEET_SECRETS_CLUSTER_ROLE,
     )
+
+
+def _gateway_namespaces() -> tuple[str, ...]:
+    """The namespaces of the Gateways that publish the tenant's workloads (inference endpoints,
+    notebooks), whose proxies must reach its pods; none where nothing is published."""
+    published = ((settings.INFERENCE_GATEWAY, settings.INFERENCE_DOMAIN),
+                 (settings.NOTEBOOK_GATEWAY, settings.NOTEBOOK_DOMAIN))
+    return tuple(dict.fromkeys(gateway.partition("/")[0] for gateway, domain in published
+                               if gateway and domain))
 
 
 # --- reconcile --------------------------------------------------------------------------------

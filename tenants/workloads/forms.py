@@ -375,6 +375,10 @@ FORMS: dict[str, type[WorkloadForm]] = {
 }
 
 
+GPU_COUNTS = frozenset({"gpus", "gpus_per_replica", "gpus_per_worker"})
+PARTS = ("mig:", "hami:")
+
+
 class ScaleForm(FieldsFromTemplate, forms.Form):
     """The fields of a running workload its kind lets change, prefilled with its spec.
     `{{ form }}` writes them (`_scale_fields.html`)."""
@@ -388,6 +392,8 @@ class ScaleForm(FieldsFromTemplate, forms.Form):
         for name in workload.kind_entry.scalable:
             if name not in workload.spec:
                 continue  # e.g. a whole-GPU endpoint has no HAMi share to resize
+            if name in GPU_COUNTS and str(workload.spec.get("gpu") or "").startswith(PARTS):
+                continue  # one MIG instance or one HAMi share: no count to change
             field = launch.base_fields[name]
             self.fields[name] = type(field)(
                 label=field.label, required=False, help_text=field.help_text,

@@ -252,9 +252,10 @@ class Workload(Reconciled):
     @property
     def serves_keys(self) -> tuple[str, ...]:
         """The observed details the page shows on their own: the runtime KServe reports
-        (`serves` shows it), a notebook's address, interface and image (its own card)."""
+        (`serves` shows it), a notebook's address, interface, image, home volume and power
+        (its own card)."""
         if self.kind == "notebook":
-            return ("url", "interface", "image")
+            return ("url", "interface", "image", "home", "power")
         return ("runtime",) if self.serves else ()
 
     @property

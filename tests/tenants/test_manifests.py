@@ -598,15 +598,36 @@ def test_network_policy_denies_all_but_the_tenant_itself_the_ingress_gateway_and
     assert {p["port"] for p in policy["egress"][1]["ports"]} == {53}
 
 
-def test_network_policy_admits_the_inference_endpoints_gateway_when_there_is_one():
-    spec = dataclasses.replace(SHARED, gateway_namespace="envoy-gateway-system")
+def test_network_policy_admits_the_gateways_publishing_its_workloads():
+    spec = dataclasses.replace(SHARED, gateway_namespaces=("envoy-gateway-system", "notebooks"))
     policy = _one(tenant_manifests(spec), "NetworkPolicy")
     sources = [peer for rule in policy["spec"]["ingress"] for peer in rule["from"]]
-    assert sources[-1] == {"namespaceSelector": {"matchLabels": {
-        "kubernetes.io/metadata.name": "envoy-gateway-system"}}}
+    assert sources[-2:] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
+        for name in ("envoy-gateway-system", "notebooks")]
     assert_valid([policy])
-    same = dataclasses.replace(SHARED, gateway_namespace="ingress-gateway")
+    same = dataclasses.replace(SHARED, gateway_namespaces=("ingress-gateway",))
     assert len(_one(tenant_manifests(same), "NetworkPolicy")["spec"]["ingress"]) == 2
+
+
+@pytest.mark.django_db
+def test_the_notebook_gateways_namespace_is_let_in_when_notebooks_are_published(tenant,
+                                                                               settings):
+    from tenants.enforcement.services import tenant_spec
+
+    settings.INFERENCE_DOMAIN = ""
+    settings.NOTEBOOK_GATEWAY = "notebook-gateway/fleet"
+    gateway = {"namespaceSelector": {"matchLabels": {
+        "kubernetes.io/metadata.name": "notebook-gateway"}}}
+
+    def sources() -> list[dict]:
+        policy = _one(tenant_manifests(tenant_spec(tenant=tenant)), "NetworkPolicy")
+        return [peer for rule in policy["spec"]["ingress"] for peer in rule["from"]]
+
+    settings.NOTEBOOK_DOMAIN = "notebooks.example.com"
+    assert gateway in sources()
+    settings.NOTEBOOK_DOMAIN = ""
+    assert gateway not in sources()
 
 
 def test_role_bindings_give_owner_and_member_groups_edit_and_viewers_view():

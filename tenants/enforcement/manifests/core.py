@@ -143,17 +143,18 @@ def limit_range_manifest(spec: TenantSpec) -> Manifest:
 
 def network_policy_manifest(spec: TenantSpec) -> Manifest:
     """Default deny: traffic only inside the tenant, in from the ingress gateway (and the
-    inference endpoints' gateway), out to DNS; and SSH (TCP 22) in from `ssh_sources`, which
-    only the pods behind a LoadBalancer Service (VMs, Slurm login nodes) are reached on from
-    outside."""
+    gateways publishing its endpoints and notebooks), out to DNS; and SSH (TCP 22) in from
+    `ssh_sources`, which only the pods behind a LoadBalancer Service (VMs, Slurm login nodes)
+    are reached on from outside."""
     same_tenant = {"podSelector": {}}
     ingress_gateway = {
         "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: spec.ingress_namespace}}
     }
     ingress: list[dict] = [{"from": [same_tenant]}, {"from": [ingress_gateway]}]
-    if spec.gateway_namespace and spec.gateway_namespace != spec.ingress_namespace:
-        ingress.append({"from": [{"namespaceSelector": {
-            "matchLabels": {NAMESPACE_NAME_LABEL: spec.gateway_namespace}}}]})
+    for namespace in spec.gateway_namespaces:
+        if namespace != spec.ingress_namespace:
+            ingress.append({"from": [{"namespaceSelector": {
+                "matchLabels": {NAMESPACE_NAME_LABEL: namespace}}}]})
     cluster_dns = {
         "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "kube-system"}},
         "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},

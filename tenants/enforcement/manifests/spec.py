@@ -109,9 +109,10 @@ class TenantSpec:
     # Where SSH to the tenant's VMs and Slurm login nodes may come from (their LoadBalancer
     # Services); empty: SSH stays in-cluster, no rule.
     ssh_sources: tuple[str, ...] = ()
-    # The namespace of the fleet's Gateway for inference endpoints, whose proxies reach the
-    # tenant's predictors (Envoy Gateway runs them there by default); empty: none.
-    gateway_namespace: str = ""
+    # The namespaces of the fleet's Gateways that publish workloads (inference endpoints,
+    # notebooks), whose proxies reach the tenant's pods (Envoy Gateway runs them there by
+    # default); empty: none.
+    gateway_namespaces: tuple[str, ...] = ()
     edit_role: str = "edit"
     view_role: str = "view"
     # The portal's own ServiceAccount (name, namespace) and the ClusterRole that lets it handle

@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from core.errors import RuleViolation
 from core.models import AuditEvent
 from tenants.workloads import services
+from tenants.workloads.forms import ScaleForm
 from tenants.workloads.kinds.schemas import check_manifests
 from tenants.workloads.models import NotebookImage, Workload, WorkloadStatus
 from tenants.workloads.selectors import build_context, launch_context
@@ -338,3 +339,16 @@ def test_the_launch_forms_price_answers_for_a_notebook(login, tenant_member, not
     response = login(tenant_member).post("/billing/quote/?tenant=acme&kind=notebook",
                                          {**FORM, "gpu": H100, "gpus": "1"})
     assert response.status_code == 200
+
+
+@pytest.mark.parametrize("gpu, counted", [(H100, True), ("mig:nvidia-a100-80gb:1g.10gb", False),
+                                          ("hami:nvidia-l40s", False)])
+def test_resizing_asks_for_a_gpu_count_only_of_whole_gpus(gpu, counted):
+    """One MIG instance or one HAMi share is all a notebook gets: its resize form has no
+    count to change (a HAMi share is resized by its memory and compute instead)."""
+    spec = {"gpu": gpu, "gpus": 1, "cpu": 4, "memory_gib": 16}
+    if gpu.startswith("hami:"):
+        spec |= {"gpu_memory_gib": 12, "gpu_cores": 20}
+    form = ScaleForm(workload=Workload(kind="notebook", spec=spec))
+    assert ("gpus" in form.fields) is counted
+    assert ("gpu_memory_gib" in form.fields) is gpu.startswith("hami:")

@@ -28,10 +28,11 @@ UNSCHEDULABLE = "Unschedulable"
 
 
 def url(ctx: BuildContext) -> str:
-    """Where people open it through the gateway's sign-in; "" when it is not published."""
+    """Where people open it through the gateway's sign-in (its root, where JupyterLab and
+    code-server start); "" when it is not published."""
     if ctx.exposure is None or ctx.exposure.oidc is None:
         return ""
-    return ctx.exposure.url(hostname(ctx))
+    return ctx.exposure.url(hostname(ctx)) + "/"
 
 
 def _details(spec: Mapping[str, Any], ctx: BuildContext, pod: Manifest | None) -> dict[str, Any]:
@@ -87,12 +88,10 @@ def connection(
     """Open it in the browser through the gateway (signed in with one's account), or forward
     a local port to its Service through the Kubernetes API."""
     name = notebook_name(ctx.name)
-    items = [("Interface", _details(spec, ctx, None)["interface"]),
-             ("Image", str(spec.get("image_label") or spec.get("image_ref") or "")),
-             ("Home volume", str(spec.get("home") or ""))]
+    items: list[tuple[str, str]] = []
     notes = []
     if address := url(ctx):
-        items.insert(0, ("Open", address))
+        items.append(("Open", address))
         notes.append("Sign in with your portal account: only the tenant's owners and members "
                      "get in. The notebook itself asks for no token.")
         commands: tuple[tuple[str, str], ...] = ()
@@ -105,9 +104,6 @@ def connection(
         notes.append("It is not published outside the cluster: kubectl tunnels to it through "
                      "the Kubernetes API with your kubeconfig. It asks for no token: anyone "
                      f"who can reach the namespace {ctx.namespace} may edit it anyway.")
-    notes.append(f"Your files live in your home volume {spec.get('home') or ''}: every notebook "
-                 "you launch in this tenant mounts it, and it stays when a notebook is stopped "
-                 "or deleted.")
     if not spec.get("running", True):
         notes.insert(0, "The notebook is stopped: start it to open it.")
     return Connection(items=tuple(items), commands=commands, notes=tuple(notes))
