@@ -155,6 +155,9 @@ def credential_replace(
     values when their pods next start."""
     tenant = credential.tenant
     _operated(actor, tenant)
+    # The tenant's lock first, as a launch or a scale takes it before it checks its credential
+    # is still there: one of the two sees the other's outcome, never neither.
+    Tenant.objects.select_for_update().only("pk").get(pk=tenant.pk)
     locked = ModelCredential.objects.select_for_update().get(pk=credential.pk)
     clean = _clean_values(locked.kind, values)
     for name, value in _s3_settings(locked.kind, s3_endpoint, s3_region, s3_use_https).items():
@@ -174,6 +177,9 @@ def credential_delete(*, actor: Any, credential: ModelCredential) -> None:
     """Forget a credential and remove its Secret; refused while an endpoint uses it."""
     tenant = credential.tenant
     _operated(actor, tenant)
+    # The tenant's lock first, as a launch or a scale takes it before it checks its credential
+    # is still there: one of the two sees the other's outcome, never neither.
+    Tenant.objects.select_for_update().only("pk").get(pk=tenant.pk)
     locked = ModelCredential.objects.select_for_update().get(pk=credential.pk)
     users = credential_users(tenant=tenant, names=[locked.name])[locked.name]
     if users:

@@ -27,6 +27,7 @@ from core.validators import validate_dns1123_label
 
 from ...access.models import Tenant
 from ...access.rules import tenants_operated_by
+from ...credentials.models import ModelCredential
 from ..kinds import notebook, vcluster, vm
 from ..kinds.base import SpecError
 from ..kinds.schemas import InvalidManifest, check_manifests
@@ -129,6 +130,7 @@ def workload_launch(
     if errors:
         raise ValidationError(errors)
     tenant = tenant_lock(tenant_id=tenant.pk)
+    _check_credential(tenant, clean)
     if kind == NOTEBOOK:
         holder = _home_holder(tenant=tenant, spec=clean)
         if holder is not None:
@@ -150,6 +152,16 @@ def workload_launch(
     return workload
 
 
+def _check_credential(tenant: Tenant, spec: Mapping[str, Any]) -> None:
+    """The model credential `spec` names is still the tenant's, read under the tenant's lock
+    (validation read it before): deleting one takes the same lock and refuses while a workload
+    uses it, so a launch never keeps a credential deleted in between."""
+    name = spec.get("credential")
+    if name and not ModelCredential.objects.filter(tenant=tenant, name=name).exists():
+        raise ValidationError({"spec.credential": [
+            f"No model credential “{name}” in {tenant.name} any more: it was just deleted."]})
+
+
 def _locked_live(workload_id: int, *, actor, what: str, policy: bool = False) -> Workload:
     """The live workload, locked after its tenant; `actor` must operate the tenant, unless the
     tenant's own policy acts (`policy`: the idle policy, with no person behind it)."""
@@ -167,6 +179,7 @@ def _locked_live(workload_id: int, *, actor, what: str, policy: bool = False) ->
 def _respec(workload: Workload, *, actor, spec: dict, event: str, action: str,
             message: str) -> Workload:
     """Store a changed spec (already validated) after admission; reconcile after commit."""
+    _check_credential(workload.tenant, spec)
     demand = workload.kind_entry.module.demand(spec)
     admission_check(tenant=workload.tenant, demand=demand, excluding=workload.pk)
     before = workload.spec

@@ -5,6 +5,8 @@ response, a page or a log line."""
 import base64
 import json
 import logging
+import threading
+import time
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -144,6 +146,52 @@ def test_deleting_a_credential_an_endpoint_uses_is_refused_with_its_name(tenant,
     Workload.objects.update(status=WorkloadStatus.DELETED)
     services.credential_delete(actor=tenant_member, credential=credential)
     assert not ModelCredential.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_delete_waits_for_a_launch_that_holds_the_tenant_and_then_sees_its_endpoint(
+        tenant, tenant_member):
+    """A launch checks its credential is still there under the tenant's lock; a delete takes
+    that lock before it looks for users. So a delete racing a launch that has the lock waits,
+    then finds the endpoint the launch committed, and refuses."""
+    from django.db import transaction
+
+    from tenants.access.models import Tenant
+
+    assert connection.vendor == "postgresql"
+    credential = hf(tenant, tenant_member)
+    locked, outcome = threading.Event(), []
+
+    def launch() -> None:
+        try:
+            with transaction.atomic():
+                Tenant.objects.select_for_update().get(pk=tenant.pk)
+                locked.set()
+                time.sleep(0.5)  # the delete, meanwhile, must be waiting for the lock
+                Workload.objects.create(tenant=tenant, kind="inference", name="chat",
+                                        spec={"model_uri": "hf://meta-llama/Llama-3.2-3B",
+                                              "credential": "hf-token"})
+        finally:
+            connection.close()
+
+    def delete() -> None:
+        locked.wait(timeout=10)
+        try:
+            services.credential_delete(actor=tenant_member, credential=credential)
+            outcome.append("deleted")
+        except ValidationError as exc:
+            outcome.append(str(exc))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=launch), threading.Thread(target=delete)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert len(outcome) == 1 and "Used by chat" in outcome[0]
+    assert ModelCredential.objects.filter(pk=credential.pk).exists()
 
 
 # --- the Secret on the cluster ----------------------------------------------------------------
