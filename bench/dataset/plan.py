@@ -78,6 +78,11 @@ VM_IMAGES = (
     ("rocky-9", "Rocky Linux 9", "registry.ai-factory.example/containerdisks/rocky:9.6", 20,
      "rocky"),
 )
+# Notebook images: (key, label, image, interface).
+NOTEBOOK_IMAGES = (
+    ("pytorch-cuda", "JupyterLab, PyTorch with CUDA 12",
+     "quay.io/jupyter/pytorch-notebook:cuda12-2025-11-10", "jupyterlab"),
+)
 # What each kind is launched with (validated by the kind before use), by GPU model.
 SPEC_TEMPLATES: dict[str, Callable[[str], dict]] = {
     "vcluster": lambda model: {"kubernetes_version": "1.35", "gpu_scheduling": True, "cpu": 4,
@@ -89,6 +94,8 @@ SPEC_TEMPLATES: dict[str, Callable[[str], dict]] = {
     "vm": lambda model: {"image": "ubuntu-2404-nvidia", "cpu": 8, "memory_gib": 32,
                          "disk_gib": 100, "gpu": f"gpu:{model}", "gpus": 1,
                          "ssh_public_key": DEMO_SSH_KEY},
+    "notebook": lambda model: {"image": "pytorch-cuda", "cpu": 4, "memory_gib": 16,
+                               "gpu": f"gpu:{model}", "gpus": 1},
     "slurm": lambda model: {"workers": 2, "gpu": f"gpu:{model}", "gpus_per_worker": 1,
                             "cpu_per_worker": 8, "memory_gib_per_worker": 64,
                             "accounting": True, "rest_api": True,

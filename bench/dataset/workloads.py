@@ -19,6 +19,7 @@ from .plan import (
     BENCH_TENANT_SHARE,
     GPUS_PER_NODE,
     JUSTIFICATIONS,
+    NOTEBOOK_IMAGES,
     QUOTA_DECIDED,
     SPEC_TEMPLATES,
     VM_IMAGES,
@@ -42,7 +43,11 @@ class WorkloadTables(TableWriter):
                 gpu_offers=(GpuOffer(resource=gpu, label=gpu, max_per_node=GPUS_PER_NODE),),
                 catalog={"vm_images": {key: {"label": label, "container_disk": disk,
                                              "min_disk_gib": min_disk, "default_user": user}
-                                       for key, label, disk, min_disk, user in VM_IMAGES}},
+                                       for key, label, disk, min_disk, user in VM_IMAGES},
+                         "notebook_images": {key: {"label": label, "image": image,
+                                                   "interface": interface}
+                                             for key, label, image, interface in NOTEBOOK_IMAGES}},
+                person="bench",  # a notebook's home volume: one person's for the whole data set
             )
             spec = module.validate(SPEC_TEMPLATES[kind](model), ctx)
             cache[(kind, model)] = (spec, module.demand(spec))

@@ -14,6 +14,7 @@ from bench.dataset import FULL_SCALE, Sizes
 from billing.models import CreditNote, Invoice, InvoiceLine, Payment, UsageDaily, UsageRecord
 from inventory.models import GPU, Node
 from tenants.models import QuotaRequest, Tenant, Workload, WorkloadEvent
+from tenants.workloads.registry import KINDS
 from tests.factories import TenantFactory
 
 ANCHOR = "2026-11-01"
@@ -55,7 +56,7 @@ def test_the_data_set_is_complete_deterministic_and_refuses_a_database_with_data
     assert Node.objects.count() == sizes.nodes
     assert GPU.objects.count() == sizes.nodes * 8
     assert Tenant.objects.count() == sizes.tenants
-    assert Workload.objects.values("kind").distinct().count() == 4
+    assert Workload.objects.values("kind").distinct().count() == len(KINDS)
     assert QuotaRequest.objects.filter(status="submitted").count() == sizes.awaiting_review
     assert Invoice.objects.values("period_start").distinct().count() == 12
     issued = Invoice.objects.exclude(status="draft")
