@@ -6,12 +6,24 @@ acts only when `confirm` names the object, so neither a stray Enter, a double cl
 forged form skips the step. For the worst actions the person types the name themselves.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 CONFIRM_FIELD = "confirm"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A question the confirmation asks besides yes or no (how long a rotated key keeps
+    working): a select, its answer sent with the confirmed POST as `field`."""
+
+    field: str
+    label: str
+    options: Sequence[tuple[str, str]]  # (value, label)
+    initial: str
 
 
 def is_confirmed(request: HttpRequest, *, name: str) -> bool:
@@ -29,8 +41,10 @@ def confirmation_page(
     keep: Iterable[str] = (),
     type_name: bool = False,
     danger: bool = True,
+    choice: Choice | None = None,
 ) -> HttpResponse:
-    """The page that asks; `keep` names the POST fields carried into the confirmed POST."""
+    """The page that asks; `keep` names the POST fields carried into the confirmed POST,
+    `choice` a select it adds."""
     attempted = CONFIRM_FIELD in request.POST
     hidden = [(field, value) for field in keep for value in request.POST.getlist(field)]
     context = {
@@ -42,6 +56,7 @@ def confirmation_page(
         "hidden": hidden,
         "type_name": type_name,
         "danger": danger,
+        "choice": choice,
         "error": (
             (f"Type “{name}” exactly to confirm." if type_name
              else f"This confirmation is not for “{name}”: confirm again.")

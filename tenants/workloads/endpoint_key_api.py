@@ -1,5 +1,6 @@
 """An inference endpoint's API keys over the API: list, create (the answer holds the key, this
-once), read, revoke (DELETE) and rotate, under /api/v1/workloads/<id>/keys/.
+once), read, revoke (DELETE) and rotate (the old key working on for a grace period: `grace_hours`),
+under /api/v1/workloads/<id>/keys/.
 
 As on the endpoint's page: another tenant's endpoint (or a workload of another kind) is a 404;
 viewers and finance read names, first characters and dates, and get 403 on writes; the key
@@ -17,7 +18,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ..access.rules import tenants_operated_by
-from .endpoint_keys import EndpointKey, endpoint_keys_of
+from .endpoint_keys import (
+    DEFAULT_ROTATION_GRACE_HOURS,
+    ROTATION_GRACE_HOURS,
+    EndpointKey,
+    endpoint_keys_of,
+)
 from .models import Workload
 from .selectors import workload_get_for_user
 from .serializers import _UNSTORABLE, _unstorable
@@ -28,19 +34,20 @@ class EndpointKeySerializer(serializers.ModelSerializer):
     """One key: never the key itself, only its first characters."""
 
     state = serializers.SerializerMethodField(
-        help_text="`pending` (not on the gateway yet), `active`, `needs_rotation` (its Secret "
-                  "is gone from the cluster) or `revoked`.")
+        help_text="`pending` (not on the gateway yet), `active` (until `expires_at` when it "
+                  "was rotated with a grace period), `needs_rotation` (its Secret is gone from "
+                  "the cluster) or `revoked` (by hand, or at `expires_at`).")
     created_by = serializers.CharField(source="created_by.username", default=None,
                                        read_only=True)
 
     class Meta:
         model = EndpointKey
         fields = ("id", "name", "hint", "state", "created_at", "created_by", "delivered_at",
-                  "revoked_at", "last_used_at")
+                  "expires_at", "replaced_by", "revoked_at", "last_used_at")
         read_only_fields = fields
 
     def get_state(self, key: EndpointKey) -> str:
-        if key.revoked_at:
+        if not key.is_active:
             return "revoked"
         if getattr(key, "needs_rotation", False):
             return "needs_rotation"
@@ -64,6 +71,13 @@ class EndpointKeyCreateSerializer(serializers.Serializer):
         if _unstorable(value):
             raise serializers.ValidationError(_UNSTORABLE)
         return value
+
+
+class EndpointKeyRotateSerializer(serializers.Serializer):
+    grace_hours = serializers.ChoiceField(
+        choices=list(ROTATION_GRACE_HOURS), default=DEFAULT_ROTATION_GRACE_HOURS,
+        help_text="How long the old key keeps working beside the new one, in hours: 0 revokes "
+                  "it now; 1, 24 (the default) or 168 (7 days) set its `expires_at`.")
 
 
 class EndpointKeyViewSet(viewsets.GenericViewSet):
@@ -131,11 +145,15 @@ class EndpointKeyViewSet(viewsets.GenericViewSet):
                                                 actor=request.user)
         return Response(EndpointKeySerializer(key).data)
 
-    @extend_schema(request=None, responses={201: IssuedKeySerializer})
+    @extend_schema(request=EndpointKeyRotateSerializer, responses={201: IssuedKeySerializer})
     def rotate(self, request: Request, workload_pk: str, pk: str) -> Response:
-        """Replace it by a new key of the same name (in the answer, this once); the old one is
-        revoked."""
+        """Replace it by a new key of the same name (in the answer, this once); the old one
+        keeps working for `grace_hours` (its `expires_at`, its `replaced_by` the new key), or
+        is revoked now with 0. A key already replaced: 400 (revoke it instead)."""
         workload = self._operated(workload_pk)
         key = self._one(workload, pk)
+        body = EndpointKeyRotateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
         return self._issued(endpoint_keys.endpoint_key_rotate(
-            workload_id=workload.pk, key_id=key.pk, actor=request.user))
+            workload_id=workload.pk, key_id=key.pk, actor=request.user,
+            grace_hours=body.validated_data["grace_hours"]))

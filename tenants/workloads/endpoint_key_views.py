@@ -1,5 +1,6 @@
 """An inference endpoint's API keys on its page: create and rotate (the answer is the page with
-the new key shown this once, never a redirect that could show it again), revoke (confirmed).
+the new key shown this once, never a redirect that could show it again; a rotation's
+confirmation asks how long the old key keeps working), revoke (confirmed).
 Thin views over `services.endpoint_keys`; another tenant's endpoint or key is a 404."""
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from core.confirmation import confirmation_page, is_confirmed
+from core.confirmation import Choice, confirmation_page, is_confirmed
 
 from ..pages import tenant_page
-from .endpoint_keys import EndpointKey
+from .endpoint_keys import DEFAULT_ROTATION_GRACE_HOURS, ROTATION_GRACE_HOURS, EndpointKey
 from .services import endpoint_keys
 from .views import _tenant_workload, detail_context
 
@@ -36,6 +37,13 @@ def _key(workload, key_id: int) -> EndpointKey:
     if key is None:
         raise Http404
     return key
+
+
+GRACE = Choice(
+    field="grace_hours", label="The old key keeps working",
+    options=[(str(hours), label) for hours, label in ROTATION_GRACE_HOURS.items()],
+    initial=str(DEFAULT_ROTATION_GRACE_HOURS),
+)
 
 
 def _shown_once(request, workload, context, issued, *, status: int = 200):
@@ -70,16 +78,22 @@ def endpoint_key_create(request, slug: str, pk: int):
 def endpoint_key_rotate(request, slug: str, pk: int, key_id: int):
     workload, context = _operated_endpoint(request, slug, pk)
     key = _key(workload, key_id)
+    page = reverse("tenants:workload-detail", args=[slug, workload.pk])
     if not is_confirmed(request, name=key.name):
         return confirmation_page(
             request, name=key.name, title=f"Rotate the key “{key.name}” of {workload.name}?",
             consequences=["A new key of the same name is made and shown to you once.",
-                          "The old one is revoked: callers still using it get 401."],
-            submit_label=f"Rotate “{key.name}”",
-            cancel_url=reverse("tenants:workload-detail", args=[slug, workload.pk]),
+                          "The old one keeps working for the time you choose, so that its "
+                          "callers can swap keys; then they get 401. You can still revoke it "
+                          "at once meanwhile."],
+            submit_label=f"Rotate “{key.name}”", cancel_url=page, choice=GRACE,
         )
+    grace = request.POST.get(GRACE.field, GRACE.initial)
+    if grace not in dict(GRACE.options):  # only a forged form: the select offers no other
+        messages.error(request, "Pick how long the old key keeps working from the list.")
+        return redirect(page)
     issued = endpoint_keys.endpoint_key_rotate(workload_id=workload.pk, key_id=key.pk,
-                                               actor=request.user)
+                                               actor=request.user, grace_hours=int(grace))
     return _shown_once(request, workload, context, issued)
 
 

@@ -10,7 +10,8 @@ lifecycle as the cluster reports it. Both are safe to run twice, late or after a
 per owned kind across the cluster (Secrets: one per tenant namespace, docs/rbac.md), writes
 the workloads whose state changed and records its own time once (`ObserveSweep`);
 `workloads_reconcile_sweep` (beat) re-queues every workload whose desired state is not yet
-applied, and every deletion still in progress. Kueue's side of a queued workload: `queue`.
+applied, and every deletion still in progress; first it ends the grace of rotated endpoint
+keys whose time is up, which makes their endpoints due. Kueue's side of a queued workload: `queue`.
 
 Objects that carry an ownerReference belong to their owner (the VMI KubeVirt makes from a VM,
 the pods an operator runs): they are observed, never pruned or deleted directly. Objects a kind
@@ -417,7 +418,12 @@ def workloads_reconcile_now(*, actor: Any | None, workload_ids: list[int]) -> in
 
 def workloads_reconcile_sweep() -> list[int]:
     """Queue a reconcile of every workload whose desired state is not applied yet, whose last
-    apply failed, or whose deletion is still in progress (lost tasks, retries given up)."""
+    apply failed, or whose deletion is still in progress (lost tasks, retries given up).
+
+    Expired endpoint keys are recorded first: a key's grace ends with nothing else changing,
+    and this sweep's period (two minutes) is the "within minutes" a key outlives its grace on
+    the gateway, without a beat entry of its own."""
+    endpoint_keys.endpoint_keys_expire()
     due = Workload.objects.exclude(status=S.DELETED).filter(
         Q(applied_version__lt=F("desired_version"))
         | ~Q(reconcile_error="")

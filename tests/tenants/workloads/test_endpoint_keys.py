@@ -1,17 +1,19 @@
 """API keys of inference endpoints: the objects that publish an endpoint through the fleet's
 gateway, the keys' lifecycle (hash kept, key sealed until its Secret exists, revoked keys'
-Secrets deleted), who may manage them, the API, the audit, and the simulated fleet's gateway
-that checks them."""
+Secrets deleted, a rotated key working on until its grace ends), who may manage them, the API,
+the audit, and the simulated fleet's gateway that checks them."""
 
 import base64
 import hashlib
 import json
 import logging
+from datetime import timedelta
 
 import pytest
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from core.errors import RuleViolation
 from core.fleet import TransientFleetError
@@ -128,10 +130,30 @@ def delivered(endpoint, tenant_member, kube_gateway):
     return key
 
 
+def _expire_now(key: EndpointKey) -> None:
+    """Its grace ran out a moment ago (as if its hours had passed)."""
+    EndpointKey.objects.filter(pk=key.pk).update(
+        expires_at=timezone.now() - timedelta(seconds=1))
+
+
 def _policy_refs(kube_emulator, tenant):
     policy = kube_emulator.get_object("gateway.envoyproxy.io/v1alpha1", "SecurityPolicy",
                                       "chat-api-keys", tenant.namespace)
     return [ref["name"] for ref in policy["spec"]["apiKeyAuth"]["credentialRefs"]]
+
+
+def _rotated(endpoint, key: EndpointKey, actor, *, grace_hours: int) -> EndpointKey:
+    """The key that replaced `key`."""
+    return endpoint_keys.endpoint_key_rotate(workload_id=endpoint.pk, key_id=key.pk, actor=actor,
+                                             grace_hours=grace_hours).key
+
+
+def _only_on_the_gateway(kube_emulator, tenant, *, kept: EndpointKey, gone: EndpointKey):
+    """The policy names `kept` alone, and `gone`'s Secret is deleted (and recorded so)."""
+    assert _policy_refs(kube_emulator, tenant) == [kept.secret_name]
+    assert kube_emulator.get_object("v1", "Secret", gone.secret_name, tenant.namespace) is None
+    gone.refresh_from_db()
+    assert gone.removed_at is not None
 
 
 @pytest.mark.django_db
@@ -185,14 +207,70 @@ def test_revoking_drops_the_key_from_the_policy_and_deletes_its_secret(
     endpoint_keys.endpoint_key_revoke(workload_id=endpoint.pk, key_id=gone.pk,
                                       actor=tenant_member)
     services.workload_reconcile(workload_id=endpoint.pk)
-    assert _policy_refs(kube_emulator, tenant) == [kept.secret_name]
-    assert kube_emulator.get_object("v1", "Secret", gone.secret_name, tenant.namespace) is None
+    _only_on_the_gateway(kube_emulator, tenant, kept=kept, gone=gone)
     assert kube_emulator.get_object("v1", "Secret", kept.secret_name, tenant.namespace)
-    gone.refresh_from_db()
-    assert gone.removed_at is not None
     with pytest.raises(RuleViolation):
         endpoint_keys.endpoint_key_revoke(workload_id=endpoint.pk, key_id=gone.pk,
                                           actor=tenant_member)
+
+
+@pytest.mark.django_db
+def test_a_rotated_key_stays_on_the_gateway_until_the_sweep_finds_its_grace_over(
+    endpoint, delivered, tenant, tenant_member, kube_emulator
+):
+    old = delivered
+    new = _rotated(endpoint, old, tenant_member, grace_hours=24)
+    services.workload_reconcile(workload_id=endpoint.pk)
+    assert sorted(_policy_refs(kube_emulator, tenant)) == sorted(
+        [old.secret_name, new.secret_name])
+    # Nothing is due while the grace runs.
+    assert services.workloads_reconcile_sweep() == []
+
+    _expire_now(old)
+    # Nothing else changes: the sweep finds the key, and queues its endpoint.
+    assert services.workloads_reconcile_sweep() == [endpoint.pk]
+    old.refresh_from_db()
+    assert old.revoked_at == old.expires_at and old.revoked_by is None
+    services.workload_reconcile(workload_id=endpoint.pk)
+    _only_on_the_gateway(kube_emulator, tenant, kept=new, gone=old)
+    # Recorded once: the next sweep has nothing to do.
+    assert services.workloads_reconcile_sweep() == []
+    assert AuditEvent.objects.filter(action="endpoint_key.expire").count() == 1
+
+
+@pytest.mark.django_db
+def test_any_reconcile_drops_a_key_past_its_grace_before_the_sweep_records_it(
+    endpoint, delivered, tenant, tenant_member, kube_emulator
+):
+    old = delivered
+    new = _rotated(endpoint, old, tenant_member, grace_hours=1)
+    _expire_now(old)
+    services.workload_reconcile(workload_id=endpoint.pk)  # the rotation's own reconcile
+    _only_on_the_gateway(kube_emulator, tenant, kept=new, gone=old)
+    assert old.revoked_at == old.expires_at
+    expiry = AuditEvent.objects.get(action="endpoint_key.expire")
+    assert expiry.actor is None and expiry.object_id == str(old.pk)
+    assert services.workloads_reconcile_sweep() == []
+
+
+@pytest.mark.django_db
+def test_a_key_in_its_grace_can_still_be_revoked_at_once(
+    endpoint, delivered, tenant, tenant_member, kube_emulator
+):
+    old = delivered
+    new = _rotated(endpoint, old, tenant_member, grace_hours=168)
+    with pytest.raises(RuleViolation, match="already replaced"):
+        endpoint_keys.endpoint_key_rotate(workload_id=endpoint.pk, key_id=old.pk,
+                                          actor=tenant_member)
+    endpoint_keys.endpoint_key_revoke(workload_id=endpoint.pk, key_id=old.pk,
+                                      actor=tenant_member)
+    services.workload_reconcile(workload_id=endpoint.pk)
+    _only_on_the_gateway(kube_emulator, tenant, kept=new, gone=old)
+    assert old.revoked_by == tenant_member and old.revoked_at < old.expires_at
+    assert not old.expired  # revoked by hand, before its grace ended
+    _expire_now(old)
+    assert services.workloads_reconcile_sweep() == []
+    assert not AuditEvent.objects.filter(action="endpoint_key.expire").exists()
 
 
 @pytest.mark.django_db
@@ -210,13 +288,16 @@ def test_a_key_whose_secret_vanished_shows_as_needing_rotation_and_rotating_repl
     endpoint.refresh_from_db()
     assert [k.needs_rotation for k in endpoint_keys_of(workload=endpoint)] == [True]
 
+    # The default grace would keep its missing Secret in the policy, which refuses every key:
+    # it is revoked at once instead.
     issued = endpoint_keys.endpoint_key_rotate(workload_id=endpoint.pk, key_id=key.pk,
                                                actor=tenant_member)
     services.workload_reconcile(workload_id=endpoint.pk)
     assert issued.key.name == "chat-app" and issued.key.pk != key.pk
     assert _policy_refs(kube_emulator, tenant) == [issued.key.secret_name]
     key.refresh_from_db()
-    assert key.revoked_at is not None
+    assert key.revoked_at is not None and key.expires_at is None
+    assert AuditEvent.objects.get(action="endpoint_key.rotate").changes["grace_hours"] == 0
 
 
 @pytest.mark.django_db
@@ -240,12 +321,22 @@ def test_keys_are_audited_without_the_key(endpoint, tenant_member):
                                                 actor=tenant_member)
     endpoint_keys.endpoint_key_revoke(workload_id=endpoint.pk, key_id=rotated.key.pk,
                                       actor=tenant_member)
+    _expire_now(issued.key)
+    services.workloads_reconcile_sweep()
     events = AuditEvent.objects.filter(action__startswith="endpoint_key.").order_by("pk")
     assert [e.action for e in events] == [
-        "endpoint_key.create", "endpoint_key.rotate", "endpoint_key.revoke"]
+        "endpoint_key.create", "endpoint_key.rotate", "endpoint_key.revoke",
+        "endpoint_key.expire"]
     assert all(e.tenant_slug == "acme" for e in events)
     stored = json.dumps([e.changes for e in events])
     assert issued.raw not in stored and rotated.raw not in stored
+    rotation, expiry = events[1], events[3]
+    old = EndpointKey.objects.get(pk=issued.key.pk)
+    assert rotation.changes["grace_hours"] == 24 and rotation.actor == tenant_member
+    assert rotation.changes["replaced"] == issued.key.hint
+    assert rotation.changes["hint"] == rotated.key.hint
+    assert expiry.actor is None and expiry.object_id == str(old.pk)
+    assert expiry.changes["expires_at"] == old.expires_at.isoformat()
 
 
 @pytest.mark.django_db
@@ -303,14 +394,62 @@ def test_the_api_shows_a_key_once_and_never_again(endpoint, api_client, tenant_m
 
 
 @pytest.mark.django_db
-def test_the_api_rotates_a_key(endpoint, api_client, tenant_member):
+def test_the_api_rotates_a_key_the_old_one_working_for_24_hours_unless_told(
+    endpoint, api_client, tenant_member
+):
     api_client.force_authenticate(tenant_member)
     first = api_client.post(_keys_url(endpoint.pk), {"name": "chat-app"}, format="json").json()
+    before = timezone.now()
     rotated = api_client.post(_keys_url(endpoint.pk, first["id"], "rotate"))
     assert rotated.status_code == 201
     assert rotated.json()["name"] == "chat-app" and rotated.json()["key"] != first["key"]
-    states = {k["id"]: k["state"] for k in api_client.get(_keys_url(endpoint.pk)).json()}
-    assert states == {first["id"]: "revoked", rotated.json()["id"]: "pending"}
+    listed = api_client.get(_keys_url(endpoint.pk)).json()
+    # The new key first, the old one beside it.
+    assert [k["id"] for k in listed] == [rotated.json()["id"], first["id"]]
+    old = listed[1]
+    assert (old["state"], old["replaced_by"], old["revoked_at"]) == (
+        "pending", rotated.json()["id"], None)
+    expires_at = EndpointKey.objects.get(pk=first["id"]).expires_at
+    assert before + timedelta(hours=24) <= expires_at <= timezone.now() + timedelta(hours=24)
+    assert old["expires_at"] == expires_at.isoformat().replace("+00:00", "Z")
+
+    # Rotated already: only a revoke (at once) is left for it.
+    again = api_client.post(_keys_url(endpoint.pk, first["id"], "rotate"))
+    assert again.status_code == 400 and "already replaced" in again.json()["error"]["message"]
+    assert api_client.delete(_keys_url(endpoint.pk, first["id"])).json()["state"] == "revoked"
+
+    now = api_client.post(_keys_url(endpoint.pk, rotated.json()["id"], "rotate"),
+                          {"grace_hours": 0}, format="json")
+    assert now.status_code == 201
+    one = api_client.get(_keys_url(endpoint.pk, rotated.json()["id"])).json()
+    assert (one["state"], one["expires_at"], one["replaced_by"]) == (
+        "revoked", None, now.json()["id"])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("grace", [2, -1, 25, "soon", "24h", None, True, 1.5, [24], {"h": 1}])
+def test_the_api_refuses_a_grace_it_does_not_offer_and_nothing_changes(
+    grace, endpoint, api_client, tenant_member
+):
+    api_client.force_authenticate(tenant_member)
+    key = api_client.post(_keys_url(endpoint.pk), {"name": "chat-app"}, format="json").json()
+    answer = api_client.post(_keys_url(endpoint.pk, key["id"], "rotate"), {"grace_hours": grace},
+                             format="json")
+    assert answer.status_code == 400, answer.content
+    assert "grace_hours" in answer.json()["error"]["fields"]
+    assert list(EndpointKey.objects.values_list("pk", "revoked_at", "expires_at")) == [
+        (key["id"], None, None)]
+    assert not AuditEvent.objects.filter(action="endpoint_key.rotate").exists()
+
+
+@pytest.mark.django_db
+def test_the_service_refuses_a_grace_it_does_not_offer(endpoint, tenant_member):
+    key = endpoint_keys.endpoint_key_create(workload_id=endpoint.pk, actor=tenant_member,
+                                            name="chat-app").key
+    with pytest.raises(ValidationError):
+        endpoint_keys.endpoint_key_rotate(workload_id=endpoint.pk, key_id=key.pk,
+                                          actor=tenant_member, grace_hours=48)
+    assert EndpointKey.objects.get().expires_at is None
 
 
 @pytest.mark.django_db
@@ -411,6 +550,50 @@ def test_the_simulated_gateway_wants_a_valid_key_and_answers_as_vllm(
     assert client.get(f"/simulated-gateway/nope.{DOMAIN}/v1/models").status_code == 404
 
 
+@pytest.fixture
+def answering(exposed, tenant, tenant_member, gpu_pool, workload_quota, fleet_clock, settings):
+    """A ready endpoint on the simulated fleet, its gateway's `/models` asked with a key."""
+    settings.FLEET_SIMULATED_READY_SECONDS = 1
+    workload_quota()
+    workload = services.workload_launch(tenant=tenant, actor=tenant_member, kind="inference",
+                                        name="chat", spec=INFERENCE_SPEC)
+    services.workload_reconcile(workload_id=workload.pk)
+    fleet_clock.advance(5)
+    services.workload_observe(workload_id=workload.pk)
+    services.workload_observe(workload_id=workload.pk)
+    workload.refresh_from_db()
+    base = dict(workload.connection["items"])["OpenAI API base URL"].removeprefix(
+        settings.PORTAL_URL)
+
+    def status(client, raw: str) -> int:
+        return client.get(f"{base}/models", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code
+
+    return workload, status
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("grace", [0, 24])
+def test_the_simulated_gateway_takes_the_old_key_through_its_grace_only(
+    grace, answering, tenant_member, client
+):
+    workload, status = answering
+    old = endpoint_keys.endpoint_key_create(workload_id=workload.pk, actor=tenant_member,
+                                            name="chat-app")
+    services.workload_reconcile(workload_id=workload.pk)
+    assert status(client, old.raw) == 200
+
+    new = endpoint_keys.endpoint_key_rotate(workload_id=workload.pk, key_id=old.key.pk,
+                                            actor=tenant_member, grace_hours=grace)
+    services.workload_reconcile(workload_id=workload.pk)
+    assert status(client, new.raw) == 200
+    assert status(client, old.raw) == (401 if grace == 0 else 200)
+
+    _expire_now(old.key)
+    for workload_id in services.workloads_reconcile_sweep():
+        services.workload_reconcile(workload_id=workload_id)
+    assert (status(client, old.raw), status(client, new.raw)) == (401, 200)
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("where", ["page", "api"])
 def test_the_keys_take_the_same_queries_for_two_as_for_twelve(
@@ -457,7 +640,34 @@ def test_rotating_on_the_page_asks_first_then_shows_the_new_key_once(
     url = f"/t/acme/workloads/{endpoint.pk}/keys/{key.pk}/rotate/"
     asked = client.post(url)
     assert 'id="confirm-page"' in asked.content.decode() and EndpointKey.objects.count() == 1
-    rotated = client.post(url, {"confirm": "chat-app"})
-    new = EndpointKey.objects.get(revoked_at__isnull=True)
+    # It asks how long the old key keeps working: 24 hours unless told.
+    assert '<option value="24" selected>for 24 hours</option>' in asked.content.decode()
+    assert '<option value="0">no longer: revoke it now</option>' in asked.content.decode()
+    rotated = client.post(url, {"confirm": "chat-app", "grace_hours": "1"})
+    new = EndpointKey.objects.get(expires_at__isnull=True)
     assert rotated.status_code == 200 and new.pk != key.pk
     assert rotated.context["issued"].raw in rotated.content.decode()
+
+    # The old key: working for an hour more, beside the new one, still revocable (not rotatable).
+    html = client.get(f"/t/acme/workloads/{endpoint.pk}/").content.decode()
+    old_row = html[html.index(f'id="key-{key.pk}"'):]
+    old_row = old_row[:old_row.index("</tr>")]
+    assert 'data-key-state="expiring"' in old_row and "expires in 59" in old_row
+    assert f"replaced by <code>{new.hint}…</code>" in old_row
+    assert f'id="revoke-{key.pk}"' in old_row and f'id="rotate-{key.pk}"' not in old_row
+    assert html.index(f'id="key-{new.pk}"') < html.index(f'id="key-{key.pk}"')
+
+    _expire_now(key)
+    html = client.get(f"/t/acme/workloads/{endpoint.pk}/").content.decode()
+    assert f'id="key-{key.pk}" data-key-state="expired"' in html
+
+
+@pytest.mark.django_db
+def test_a_grace_the_page_does_not_offer_changes_nothing(endpoint, client, tenant_member):
+    key = endpoint_keys.endpoint_key_create(workload_id=endpoint.pk, actor=tenant_member,
+                                            name="chat-app").key
+    client.force_login(tenant_member)
+    answer = client.post(f"/t/acme/workloads/{endpoint.pk}/keys/{key.pk}/rotate/",
+                         {"confirm": "chat-app", "grace_hours": "48"}, follow=True)
+    assert answer.status_code == 200 and "Pick how long" in answer.content.decode()
+    assert list(EndpointKey.objects.values_list("pk", "expires_at")) == [(key.pk, None)]
