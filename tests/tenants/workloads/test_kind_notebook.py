@@ -535,6 +535,8 @@ def test_the_route_and_its_sign_in_policy():
         "logoutPath": "/oauth2/logout",
         "cookieNames": {"accessToken": "portal-nb-access", "idToken": "portal-nb-id"},
         "scopes": ["openid", "profile", "email"],
+        # A cookie Envoy encrypted (its default) is no JWT the jwt filter could read.
+        "disableTokenEncryption": True,
     }
     # The access token the OIDC filter keeps is checked as a JWT of the realm...
     assert spec["jwt"] == {"providers": [{

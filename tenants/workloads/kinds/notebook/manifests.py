@@ -207,6 +207,10 @@ def sign_in_policy(ctx: BuildContext) -> Manifest:
                 "logoutPath": LOGOUT_PATH,
                 "cookieNames": {"accessToken": ACCESS_COOKIE, "idToken": ID_COOKIE},
                 "scopes": list(SCOPES),
+                # Envoy (1.35 and later) encrypts the token cookies by default, and the JWT
+                # filter below cannot read an encrypted one: every request would be denied.
+                # The cookies stay HttpOnly and Secure, for the notebook's host alone.
+                "disableTokenEncryption": True,
             },
             "jwt": {
                 "providers": [{
