@@ -8,6 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
+# The admins' images are the demo's: the benchmark's pages list the same catalog.
+from demo.admin_images import NOTEBOOK_IMAGES, VM_IMAGES  # noqa: F401 (the data set's too)
+
 FULL_SCALE = {
     "nodes": 2000,
     "tenants": 2000,
@@ -71,17 +74,6 @@ QUOTA_DECIDED = (("applied", 60), ("rejected", 20), ("withdrawn", 10), ("expired
 DEMO_SSH_KEY = (
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMgD8uC8AVXeT7ZNENLj3eGCoqOWBy09yW8vJWtBG5Oa"
     " bench@ai-factory"
-)
-VM_IMAGES = (
-    ("ubuntu-2404-nvidia", "Ubuntu 24.04 LTS with NVIDIA driver 580",
-     "registry.ai-factory.example/containerdisks/ubuntu-nvidia:24.04-580.95.05", 40, "ubuntu"),
-    ("rocky-9", "Rocky Linux 9", "registry.ai-factory.example/containerdisks/rocky:9.6", 20,
-     "rocky"),
-)
-# Notebook images: (key, label, image, interface).
-NOTEBOOK_IMAGES = (
-    ("pytorch-cuda", "JupyterLab, PyTorch with CUDA 12",
-     "quay.io/jupyter/pytorch-notebook:cuda12-2025-11-10", "jupyterlab"),
 )
 # What each kind is launched with (validated by the kind before use), by GPU model.
 SPEC_TEMPLATES: dict[str, Callable[[str], dict]] = {
