@@ -383,14 +383,18 @@ def test_the_home_volume_outlives_the_notebook():
                             "resources": {"requests": {"storage": "20Gi"}}}
 
 
-@pytest.mark.parametrize(("image", "args", "home", "health"), [
-    ("pytorch", ["start-notebook.py", "--IdentityProvider.token=", "--ServerApp.password=",
-                 "--ServerApp.allow_remote_access=True", "--ServerApp.port=8888"],
+@pytest.mark.parametrize(("image", "command", "args", "home", "health"), [
+    # Docker Stacks: the image's entrypoint (tini, start.sh) runs what replaces its CMD.
+    ("pytorch", None, ["start-notebook.py", "--IdentityProvider.token=", "--ServerApp.password=",
+                       "--ServerApp.allow_remote_access=True", "--ServerApp.port=8888"],
      "/home/jovyan", "/api"),
-    ("vscode", ["--bind-addr=0.0.0.0:8888", "--auth=none", "--disable-telemetry", "/home/coder"],
+    # code-server: its ENTRYPOINT's own `--bind-addr 0.0.0.0:8080 .` would come first.
+    ("vscode", ["/usr/bin/entrypoint.sh"],
+     ["--bind-addr=0.0.0.0:8888", "--auth=none", "--disable-telemetry", "/home/coder"],
      "/home/coder", "/healthz"),
 ])
-def test_the_stateful_set_starts_the_interface_with_the_home_mounted(image, args, home, health):
+def test_the_stateful_set_starts_the_interface_with_the_home_mounted(image, command, args, home,
+                                                                    health):
     spec = clean(image=image)
     stateful_set = objects_of(spec)["StatefulSet"]
     pod = stateful_set["spec"]["template"]["spec"]
@@ -402,6 +406,7 @@ def test_the_stateful_set_starts_the_interface_with_the_home_mounted(image, args
         "matchLabels": {"portal.ai-factory.io/notebook": "nb-lab"}}
     assert (container["name"], container["image"], container["args"]) == (
         "notebook", IMAGES[image]["image"], args)
+    assert container.get("command") == command
     assert container["ports"] == [{"name": "http", "containerPort": 8888, "protocol": "TCP"}]
     assert {"name": "home", "mountPath": home} in container["volumeMounts"]
     assert {"name": "dshm", "mountPath": "/dev/shm"} in container["volumeMounts"]  # noqa: S108

@@ -99,6 +99,7 @@ def _container(spec: Mapping[str, Any], gpu: Gpu | None) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": spec["image_ref"],
+        **({"command": list(interface.command)} if interface.command else {}),
         "args": list(interface.args),
         "ports": [{"name": "http", "containerPort": PORT, "protocol": "TCP"}],
         # Requests = limits: the quota counts what it holds, and the namespace's LimitRange

@@ -40,14 +40,16 @@ STORAGE_CLASS = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?", re.ASCII)
 
 @dataclass(frozen=True)
 class Interface:
-    """How an image is started and reached: its arguments, where the home volume goes, and
-    the path that answers once it serves."""
+    """How an image is started and reached: its arguments (and its entrypoint, where the image's
+    own would add flags of its own), where the home volume goes, and the path that answers once
+    it serves."""
 
     key: str
     label: str
     args: tuple[str, ...]
     home: str
     health: str
+    command: tuple[str, ...] = ()  # empty: the image's ENTRYPOINT
 
 
 PORT = 8888
@@ -62,11 +64,13 @@ INTERFACES: dict[str, Interface] = {
              "--ServerApp.allow_remote_access=True", f"--ServerApp.port={PORT}"),
             "/home/jovyan", "/api",
         ),
-        # code-server's image runs as user coder (uid 1000); its entrypoint takes the flags.
+        # code-server's image runs as user coder (uid 1000). Its ENTRYPOINT carries flags of
+        # its own (`--bind-addr 0.0.0.0:8080 .`), which arguments would only be appended to:
+        # the pod names its entrypoint script alone, so these flags are the only ones.
         Interface(
             "code-server", "VS Code (code-server)",
             (f"--bind-addr=0.0.0.0:{PORT}", "--auth=none", "--disable-telemetry", "/home/coder"),
-            "/home/coder", "/healthz",
+            "/home/coder", "/healthz", command=("/usr/bin/entrypoint.sh",),
         ),
     )
 }
