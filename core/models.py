@@ -92,6 +92,8 @@ class ApiToken(models.Model):
 class SimulatedObject(models.Model):
     """A Kubernetes object held by the simulated fleet (demo mode only)."""
 
+    # The simulated cluster it lives in (an inventory cluster's slug; each is a fleet of its own).
+    cluster = models.CharField(max_length=40, default="main")
     api_version = models.CharField(max_length=100)
     kind = models.CharField(max_length=100)
     namespace = models.CharField(max_length=253, blank=True)
@@ -104,7 +106,8 @@ class SimulatedObject(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["api_version", "kind", "namespace", "name"], name="unique_simulated_object"
+                fields=["cluster", "api_version", "kind", "namespace", "name"],
+                name="unique_simulated_object_per_cluster",
             )
         ]
         ordering = ["kind", "namespace", "name"]

@@ -30,7 +30,8 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
-from core.fleet import get_gateway
+from core.fleet import FleetGateway, get_gateway
+from inventory.models import Cluster
 from tenants.workloads.endpoint_keys import EndpointKey
 from tenants.workloads.kinds.gateway_routes import HTTP_ROUTE, SECURITY_POLICY
 
@@ -40,15 +41,21 @@ from .gateway_upstreams import json_error, upstream
 AUTH_FAILED = "Client authentication failed."
 
 
-def _route(hostname: str) -> dict[str, Any] | None:
-    routes = get_gateway().list(api_version=HTTP_ROUTE[0], kind=HTTP_ROUTE[1])
-    return next((r for r in routes if hostname in (r.get("spec") or {}).get("hostnames", [])),
-                None)
+def _route(hostname: str) -> tuple[FleetGateway, dict[str, Any]] | None:
+    """The route for `hostname`, and the gateway of the cluster it is on (each cluster has a
+    gateway of its own; the hostnames are the fleet's)."""
+    for cluster in Cluster.objects.in_service().values_list("slug", flat=True):
+        gateway = get_gateway(cluster)
+        routes = gateway.list(api_version=HTTP_ROUTE[0], kind=HTTP_ROUTE[1])
+        for route in routes:
+            if hostname in (route.get("spec") or {}).get("hostnames", []):
+                return gateway, route
+    return None
 
 
-def _policy(route: dict[str, Any]) -> dict[str, Any] | None:
+def _policy(gateway: FleetGateway, route: dict[str, Any]) -> dict[str, Any] | None:
     meta = route["metadata"]
-    for policy in get_gateway().list(api_version=SECURITY_POLICY[0],
+    for policy in gateway.list(api_version=SECURITY_POLICY[0],
                                      kind=SECURITY_POLICY[1],
                                      namespace=meta["namespace"]):
         targets = (policy.get("spec") or {}).get("targetRefs") or []
@@ -67,7 +74,8 @@ def _presented(request: HttpRequest, headers: list[str]) -> str:
     return ""
 
 
-def _client(request: HttpRequest, policy: dict[str, Any], namespace: str) -> str | None:
+def _client(request: HttpRequest, gateway: FleetGateway, policy: dict[str, Any],
+            namespace: str) -> str | None:
     """The client id of the key the request carries, None when it carries no valid one; raises
     LookupError when the policy names a Secret that does not exist."""
     auth = policy.get("apiKeyAuth") or {}
@@ -75,7 +83,7 @@ def _client(request: HttpRequest, policy: dict[str, Any], namespace: str) -> str
     presented = _presented(request, headers).encode()
     found = None
     for ref in auth.get("credentialRefs") or []:
-        secret = get_gateway().get(api_version="v1", kind="Secret", name=ref["name"],
+        secret = gateway.get(api_version="v1", kind="Secret", name=ref["name"],
                                    namespace=ref.get("namespace") or namespace)
         if secret is None:
             raise LookupError(ref["name"])
@@ -96,11 +104,11 @@ def _record_use(client: str) -> None:
             last_used_at=timezone.now())
 
 
-def _key_refusal(request: HttpRequest, policy: dict[str, Any], namespace: str
-                 ) -> HttpResponse | None:
+def _key_refusal(request: HttpRequest, gateway: FleetGateway, policy: dict[str, Any],
+                 namespace: str) -> HttpResponse | None:
     """`apiKeyAuth`: None when the request carries a valid key (its use recorded)."""
     try:
-        client = _client(request, policy, namespace)
+        client = _client(request, gateway, policy, namespace)
     except LookupError:
         return json_error(500, "The endpoint's key policy names a Secret that does not exist.")
     if client is None:
@@ -113,13 +121,14 @@ def _key_refusal(request: HttpRequest, policy: dict[str, Any], namespace: str
 
 @csrf_exempt
 def simulated_gateway(request: HttpRequest, hostname: str, path: str) -> HttpResponse:
-    route = _route(hostname)
-    if route is None:
+    found = _route(hostname)
+    if found is None:
         return json_error(404, f"No route for {hostname}.")
-    policy = (_policy(route) or {}).get("spec") or {}
+    gateway, route = found
+    policy = (_policy(gateway, route) or {}).get("spec") or {}
     refused = None
     if policy.get("oidc"):
         refused = sign_in_refusal(request, policy)
     elif policy.get("apiKeyAuth"):
-        refused = _key_refusal(request, policy, route["metadata"]["namespace"])
-    return refused or upstream(request, route, path.strip("/"))
+        refused = _key_refusal(request, gateway, policy, route["metadata"]["namespace"])
+    return refused or upstream(request, gateway, route, path.strip("/"))

@@ -23,7 +23,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from core.fleet import get_gateway
+from core.fleet import FleetGateway
 from tenants.workloads.kinds.base import LABEL_WORKLOAD_ID
 from tenants.workloads.kinds.inference.spec import INFERENCE_SERVICE
 from tenants.workloads.kinds.notebook.manifests import CONTAINER, STATEFUL_SET
@@ -52,21 +52,22 @@ def _backend(route: dict[str, Any]) -> str | None:
     return backends[0]["name"] if backends else None
 
 
-def upstream(request: HttpRequest, route: dict[str, Any], path: str) -> HttpResponse:
+def upstream(request: HttpRequest, gateway: FleetGateway, route: dict[str, Any], path: str
+             ) -> HttpResponse:
     """The route's backend's answer to the request (`path` without its leading slash)."""
     namespace = route["metadata"]["namespace"]
     backend = _backend(route)
     if backend is None:
         return json_error(503, NO_HEALTHY_UPSTREAM)
     name = backend.removesuffix("-predictor")
-    endpoint = get_gateway().get(api_version=INFERENCE_SERVICE[0], kind=INFERENCE_SERVICE[1],
-                                 name=name, namespace=namespace)
+    endpoint = gateway.get(api_version=INFERENCE_SERVICE[0], kind=INFERENCE_SERVICE[1],
+                           name=name, namespace=namespace)
     if endpoint is not None:
         conditions = (endpoint.get("status") or {}).get("conditions") or []
         if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
             return json_error(503, NO_HEALTHY_UPSTREAM)
         return _vllm(request, path, name)
-    pod = _ready_pod(backend, namespace)
+    pod = _ready_pod(gateway, backend, namespace)
     if pod is None:
         return HttpResponse(NO_HEALTHY_UPSTREAM, status=503, content_type="text/plain")
     return _notebook(request, path, pod)
@@ -96,9 +97,9 @@ def _vllm(request: HttpRequest, path: str, model: str) -> JsonResponse:
     return json_error(404, "Not Found")
 
 
-def _ready_pod(service_name: str, namespace: str) -> dict[str, Any] | None:
+def _ready_pod(gateway: FleetGateway, service_name: str, namespace: str
+               ) -> dict[str, Any] | None:
     """A ready pod the Service selects."""
-    gateway = get_gateway()
     service = gateway.get(api_version="v1", kind="Service", name=service_name,
                           namespace=namespace)
     selector = ((service or {}).get("spec") or {}).get("selector") or {}

@@ -10,6 +10,7 @@ from django.utils import timezone
 from core.fleet import get_gateway
 from core.models import SimulatedObject
 from demo.fleet.simulated_clock import iso
+from inventory.models import DEFAULT_CLUSTER
 from inventory.resource_classes import GPU_MODELS
 from tenants.enforcement.services import tenant_reconcile
 from tenants.models import Tenant
@@ -55,7 +56,7 @@ def queued_jobs_send(*, cohort: tuple[str, ...]) -> None:
     members = Tenant.objects.filter(slug__in=cohort).order_by("pk")
     for tenant in members:
         tenant_reconcile(tenant_id=tenant.pk)
-    get_gateway().apply(manifests=missing)
+    get_gateway(DEFAULT_CLUSTER).apply(manifests=missing)
     _sent_earlier(missing)
     for tenant in members.filter(slug__in={slug for slug, *_ in QUEUED_JOBS}):
         tenant_reconcile(tenant_id=tenant.pk)

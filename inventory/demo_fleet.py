@@ -215,21 +215,25 @@ def _simulated_cluster(nodes: dict[int, Node]) -> None:
         pods += [_pod("nova-rerank-0", "tenant-nova", shared, hami=(12288, 25)),
                  _pod("nova-rerank-1", "tenant-nova", shared, hami=(12288, 25)),
                  _pod("nova-notebook-0", "tenant-nova", shared, hami=(8192, 10))]
-    # Only what is not there yet: a second `make demo` leaves the cluster (and what the sync
+    # Only what is not there yet: a second `make demo` leaves each cluster (and what the sync
     # already settled on it, such as reserved nodes' labels and taints) as it is.
-    gateway = get_gateway()
-    there = {
-        (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-        for obj in gateway.list_nodes() + gateway.list(api_version="v1", kind="Pod")
-    }
+    cluster_of = {n.k8s_name: n.cluster_id for n in nodes.values()}
     wanted = [_node_object(n, hami=number in HAMI_NODES) for number, n in nodes.items()] + pods
-    missing = [
-        obj
-        for obj in wanted
-        if (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]) not in there
-    ]
-    if missing:
-        gateway.apply(manifests=missing)
+    for cluster in sorted(set(cluster_of.values())):
+        gateway = get_gateway(cluster)
+        there = {
+            (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+            for obj in gateway.list_nodes() + gateway.list(api_version="v1", kind="Pod")
+        }
+        missing = [
+            obj for obj in wanted
+            if cluster_of[obj["metadata"]["name"] if obj["kind"] == "Node"
+                          else obj["spec"]["nodeName"]] == cluster
+            and (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+            not in there
+        ]
+        if missing:
+            gateway.apply(manifests=missing)
 
 
 def demo_fleet_details(*, numbered: dict[int, Node]) -> None:
@@ -241,4 +245,5 @@ def demo_fleet_details(*, numbered: dict[int, Node]) -> None:
         _history(numbered)
     if settings.FLEET_BACKEND == "simulated":
         _simulated_cluster(numbered)
-        cluster_sync()
+        for cluster in sorted({node.cluster_id for node in numbered.values()}):
+            cluster_sync(cluster=cluster)

@@ -30,9 +30,16 @@ def node_drain_task(node_id: int, health_event_id: int | None = None) -> list[st
 
 
 @shared_task(**retry_policy(TransientFleetError, max_retries=3))
-def cluster_sync_task() -> int:
-    """Periodic: read the cluster's nodes into the inventory. Returns the run's id."""
-    return sync.cluster_sync().pk
+def cluster_sync_task(cluster: str) -> int:
+    """Read one cluster's nodes into the inventory. Returns the run's id."""
+    return sync.cluster_sync(cluster=cluster).pk
+
+
+@shared_task(acks_late=True)
+def clusters_sync_sweep_task() -> int:
+    """Periodic: a sync of every cluster in service, each in its own task (and queue), so a
+    cluster that does not answer delays no other. Returns how many were queued."""
+    return sync.clusters_sync_sweep()
 
 
 # Periodic and retried only a few times: the next scheduled run comes soon anyway.

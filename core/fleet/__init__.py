@@ -1,16 +1,20 @@
 """The fleet gateway: the one place the portal talks to a cluster.
 
     from core.fleet import get_gateway, TransientFleetError
-    get_gateway().apply(manifests=[...])
+    get_gateway(workload.cluster_id).apply(manifests=[...])
 
-FLEET_BACKEND picks the backend ("simulated" for the demo, "kubernetes" for a real cluster).
-The gateway is built once per process; tests swap it with `gateway_override(...)`.
+Every call names its cluster (an inventory cluster's slug). FLEET_BACKEND picks the backend
+("simulated" for the demo, "kubernetes" for real clusters); FLEET_CONNECTIONS names the function
+that says how to reach a cluster (`Connection`), read on every `get_gateway()` so that a cluster
+whose credentials changed gets a new client in every process. Gateways are pooled per cluster:
+one client (and its connection pool and discovery) per cluster per process. Tests swap them with
+`gateway_override(...)`: one gateway for every cluster, or one per cluster.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,6 +24,7 @@ from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from .base import (
+    Connection,
     FleetError,
     FleetGateway,
     Manifest,
@@ -29,6 +34,7 @@ from .base import (
 )
 
 __all__ = [
+    "Connection",
     "FleetError",
     "FleetGateway",
     "Manifest",
@@ -41,44 +47,61 @@ __all__ = [
     "set_gateway_for_tests",
 ]
 
+Override = FleetGateway | Mapping[str, FleetGateway]
+
 _lock = threading.Lock()
-_cached: FleetGateway | None = None
-_override: FleetGateway | None = None
+_pool: dict[str, tuple[Connection, FleetGateway]] = {}
+_override: Override | None = None
 
 
-def _build() -> FleetGateway:
+def connection_for(cluster: str) -> Connection:
+    """How to reach `cluster` now (PermanentFleetError: no such cluster, or it is retired)."""
+    return import_string(settings.FLEET_CONNECTIONS)(cluster)
+
+
+def _build(connection: Connection) -> FleetGateway:
     # Imported by name when first asked: the backends pull in the ORM or the (slow to import)
     # kubernetes client, and the simulated one is the demo's, which production does not install.
-    return import_string(settings.FLEET_GATEWAYS[settings.FLEET_BACKEND])()
+    return import_string(settings.FLEET_GATEWAYS[settings.FLEET_BACKEND])(connection=connection)
 
 
-def get_gateway() -> FleetGateway:
-    """The configured gateway (or the one a test installed), built once per process."""
-    global _cached
+def get_gateway(cluster: str) -> FleetGateway:
+    """The gateway to `cluster` (or the one a test installed), pooled per process."""
     if _override is not None:
-        return _override
+        if isinstance(_override, FleetGateway):
+            return _override
+        if cluster not in _override:
+            raise PermanentFleetError(f"no cluster {cluster!r} in this test", status=404)
+        return _override[cluster]
+    connection = connection_for(cluster)
     with _lock:
-        if _cached is None:
-            _cached = _build()
-        return _cached
+        pooled = _pool.get(cluster)
+        if pooled is None or pooled[0] != connection:
+            if pooled is not None:
+                pooled[1].close()
+            pooled = _pool[cluster] = (connection, _build(connection))
+        return pooled[1]
 
 
 def reset_gateway() -> None:
-    """Forget the built gateway; the next `get_gateway()` reads the settings again."""
-    global _cached
+    """Forget the built gateways; the next `get_gateway()` builds them from the settings."""
     with _lock:
-        _cached = None
+        for _, gateway in _pool.values():
+            gateway.close()
+        _pool.clear()
 
 
-def set_gateway_for_tests(gateway: FleetGateway | None) -> None:
-    """Make `get_gateway()` return `gateway` (None removes the override)."""
+def set_gateway_for_tests(gateway: Override | None) -> None:
+    """Make `get_gateway()` return `gateway` for every cluster, or the mapping's gateway for
+    each cluster it names (None removes the override)."""
     global _override
     _override = gateway
 
 
 @contextmanager
-def gateway_override(gateway: FleetGateway) -> Iterator[FleetGateway]:
-    """`get_gateway()` returns `gateway` inside the block, whatever it returned before."""
+def gateway_override(gateway: Override) -> Iterator[Any]:
+    """`get_gateway()` returns `gateway` (or, for a mapping, each cluster's) inside the block,
+    whatever it returned before."""
     previous = _override
     set_gateway_for_tests(gateway)
     try:

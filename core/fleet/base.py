@@ -4,11 +4,27 @@ from __future__ import annotations
 
 import abc
 import json
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import urllib3.exceptions
 
 Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Connection:
+    """How to reach one cluster: what its gateway is built from (never a credential itself).
+
+    `kubeconfig`/`context`: a kubeconfig file on the portal's hosts; `secret`: the name of a
+    Secret in the portal's own namespace whose key `kubeconfig` holds one; neither: the portal's
+    own environment (KUBECONFIG, or the in-cluster account inside a pod).
+    """
+
+    cluster: str
+    kubeconfig: str = ""
+    context: str = ""
+    secret: str = ""
 
 
 class FleetError(Exception):
@@ -74,6 +90,9 @@ class FleetGateway(abc.ABC):
     """
 
     backend: ClassVar[str]
+
+    def close(self) -> None:  # noqa: B027 (most gateways hold nothing open)
+        """Release what the gateway holds open (its connection pool); it is not used again."""
 
     @abc.abstractmethod
     def apply(self, *, manifests: list[Manifest]) -> list[Manifest]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import threading
 from collections.abc import Iterator
@@ -9,13 +10,21 @@ from contextlib import contextmanager
 from typing import Any
 
 import urllib3
+import yaml
 from django.conf import settings
 from kubernetes import client, config
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, ResourceNotFoundError
 from kubernetes.dynamic.resource import Resource
 
-from .base import FleetError, FleetGateway, Manifest, PermanentFleetError, classify
+from .base import (
+    Connection,
+    FleetError,
+    FleetGateway,
+    Manifest,
+    PermanentFleetError,
+    classify,
+)
 
 # Retry only failed connects (the request never left), quickly: Celery retries everything else
 # with backoff, and a retried read of a PATCH/POST could apply it twice.
@@ -29,11 +38,18 @@ MAX_PAGES = 10_000
 
 
 def build_api_client(
-    *, kubeconfig: str = "", context: str = "", retries: int | urllib3.Retry | None = None
+    *, kubeconfig: str = "", context: str = "", retries: int | urllib3.Retry | None = None,
+    kubeconfig_dict: dict[str, Any] | None = None,
 ) -> client.ApiClient:
-    """An ApiClient from a kubeconfig file (or ~/.kube/config), or in-cluster config in a Pod."""
+    """An ApiClient from a kubeconfig (a file, ~/.kube/config, or one already read), or the
+    in-cluster config in a Pod."""
     configuration = client.Configuration()
-    if kubeconfig or not os.environ.get("KUBERNETES_SERVICE_HOST"):
+    if kubeconfig_dict is not None:
+        config.load_kube_config_from_dict(
+            kubeconfig_dict, context=context or None, client_configuration=configuration,
+            persist_config=False,
+        )
+    elif kubeconfig or not os.environ.get("KUBERNETES_SERVICE_HOST"):
         config.load_kube_config(
             config_file=kubeconfig or None,
             context=context or None,
@@ -44,6 +60,40 @@ def build_api_client(
         config.load_incluster_config(client_configuration=configuration)
     configuration.retries = DEFAULT_RETRIES if retries is None else retries
     return client.ApiClient(configuration)
+
+
+def _kubeconfig_from_secret(name: str) -> dict[str, Any]:
+    """The kubeconfig a Secret in the portal's own namespace holds (key `kubeconfig`), read
+    with the portal's own credentials."""
+    own = build_api_client(kubeconfig=settings.FLEET_KUBECONFIG,
+                           context=settings.FLEET_KUBE_CONTEXT)
+    try:
+        secret = client.CoreV1Api(own).read_namespaced_secret(
+            name, settings.FLEET_SERVICE_ACCOUNT_NAMESPACE,
+            _request_timeout=settings.FLEET_REQUEST_TIMEOUT,
+        )
+    finally:
+        own.close()
+    encoded = (secret.data or {}).get("kubeconfig")
+    if not encoded:
+        raise PermanentFleetError(f"Secret {name} has no key 'kubeconfig'")
+    loaded = yaml.safe_load(base64.b64decode(encoded))
+    if not isinstance(loaded, dict):
+        raise PermanentFleetError(f"Secret {name}'s kubeconfig is not a kubeconfig")
+    return loaded
+
+
+def connect(connection: Connection, *, retries: int | urllib3.Retry | None = None
+            ) -> client.ApiClient:
+    """An ApiClient for the cluster `connection` describes."""
+    if connection.secret:
+        return build_api_client(kubeconfig_dict=_kubeconfig_from_secret(connection.secret),
+                                context=connection.context, retries=retries)
+    if connection.kubeconfig:
+        return build_api_client(kubeconfig=connection.kubeconfig, context=connection.context,
+                                retries=retries)
+    return build_api_client(kubeconfig=settings.FLEET_KUBECONFIG,
+                            context=settings.FLEET_KUBE_CONTEXT, retries=retries)
 
 
 class _TimedDynamicClient(DynamicClient):
@@ -78,6 +128,7 @@ class KubernetesFleetGateway(FleetGateway):
     def __init__(
         self,
         *,
+        connection: Connection | None = None,
         api_client: client.ApiClient | None = None,
         request_timeout: float | None = None,
         field_manager: str | None = None,
@@ -85,6 +136,7 @@ class KubernetesFleetGateway(FleetGateway):
         discovery_cache_file: str | None = None,
         page_size: int | None = None,
     ) -> None:
+        self.connection = connection or Connection(cluster="")
         self._api_client = api_client
         self._retries = retries
         self.request_timeout = (
@@ -97,17 +149,18 @@ class KubernetesFleetGateway(FleetGateway):
         self._resources: dict[tuple[str, str], Resource] = {}
         self._lock = threading.Lock()
 
+    def close(self) -> None:
+        with self._lock:
+            if self._api_client is not None:
+                self._api_client.close()
+
     # Construction is lazy: building the DynamicClient already talks to the API server.
     @property
     def api_client(self) -> client.ApiClient:
         with self._lock:
             if self._api_client is None:
                 with _classified():
-                    self._api_client = build_api_client(
-                        kubeconfig=settings.FLEET_KUBECONFIG,
-                        context=settings.FLEET_KUBE_CONTEXT,
-                        retries=self._retries,
-                    )
+                    self._api_client = connect(self.connection, retries=self._retries)
             return self._api_client
 
     @property

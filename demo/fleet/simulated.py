@@ -36,9 +36,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from core.fleet.base import FleetGateway, Manifest, PermanentFleetError
+from core.fleet.base import Connection, FleetGateway, Manifest, PermanentFleetError
 from core.fleet.labels import label_selector_matcher
 from core.models import SimulatedObject
+from inventory.models import DEFAULT_CLUSTER
 
 from .simulated_clock import Clock, iso
 from .simulated_controllers import (
@@ -101,6 +102,13 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
 
     backend = "simulated"
 
+    def __init__(self, *, connection: Connection | None = None) -> None:
+        self.cluster = connection.cluster if connection else DEFAULT_CLUSTER
+
+    def _objects(self) -> Any:
+        """This cluster's objects (each simulated cluster is a fleet of its own)."""
+        return SimulatedObject.objects.filter(cluster=self.cluster)
+
     def _now(self) -> datetime:
         return timezone.now()
 
@@ -112,7 +120,7 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
         return namespace
 
     def _rows(self, api_version: str, kind: str) -> Any:
-        return SimulatedObject.objects.filter(api_version=api_version, kind=kind)
+        return self._objects().filter(api_version=api_version, kind=kind)
 
     def apply(self, *, manifests: list[Manifest]) -> list[Manifest]:
         return [self._apply_one(manifest) for manifest in manifests]
@@ -137,7 +145,7 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
             applied["metadata"]["namespace"] = namespace
         key = {"api_version": api_version, "kind": kind, "namespace": namespace, "name": name}
 
-        row = SimulatedObject.objects.select_for_update().filter(**key).first()
+        row = self._objects().select_for_update().filter(**key).first()
         if row is None:
             now = min(at, timezone.now()) if at else timezone.now()
             if kind == "Pod":
@@ -148,11 +156,11 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
             try:
                 with transaction.atomic():
                     row = SimulatedObject.objects.create(
-                        **key, body=applied, created_at=now, updated_at=now
+                        cluster=self.cluster, **key, body=applied, created_at=now, updated_at=now
                     )
                 return _render(row)
             except IntegrityError:  # created concurrently: apply over it instead
-                row = SimulatedObject.objects.select_for_update().get(**key)
+                row = self._objects().select_for_update().get(**key)
 
         live = row.body
         merged = {**live, **applied}
@@ -213,7 +221,7 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
             return _render(row)
         body = {**row.body, "status": status}
         # Optimistic write: a concurrent apply wins and the next read observes again.
-        written = SimulatedObject.objects.filter(
+        written = self._objects().filter(
             pk=row.pk, resource_version=row.resource_version
         ).update(body=body, resource_version=row.resource_version + 1)
         if written:
@@ -244,7 +252,7 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
         """The owner's dependents of `kinds` in its namespace, directly or through another."""
         candidates = [
             row
-            for row in SimulatedObject.objects.filter(
+            for row in self._objects().filter(
                 namespace=owner.namespace, kind__in={kind for _, kind in kinds}
             )
             if (row.api_version, row.kind) in kinds
@@ -386,7 +394,7 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
         if row.kind == "ResourceQuota" and "hard" in status:
             pods = [p.body for p in self._rows("v1", "Pod").filter(namespace=row.namespace)]
             objects = list(
-                SimulatedObject.objects.filter(namespace=row.namespace)
+                self._objects().filter(namespace=row.namespace)
                 .exclude(api_version="v1")
                 .values_list("api_version", "kind")
             )
@@ -424,16 +432,16 @@ class SimulatedFleetGateway(KueuePlay, FleetGateway):
         doomed = {row.pk for row in rows}
         for namespace in {row.namespace for row in rows if row.namespace}:
             candidates = list(
-                SimulatedObject.objects.filter(namespace=namespace).exclude(pk__in=doomed)
+                self._objects().filter(namespace=namespace).exclude(pk__in=doomed)
             )
             by_body = {id(c.body): c for c in candidates}
             bodies = [c.body for c in candidates]
             for owner in (row for row in rows if row.namespace == namespace):
                 doomed |= {by_body[id(body)].pk for body in dependents(owner.body, bodies)}
-        SimulatedObject.objects.filter(pk__in=doomed).delete()
+        self._objects().filter(pk__in=doomed).delete()
         for row in rows:
             if (row.api_version, row.kind) == ("v1", "Namespace"):
-                SimulatedObject.objects.filter(namespace=row.name).delete()
+                self._objects().filter(namespace=row.name).delete()
 
     def list(
         self,

@@ -73,7 +73,7 @@ class KueuePlay:
                        for ref in (row.body.get("metadata") or {}).get("ownerReferences") or [])
         ]
         if orphans:
-            SimulatedObject.objects.filter(pk__in=[rows.pop(key).pk for key in orphans]).delete()
+            self._objects().filter(pk__in=[rows.pop(key).pk for key in orphans]).delete()
         priorities = {
             r.name: int(r.body.get("value") or 0)
             for r in self._rows(kueue.KUEUE, "WorkloadPriorityClass").filter(namespace="")

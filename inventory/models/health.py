@@ -102,6 +102,11 @@ class InventoryRun(models.Model):
         IMPORT = "import", "Import"
 
     kind = models.CharField(max_length=20, choices=Kind.choices)
+    # The cluster a sync read (none: a run over the whole fleet).
+    cluster = models.ForeignKey(
+        "inventory.Cluster", to_field="slug", on_delete=models.SET_NULL, null=True, blank=True,
+        related_name="runs",
+    )
     started_at = models.DateTimeField(default=timezone.now, db_index=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     ok = models.BooleanField(default=False)

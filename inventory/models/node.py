@@ -10,6 +10,7 @@ from core.choices import ColoredChoices, colored
 from core.validators import validate_readable_name, validate_readable_text
 
 from .. import identifiers
+from .cluster import DEFAULT_CLUSTER, Cluster
 from .site import Rack
 
 
@@ -88,8 +89,13 @@ class Node(models.Model):
     hostname = models.CharField(
         max_length=253, unique=True, validators=[identifiers.validate_hostname]
     )
+    # The cluster it is a node of (by slug); its Kubernetes name is unique within that cluster.
+    cluster = models.ForeignKey(
+        Cluster, to_field="slug", on_delete=models.PROTECT, related_name="nodes",
+        default=DEFAULT_CLUSTER,
+    )
     k8s_name = models.CharField(
-        "Kubernetes node name", max_length=253, unique=True,
+        "Kubernetes node name", max_length=253,
         validators=[identifiers.validate_k8s_node_name],
     )
     # Nullable so that a node discovered in the cluster can exist before anyone racked it.
@@ -150,6 +156,9 @@ class Node(models.Model):
     class Meta:
         ordering = ["hostname"]
         constraints = [
+            models.UniqueConstraint(
+                fields=["cluster", "k8s_name"], name="unique_k8s_node_per_cluster"
+            ),
             models.UniqueConstraint(fields=["rack", "position"], name="unique_rack_position"),
             models.CheckConstraint(
                 condition=Q(rack__isnull=True) | Q(position__isnull=False),

@@ -35,7 +35,9 @@ def node_schedulability_reconcile(*, node_id: int) -> bool | None:
     if desired is None:
         return None
     try:
-        get_gateway().patch_node(name=node.k8s_name, patch={"spec": {"unschedulable": desired}})
+        get_gateway(node.cluster_id).patch_node(
+            name=node.k8s_name, patch={"spec": {"unschedulable": desired}}
+        )
     except PermanentFleetError as exc:
         if exc.status != 404:
             raise
@@ -52,7 +54,7 @@ def node_reservation_reconcile(*, node_id: int) -> bool | None:
     node = Node.objects.filter(pk=node_id).first()
     if node is None:
         return None
-    gateway = get_gateway()
+    gateway = get_gateway(node.cluster_id)
     obj = gateway.get(api_version="v1", kind="Node", name=node.k8s_name)
     if obj is None:
         logger.warning("Node %s is not in the cluster; reservation not applied", node.k8s_name)
@@ -89,7 +91,7 @@ def node_drain_execute(*, node_id: int, health_event_id: int | None = None) -> l
     node = Node.objects.filter(pk=node_id).first()
     if node is None or node.state != NodeState.DRAINING:
         return None
-    gateway = get_gateway()
+    gateway = get_gateway(node.cluster_id)
     try:
         gateway.patch_node(name=node.k8s_name, patch={"spec": {"unschedulable": True}})
     except PermanentFleetError as exc:

@@ -18,7 +18,7 @@ from core.fleet import FleetError
 from core.prometheus import PrometheusError
 
 JOBS = {
-    "cluster-sync": ("inventory.tasks.cluster_sync_task", "Cluster sync"),
+    "cluster-sync": ("inventory.tasks.clusters_sync_sweep_task", "Cluster sync"),
     "health-ingest": ("inventory.tasks.health_ingest_task", "Health ingestion"),
 }
 

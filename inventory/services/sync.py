@@ -21,7 +21,7 @@ from core.audit import audit
 from core.fleet import FleetError, FleetGateway, get_gateway
 
 from .. import queueing
-from ..models import GPU, GpuSharing, InventoryRun, Node, NodeState
+from ..models import DEFAULT_CLUSTER, GPU, Cluster, GpuSharing, InventoryRun, Node, NodeState
 from ..models.node import UNSCHEDULABLE_IN_STATE
 from ..node_labels import ObservedNode, parse_node, reservation_patch
 from ..pods import PodPlacement, placements_by_node
@@ -141,12 +141,17 @@ def _sync_gpus(node: Node, obs: ObservedNode, existing: list[GPU], report: SyncR
 
 @transaction.atomic
 def inventory_observed_apply(
-    *, nodes: list[ObservedNode], pods: dict[str, list[PodPlacement]]
+    *, nodes: list[ObservedNode], pods: dict[str, list[PodPlacement]],
+    cluster: str = DEFAULT_CLUSTER,
 ) -> SyncReport:
-    """Create or update inventory nodes and GPUs from what the cluster reports."""
+    """Create or update the inventory nodes and GPUs of `cluster` from what it reports."""
     report, now = SyncReport(), timezone.now()
-    inventory = {n.k8s_name: n for n in Node.objects.select_for_update().prefetch_related("gpus")}
-    hostnames = {n.hostname for n in inventory.values()}
+    inventory = {
+        n.k8s_name: n
+        for n in Node.objects.select_for_update().filter(cluster_id=cluster)
+        .prefetch_related("gpus")
+    }
+    hostnames = set(Node.objects.values_list("hostname", flat=True))
     seen: set[str] = set()
     node_updates: list[Node] = []
     gpu_creates: list[GPU] = []
@@ -164,13 +169,14 @@ def inventory_observed_apply(
                 report.hostname_conflicts.append(obs.name)
                 continue
             node = Node.objects.create(
-                hostname=obs.hostname, k8s_name=obs.name, role=obs.role,
+                cluster_id=cluster, hostname=obs.hostname, k8s_name=obs.name, role=obs.role,
                 state=NodeState.DISCOVERED, k8s_last_seen_at=now, **values,
             )
             hostnames.add(obs.hostname)
             report.created.append(obs.name)
             audit(actor=None, action="node.discover", obj=node,
-                  changes={"k8s_name": obs.name, "gpu_product": obs.gpu_product,
+                  changes={"cluster": cluster, "k8s_name": obs.name,
+                           "gpu_product": obs.gpu_product,
                            "gpu_count": obs.gpu_count})
             existing_gpus: list[GPU] = []
         else:
@@ -239,11 +245,11 @@ def _settle_reservation(node: Node, obs: ObservedNode, report: SyncReport) -> No
         report.reservations_settled.append(obs.name)
 
 
-def cluster_sync(*, gateway: FleetGateway | None = None) -> InventoryRun:
-    """Read every Node and Pod through the gateway and apply them; a failed read is recorded
-    on the run and re-raised (the task retries what is transient)."""
-    gateway = gateway or get_gateway()
-    run = InventoryRun.objects.create(kind=InventoryRun.Kind.CLUSTER_SYNC)
+def cluster_sync(*, cluster: str, gateway: FleetGateway | None = None) -> InventoryRun:
+    """Read every Node and Pod of `cluster` through the gateway and apply them; a failed read
+    is recorded on the run and re-raised (the task retries what is transient)."""
+    gateway = gateway or get_gateway(cluster)
+    run = InventoryRun.objects.create(kind=InventoryRun.Kind.CLUSTER_SYNC, cluster_id=cluster)
     try:
         node_objects = gateway.list_nodes()
         pod_objects = gateway.list(api_version="v1", kind="Pod")
@@ -253,11 +259,22 @@ def cluster_sync(*, gateway: FleetGateway | None = None) -> InventoryRun:
         )
         raise
     observed = [parse_node(obj) for obj in node_objects]
-    report = inventory_observed_apply(nodes=observed, pods=placements_by_node(pod_objects))
+    report = inventory_observed_apply(
+        nodes=observed, pods=placements_by_node(pod_objects), cluster=cluster
+    )
     run.finished_at, run.ok = timezone.now(), True
     run.summary = {**report.as_dict(), "cluster_nodes": len(observed)}
     run.save(update_fields=["finished_at", "ok", "summary"])
     if report.created or report.adopted_cordons:
         audit(actor=None, action="inventory.sync", obj=None,
-              changes={"created": report.created[:100], "adopted_cordons": report.adopted_cordons})
+              changes={"cluster": cluster, "created": report.created[:100],
+                       "adopted_cordons": report.adopted_cordons})
     return run
+
+
+def clusters_sync_sweep() -> int:
+    """Queue a sync of each cluster in service; how many were queued."""
+    clusters = list(Cluster.objects.in_service().values_list("slug", flat=True))
+    for cluster in clusters:
+        queueing.send_task(queueing.CLUSTER_SYNC, cluster)
+    return len(clusters)

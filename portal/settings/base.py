@@ -320,7 +320,7 @@ SWEEPS_AT_WORKER_START = [
     "tenants.credentials.tasks.credentials_reconcile_sweep_task",
     "tenants.workloads.tasks.workloads_reconcile_sweep_task",
     "portal.tasks.outbox_sweep_task",
-    "inventory.tasks.cluster_sync_task",
+    "inventory.tasks.clusters_sync_sweep_task",
     "billing.tasks.invoice_exports_sweep_task",
 ]
 

@@ -17,6 +17,9 @@ FLEET_GATEWAYS = {
     "kubernetes": "core.fleet.kubernetes.KubernetesFleetGateway",
     "simulated": "demo.fleet.simulated.SimulatedFleetGateway",
 }
+# How the gateway reaches each cluster (the inventory's clusters; see core.fleet).
+FLEET_CONNECTIONS = "inventory.services.connections.cluster_connection"
+# The portal's own credentials: clusters whose credentials are "environment" use them.
 FLEET_KUBECONFIG = env.str("KUBECONFIG", default="")
 FLEET_KUBE_CONTEXT = env.str("KUBE_CONTEXT", default="")
 FLEET_REQUEST_TIMEOUT = env.float("FLEET_REQUEST_TIMEOUT", default=15.0)
@@ -125,7 +128,7 @@ CELERY_BEAT_SCHEDULE |= {
         "schedule": NOTEBOOK_CULL_SWEEP_SECONDS,
     },
     "inventory-cluster-sync": {
-        "task": "inventory.tasks.cluster_sync_task",
+        "task": "inventory.tasks.clusters_sync_sweep_task",
         "schedule": float(INVENTORY_SYNC_INTERVAL),
     },
     "inventory-health-ingest": {

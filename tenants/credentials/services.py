@@ -27,6 +27,7 @@ from core.fleet import FleetError, FleetGateway, TransientFleetError, get_gatewa
 from core.queueing import enqueue_on_commit
 from core.reconcile import reconcile_bump, reconcile_failed, reconcile_succeeded
 from core.sealed import InvalidToken, open_sealed, reseal, seal
+from inventory.models import DEFAULT_CLUSTER
 
 from ..access.models import Tenant
 from .manifests import (
@@ -259,7 +260,7 @@ def credentials_reconcile(*, tenant_id: int, gateway: FleetGateway | None = None
     tenant = Tenant.objects.filter(pk=tenant_id).first()
     if tenant is None:
         return outcome
-    gateway = gateway or get_gateway()
+    gateway = gateway or get_gateway(DEFAULT_CLUSTER)
     errors: list[FleetError] = []
     credentials = list(ModelCredential.objects.filter(tenant=tenant).order_by("name"))
     every_value: list[str] = []

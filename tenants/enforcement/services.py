@@ -28,6 +28,7 @@ from core.fleet import FleetError, FleetGateway, TransientFleetError, get_gatewa
 from core.queueing import enqueue_on_commit
 from core.reconcile import reconcile_failed, reconcile_succeeded
 from inventory import resource_classes
+from inventory.models import DEFAULT_CLUSTER
 
 from ..access.changes import RECONCILE_TENANT
 from ..access.models import Tenant
@@ -318,7 +319,7 @@ def tenant_reconcile(
     version = tenant.desired_version
     spec = tenant_spec(tenant=tenant)
     manifests = tenant_manifests(spec)
-    gateway = gateway or get_gateway()
+    gateway = gateway or get_gateway(DEFAULT_CLUSTER)
     outcome = ReconcileOutcome(
         tenant_id=tenant_id, version=version, applied=len(manifests), manifests=manifests
     )

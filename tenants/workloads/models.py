@@ -7,7 +7,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import Case, F, Q, Subquery, When
+from django.db.models import Case, F, OuterRef, Q, Subquery, When
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
@@ -15,6 +15,7 @@ from core.choices import ColoredChoices, colored
 from core.reconcile import Reconciled
 from core.state_machine import transition
 from core.validators import validate_dns1123_label
+from inventory.models import DEFAULT_CLUSTER, Cluster
 
 from ..access.models import Tenant
 from .advice import failure_advice
@@ -69,27 +70,32 @@ STOPPED_REASON = "Stopped"
 
 
 class ObserveSweep(models.Model):
-    """The last completed observe sweep (one row): when it read the cluster, and what it saw.
+    """The last completed observe sweep of one cluster (a row per cluster): when it read the
+    cluster, and what it saw.
 
     A sweep writes a workload's row only when what it saw changed; that it looked at all the
     others is this one row (`Workload.objects.with_observed_at()` reads the two together).
     """
 
-    SINGLETON = 1
-
+    cluster = models.OneToOneField(
+        Cluster, to_field="slug", on_delete=models.CASCADE, related_name="observe_sweep",
+        default=DEFAULT_CLUSTER,
+    )
     started_at = models.DateTimeField(help_text="Before it read the live workloads.")
     finished_at = models.DateTimeField()
     observed = models.PositiveIntegerField(default=0, help_text="Workloads it looked at.")
     changed = models.PositiveIntegerField(default=0, help_text="Workloads whose state it wrote.")
 
     def __str__(self) -> str:
-        return f"observe sweep at {self.started_at:%Y-%m-%d %H:%M:%S}"
+        return f"observe sweep of {self.cluster_id} at {self.started_at:%Y-%m-%d %H:%M:%S}"
 
 
 def observed_at() -> Case:
     """When the portal last saw a workload's state: its own last recorded observation, or the
     last completed sweep when that sweep covered it (live, applied before the sweep began)."""
-    sweep = Subquery(ObserveSweep.objects.filter(pk=ObserveSweep.SINGLETON).values("started_at"))
+    sweep = Subquery(
+        ObserveSweep.objects.filter(cluster=OuterRef("cluster_id")).values("started_at")
+    )
     covered = (
         Q(applied_version__gt=0)
         & ~Q(applied_at__gt=sweep)
@@ -117,6 +123,11 @@ class Workload(Reconciled):
     tenant = models.ForeignKey(Tenant, on_delete=models.PROTECT, related_name="workloads")
     kind = models.CharField(max_length=20, choices=KIND_CHOICES)
     name = models.CharField(max_length=63, validators=[validate_dns1123_label])
+    # Where it runs, chosen at launch (placement) and kept: moving is delete and relaunch.
+    cluster = models.ForeignKey(
+        Cluster, to_field="slug", on_delete=models.PROTECT, related_name="workloads",
+        default=DEFAULT_CLUSTER,
+    )
     launched_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

@@ -9,6 +9,7 @@ from .services import (
     workload_observe,
     workload_reconcile,
     workloads_observe_sweep,
+    workloads_observe_sweeps,
     workloads_reconcile_sweep,
 )
 from .services.idle import workloads_idle_sweep
@@ -31,9 +32,12 @@ def workload_observe_task(workload_id: int) -> str | None:
 
 
 @shared_task(acks_late=True)
-def workloads_observe_sweep_task() -> int:
-    """Periodic: observe every live workload (one list per owned kind)."""
-    return workloads_observe_sweep()
+def workloads_observe_sweep_task(cluster: str | None = None) -> int:
+    """Observe every live workload on `cluster` (one list per owned kind); periodic without
+    one: queues a sweep of each cluster in service."""
+    if cluster is None:
+        return workloads_observe_sweeps()
+    return workloads_observe_sweep(cluster=cluster)
 
 
 @shared_task(acks_late=True)

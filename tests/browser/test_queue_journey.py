@@ -59,14 +59,14 @@ def full_queue(settings, tenant, tenant_member):
     for resource, limit in {H100: 8, "cpu": 64, "memory-gib": 512,
                             "count:inference": 3}.items():
         QuotaFactory(tenant=tenant, resource=resource, limit=limit)
-    get_gateway().apply(manifests=[
+    get_gateway("main").apply(manifests=[
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
             "kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true",
             "nvidia.com/gpu.product": PRODUCT, "nvidia.com/gpu.count": "8"}}, "spec": {}}
         for name in ("gpu-a", "gpu-b")
     ])
     tenant_reconcile(tenant_id=tenant.pk)  # its namespace and queues: Kueue manages it
-    get_gateway().apply(manifests=[queued_pod(tenant.namespace, "finetune", gpus=4,
+    get_gateway("main").apply(manifests=[queued_pod(tenant.namespace, "finetune", gpus=4,
                                               priority="portal-serving", product=PRODUCT)])
     chat = services.workload_launch(
         tenant=tenant, actor=tenant_member, kind="inference", name="chat",

@@ -178,7 +178,7 @@ def _drive_nodes(kube_emulator, tenant, on_commit) -> None:
     kube_emulator.put_object(pod("train-0", tenant.namespace, name, gpus=4))
     kube_emulator.put_object(pod("serve-0", tenant.namespace, "elsewhere", gpus=1))
     gpu_node = NodeFactory(hostname=name, k8s_name=name, state=NodeState.AVAILABLE)
-    cluster_sync()
+    cluster_sync(cluster="main")
     with on_commit(execute=True):
         node_lifecycle.node_cordon(node_id=gpu_node.pk, actor=None, reason="fan")
     with on_commit(execute=True):

@@ -184,7 +184,7 @@ def test_a_drain_a_budget_keeps_refusing_stays_draining_shows_why_and_the_sync_r
         state_changed_at=timezone.now() - timedelta(minutes=20)
     )
     with django_capture_on_commit_callbacks(execute=True):
-        run = cluster_sync()
+        run = cluster_sync(cluster="main")
 
     assert run.summary["drains_resumed"] == [NAME]
     cluster_node.refresh_from_db()

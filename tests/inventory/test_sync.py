@@ -52,7 +52,7 @@ def test_sync_creates_and_updates_the_inventory_and_reports_one_sided_nodes(
     NodeFactory(hostname="gone-1", k8s_name="gone-1", state=NodeState.AVAILABLE)
     NodeFactory(hostname="old-1", k8s_name="old-1", state=NodeState.RETIRED)
 
-    run = cluster_sync()
+    run = cluster_sync(cluster="main")
 
     assert run.ok
     assert sorted(run.summary["created"]) == sorted([RTX_NODE, "h100-1", "t4-1"])
@@ -95,7 +95,7 @@ def test_sync_creates_and_updates_the_inventory_and_reports_one_sided_nodes(
 
 @pytest.mark.django_db
 def test_a_second_sync_changes_nothing(cluster, kube_gateway):
-    cluster_sync()
+    cluster_sync(cluster="main")
     before = (
         Node.objects.count(), GPU.objects.count(), HealthEvent.objects.count(),
         AuditEvent.objects.count(),
@@ -103,7 +103,7 @@ def test_a_second_sync_changes_nothing(cluster, kube_gateway):
         sorted(GPU.objects.values_list("node__k8s_name", "index", "model", "mig_layout")),
     )
 
-    second = cluster_sync()
+    second = cluster_sync(cluster="main")
 
     after = (
         Node.objects.count(), GPU.objects.count(), HealthEvent.objects.count(),
@@ -125,7 +125,7 @@ def test_a_node_the_portal_cordoned_but_the_cluster_schedules_is_cordoned_again(
     GPUFactory(node=inventory_node, index=0, model="nvidia-rtx-4000-ada", memory_gib=20)
 
     with django_capture_on_commit_callbacks(execute=True):
-        run = cluster_sync()
+        run = cluster_sync(cluster="main")
 
     assert run.summary["recordoned"] == [RTX_NODE]
     patches = kube_emulator.requests("PATCH", f"/api/v1/nodes/{RTX_NODE}")
@@ -137,10 +137,10 @@ def test_a_node_the_portal_cordoned_but_the_cluster_schedules_is_cordoned_again(
 @pytest.mark.django_db
 def test_a_node_ready_again_closes_its_not_ready_event(kube_emulator, kube_gateway):
     kube_emulator.put_object(node(RTX_NODE, RTX_LABELS, gpus=1, ready=False))
-    cluster_sync()
+    cluster_sync(cluster="main")
     kube_emulator.put_object(node(RTX_NODE, RTX_LABELS, gpus=1, ready=True))
 
-    cluster_sync()
+    cluster_sync(cluster="main")
 
     event = HealthEvent.objects.get(kind="node-not-ready")
     assert event.resolved_at is not None
@@ -152,7 +152,7 @@ def test_an_unreachable_api_server_is_recorded_and_retried(
 ):
     kube_emulator.fail(503, method="GET", path="/api/v1/nodes", times=20)
 
-    result = cluster_sync_task.delay()
+    result = cluster_sync_task.delay("main")
 
     assert result.state == "FAILURE"
     assert isinstance(result.result, TransientFleetError)
@@ -184,7 +184,7 @@ def test_sync_labels_and_taints_reserved_nodes_and_clears_a_released_one(
     NodeFactory(hostname="h200-2", k8s_name="h200-2", reserved_for="")
 
     with django_capture_on_commit_callbacks(execute=True):
-        run = cluster_sync()
+        run = cluster_sync(cluster="main")
 
     assert sorted(run.summary["reservations_settled"]) == ["h200-1", "h200-2"]
     one = kube_emulator.get_object("v1", "Node", "h200-1", None)
@@ -198,7 +198,7 @@ def test_sync_labels_and_taints_reserved_nodes_and_clears_a_released_one(
 
     patches = len(kube_emulator.requests("PATCH"))
     with django_capture_on_commit_callbacks(execute=True):
-        again = cluster_sync()
+        again = cluster_sync(cluster="main")
     assert again.summary["reservations_settled"] == []
     assert len(kube_emulator.requests("PATCH")) == patches
 
@@ -216,7 +216,7 @@ def test_sync_recognises_a_hami_node_and_counts_its_pods_as_shares(kube_emulator
     kube_emulator.put_object(hami_pod("big-0", "tenant-atlas", "l40s-hami-1"))
     kube_emulator.put_object(pod("llm-0", "tenant-acme", RTX_NODE, gpus=1))
 
-    run = cluster_sync()
+    run = cluster_sync(cluster="main")
 
     assert sorted(run.summary["hami_nodes"]) == ["l40s-hami-1", "l40s-hami-2", "l40s-hami-3"]
     assert list(run.summary["hami_unreadable"]) == ["l40s-hami-3"]
@@ -242,5 +242,5 @@ def test_sync_recognises_a_hami_node_and_counts_its_pods_as_shares(kube_emulator
     whole = Node.objects.get(k8s_name=RTX_NODE)
     assert (whole.gpu_sharing, whole.gpus_in_use, whole.hami_in_use) == ("whole", 1, {})
 
-    again = cluster_sync()
+    again = cluster_sync(cluster="main")
     assert again.summary["updated"] == [] and again.summary["created"] == []

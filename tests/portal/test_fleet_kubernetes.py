@@ -356,7 +356,7 @@ def test_an_unreachable_api_server_is_transient(kube_emulator, tmp_path):
 
 
 def test_get_gateway_builds_the_kubernetes_backend_from_a_kubeconfig(
-    kube_emulator, settings, tmp_path
+    kube_emulator, settings, tmp_path, db
 ):
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
@@ -378,10 +378,10 @@ def test_get_gateway_builds_the_kubernetes_backend_from_a_kubeconfig(
     settings.FLEET_KUBECONFIG = str(kubeconfig)
     settings.FLEET_KUBE_CONTEXT = "fleet"
 
-    gateway = get_gateway()
+    gateway = get_gateway("main")
 
     assert isinstance(gateway, KubernetesFleetGateway)
-    assert get_gateway() is gateway
+    assert get_gateway("main") is gateway
     assert [n["metadata"]["name"] for n in gateway.list_nodes()] == [RTX_NODE]
     assert gateway.api_client.configuration.host == kube_emulator.url
     assert kube_emulator.requests("GET", "/api/v1/nodes")

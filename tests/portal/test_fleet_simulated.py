@@ -72,15 +72,15 @@ def condition(obj: dict, kind: str) -> dict:
     return next(c for c in obj["status"]["conditions"] if c["type"] == kind)
 
 
-def test_get_gateway_defaults_to_the_simulated_fleet(settings):
+def test_get_gateway_defaults_to_the_simulated_fleet(settings, db):
     settings.FLEET_BACKEND = "simulated"
 
-    assert isinstance(get_gateway(), SimulatedFleetGateway)
-    assert get_gateway() is get_gateway()
+    assert isinstance(get_gateway("main"), SimulatedFleetGateway)
+    assert get_gateway("main") is get_gateway("main")
     replacement = SimulatedFleetGateway()
     with gateway_override(replacement):
-        assert get_gateway() is replacement
-    assert get_gateway() is not replacement
+        assert get_gateway("main") is replacement
+    assert get_gateway("main") is not replacement
 
 
 def test_apply_creates_then_reapplying_changes_nothing(simulated_gateway):

@@ -32,7 +32,7 @@ def kube_emulator() -> Iterator[KubeEmulator]:
 def kube_gateway(
     kube_emulator: KubeEmulator, tmp_path: Path, request: pytest.FixtureRequest
 ) -> Iterator[KubernetesFleetGateway]:
-    """The real Kubernetes gateway, pointed at `kube_emulator`; `get_gateway()` returns it.
+    """The real Kubernetes gateway, pointed at `kube_emulator`; `get_gateway("main")` returns it.
     With KUBE_CALL_LOG_DIR set, the requests it makes are logged there for the RBAC check."""
     gateway = KubernetesFleetGateway(
         api_client=kube_emulator.api_client(),
@@ -68,7 +68,7 @@ def write_call_log(directory: Path, test: str, calls: list) -> None:
 
 @pytest.fixture
 def simulated_gateway(db: None) -> Iterator[SimulatedFleetGateway]:
-    """The demo fleet (objects in the test database); `get_gateway()` returns it."""
+    """The demo fleet (objects in the test database); `get_gateway("main")` returns it."""
     with gateway_override(SimulatedFleetGateway()) as gateway:
         yield gateway
 

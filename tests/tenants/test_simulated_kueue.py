@@ -525,11 +525,11 @@ def test_the_demo_shows_borrowing_reclaim_and_waiting_in_kueues_words_and_the_po
 
     # Orbit's fine-tuning jobs hold its A100 quota: the fourth waits, its adapter cluster next.
     orbit = Tenant.objects.get(slug="orbit")
-    waiting = _workloads(get_gateway(), orbit)["lora-finetune-3"]
+    waiting = _workloads(get_gateway("main"), orbit)["lora-finetune-3"]
     assert _condition(waiting, "QuotaReserved")["message"] == (
         "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu "
         "in flavor gpu-nvidia-a100-80gb, 8 more needed")
-    first, second = get_gateway().pending_workloads(namespace=orbit.namespace,
+    first, second = get_gateway("main").pending_workloads(namespace=orbit.namespace,
                                                     local_queue="default", limit=10, offset=0)
     assert first["metadata"]["name"] == waiting["metadata"]["name"]
     adapters = Workload.objects.get(tenant=orbit, name="adapter-slurm")
@@ -541,7 +541,7 @@ def test_the_demo_shows_borrowing_reclaim_and_waiting_in_kueues_words_and_the_po
     # the passthrough group, apart from the containers' A100s the jobs wait for.
     notebook = Workload.objects.get(tenant=orbit, name="notebook")
     services.workload_observe(workload_id=notebook.pk)
-    (launcher,) = [w for name, w in _workloads(get_gateway(), orbit).items()
+    (launcher,) = [w for name, w in _workloads(get_gateway("main"), orbit).items()
                    if name.startswith("virt-launcher-notebook-")]
     assert _condition(launcher, "QuotaReserved")["status"] == "True"
     assert launcher["status"]["admission"]["podSetAssignments"][0]["flavors"] == {

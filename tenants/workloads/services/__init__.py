@@ -17,6 +17,7 @@ from .reconcile import (
     workload_observe,
     workload_reconcile,
     workloads_observe_sweep,
+    workloads_observe_sweeps,
     workloads_reconcile_sweep,
 )
 
@@ -36,5 +37,6 @@ __all__ = [
     "workload_scale",
     "workloads_idle_sweep",
     "workloads_observe_sweep",
+    "workloads_observe_sweeps",
     "workloads_reconcile_sweep",
 ]

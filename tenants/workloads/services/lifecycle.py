@@ -349,7 +349,7 @@ def workload_kubeconfig(*, workload: Workload, actor) -> str:
         raise RuleViolation(f"{workload} is not ready yet: its kubeconfig does not exist.")
     release = vcluster.release_name(workload.name)
     try:
-        secret = get_gateway().get(
+        secret = get_gateway(workload.cluster_id).get(
             api_version="v1", kind="Secret", name=vcluster.kubeconfig_secret_name(release),
             namespace=workload.tenant.namespace,
         )

@@ -35,8 +35,9 @@ from django.utils import timezone
 from core.audit import audit
 from core.errors import InvalidTransition
 from core.fleet import FleetError, FleetGateway, PermanentFleetError, get_gateway
-from core.queueing import enqueue_on_commit
+from core.queueing import enqueue_on_commit, send_task
 from core.reconcile import reconcile_bump, reconcile_failed, reconcile_succeeded
+from inventory.models import DEFAULT_CLUSTER, Cluster
 
 from ..kinds import slurm, vm
 from ..kinds.base import (
@@ -56,6 +57,7 @@ from .cluster_reads import object_key, owned_objects, unowned_in_bulk, unowned_o
 logger = logging.getLogger(__name__)
 
 RECONCILE = "tenants.workloads.tasks.workload_reconcile_task"
+OBSERVE_SWEEP = "tenants.workloads.tasks.workloads_observe_sweep_task"
 S = WorkloadStatus
 STATE_TO_STATUS = {
     "progressing": S.PROVISIONING,
@@ -280,7 +282,7 @@ def workload_observe(*, workload_id: int, gateway: FleetGateway | None = None) -
     workload = Workload.objects.select_related("tenant").filter(pk=workload_id).first()
     if workload is None or not workload.is_live:
         return None
-    gateway = gateway or get_gateway()
+    gateway = gateway or get_gateway(workload.cluster_id)
     ctx = build_context(workload=workload)
     owned = owned_objects(gateway, [workload]).get(workload.pk, {})
     return _observe(workload, ctx, gateway, owned).state
@@ -342,7 +344,7 @@ def workload_reconcile(*, workload_id: int, gateway: FleetGateway | None = None)
     workload = Workload.objects.select_related("tenant").filter(pk=workload_id).first()
     if workload is None or workload.status == S.DELETED:
         return "gone"
-    gateway = gateway or get_gateway()
+    gateway = gateway or get_gateway(workload.cluster_id)
     if workload.status == S.DELETING:
         return _teardown(workload, gateway)
     ctx = build_context(workload=workload)
@@ -362,23 +364,35 @@ def workload_reconcile(*, workload_id: int, gateway: FleetGateway | None = None)
     return _observe(workload, ctx, gateway, owned).state
 
 
-def _record_sweep(*, started, observed: int, changed: int) -> None:
-    """The sweep's one row, moved on only forwards (two sweeps that overlap finish in any
+def _record_sweep(*, cluster: str, started, observed: int, changed: int) -> None:
+    """The cluster's sweep row, moved on only forwards (two sweeps that overlap finish in any
     order)."""
     values = {"started_at": started, "finished_at": timezone.now(), "observed": observed,
               "changed": changed}
-    sweeps = ObserveSweep.objects.filter(pk=ObserveSweep.SINGLETON)
+    sweeps = ObserveSweep.objects.filter(cluster_id=cluster)
     if not sweeps.filter(started_at__lt=started).update(**values):
-        ObserveSweep.objects.get_or_create(pk=ObserveSweep.SINGLETON, defaults=values)
+        ObserveSweep.objects.get_or_create(cluster_id=cluster, defaults=values)
 
 
-def workloads_observe_sweep(*, gateway: FleetGateway | None = None) -> int:
-    """Observe every live workload: one list per owned kind across the cluster, then each
-    workload's objects from those lists. Returns how many were observed."""
-    gateway = gateway or get_gateway()
+def workloads_observe_sweeps() -> int:
+    """Queue an observe sweep of each cluster in service (each in its own task and queue: a
+    cluster that does not answer holds up no other); how many were queued."""
+    clusters = list(Cluster.objects.in_service().values_list("slug", flat=True))
+    for cluster in clusters:
+        send_task(OBSERVE_SWEEP, cluster)
+    return len(clusters)
+
+
+def workloads_observe_sweep(
+    *, cluster: str = DEFAULT_CLUSTER, gateway: FleetGateway | None = None
+) -> int:
+    """Observe every live workload on `cluster`: one list per owned kind across the cluster,
+    then each workload's objects from those lists. Returns how many were observed."""
+    gateway = gateway or get_gateway(cluster)
     started = timezone.now()
     live = list(
         Workload.objects.select_related("tenant")
+        .filter(cluster_id=cluster)
         .exclude(status__in=(S.DELETING, S.DELETED))
         .filter(applied_version__gt=0)
         .order_by("pk")
@@ -399,9 +413,11 @@ def workloads_observe_sweep(*, gateway: FleetGateway | None = None) -> int:
         # Not every live workload was seen: the sweep's row would claim the missed ones too.
         _touch(unchanged)
     else:
-        _record_sweep(started=started, observed=len(live), changed=len(live) - len(unchanged))
+        _record_sweep(cluster=cluster, started=started, observed=len(live),
+                      changed=len(live) - len(unchanged))
     # Deletions still waiting for their objects to go: their teardown looks again.
-    for workload_id in Workload.objects.filter(status=S.DELETING).values_list("pk", flat=True):
+    deleting = Workload.objects.filter(cluster_id=cluster, status=S.DELETING)
+    for workload_id in deleting.values_list("pk", flat=True):
         enqueue_on_commit(RECONCILE, workload_id)
     return len(live)
 

@@ -30,7 +30,7 @@ def fleet(settings, tenant, gpu_pool, workload_quota, fleet_clock):
     workload_quota(**{H100: 24, "cpu": 256, "memory-gib": 2048, "count:inference": 4})
     VmImage.objects.create(key="ubuntu", label="Ubuntu 24.04 LTS", default_user="ubuntu",
                            container_disk="quay.io/containerdisks/ubuntu:24.04", min_disk_gib=10)
-    get_gateway().apply(manifests=[
+    get_gateway("main").apply(manifests=[
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
             "kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true",
             "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8",
@@ -132,7 +132,7 @@ def test_the_demo_never_runs_more_gpus_than_its_nodes_have():
     call_command("load_demo", stdout=StringIO())
     for workload in Workload.objects.exclude(status=S.DELETED):  # as the sweep looks at them
         services.workload_observe(workload_id=workload.pk)
-    cluster_sync()
+    cluster_sync(cluster="main")
 
     nodes = {n.name: n.body for n in SimulatedObject.objects.filter(kind="Node")}
     placed: dict[str, dict[str, int]] = {}
@@ -169,7 +169,7 @@ def test_a_failed_gpu_on_a_node_still_in_service_is_not_offered(fleet, tenant, t
     """The device plugin leaves an unhealthy GPU out of the node's allocatable: a replica that
     needs all eight of a node whose eighth failed waits, in the scheduler's words."""
     for name in NODES:
-        get_gateway().apply(manifests=[
+        get_gateway("main").apply(manifests=[
             {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
                 "kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true",
                 "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "8",

@@ -33,7 +33,7 @@ def fleet(settings, tenant, workload_quota, fleet_clock):
     settings.FLEET_SIMULATED_READY_SECONDS = 20
     hami_gpu_node(gpus=2)  # the inventory's: what the launch form offers
     workload_quota(**{MEMORY: 48, CORES: 100, "count:inference": 2})
-    get_gateway().apply(manifests=[
+    get_gateway("main").apply(manifests=[
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "l40s-hami", "labels": {
             "kubernetes.io/hostname": "l40s-hami", "gpu": "on",
             "nvidia.com/gpu.product": PRODUCT}}, "spec": {}},
@@ -47,14 +47,14 @@ def fleet(settings, tenant, workload_quota, fleet_clock):
 
 def _job(tenant, name: str, *, memory_gib: int) -> None:
     """A pod a tenant sends straight to its shares queue (not one of the portal's workloads)."""
-    get_gateway().apply(manifests=[hami_pod(tenant.namespace, name, memory_gib=memory_gib,
+    get_gateway("main").apply(manifests=[hami_pod(tenant.namespace, name, memory_gib=memory_gib,
                                             cores=10, priority="portal-serving",
                                             product=PRODUCT)])
 
 
 def _workloads(tenant) -> dict[str, dict]:
     """Kueue's Workloads in the tenant's namespace, by their pod's name."""
-    found = get_gateway().list(api_version=KUEUE, kind="Workload", namespace=tenant.namespace)
+    found = get_gateway("main").list(api_version=KUEUE, kind="Workload", namespace=tenant.namespace)
     return {w["metadata"]["ownerReferences"][0]["name"]: w for w in found}
 
 
@@ -74,11 +74,11 @@ def _endpoint(tenant, who) -> Workload:
 
 
 def _pod(tenant, name: str) -> dict:
-    return get_gateway().get(api_version="v1", kind="Pod", name=name, namespace=tenant.namespace)
+    return get_gateway("main").get(api_version="v1", kind="Pod", name=name, namespace=tenant.namespace)
 
 
 def _shares_usage(tenant) -> dict[str, str]:
-    queue = get_gateway().get(api_version=KUEUE, kind="ClusterQueue",
+    queue = get_gateway("main").get(api_version=KUEUE, kind="ClusterQueue",
                               name=f"tenant-{tenant.slug}-shares")
     (flavor,) = [f for f in queue["status"]["flavorsUsage"] if f["name"] == "hami-nvidia-l40s"]
     return {cell["name"]: cell["total"] for cell in flavor["resources"]}
@@ -109,7 +109,7 @@ def test_a_hami_endpoint_is_admitted_into_its_models_hami_flavor_within_the_quot
     assert _shares_usage(tenant) == {"nvidia.com/gpu": "2", "nvidia.com/gpumem": "40960",
                                      "nvidia.com/gpucores": "60"}
     # The whole-GPU queue holds none of it.
-    main = get_gateway().get(api_version=KUEUE, kind="ClusterQueue", name="tenant-acme")
+    main = get_gateway("main").get(api_version=KUEUE, kind="ClusterQueue", name="tenant-acme")
     assert main["status"]["admittedWorkloads"] == 0
 
 
@@ -128,10 +128,10 @@ def test_a_replica_beyond_the_hami_quota_waits_in_the_shares_queue_until_a_scale
     (replica,) = waiting
     assert _reserved(replica)["message"] == WAITING
     # The visibility API of the shares LocalQueue, and the workload's page, say where it stands.
-    (pending,) = get_gateway().pending_workloads(
+    (pending,) = get_gateway("main").pending_workloads(
         namespace=tenant.namespace, local_queue="shares", limit=10, offset=0)
     assert pending["metadata"]["name"] == replica["metadata"]["name"]
-    assert get_gateway().pending_workloads(
+    assert get_gateway("main").pending_workloads(
         namespace=tenant.namespace, local_queue="default", limit=10, offset=0) == []
     queue = endpoint.observed["details"]["queue"]
     assert (queue["position_in_local_queue"], queue["kueue_message"]) == (1, WAITING)
@@ -149,7 +149,7 @@ def test_a_replica_beyond_the_hami_quota_waits_in_the_shares_queue_until_a_scale
     assert len(_replicas(tenant)) == 1
 
     # The job scaled down too (gone): the endpoint grows back to two, both admitted.
-    get_gateway().delete(api_version="v1", kind="Pod", name="notebook-share",
+    get_gateway("main").delete(api_version="v1", kind="Pod", name="notebook-share",
                          namespace=tenant.namespace)
     services.workload_scale(workload_id=endpoint.pk, actor=tenant_member,
                             changes={"min_replicas": 2, "max_replicas": 2})

@@ -316,7 +316,7 @@ def test_an_object_deleted_by_hand_is_applied_again(ready, tenant, kube_emulator
     kube_emulator.patch_object(*ISVC, "chat", tenant.namespace, patch={"metadata": {}})
     from core.fleet import get_gateway
 
-    get_gateway().delete(api_version=ISVC[0], kind=ISVC[1], name="chat",
+    get_gateway("main").delete(api_version=ISVC[0], kind=ISVC[1], name="chat",
                          namespace=tenant.namespace)
     with django_capture_on_commit_callbacks(execute=True):
         services.workload_observe(workload_id=ready.pk)

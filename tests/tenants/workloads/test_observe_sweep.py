@@ -89,7 +89,7 @@ def test_a_sweep_over_unchanged_workloads_writes_no_workload_row_and_records_its
     from tenants.workloads.services.reconcile import _record_sweep
 
     latest = ObserveSweep.objects.get().started_at
-    _record_sweep(started=latest - timedelta(seconds=5), observed=1, changed=0)
+    _record_sweep(cluster="main", started=latest - timedelta(seconds=5), observed=1, changed=0)
     assert ObserveSweep.objects.get().started_at == latest
 
 

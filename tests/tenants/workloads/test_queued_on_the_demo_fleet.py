@@ -24,7 +24,7 @@ PASSTHROUGH = "nvidia.com/GH100_H100_SXM5_80GB"  # an H100 as a VM's launcher po
 def fleet(settings, tenant, gpu_pool, workload_quota, fleet_clock):
     settings.FLEET_SIMULATED_READY_SECONDS = 20
     workload_quota(**{H100: 4, "cpu": 256, "memory-gib": 2048, "count:inference": 4})
-    get_gateway().apply(manifests=[
+    get_gateway("main").apply(manifests=[
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
             "kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true",
             "nvidia.com/gpu.product": PRODUCT, "nvidia.com/gpu.count": "8",
@@ -40,14 +40,14 @@ def fleet(settings, tenant, gpu_pool, workload_quota, fleet_clock):
 def _job(tenant, name: str, *, gpus: int, priority: str,
          resource: str = "nvidia.com/gpu") -> None:
     """A job a tenant sends straight to its LocalQueue (not one of the portal's workloads)."""
-    get_gateway().apply(manifests=[queued_pod(tenant.namespace, name, gpus=gpus,
+    get_gateway("main").apply(manifests=[queued_pod(tenant.namespace, name, gpus=gpus,
                                               priority=priority, product=PRODUCT,
                                               resource=resource)])
 
 
 def _workloads(tenant) -> dict[str, dict]:
     """Kueue's Workloads in the tenant's namespace, by their pod's name."""
-    found = get_gateway().list(api_version=KUEUE, kind="Workload", namespace=tenant.namespace)
+    found = get_gateway("main").list(api_version=KUEUE, kind="Workload", namespace=tenant.namespace)
     return {w["metadata"]["ownerReferences"][0]["name"]: w for w in found}
 
 
@@ -80,12 +80,12 @@ def test_an_endpoint_waits_queued_in_kueues_words_until_the_quota_frees(
     assert _reserved(replica)["message"] == (
         "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu "
         "in flavor gpu-nvidia-h100-80gb, 1 more needed")
-    (pending,) = get_gateway().pending_workloads(
+    (pending,) = get_gateway("main").pending_workloads(
         namespace=tenant.namespace, local_queue="default", limit=10, offset=0)
     assert pending["metadata"]["name"] == replica["metadata"]["name"]
     assert pending["priority"] == 1000
 
-    get_gateway().delete(api_version="v1", kind="Pod", name="finetune",
+    get_gateway("main").delete(api_version="v1", kind="Pod", name="finetune",
                          namespace=tenant.namespace)
     assert observed(endpoint).status == S.PROVISIONING  # admitted now, its pod starting
     fleet.advance(20)
@@ -104,7 +104,7 @@ def test_a_lower_priority_job_gives_way_to_an_endpoint(fleet, tenant, tenant_mem
     sweep = _workloads(tenant)["sweep"]
     preempted = next(c for c in sweep["status"]["conditions"] if c["type"] == "Preempted")
     assert (preempted["status"], preempted["reason"]) == ("True", "InClusterQueue")
-    pod = get_gateway().get(api_version="v1", kind="Pod", name="sweep",
+    pod = get_gateway("main").get(api_version="v1", kind="Pod", name="sweep",
                             namespace=tenant.namespace)
     assert not pod["spec"].get("nodeName")
 
@@ -121,7 +121,7 @@ def _vm(tenant, who, name: str) -> Workload:
 
 
 def _launcher(tenant) -> dict:
-    (pod,) = [p for p in get_gateway().list(api_version="v1", kind="Pod",
+    (pod,) = [p for p in get_gateway("main").list(api_version="v1", kind="Pod",
                                             namespace=tenant.namespace)
               if p["metadata"]["name"].startswith("virt-launcher-")]
     return pod
@@ -150,11 +150,11 @@ def test_a_vm_waits_queued_for_the_passthrough_quota_and_boots_once_it_frees(
     assert vm.details["queue"]["kueue_message"] == message
     assert vm.details["queue"]["summary"] == (
         "1st in the queue · waits for 1 NVIDIA H100 80GB HBM3 GPU (flavor gpu-passthrough)")
-    instance = get_gateway().get(api_version="kubevirt.io/v1", kind="VirtualMachineInstance",
+    instance = get_gateway("main").get(api_version="kubevirt.io/v1", kind="VirtualMachineInstance",
                                  name="box", namespace=tenant.namespace)
     assert instance["status"]["phase"] == "Scheduling"
 
-    get_gateway().delete(api_version="v1", kind="Pod", name="desktops",
+    get_gateway("main").delete(api_version="v1", kind="Pod", name="desktops",
                          namespace=tenant.namespace)
     vm = observed(vm)
     assert _reserved(_workloads(tenant)[launcher["metadata"]["name"]])["status"] == "True"
