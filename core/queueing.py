@@ -44,10 +44,18 @@ def retry_policy(*errors: type[BaseException], max_retries: int = 8) -> dict[str
     }
 
 
-def send_task(task_name: str, *args: Any) -> bool:
-    """Send `task_name(*args)` now; False (logged, counted) when the broker cannot be reached."""
+def cluster_queue(cluster: str) -> str:
+    """The Celery queue of one cluster's work: a cluster that is slow or does not answer fills
+    only its own queue, and workers may serve any set of clusters (docs/clusters.md)."""
+    return f"{settings.CELERY_CLUSTER_QUEUE_PREFIX}{cluster}"
+
+
+def send_task(task_name: str, *args: Any, cluster: str | None = None) -> bool:
+    """Send `task_name(*args)` now, to `cluster`'s own queue when it names one; False (logged,
+    counted) when the broker cannot be reached."""
+    options = {"queue": cluster_queue(cluster)} if cluster else {}
     try:
-        current_app.signature(task_name, args=args).apply_async()
+        current_app.signature(task_name, args=args).apply_async(**options)
     except (OperationalError, KombuError, OSError) as exc:
         logger.warning("Could not queue %s%r: %s; the periodic sweep will", task_name, args, exc)
         deferred = _deferred.get()
@@ -57,13 +65,14 @@ def send_task(task_name: str, *args: Any) -> bool:
     return True
 
 
-def enqueue_on_commit(task_name: str, *args: Any) -> None:
-    """Queue `task_name(*args)` once the surrounding transaction commits.
+def enqueue_on_commit(task_name: str, *args: Any, cluster: str | None = None) -> None:
+    """Queue `task_name(*args)` (to `cluster`'s queue, when named) once the surrounding
+    transaction commits.
 
     `robust`: whatever goes wrong sending it (in eager mode, running it) is logged and does not
     undo or fail the write that already committed.
     """
-    transaction.on_commit(lambda: send_task(task_name, *args), robust=True)
+    transaction.on_commit(lambda: send_task(task_name, *args, cluster=cluster), robust=True)
 
 
 # What a person (a page's message) or a client (the API's `notice`) is told when their write

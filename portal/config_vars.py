@@ -89,6 +89,10 @@ SECTIONS = (
                 shown="`true` without a broker"),
             Var("CELERY_TASK_DEFAULT_QUEUE", "celery",
                 "the queue tasks are sent to (and workers started without `-Q` read)"),
+            Var("CELERY_WORKER_CLUSTERS", "*",
+                "the clusters whose own queues (`cluster.<slug>`) a worker serves besides its "
+                "others, comma-separated; `*`: every cluster in service when it starts "
+                "(docs/clusters.md)"),
             Var("CELERY_VISIBILITY_TIMEOUT", "100",
                 "seconds before Redis hands out again a message no worker acknowledged (its worker "
                 "was killed); must exceed `CELERY_TASK_TIME_LIMIT` + `CELERY_RETRY_BACKOFF_MAX`"),

@@ -18,6 +18,7 @@ from django.db import models
 from django.utils import timezone
 
 from core.choices import ColoredChoices, colored
+from core.queueing import cluster_queue
 from core.validators import validate_dns1123_label, validate_readable_name
 
 from .site import Site
@@ -136,4 +137,4 @@ class Cluster(models.Model):
     @property
     def task_queue(self) -> str:
         """The Celery queue this cluster's reconcile work goes to."""
-        return f"cluster.{self.slug}"
+        return cluster_queue(self.slug)

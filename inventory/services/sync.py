@@ -276,5 +276,5 @@ def clusters_sync_sweep() -> int:
     """Queue a sync of each cluster in service; how many were queued."""
     clusters = list(Cluster.objects.in_service().values_list("slug", flat=True))
     for cluster in clusters:
-        queueing.send_task(queueing.CLUSTER_SYNC, cluster)
+        queueing.send_task(queueing.CLUSTER_SYNC, cluster, cluster=cluster)
     return len(clusters)

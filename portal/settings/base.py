@@ -231,6 +231,10 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=None)
 # The queue tasks go to (and workers read when started without -Q).
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
+# Each cluster's reconcile work goes to a queue of its own: this prefix and the cluster's slug.
+CELERY_CLUSTER_QUEUE_PREFIX = "cluster."
+# The clusters whose queues a worker serves besides its own ("*": all in service at its start).
+CELERY_WORKER_CLUSTERS = env.list("CELERY_WORKER_CLUSTERS", default=["*"])
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1

@@ -379,7 +379,7 @@ def workloads_observe_sweeps() -> int:
     cluster that does not answer holds up no other); how many were queued."""
     clusters = list(Cluster.objects.in_service().values_list("slug", flat=True))
     for cluster in clusters:
-        send_task(OBSERVE_SWEEP, cluster)
+        send_task(OBSERVE_SWEEP, cluster, cluster=cluster)
     return len(clusters)
 
 
