@@ -6,17 +6,18 @@ words), and who is preempted for whom.
 Pending workloads are taken in priority order, then by creation (BestEffortFIFO): a workload is
 admitted into the first flavor of its ClusterQueue that matches its node selector, tolerates the
 flavor's taints (the flavor's own tolerations count: Kueue adds them to the pods it admits) and
-has room, within the nominal quota or, in a cohort, borrowing what the
-other members leave unused (up to the queue's borrowingLimit, and only what the lenders'
-lendingLimit lets go). One that does not fit may preempt: workloads of lower priority in its
-own ClusterQueue (withinClusterQueue: LowerPriority), or, when it fits within its own nominal
-quota, workloads of cohort members that borrow (reclaimWithinCohort: Any) — other queues'
-first, lower priorities first, the most recent first, as Kueue orders its candidates; never an
-inference endpoint's replica below the endpoint's minimum replicas (`Entry.floor`: Kueue does
-not know it, the portal's priorities and this rule keep endpoints whole). A pod bound without
-admission (the demo data plays kubelet for it) runs, so it holds the flavor its node carries.
-Not played: borrowWithinCohort (a borrower displacing another), fair sharing, admission
-checks, topology, pod groups, partial admission.
+has room, within the nominal quota or, in a cohort tree, borrowing what the others leave unused
+within the borrowing and lending limits of the queues and Cohorts on the way
+(`simulated_kueue_quota`). One that does not fit may preempt: workloads of lower priority in
+its own ClusterQueue (withinClusterQueue: LowerPriority), or (reclaimWithinCohort: Any) those
+of another queue of its tree that borrows, when it fits within the quota of its own side of the
+tree (its queue's nominal quota, or its Cohort's below the cohort both share): other queues'
+first, lower priorities first, the most recent first, as Kueue orders its candidates; never a
+queue below its nominal quota, nor from a Cohort within its own quota (an inference endpoint's
+queue holds its minimum replicas as nominal quota: they are never reclaimed). A pod bound
+without admission (the demo data plays kubelet for it) runs, so it holds the flavor its node
+carries. Not played: borrowWithinCohort (a borrower displacing another), fair sharing,
+admission checks, topology, pod groups, partial admission.
 """
 
 from __future__ import annotations
@@ -26,21 +27,22 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from kubernetes.utils.quantity import parse_quantity
+from .simulated_kueue_quota import (  # noqa: F401 (its readers find the queues here too)
+    Cell,
+    ClusterQueue,
+    Cohort,
+    FlavorResource,
+    Node,
+    Usage,
+    cluster_queue,
+    cohort,
+    parse,
+)
 
 Manifest = dict[str, Any]
 POD_SET = "main"
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"
-FlavorResource = tuple[str, str]  # (flavor, resource)
-
-
-def parse(value: Any) -> Decimal:
-    """A quantity's value (0 when it is none)."""
-    try:
-        return parse_quantity(str(value))
-    except (ValueError, TypeError, ArithmeticError):
-        return Decimal(0)
 
 
 def quantity(value: Decimal) -> str:
@@ -48,68 +50,7 @@ def quantity(value: Decimal) -> str:
     return str(int(value)) if value == value.to_integral_value() else f"{int(value * 1000)}m"
 
 
-# --- the scheduler's view: queues, flavors, workloads ------------------------------------------
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One flavor's quota of one resource in a ClusterQueue."""
-
-    nominal: Decimal
-    borrowing_limit: Decimal | None = None
-    lending_limit: Decimal | None = None
-
-    @property
-    def lendable(self) -> Decimal:
-        """What the cohort may use of it while the queue leaves it idle."""
-        if self.lending_limit is None:
-            return self.nominal
-        return min(self.nominal, self.lending_limit)
-
-    @property
-    def guaranteed(self) -> Decimal:
-        """What stays the queue's own: never lent."""
-        return self.nominal - self.lendable
-
-
-@dataclass(frozen=True)
-class ClusterQueue:
-    name: str
-    cohort: str
-    groups: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]  # (covered, flavors) each
-    cells: Mapping[FlavorResource, Cell]
-    within_cluster_queue: str = "Never"
-    reclaim_within_cohort: str = "Never"
-    held: bool = False  # stopPolicy Hold: admits nothing new
-
-
-def cluster_queue(manifest: Manifest) -> ClusterQueue:
-    spec = manifest.get("spec") or {}
-    groups, cells = [], {}
-    for group in spec.get("resourceGroups") or []:
-        names = []
-        for flavor in group.get("flavors") or []:
-            names.append(flavor["name"])
-            for cell in flavor.get("resources") or []:
-                limits = {
-                    key: parse(cell[key]) if cell.get(key) is not None else None
-                    for key in ("borrowingLimit", "lendingLimit")
-                }
-                cells[(flavor["name"], cell["name"])] = Cell(
-                    parse(cell.get("nominalQuota") or 0),
-                    limits["borrowingLimit"], limits["lendingLimit"],
-                )
-        groups.append((tuple(group.get("coveredResources") or ()), tuple(names)))
-    preemption = spec.get("preemption") or {}
-    return ClusterQueue(
-        name=(manifest.get("metadata") or {})["name"],
-        cohort=spec.get("cohortName") or "",
-        groups=tuple(groups),
-        cells=cells,
-        within_cluster_queue=preemption.get("withinClusterQueue") or "Never",
-        reclaim_within_cohort=preemption.get("reclaimWithinCohort") or "Never",
-        held=spec.get("stopPolicy") in ("Hold", "HoldAndDrain"),
-    )
+# --- the scheduler's view: flavors, workloads -------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -147,8 +88,6 @@ class Entry:
     # A pod bound without Kueue's admission (the demo data plays kubelet for it): its node's
     # labels. It runs, so it was admitted: it holds the flavor its node carries.
     running_on: Mapping[str, str] | None = None
-    endpoint: str = ""  # the inference endpoint whose replica it is
-    floor: int = 0  # the endpoint's minimum replicas: never preempted below it
 
     @property
     def key(self) -> tuple[str, str]:
@@ -167,57 +106,6 @@ class Verdict:
     pending: str = ""
     preempted_by: Entry | None = None
     reason: str = ""
-
-
-class Usage:
-    """What admitted workloads reserve, per ClusterQueue, flavor and resource."""
-
-    def __init__(self, queues: Mapping[str, ClusterQueue], entries: Iterable[Entry]):
-        self.queues = queues
-        self.used: dict[tuple[str, str, str], Decimal] = {}
-        for entry in entries:
-            if entry.holds and entry.cluster_queue in queues:
-                self.add(entry, 1)
-
-    def add(self, entry: Entry, sign: int) -> None:
-        for resource, flavor_name in (entry.admitted or {}).items():
-            key = (entry.cluster_queue or "", flavor_name, resource)
-            amount = entry.requests.get(resource, Decimal(0))
-            self.used[key] = self.used.get(key, Decimal(0)) + sign * amount
-
-    def of(self, queue: str, fr: FlavorResource) -> Decimal:
-        return self.used.get((queue, *fr), Decimal(0))
-
-    def members(self, cohort: str) -> list[ClusterQueue]:
-        return [q for q in self.queues.values() if cohort and q.cohort == cohort]
-
-    def available(self, queue: ClusterQueue, fr: FlavorResource) -> Decimal:
-        """What `queue` may still take of `fr`: its nominal quota left; in a cohort, what it
-        has not lent of its own plus what the cohort's lendable quota leaves unused, up to its
-        borrowing limit."""
-        cell = queue.cells.get(fr, Cell(Decimal(0), Decimal(0)))
-        used = self.of(queue.name, fr)
-        if not queue.cohort:
-            return cell.nominal - used
-        pool = Decimal(0)
-        pool_used = Decimal(0)
-        for member in self.members(queue.cohort):
-            theirs = member.cells.get(fr)
-            if theirs is None:
-                continue
-            pool += theirs.lendable
-            pool_used += max(Decimal(0), self.of(member.name, fr) - theirs.guaranteed)
-        available = max(Decimal(0), cell.guaranteed - used) + pool - pool_used
-        if cell.borrowing_limit is not None:
-            available = min(available, cell.nominal + cell.borrowing_limit - used)
-        return available
-
-    def borrowed(self, queue: ClusterQueue, fr: FlavorResource) -> Decimal:
-        """What `queue` holds of `fr` beyond its nominal quota: only a cohort lends that."""
-        if not queue.cohort:
-            return Decimal(0)
-        cell = queue.cells.get(fr, Cell(Decimal(0)))
-        return max(Decimal(0), self.of(queue.name, fr) - cell.nominal)
 
 
 def _tolerated(taint: Manifest, tolerations: Sequence[Manifest]) -> bool:
@@ -331,6 +219,39 @@ def queue_order(entries: Iterable[Entry]) -> list[Entry]:
     return sorted(entries, key=lambda e: (-e.priority, e.created, e.namespace, e.name))
 
 
+def _below(usage: Usage, queue: ClusterQueue, other: ClusterQueue) -> tuple[list[Node], list[Node]]:
+    """The paths of `queue` and `other` below the cohort they share (both empty: none)."""
+    mine, theirs = usage.path(queue), usage.path(other)
+    shared = next((node for node in mine if node[0] == "cohort" and node in theirs), None)
+    if shared is None:
+        return [], []
+    return mine[:mine.index(shared)], theirs[:theirs.index(shared)]
+
+
+def _fits_within(entry: Entry, queue: ClusterQueue, flavors: Mapping[str, Flavor],
+                 usage: Usage, node: Node) -> bool:
+    """Whether the workload fits the quota of `node` (its queue, or a Cohort above it) in some
+    flavor of each group it asks of: what the rest of the tree must give back."""
+    for names, flavor_names in queue.groups:
+        wanted = {r: q for r, q in entry.requests.items() if r in names}
+        if wanted and not any(
+            not _flavor_refusal(entry, flavors.get(f, Flavor(f)))
+            and all(usage.usage(node, (f, r)) + q <= usage.quota(node, (f, r))
+                    for r, q in wanted.items())
+            for f in flavor_names
+        ):
+            return False
+    return True
+
+
+def _reclaimable(usage: Usage, other: Entry, side: list[Node]) -> bool:
+    """Whether taking `other` back takes only borrowed quota: its queue, and each Cohort of its
+    side of the tree, holds beyond its own quota of something `other` holds."""
+    held = [(f, r) for r, f in (other.admitted or {}).items()]
+    return bool(side) and all(
+        any(usage.usage(node, fr) > usage.quota(node, fr) for fr in held) for node in side)
+
+
 def _victims(
     entry: Entry,
     queue: ClusterQueue,
@@ -342,8 +263,7 @@ def _victims(
 ) -> list[tuple[Entry, str]] | None:
     """The workloads to evict so that `entry` fits, and why each (None: no set does): only
     those holding what it lacks room for."""
-    own_nominal = _fits_own_nominal(entry, queue, flavors, usage)
-    candidates: list[tuple[Entry, str]] = []
+    candidates: list[tuple[Entry, str, list[Node]]] = []
     for other in holding:
         if other is entry or other.cluster_queue not in queues:
             continue
@@ -351,53 +271,40 @@ def _victims(
             continue
         if other.cluster_queue == queue.name:
             if queue.within_cluster_queue == "LowerPriority" and other.priority < entry.priority:
-                candidates.append((other, IN_CLUSTER_QUEUE))
-        elif (queue.cohort and queues[other.cluster_queue].cohort == queue.cohort
-              and queue.reclaim_within_cohort == "Any" and own_nominal):
-            candidates.append((other, IN_COHORT_RECLAMATION))
+                candidates.append((other, IN_CLUSTER_QUEUE, []))
+            continue
+        mine, theirs = _below(usage, queue, queues[other.cluster_queue or ""])
+        if (queue.reclaim_within_cohort == "Any" and mine
+                and _fits_within(entry, queue, flavors, usage, mine[-1])):
+            candidates.append((other, IN_COHORT_RECLAMATION, theirs))
     # Kueue's candidate order: other queues' first, then lower priority, then the newest.
     candidates.sort(key=lambda c: (c[1] == IN_CLUSTER_QUEUE, c[0].priority,
                                    _descending(c[0].created), _descending(c[0].name)))
-    replicas: dict[str, int] = {}
-    for other in holding:
-        if other.endpoint:
-            replicas[other.endpoint] = replicas.get(other.endpoint, 0) + 1
     chosen: list[tuple[Entry, str]] = []
-    for other, reason in candidates:
-        if other.endpoint and replicas[other.endpoint] <= other.floor:
-            continue  # never an endpoint below its minimum replicas
-        other_queue = queues[other.cluster_queue or ""]
-        if reason == IN_COHORT_RECLAMATION and not any(
-            usage.borrowed(other_queue, (f, r)) > 0 for r, f in (other.admitted or {}).items()
-        ):
-            continue  # reclaim takes back only what is borrowed
+    for other, reason, theirs in candidates:
+        if reason == IN_COHORT_RECLAMATION and not _reclaimable(usage, other, theirs):
+            continue  # reclaim takes back only what is borrowed: never below a nominal quota
         usage.add(other, -1)
         chosen.append((other, reason))
-        if other.endpoint:
-            replicas[other.endpoint] -= 1
         if assign(entry, queue, flavors, usage)[0] is not None:
-            return chosen
+            return _fill_back(entry, queue, flavors, usage, chosen)
     for other, _ in chosen:  # no set of victims makes room: nobody is evicted
         usage.add(other, 1)
     return None
 
 
-def _fits_own_nominal(
-    entry: Entry, queue: ClusterQueue, flavors: Mapping[str, Flavor], usage: Usage
-) -> bool:
-    """Whether the workload fits its queue's own nominal quota (what a cohort must give back)
-    in some flavor of each group it asks of."""
-    for names, flavor_names in queue.groups:
-        wanted = {r: q for r, q in entry.requests.items() if r in names}
-        if wanted and not any(
-            not _flavor_refusal(entry, flavors.get(f, Flavor(f)))
-            and all(usage.of(queue.name, (f, r)) + q
-                    <= queue.cells.get((f, r), Cell(Decimal(0))).nominal
-                    for r, q in wanted.items())
-            for f in flavor_names
-        ):
-            return False
-    return True
+def _fill_back(entry: Entry, queue: ClusterQueue, flavors: Mapping[str, Flavor], usage: Usage,
+               chosen: list[tuple[Entry, str]]) -> list[tuple[Entry, str]]:
+    """Kueue's minimal set: the victims but the last, in reverse, each spared if the workload
+    still fits with it back."""
+    kept = list(chosen)
+    for victim in reversed(chosen[:-1]):
+        usage.add(victim[0], 1)
+        if assign(entry, queue, flavors, usage)[0] is not None:
+            kept.remove(victim)
+        else:
+            usage.add(victim[0], -1)
+    return kept
 
 
 def _descending(text: str) -> tuple[int, ...]:
@@ -405,17 +312,19 @@ def _descending(text: str) -> tuple[int, ...]:
 
 
 def schedule(
-    queues: Mapping[str, ClusterQueue], flavors: Mapping[str, Flavor], entries: Sequence[Entry]
+    queues: Mapping[str, ClusterQueue], flavors: Mapping[str, Flavor], entries: Sequence[Entry],
+    cohorts: Mapping[str, Cohort] | None = None,
 ) -> dict[tuple[str, str], Verdict]:
     """One round of Kueue's scheduler over every workload: who is admitted, who waits and why,
-    who is preempted for whom. Entries are updated in place (`admitted`)."""
+    who is preempted for whom (`cohorts`: the Cohort objects, by name). Entries are updated in
+    place (`admitted`)."""
     verdicts: dict[tuple[str, str], Verdict] = {}
     for entry in entries:
         queue = queues.get(entry.cluster_queue or "")
         if entry.admitted is None and entry.running_on is not None and queue and not entry.finished:
             entry.admitted = _running_assignment(entry, queue, flavors)
             verdicts[entry.key] = Verdict(admitted=entry.admitted)
-    usage = Usage(queues, entries)
+    usage = Usage(queues, entries, cohorts)
     for entry in queue_order(e for e in entries if e.admitted is None and not e.finished):
         queue = queues.get(entry.cluster_queue or "")
         if entry.cluster_queue is None:

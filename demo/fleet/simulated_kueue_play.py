@@ -56,6 +56,10 @@ class KueuePlay:
             fields.append("updated_at")
         row.save(update_fields=fields)
 
+    def _kueue_cohorts(self) -> dict[str, admission.Cohort]:
+        """The Cohort objects (a tenant's own, under its shared cohort), by name."""
+        return {r.name: admission.cohort(r.body) for r in self._rows(kueue.KUEUE, "Cohort")}
+
     def _kueue_entries(self) -> tuple[list[admission.Entry], dict[tuple[str, str], Any]]:
         """Kueue's pod controller: a Workload for each pod queued in a managed namespace (and
         none left for a pod that is gone: the garbage collector's part); the Workloads as its
@@ -81,11 +85,6 @@ class KueuePlay:
         local_queues = {
             (r.namespace, r.name): (r.body.get("spec") or {}).get("clusterQueue")
             for r in self._rows(kueue.KUEUE, "LocalQueue")
-        }
-        endpoints = {
-            r.body["metadata"].get("uid"): r
-            for r in self._rows("serving.kserve.io/v1beta1", "InferenceService").filter(
-                namespace__in=managed)
         }
         bound = {(p.body.get("spec") or {}).get("nodeName") for p in pods.values()}
         node_labels = {
@@ -115,12 +114,6 @@ class KueuePlay:
             entry.finished = entry.finished or phase in kueue.FINISHED_PHASES
             if entry.admitted is None and not kueue.gated(pod.body) and spec.get("nodeName"):
                 entry.running_on = node_labels.get(spec["nodeName"], {})
-            owner = next((ref for ref in (pod.body.get("metadata") or {}).get("ownerReferences")
-                          or [] if ref.get("kind") == "InferenceService"), None)
-            if owner and owner.get("uid") in endpoints:
-                predictor = (endpoints[owner["uid"]].body.get("spec") or {}).get("predictor") or {}
-                entry.endpoint = owner["uid"]
-                entry.floor = max(1, int(predictor.get("minReplicas") or 1))
             entries.append(entry)
             by_key[entry.key] = (pod, row)
         return entries, by_key
@@ -142,7 +135,7 @@ class KueuePlay:
             queues = {r.name: admission.cluster_queue(r.body) for r in queue_rows}
             flavors = {r.name: admission.flavor(r.body)
                        for r in self._rows(kueue.KUEUE, "ResourceFlavor")}
-            verdicts = admission.schedule(queues, flavors, entries)
+            verdicts = admission.schedule(queues, flavors, entries, self._kueue_cohorts())
             now = iso(self._now())
             nodes, used = None, None
             for entry in entries:
@@ -209,7 +202,7 @@ class KueuePlay:
             r.name: admission.cluster_queue(r.body)
             for r in self._rows(kueue.KUEUE, "ClusterQueue").exclude(pk=row.pk)
         }
-        usage = admission.Usage(queues, entries)
+        usage = admission.Usage(queues, entries, self._kueue_cohorts())
         mine = [e for e in entries if e.cluster_queue == queue.name]
         return kueue.queue_status(status, mine, queue=queue, usage=usage)
 

@@ -14,14 +14,15 @@ from .models import Tenant
 RECONCILE_TENANT = "tenants.enforcement.tasks.tenant_reconcile_task"
 
 
-def tenant_mark_changed(*, tenants: Iterable[Tenant]) -> dict[int, int]:
-    """Bump desired_version of `tenants` (and their cohort peers); reconcile each after commit.
+def tenant_mark_changed(*, tenants: Iterable[Tenant], peers: bool = True) -> dict[int, int]:
+    """Bump desired_version of `tenants` (and their cohort peers, unless the change is one they
+    do not see, `peers=False`: an endpoint's queues); reconcile each after commit.
 
     Call inside the transaction that changed the desired state. Returns the new versions.
     """
     tenants = list(tenants)
     ids = {t.pk for t in tenants}
-    cohorts = {t.cohort for t in tenants if t.cohort}
+    cohorts = {t.cohort for t in tenants if t.cohort and peers}
     if cohorts:
         # A cohort member's quota is what its peers may borrow: their ceilings change too.
         ids |= set(Tenant.objects.filter(cohort__in=cohorts).values_list("pk", flat=True))

@@ -35,23 +35,28 @@ from ..access.models import Tenant
 from ..credentials.services import scrub
 from ..quota.models import Quota, QuotaRequest
 from ..quota.notifications import quota_request_notify
+from ..workloads.models import Workload, WorkloadStatus
 from .manifests import (
     COUNT_RESOURCES,
     KUEUE,
     MANAGED_BY,
     MANAGED_BY_LABEL,
     RESOURCE_QUOTA,
+    TENANT_LABEL,
+    EndpointQueue,
     Grant,
     LentFlavor,
     Manifest,
     TenantSpec,
     borrowable_flavors,
     drifted_paths,
+    endpoint_queue,
     flavor_name,
     passthrough_flavor_name,
     stale_manifests,
     tenant_manifests,
 )
+from .manifests.endpoint_queues import INFERENCE
 from .manifests.notebook_sign_in import notebook_oidc_secret_manifest
 
 logger = logging.getLogger(__name__)
@@ -107,6 +112,21 @@ def _cohort_lending(tenant: Tenant) -> tuple[dict[str, int], tuple[LentFlavor, .
     return lendable, tuple(lent)
 
 
+def _endpoint_queues(tenant: Tenant) -> tuple[EndpointQueue, ...]:
+    """The tenant's inference endpoints that get a queue of their own (a minimum on whole GPUs
+    or MIG), oldest first, until they are deleted (a deleting one's replicas may still run).
+    One query, whatever their number."""
+    endpoints = (
+        Workload.objects.filter(tenant=tenant, kind=INFERENCE)
+        .exclude(status=WorkloadStatus.DELETED)
+        .order_by("created_at", "pk")
+        .values_list("name", "spec")
+    )
+    dedicated = tenant.isolation == Tenant.Isolation.DEDICATED
+    found = (endpoint_queue(name, spec or {}, dedicated=dedicated) for name, spec in endpoints)
+    return tuple(queue for queue in found if queue is not None)
+
+
 def tenant_spec(*, tenant: Tenant) -> TenantSpec:
     """The tenant's desired state on the cluster, read from the database."""
     grants = tuple(
@@ -132,6 +152,7 @@ def tenant_spec(*, tenant: Tenant) -> TenantSpec:
         lends=tenant.lends_to_cohort,
         cohort_lendable=lendable,
         lent_flavors=lent_flavors,
+        endpoint_queues=_endpoint_queues(tenant),
         priorities=dict(settings.KUEUE_PRIORITIES),
         ingress_namespace=settings.TENANT_INGRESS_NAMESPACE,
         ssh_sources=tuple(settings.SSH_SOURCE_RANGES) if settings.SSH_LOAD_BALANCER else (),
@@ -203,7 +224,9 @@ def _observed_usage(
     quota = gateway.get(
         api_version="v1", kind="ResourceQuota", name=RESOURCE_QUOTA, namespace=spec.namespace
     )
-    queue = gateway.get(api_version=KUEUE, kind="ClusterQueue", name=spec.cluster_queue)
+    # Its own queue and its endpoints' (and its HAMi shares', which no flavor below matches).
+    queues = gateway.list(api_version=KUEUE, kind="ClusterQueue",
+                          label_selector=f"{TENANT_LABEL}={spec.slug}")
     used = ((quota or {}).get("status") or {}).get("used") or {}
     usage: dict[str, int] = {}
     scalars = {"cpu": ("requests.cpu", 1), "memory-gib": ("requests.memory", GIB)}
@@ -217,28 +240,35 @@ def _observed_usage(
     # Per GPU model only Kueue can tell (one flavor per model; a VM's passthrough GPUs, one
     # resource per model); ResourceQuota sums all models.
     granted = [resource_classes.parse(g.resource) for g in spec.grants]
-    by_resource: dict[tuple[str, str], str] = {}
-    for rc in granted:
+    # (flavor, resource) → (its class, the tenant's nominal quota of it over all its queues).
+    by_resource: dict[tuple[str, str], tuple[str, int]] = {}
+    for rc, grant in zip(granted, spec.grants, strict=True):
         if rc.kind in {"gpu", "mig"}:
             flavor = flavor_name(spec, rc.gpu_model.key)
-            by_resource[(flavor, rc.kubernetes_resource)] = rc.key
+            by_resource[(flavor, rc.kubernetes_resource)] = (rc.key, grant.limit)
         if passthrough := resource_classes.PASSTHROUGH_RESOURCES.get(
             rc.gpu_model.key if rc.kind == "gpu" else ""
         ):
-            by_resource[(passthrough_flavor_name(spec), passthrough)] = rc.key
+            by_resource[(passthrough_flavor_name(spec), passthrough)] = (rc.key, grant.limit)
     for lent in borrowable_flavors(spec):  # all it holds there is borrowed from a lender
         flavor = flavor_name(TenantSpec(slug=lent.lender, isolation="dedicated"), lent.model_key)
-        by_resource[(flavor, resource_classes.GPU_RESOURCE)] = resource_classes.gpu_class(
-            lent.model_key)
-    flavors_usage = ((queue or {}).get("status") or {}).get("flavorsUsage")
+        by_resource[(flavor, resource_classes.GPU_RESOURCE)] = (
+            resource_classes.gpu_class(lent.model_key), 0)
+    reports = [q["status"]["flavorsUsage"] for q in queues
+               if (q.get("status") or {}).get("flavorsUsage") is not None]
     borrowed: dict[str, int] = {}
-    if flavors_usage is not None:
-        for flavor in flavors_usage:
+    if reports:
+        # Summed over its queues: what they borrow of each other is not borrowed from others.
+        totals: dict[tuple[str, str], int] = {}
+        for flavor in (flavor for report in reports for flavor in report):
             for cell in flavor.get("resources") or []:
-                key = by_resource.get((flavor.get("name"), cell.get("name")))
-                if key is not None:
-                    usage[key] = usage.get(key, 0) + _whole(cell.get("total") or "0")
-                    borrowed[key] = borrowed.get(key, 0) + _whole(cell.get("borrowed") or "0")
+                where = (flavor.get("name"), cell.get("name"))
+                if where in by_resource:
+                    totals[where] = totals.get(where, 0) + _whole(cell.get("total") or "0")
+        for where, total in totals.items():
+            key, nominal = by_resource[where]
+            usage[key] = usage.get(key, 0) + total
+            borrowed[key] = borrowed.get(key, 0) + max(0, total - nominal)
     else:
         # With HAMi shares, `requests.nvidia.com/gpu` also counts their vGPUs.
         has_hami = any(rc.kind == "hami" for rc in granted)
@@ -276,8 +306,8 @@ def _observed_lent(gateway: FleetGateway, spec: TenantSpec) -> dict[str, int]:
     queues = gateway.list(api_version=KUEUE, kind="ClusterQueue",
                           label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}")
     for queue in queues:
-        if queue["metadata"]["name"] == spec.cluster_queue:
-            continue
+        if ((queue["metadata"].get("labels") or {}).get(TENANT_LABEL)) == spec.slug:
+            continue  # its own queues (its endpoints' too) lend nothing to themselves
         for flavor in ((queue.get("status") or {}).get("flavorsUsage")) or []:
             key = flavors.get(flavor.get("name"))
             if key is None:

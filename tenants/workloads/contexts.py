@@ -17,12 +17,14 @@ from inventory.selectors.capacity import largest_node_by_class
 
 from ..access.models import Tenant
 from ..credentials.models import ModelCredential
+from ..enforcement.manifests.endpoint_queues import INFERENCE, endpoint_queue, local_queue_name
 from ..enforcement.manifests.spec import (
     LOCAL_QUEUE,
     PRIORITY_CLASS_LABEL,
     PRIORITY_CLASSES,
     QUEUE_NAME_LABEL,
     SHARES_LOCAL_QUEUE,
+    EndpointQueue,
 )
 from ..quota.capacity import pool_of
 from ..quota.models import Quota
@@ -140,7 +142,7 @@ def build_context(*, workload: Workload) -> BuildContext:
         namespace=tenant.namespace,
         isolation=tenant.isolation,
         cluster_domain=settings.KUBERNETES_CLUSTER_DOMAIN,
-        admission_labels=admission_labels(workload.kind),
+        admission_labels=admission_labels(workload.kind, queue=_local_queue(workload)),
         shares_admission_labels=admission_labels(workload.kind, queue=SHARES_LOCAL_QUEUE),
         priority_labels=priority_labels(workload.kind),
         priority_class=priority_class(workload.kind),
@@ -149,6 +151,22 @@ def build_context(*, workload: Workload) -> BuildContext:
         view_groups=tuple(f"{groups_prefix}{g}" for g in groups["view"]),
         exposure=workload_exposure(workload.kind, edit_groups=tuple(groups["edit"])),
     )
+
+
+def endpoint_queue_of(workload: Workload, spec: Mapping[str, Any] | None = None
+                      ) -> EndpointQueue | None:
+    """The queue of its own an inference endpoint has (for `spec`, else its stored one): one
+    with a minimum on whole GPUs or MIG, whose minimum is never reclaimed; None for others."""
+    if workload.kind != INFERENCE:
+        return None
+    return endpoint_queue(workload.name, workload.spec if spec is None else spec,
+                          dedicated=workload.tenant.isolation == Tenant.Isolation.DEDICATED)
+
+
+def _local_queue(workload: Workload) -> str:
+    """The LocalQueue of the workload's GPU pods: its own for an endpoint that has one, else
+    its tenant's."""
+    return local_queue_name(workload.name) if endpoint_queue_of(workload) else LOCAL_QUEUE
 
 
 def workload_exposure(kind_key: str, *, edit_groups: tuple[str, ...]) -> Exposure | None:

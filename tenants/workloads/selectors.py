@@ -21,6 +21,7 @@ from .contexts import (  # noqa: F401 (re-exported: the contexts are reads, foun
     NotebookFacts,
     admission_labels,
     build_context,
+    endpoint_queue_of,
     launch_context,
     notebook_facts,
     priority_class,

@@ -32,7 +32,7 @@ def _clean(page: Page, name: str) -> None:
 
 
 def _launch_endpoint(page: Page, tenant: str, *, name: str, model: str, gpu: str,
-                     gpus: int) -> None:
+                     gpus: int, min_replicas: int = 1) -> None:
     """Fill the endpoint launch form as a person would (one replica) and launch it."""
     page.goto(f"/t/{tenant}/workloads/new/inference/")
     page.fill("#id_name", name)
@@ -40,7 +40,7 @@ def _launch_endpoint(page: Page, tenant: str, *, name: str, model: str, gpu: str
     page.select_option("#id_gpu", gpu)
     page.locator("#field-gpus_per_replica").wait_for()
     page.fill("#id_gpus_per_replica", str(gpus))
-    page.fill("#id_min_replicas", "1")
+    page.fill("#id_min_replicas", str(min_replicas))
     page.fill("#id_max_replicas", "1")
     expect(page.locator("#launch-submit")).to_be_enabled()
     with page.expect_navigation(url=re.compile(r"/workloads/\d+/$")):
@@ -83,8 +83,11 @@ def test_a_queued_launch_says_where_it_stands_live_and_starts_once_quota_frees(
 ):
     with fresh_page(browser, live_server) as page:
         sign_in(page, tenant_member.username, TEST_PASSWORD)
+        # Minimum 0: it queues in the tenant's `default` behind the job (with a minimum it
+        # would have a queue of its own and take its quota back from the job at once).
         _launch_endpoint(page, tenant.slug, name="chat-large",
-                         model="hf://meta-llama/Llama-3.3-70B-Instruct", gpu=H100, gpus=4)
+                         model="hf://meta-llama/Llama-3.3-70B-Instruct", gpu=H100, gpus=4,
+                         min_replicas=0)
 
         # The page polls: the first looks find its replica waiting in the queue.
         expect(page.locator("#workload-status [data-status=queued]")).to_be_visible(

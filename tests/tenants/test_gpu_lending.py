@@ -166,7 +166,8 @@ def test_a_shared_tenants_spec_reads_every_lender_in_one_query(
                                        isolation="dedicated", lends_reserved_gpus=n < 2)
         QuotaFactory(tenant=lender, resource=L40S, limit=8, lending_limit=4 if n else None)
         QuotaFactory(tenant=lender, resource="cpu", limit=64)
-    with django_assert_num_queries(2):  # its quota, and every peer's and lender's at once
+    # Its quota, every peer's and lender's at once, and its endpoints (for their queues).
+    with django_assert_num_queries(3):
         spec = tenant_spec(tenant=borrower)
 
     assert [(f.lender, f.model_key) for f in spec.lent_flavors] == [

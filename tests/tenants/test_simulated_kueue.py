@@ -363,29 +363,44 @@ def test_pending_workloads_come_in_queue_order_one_page_at_a_time(db, fleet):
                                    offset=0) == []
 
 
-def test_an_endpoint_at_its_minimum_replicas_is_never_preempted():
-    queue = admission.ClusterQueue(
-        name="q", cohort="", groups=((("nvidia.com/gpu",), ("f",)),),
-        cells={("f", "nvidia.com/gpu"): admission.Cell(Decimal(1))},
-        within_cluster_queue="LowerPriority",
-    )
+def test_reclaim_never_takes_a_queue_below_its_nominal_quota():
+    """Each endpoint's queue holds its minimum replicas as nominal quota (in its tenant's
+    Cohort, under the shared one): a lender taking its quota back preempts only what is
+    borrowed, though Kueue takes the most recently admitted first."""
+    gpu = "nvidia.com/gpu"
 
-    def entry(name, priority, **extra):
+    def queue(name, cohort, nominal):
+        return admission.ClusterQueue(
+            name=name, cohort=cohort, groups=(((gpu,), ("f",)),),
+            cells={("f", gpu): admission.Cell(Decimal(nominal))},
+            within_cluster_queue="LowerPriority", reclaim_within_cohort="Any")
+
+    queues = {q.name: q for q in (queue("lender", "pool", 2), queue("chat", "acme", 1),
+                                  queue("embed", "acme", 1))}
+    cohorts = {"acme": admission.Cohort("acme", parent="pool")}
+
+    def entry(name, cluster_queue, priority, created, gpus=1, **extra):
         return admission.Entry(namespace="ns", name=name, uid=name, job_uid=name, local_queue="lq",
-                           cluster_queue="q", priority=priority, created="2026-01-01T00:00:00Z",
-                           requests={"nvidia.com/gpu": Decimal(1)}, **extra)
+                               cluster_queue=cluster_queue, priority=priority,
+                               created=f"2026-01-01T00:00:0{created}Z",
+                               requests={gpu: Decimal(gpus)}, **extra)
 
-    replica = entry("replica", 100, admitted={"nvidia.com/gpu": "f"}, endpoint="isvc", floor=1)
-    urgent = entry("urgent", 1000)
-    verdicts = admission.schedule({"q": queue}, {}, [replica, urgent])
-    assert verdicts[urgent.key].pending.endswith("1 more needed")
-    assert replica.admitted is not None
+    held = {gpu: "f"}
+    running = [entry("chat-1", "chat", 1000, 1, admitted=dict(held)),
+               entry("chat-2", "chat", 1000, 2, admitted=dict(held)),  # borrowed from the lender
+               entry("embed-1", "embed", 1000, 3, admitted=dict(held))]  # the newest
+    reclaim = entry("reclaim", "lender", 100, 4, gpus=2)  # its whole nominal quota
+    verdicts = admission.schedule(queues, {}, [*running, reclaim], cohorts)
+    assert {key[1]: v.reason for key, v in verdicts.items() if v.preempted_by} == {
+        "chat-2": "InCohortReclamation"}
+    assert verdicts[reclaim.key].admitted == held
+    assert [e.name for e in running if e.admitted] == ["chat-1", "embed-1"]
 
-    # Above its minimum, the same replica gives way.
-    replica.floor = 0
-    verdicts = admission.schedule({"q": queue}, {}, [replica, urgent])
-    assert verdicts[replica.key].reason == "InClusterQueue"
-    assert verdicts[urgent.key].admitted == {"nvidia.com/gpu": "f"}
+    # The lender wants more than it lent: no minimum is borrowed, it waits.
+    more = entry("more", "lender", 100, 5)
+    verdicts = admission.schedule(queues, {}, [*running, reclaim, more], cohorts)
+    assert verdicts[more.key].pending.endswith("1 more needed")
+    assert [e.name for e in running if e.admitted] == ["chat-1", "embed-1"]
 
 
 def test_a_hami_share_is_admitted_into_its_models_flavor_of_the_shares_queue_by_its_selector():

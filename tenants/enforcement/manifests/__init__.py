@@ -11,7 +11,9 @@ VMs' passthrough GPUs; dedicated tenants get their own, pinned to their reserved
 portal's WorkloadPriorityClasses and Kubernetes PriorityClasses of the same names (the same for
 every tenant), an optional Cohort, a ClusterQueue (with its preemption rules) and its
 LocalQueue, which the tenant's GPU workloads queue in; for a shared tenant holding HAMi shares,
-their flavors, ClusterQueue and LocalQueue (`shares`).
+their flavors, ClusterQueue and LocalQueue (`shares`); for each inference endpoint with a
+minimum on whole GPUs or MIG, a ClusterQueue and LocalQueue of its own, in a Cohort of the
+tenant's (`endpoint_queues`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from .core import (
     role_binding_manifests,
 )
 from .drift import drifted_fields, drifted_paths
+from .endpoint_queues import endpoint_queue, grouped, local_queue_name
 from .kueue import (
     borrowable_flavors,
     cluster_queue_manifest,
@@ -53,6 +56,7 @@ from .spec import (
     RESOURCE_QUOTA,
     SHARES_LOCAL_QUEUE,
     TENANT_LABEL,
+    EndpointQueue,
     Grant,
     LentFlavor,
     Manifest,
@@ -77,7 +81,8 @@ def tenant_manifests(spec: TenantSpec) -> list[Manifest]:
     cohort = cohort_manifest(spec)
     if cohort is not None:
         manifests.append(cohort)
-    manifests += [cluster_queue_manifest(spec), local_queue_manifest(spec)]
+    # With endpoint queues, the tenant's Cohort, its queue and each endpoint's (endpoint_queues).
+    manifests += [*grouped(spec, cluster_queue_manifest(spec)), local_queue_manifest(spec)]
     manifests += shares_manifests(spec)
     return manifests
 
@@ -118,6 +123,7 @@ __all__ = [
     "RESOURCE_QUOTA",
     "SHARES_LOCAL_QUEUE",
     "TENANT_LABEL",
+    "EndpointQueue",
     "Grant",
     "LentFlavor",
     "Manifest",
@@ -126,7 +132,9 @@ __all__ = [
     "burst_ceiling",
     "drifted_fields",
     "drifted_paths",
+    "endpoint_queue",
     "flavor_name",
+    "local_queue_name",
     "mig_resource_names",
     "passthrough_flavor_name",
     "resource_quota_hard",

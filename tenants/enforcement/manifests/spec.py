@@ -84,6 +84,19 @@ class LentFlavor:
 
 
 @dataclass(frozen=True)
+class EndpointQueue:
+    """An inference endpoint whose minimum replicas get a ClusterQueue of their own (see
+    manifests.endpoint_queues): what one replica holds, and how many must never be reclaimed."""
+
+    name: str  # the endpoint's (the workload's) name
+    resource: str  # its GPU class: gpu:<model> or mig:<model>:<profile>
+    per_replica: int  # GPUs (or MIG instances) per replica
+    min_replicas: int
+    cpu: int  # per replica
+    memory_gib: int  # per replica
+
+
+@dataclass(frozen=True)
 class TenantSpec:
     """Everything the cluster should hold for one tenant, read from the database."""
 
@@ -101,6 +114,8 @@ class TenantSpec:
     cohort_lendable: dict[str, int] = field(default_factory=dict)
     # Shared only: the dedicated tenants' flavors it may borrow from (the models it holds).
     lent_flavors: tuple[LentFlavor, ...] = ()
+    # Its inference endpoints with a minimum on whole GPUs or MIG, by name.
+    endpoint_queues: tuple[EndpointQueue, ...] = ()
     # The value of each of PRIORITY_CLASSES (fleet-wide: every tenant applies the same).
     priorities: dict[str, int] = field(
         default_factory=lambda: {"serving": 1000, "interactive": 500, "batch": 100}

@@ -25,6 +25,7 @@ from core.queueing import enqueue_on_commit
 from core.reconcile import reconcile_bump
 from core.validators import validate_dns1123_label
 
+from ...access.changes import tenant_mark_changed
 from ...access.models import Tenant
 from ...access.rules import tenants_operated_by
 from ...credentials.models import ModelCredential
@@ -33,7 +34,7 @@ from ..kinds.base import SpecError
 from ..kinds.schemas import InvalidManifest, check_manifests
 from ..models import Workload, WorkloadEvent, WorkloadStatus
 from ..registry import KINDS
-from ..selectors import build_context, launch_context
+from ..selectors import build_context, endpoint_queue_of, launch_context
 from .admission import admission_check, tenant_lock
 
 RECONCILE = "tenants.workloads.tasks.workload_reconcile_task"
@@ -145,6 +146,7 @@ def workload_launch(
     except IntegrityError:  # launched under the same name a moment ago
         raise ValidationError({"name": [f"“{name}” is taken in {tenant.name}."]}) from None
     _check_buildable(workload)
+    _queues_follow(workload, before=None)
     _event(workload, WorkloadEvent.Kind.LAUNCHED, actor=actor, to_status=WorkloadStatus.PENDING)
     audit(actor=actor, action="workload.launch", obj=workload, tenant=tenant,
           changes={"kind": kind, "name": name, "spec": clean, "demand": demand})
@@ -176,6 +178,15 @@ def _locked_live(workload_id: int, *, actor, what: str, policy: bool = False) ->
     return workload
 
 
+def _queues_follow(workload: Workload, *, before: Mapping[str, Any] | None) -> None:
+    """An endpoint's queue of its own is its tenant's (tenants.enforcement): when launching or
+    rescaling it changes that queue, the tenant's reconcile applies it (the endpoint's own
+    reconcile applies it first too, before its InferenceService names it)."""
+    was = endpoint_queue_of(workload, before) if before is not None else None
+    if endpoint_queue_of(workload) != was:
+        tenant_mark_changed(tenants=[workload.tenant], peers=False)
+
+
 def _respec(workload: Workload, *, actor, spec: dict, event: str, action: str,
             message: str) -> Workload:
     """Store a changed spec (already validated) after admission; reconcile after commit."""
@@ -186,6 +197,7 @@ def _respec(workload: Workload, *, actor, spec: dict, event: str, action: str,
     workload.spec, workload.demand = spec, demand
     workload.save(update_fields=["spec", "demand"])
     _check_buildable(workload)
+    _queues_follow(workload, before=before)
     reconcile_bump(Workload.objects.filter(pk=workload.pk))
     workload.refresh_from_db(fields=["desired_version"])
     _event(workload, event, actor=actor, message=message)

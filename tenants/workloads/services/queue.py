@@ -3,12 +3,12 @@
 A look (one workload's, or the observe sweep's over every live one) first finds the workloads
 whose pods carry Kueue's admission gate. Only when there are any does it read Kueue, and then
 a bounded number of times whatever their number: one list of Kueue's Workload objects (in the
-one namespace they share, else across the cluster), and each of their tenants' LocalQueues
-through Kueue's visibility API, page by page (`FLEET_LIST_PAGE_SIZE` at a time, at most
-`MAX_PAGES`). What it finds becomes `details["queue"]` of the workload's observation (its
-position, Kueue's message, the flavor it waits for, what it would borrow, and all that in one
-line for people), and one timeline event per preemption Kueue reports, naming the preemptor
-when it is a portal workload.
+one namespace they share, else across the cluster), and each LocalQueue their pods wait in (a
+tenant's, or an endpoint's own) through Kueue's visibility API, page by page
+(`FLEET_LIST_PAGE_SIZE` at a time, at most `MAX_PAGES`). What it finds becomes
+`details["queue"]` of the workload's observation (its position, Kueue's message, the flavor it
+waits for, what it would borrow, and all that in one line for people), and one timeline event
+per preemption Kueue reports, naming the preemptor when it is a portal workload.
 
 Kueue not answering never fails a look: without the visibility API (404, 403, 503) the page
 still shows Kueue's own message and says the position is unknown; without Kueue's Workloads it

@@ -39,6 +39,8 @@ from core.queueing import enqueue_on_commit, send_task
 from core.reconcile import reconcile_bump, reconcile_failed, reconcile_succeeded
 from inventory.models import DEFAULT_CLUSTER, Cluster
 
+from ...access.changes import tenant_mark_changed
+from ...enforcement.services import tenant_reconcile
 from ..kinds import slurm, vm
 from ..kinds.base import (
     LABEL_WORKLOAD_ID,
@@ -50,7 +52,7 @@ from ..kinds.base import (
 )
 from ..kinds.schemas import check_manifests
 from ..models import TRANSITIONS, ObserveSweep, Workload, WorkloadEvent, WorkloadStatus
-from ..selectors import build_context
+from ..selectors import build_context, endpoint_queue_of
 from . import endpoint_keys, notifications, queue
 from .cluster_reads import object_key, owned_objects, unowned_in_bulk, unowned_objects
 
@@ -164,6 +166,8 @@ def _move(workload: Workload, target: str, *, reason: str, message: str) -> bool
         changes["ready_at"] = timezone.now()
     if target == S.DELETED:
         changes["deleted_at"] = timezone.now()
+        if endpoint_queue_of(workload):  # its queues go once its replicas are gone
+            tenant_mark_changed(tenants=[workload.tenant], peers=False)
     try:
         workload.move_to(target, **changes)
     except InvalidTransition:
@@ -336,6 +340,19 @@ def _refuse_to_build(workload: Workload, error: SpecError) -> str:
     return "failed"
 
 
+def _queues_first(workload: Workload, gateway: FleetGateway) -> None:
+    """An endpoint with a queue of its own: its tenant's queues as the database says (a no-op
+    when in sync), before its InferenceService names the queue, or Kueue would hold its pods
+    until the queue exists. The tenant's reconcile records its own failure and is retried by
+    its task and sweep: the endpoint goes on."""
+    if endpoint_queue_of(workload) is None:
+        return
+    try:
+        tenant_reconcile(tenant_id=workload.tenant_id, force=False, gateway=gateway)
+    except FleetError:
+        logger.warning("Queues of %s not applied yet", workload, exc_info=True)
+
+
 def workload_reconcile(*, workload_id: int, gateway: FleetGateway | None = None) -> str:
     """Make the cluster hold what the database says for one workload, then look at it.
 
@@ -350,6 +367,7 @@ def workload_reconcile(*, workload_id: int, gateway: FleetGateway | None = None)
     ctx = build_context(workload=workload)
     if workload.applied_version < workload.desired_version or workload.reconcile_error:
         first = workload.applied_version == 0
+        _queues_first(workload, gateway)
         try:
             stored = _apply(workload, ctx, gateway)
         except SpecError as exc:

@@ -11,6 +11,7 @@ from django.db import connection
 from core.errors import InvalidTransition, RuleViolation
 from core.fleet import PermanentFleetError, TransientFleetError
 from core.models import AuditEvent, OutboxEmail
+from tenants.enforcement.services import tenant_reconcile
 from tenants.workloads import services
 from tenants.workloads.models import Workload, WorkloadEvent, WorkloadStatus
 from tenants.workloads.selectors import tenant_demand_in_use
@@ -60,7 +61,7 @@ def test_an_inference_endpoint_goes_from_pending_to_ready_and_its_launcher_is_to
         workload = _launch(tenant, tenant_member)
     assert workload.status == WorkloadStatus.PENDING
     assert workload.demand == {H100: 2, "cpu": 8, "memory-gib": 64, "count:inference": 1}
-    assert len(queued) == 1  # the reconcile, after commit
+    assert len(queued) == 2  # the reconcile, and its tenant's (its queue), after commit
     assert _writes(kube_emulator) == []  # nothing reaches the cluster inside the request
 
     assert services.workload_reconcile(workload_id=workload.pk) == "progressing"
@@ -70,8 +71,8 @@ def test_an_inference_endpoint_goes_from_pending_to_ready_and_its_launcher_is_to
     stored = kube_emulator.get_object(*ISVC, "chat", tenant.namespace)
     assert stored["metadata"]["labels"]["portal.ai-factory.io/workload-id"] == str(workload.pk)
     assert stored["metadata"]["annotations"]["serving.kserve.io/deploymentMode"] == "Standard"
-    # Its replicas queue in the tenant's LocalQueue, at the serving priority.
-    assert stored["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
+    # Its replicas queue in its own LocalQueue (it has a minimum), at the serving priority.
+    assert stored["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "ep-chat"
     assert stored["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "portal-serving"
 
     ready_inference_service(kube_emulator, name="chat", namespace=tenant.namespace)
@@ -331,12 +332,14 @@ def test_kubernetes_requests_per_workload_stay_bounded(
 ):
     workload_quota()
     workload = _launch(tenant, tenant_member)
+    tenant_reconcile(tenant_id=workload.tenant_id)  # its queue: the tenant's objects, not its own
+    seen = len(kube_emulator.requests())
     services.workload_reconcile(workload_id=workload.pk)
     ready_inference_service(kube_emulator, name="chat", namespace=tenant.namespace)
     services.workload_observe(workload_id=workload.pk)
     services.workload_reconcile(workload_id=workload.pk)  # late, twice: changes nothing
-    api = [r for r in kube_emulator.requests() if not r.path.startswith(("/version", "/api/v1",
-                                                                         "/apis", "/openapi"))
+    api = [r for r in kube_emulator.requests()[seen:]
+           if not r.path.startswith(("/version", "/api/v1", "/apis", "/openapi"))
            or "/namespaces/" in r.path]
     writes = [r for r in api if r.method in WRITES]
     assert len(writes) == 1  # one server-side apply of its one object, never repeated

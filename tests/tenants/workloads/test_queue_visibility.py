@@ -30,9 +30,14 @@ SHORT = ("couldn't assign flavors to pod set main: insufficient unused quota for
 pytestmark = pytest.mark.django_db
 
 
+# Minimum 0: its replicas queue in the tenant's LocalQueue `default`, behind the tenant's other
+# work (an endpoint with a minimum has a queue of its own: test_endpoint_queues).
+ENDPOINT = {**INFERENCE_SPEC, "min_replicas": 0}
+
+
 def _launch(tenant, who, name="chat", spec=None):
     workload = services.workload_launch(tenant=tenant, actor=who, kind="inference", name=name,
-                                        spec=spec or INFERENCE_SPEC)
+                                        spec=spec or ENDPOINT)
     services.workload_reconcile(workload_id=workload.pk)
     return workload
 
@@ -99,7 +104,7 @@ def queued(tenant, tenant_member, gpu_pool, workload_quota, kube_gateway, kube_e
     tenant.save(update_fields=["cohort"])
     workload_quota()
     Quota.objects.filter(tenant=tenant, resource=H100).update(in_use=3)
-    workload = _launch(tenant, tenant_member, spec={**INFERENCE_SPEC, "gpus_per_replica": 2})
+    workload = _launch(tenant, tenant_member, spec={**ENDPOINT, "gpus_per_replica": 2})
     _local_queue(kube_emulator, tenant)
     # A job its members submitted with kubectl: no workload of the portal's.
     _kueue_workload(kube_emulator, tenant.namespace, "job-train-0", priority=100)

@@ -1,15 +1,20 @@
 """Issue 32: an inference endpoint's replicas and a VM's launcher pod go through the tenant's
 Kueue queue on the simulated fleet, driven through the services the pages call (launch,
 reconcile, observe): a replica (a VM) waits Queued while the tenant's quota is held at the same
-priority, and starts once it frees; a job of a lower priority gives way to it."""
+priority, and starts once it frees; a job of a lower priority gives way to it. An endpoint with
+a minimum has a queue of its own, whose nominal quota its minimum replicas hold: it takes that
+back from the tenant's other work, and no lender reclaims it."""
 
 import pytest
 
 from core.fleet import get_gateway
 from tenants.enforcement.manifests import KUEUE
 from tenants.enforcement.services import tenant_reconcile
+from tenants.models import Quota, Tenant
 from tenants.workloads import services
+from tenants.workloads.kinds.base import queued_by_kueue
 from tenants.workloads.models import VmImage, Workload, WorkloadStatus
+from tests.factories import QuotaFactory
 
 from ..kueue_pods import queued_pod
 from .conftest import H100, INFERENCE_SPEC, observed
@@ -38,11 +43,11 @@ def fleet(settings, tenant, gpu_pool, workload_quota, fleet_clock):
 
 
 def _job(tenant, name: str, *, gpus: int, priority: str,
-         resource: str = "nvidia.com/gpu") -> None:
+         resource: str = "nvidia.com/gpu", queue: str = "default") -> None:
     """A job a tenant sends straight to its LocalQueue (not one of the portal's workloads)."""
     get_gateway("main").apply(manifests=[queued_pod(tenant.namespace, name, gpus=gpus,
                                               priority=priority, product=PRODUCT,
-                                              resource=resource)])
+                                              resource=resource, queue=queue)])
 
 
 def _workloads(tenant) -> dict[str, dict]:
@@ -55,10 +60,12 @@ def _reserved(workload: dict) -> dict:
     return next(c for c in workload["status"]["conditions"] if c["type"] == "QuotaReserved")
 
 
-def _endpoint(tenant, who, name: str) -> Workload:
+def _endpoint(tenant, who, name: str, *, min_replicas: int = 1, max_replicas: int = 1,
+              spec: dict | None = None) -> Workload:
     workload = services.workload_launch(
         tenant=tenant, actor=who, kind="inference", name=name,
-        spec={**INFERENCE_SPEC, "min_replicas": 1, "max_replicas": 1},
+        spec={**INFERENCE_SPEC, **(spec or {}), "min_replicas": min_replicas,
+              "max_replicas": max_replicas},
     )
     services.workload_reconcile(workload_id=workload.pk)
     return workload
@@ -72,7 +79,8 @@ def test_an_endpoint_waits_queued_in_kueues_words_until_the_quota_frees(
     _job(tenant, "finetune", gpus=4, priority="portal-serving")
     assert _reserved(_workloads(tenant)["finetune"])["status"] == "True"
 
-    endpoint = observed(_endpoint(tenant, tenant_member, "chat"))
+    # Minimum 0: no queue of its own, nothing reserved; its one replica waits in `default`.
+    endpoint = observed(_endpoint(tenant, tenant_member, "chat", min_replicas=0))
 
     assert (endpoint.status, endpoint.status_reason) == (S.PROVISIONING, "Queued")
     assert "1 replica waiting in the tenant's queue" in endpoint.status_message
@@ -97,7 +105,7 @@ def test_a_lower_priority_job_gives_way_to_an_endpoint(fleet, tenant, tenant_mem
     _job(tenant, "sweep", gpus=4, priority="portal-batch")
     assert _reserved(_workloads(tenant)["sweep"])["status"] == "True"
 
-    endpoint = observed(_endpoint(tenant, tenant_member, "chat"))
+    endpoint = observed(_endpoint(tenant, tenant_member, "chat", min_replicas=0))
     fleet.advance(20)
 
     assert observed(endpoint).status == S.READY
@@ -107,6 +115,26 @@ def test_a_lower_priority_job_gives_way_to_an_endpoint(fleet, tenant, tenant_mem
     pod = get_gateway("main").get(api_version="v1", kind="Pod", name="sweep",
                             namespace=tenant.namespace)
     assert not pod["spec"].get("nodeName")
+
+
+@pytest.mark.django_db
+def test_an_endpoints_minimum_takes_its_quota_back_from_the_tenants_own_work(
+    fleet, tenant, tenant_member
+):
+    _job(tenant, "finetune", gpus=4, priority="portal-serving")  # the tenant's whole quota
+
+    endpoint = observed(_endpoint(tenant, tenant_member, "chat"))
+    fleet.advance(20)
+
+    assert observed(endpoint).status == S.READY
+    (replica,) = [w for name, w in _workloads(tenant).items() if name.startswith("chat-")]
+    assert replica["spec"]["queueName"] == "ep-chat"
+    assert replica["status"]["admission"]["clusterQueue"] == "tenant-acme-ep-chat"
+    preempted = next(c for c in _workloads(tenant)["finetune"]["status"]["conditions"]
+                     if c["type"] == "Preempted")
+    assert (preempted["status"], preempted["reason"]) == ("True", "InCohortReclamation")
+    assert queued_by_kueue(get_gateway().get(api_version="v1", kind="Pod", name="finetune",
+                                             namespace=tenant.namespace))
 
 
 def _vm(tenant, who, name: str) -> Workload:
@@ -191,3 +219,47 @@ def test_a_lower_priority_job_on_passthrough_gpus_gives_way_to_a_vm(
     preempted = next(c for c in _workloads(tenant)["sweep"]["status"]["conditions"]
                      if c["type"] == "Preempted")
     assert (preempted["status"], preempted["reason"]) == ("True", "InClusterQueue")
+
+
+def _running(tenant, prefix: str) -> set[str]:
+    """The tenant's pods named `prefix…` that Kueue admitted and the scheduler bound."""
+    _workloads(tenant)  # reading Kueue plays its round first
+    pods = get_gateway().list(api_version="v1", kind="Pod", namespace=tenant.namespace)
+    return {p["metadata"]["name"] for p in pods if p["metadata"]["name"].startswith(prefix)
+            and p["spec"].get("nodeName") and not p["spec"].get("schedulingGates")}
+
+
+@pytest.mark.django_db
+def test_a_lender_reclaiming_its_quota_never_takes_an_endpoint_below_its_minimum(
+    fleet, tenant, other_tenant, tenant_member
+):
+    QuotaFactory(tenant=other_tenant, resource=H100, limit=4)
+    QuotaFactory(tenant=other_tenant, resource="cpu", limit=64)
+    QuotaFactory(tenant=other_tenant, resource="memory-gib", limit=256)
+    Tenant.objects.filter(pk__in=[tenant.pk, other_tenant.pk]).update(cohort="pool")
+    for each in (tenant, other_tenant):
+        tenant_reconcile(tenant_id=each.pk)
+    _job(tenant, "finetune", gpus=2, priority="portal-serving")
+
+    chat = _endpoint(tenant, tenant_member, "chat", min_replicas=2, max_replicas=4)
+    fleet.advance(20)
+    assert observed(chat).status == S.READY
+    # The autoscaler's two replicas above the minimum: beyond Acme's 4 GPUs, lent by Globex.
+    for n in range(2):
+        _job(tenant, f"chat-extra-{n}", gpus=1, priority="portal-serving", queue="ep-chat")
+    assert _running(tenant, "chat-extra-") == {"chat-extra-0", "chat-extra-1"}
+    assert len(_running(tenant, "chat-predictor-")) == 2
+    tenant_reconcile(tenant_id=tenant.pk)
+    quota = Quota.objects.get(tenant=tenant, resource=H100)
+    assert (quota.in_use, quota.borrowed) == (6, 2)  # summed over its queues
+
+    _job(other_tenant, "reclaim", gpus=4, priority="portal-batch")  # its whole quota back
+
+    assert _running(other_tenant, "reclaim") == {"reclaim"}
+    assert _running(tenant, "chat-extra-") == set()  # the borrowed replicas gave way
+    assert len(_running(tenant, "chat-predictor-")) == 2  # the minimum stays
+    assert _running(tenant, "finetune") == {"finetune"}  # within Acme's own quota
+    preempted = next(c for c in _workloads(tenant)["chat-extra-0"]["status"]["conditions"]
+                     if c["type"] == "Preempted")
+    assert (preempted["status"], preempted["reason"]) == ("True", "InCohortReclamation")
+    assert observed(chat).status == S.READY
