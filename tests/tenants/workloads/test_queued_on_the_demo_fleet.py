@@ -133,7 +133,7 @@ def test_an_endpoints_minimum_takes_its_quota_back_from_the_tenants_own_work(
     preempted = next(c for c in _workloads(tenant)["finetune"]["status"]["conditions"]
                      if c["type"] == "Preempted")
     assert (preempted["status"], preempted["reason"]) == ("True", "InCohortReclamation")
-    assert queued_by_kueue(get_gateway().get(api_version="v1", kind="Pod", name="finetune",
+    assert queued_by_kueue(get_gateway("main").get(api_version="v1", kind="Pod", name="finetune",
                                              namespace=tenant.namespace))
 
 
@@ -224,7 +224,7 @@ def test_a_lower_priority_job_on_passthrough_gpus_gives_way_to_a_vm(
 def _running(tenant, prefix: str) -> set[str]:
     """The tenant's pods named `prefix…` that Kueue admitted and the scheduler bound."""
     _workloads(tenant)  # reading Kueue plays its round first
-    pods = get_gateway().list(api_version="v1", kind="Pod", namespace=tenant.namespace)
+    pods = get_gateway("main").list(api_version="v1", kind="Pod", namespace=tenant.namespace)
     return {p["metadata"]["name"] for p in pods if p["metadata"]["name"].startswith(prefix)
             and p["spec"].get("nodeName") and not p["spec"].get("schedulingGates")}
 
