@@ -100,6 +100,7 @@ class QuotaRequestViewSet(
             lines=data["lines"],
             justification=data["justification"],
             ends_on=data.get("ends_on"),
+            cluster=data.get("cluster"),
             quote=quoted_price((line["resource"], line["amount"]) for line in data["lines"]),
         )
         return Response(QuotaRequestSerializer(created).data, status=status.HTTP_201_CREATED)

@@ -12,6 +12,9 @@ from .models import QuotaRequest, QuotaRequestLine, resource_label
 
 class QuotaLineSerializer(serializers.Serializer):
     resource = serializers.CharField()
+    cluster = serializers.CharField(
+        allow_null=True, help_text="The cluster the grant is on; null: anywhere in the fleet."
+    )
     label = serializers.CharField()
     limit = serializers.IntegerField()
     used = serializers.IntegerField(help_text="Held by the tenant's workloads.")
@@ -68,12 +71,17 @@ class QuotaRequestSerializer(serializers.ModelSerializer):
         source="decided_by.username", read_only=True, allow_null=True
     )
     lines = QuotaRequestLineSerializer(many=True, read_only=True)
+    cluster = serializers.CharField(
+        source="cluster_id", read_only=True, allow_null=True,
+        help_text="The cluster the quota is asked for; null: anywhere in the fleet.",
+    )
 
     class Meta:
         model = QuotaRequest
         fields = [
             "id",
             "tenant",
+            "cluster",
             "status",
             "lines",
             "justification",
@@ -120,6 +128,19 @@ class QuotaRequestCreateSerializer(serializers.Serializer):
         max_length=quota_rules.MAX_JUSTIFICATION, validators=[validate_readable_text]
     )
     ends_on = serializers.DateField(required=False, allow_null=True)
+    cluster = serializers.CharField(
+        required=False, allow_null=True, max_length=40,
+        help_text="The slug of a cluster in service to ask for quota on; null or left out: "
+                  "anywhere in the fleet.",
+    )
+
+    def validate_cluster(self, value):
+        value = value or None
+        try:
+            quota_rules.check_cluster(cluster=value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
+        return value
 
     def validate_ends_on(self, value):
         try:

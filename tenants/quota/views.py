@@ -148,6 +148,7 @@ def quota_request_create(request, slug: str):
             initial={
                 "justification": request.POST.get("justification", ""),
                 "ends_on": request.POST.get("ends_on", ""),
+                "cluster": request.POST.get("cluster", ""),
             },
         )
     elif request.method == "POST":
@@ -161,6 +162,7 @@ def quota_request_create(request, slug: str):
                     lines=[{"resource": r, "amount": a} for r, a in asked],
                     justification=form.cleaned_data["justification"],
                     ends_on=form.cleaned_data["ends_on"],
+                    cluster=form.cleaned_data["cluster"],
                     quote=quoted_price(asked),
                 )
             except ValidationError as exc:
