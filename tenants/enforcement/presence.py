@@ -11,7 +11,9 @@ the version that carries it.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import F, Q
@@ -19,7 +21,12 @@ from django.utils import timezone
 
 from core.audit import audit
 from core.fleet import FleetError, TransientFleetError
-from core.reconcile import MAX_ERROR_LENGTH, reconcile_failed, reconcile_succeeded
+from core.reconcile import (
+    MAX_ERROR_LENGTH,
+    ReconcileState,
+    reconcile_failed,
+    reconcile_succeeded,
+)
 from inventory.models import DEFAULT_CLUSTER, Cluster
 
 from ..access.models import Tenant
@@ -305,13 +312,39 @@ def record_withdrawn(*, tenant_id: int, cluster: str, removed: int) -> None:
     _requests_applied(tenant, wanted, rows)
 
 
-def presence_by_tenant(tenant_ids: Iterable[int]) -> dict[int, list[TenantCluster]]:
-    """Each tenant's clusters as recorded, by slug. One query."""
-    by_tenant: dict[int, list[TenantCluster]] = {}
-    for row in (
-        TenantCluster.objects.filter(tenant_id__in=list(tenant_ids))
-        .defer("applied_manifests")
-        .order_by("tenant_id", "cluster_id")
-    ):
-        by_tenant.setdefault(row.tenant_id, []).append(row)
-    return by_tenant
+@dataclass(frozen=True)
+class ClusterPresence:
+    """Whether a tenant's objects are applied on one cluster it is on (or must leave)."""
+
+    cluster: str
+    state: ReconcileState
+    applied_at: datetime.datetime | None
+    error: str
+    leaving: bool  # no quota and no workloads there any more: its objects are being removed
+
+    @property
+    def state_label(self) -> str:
+        return "Being removed" if self.leaving else self.state.label
+
+    @property
+    def state_color(self) -> str:
+        return ReconcileState.color(self.state)
+
+
+def tenant_presence(tenant: Tenant) -> list[ClusterPresence]:
+    """Per cluster the tenant is on or must leave, whether its objects are applied there, and
+    the error if not. Four queries."""
+    wanted = clusters_wanted([tenant.pk]).get(tenant.pk, set())
+    rows = {
+        r.cluster_id: r
+        for r in TenantCluster.objects.filter(tenant=tenant).defer("applied_manifests", "observed")
+    }
+    shown = []
+    for cluster in sorted(wanted | set(rows)):
+        row = rows.get(cluster)
+        state = row.state(tenant.desired_version) if row else ReconcileState.APPLYING
+        shown.append(ClusterPresence(
+            cluster=cluster, state=state, applied_at=row.applied_at if row else None,
+            error=row.reconcile_error if row else "", leaving=cluster not in wanted,
+        ))
+    return shown

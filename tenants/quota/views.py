@@ -17,6 +17,7 @@ from inventory import resource_classes
 
 from ..access.rules import access_for
 from ..access.services import tenant_gpu_lending_set
+from ..enforcement.presence import tenant_presence
 from ..pages import redirect_to_current, tenant_page
 from . import rules as quota_rules
 from . import services as quota_requests
@@ -84,6 +85,7 @@ def quota_detail(request, slug: str):
                 return redirect("tenants:quota-detail", slug)
     context["lending_form"] = lending
     context["quota_lines"] = tenant_quota_lines(tenant=tenant)
+    context["presence"] = tenant_presence(tenant)
     context["schedulable"] = tenant_schedulable(tenant=tenant)
     context["open_requests"] = tenant_quota_requests(tenant=tenant).filter(
         status__in=QuotaRequest.OPEN
