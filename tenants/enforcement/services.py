@@ -108,8 +108,10 @@ def _cohort_lending(
         "tenant__slug", "tenant__isolation", "resource", "limit", "lending_limit"
     ):
         lendable[resource] = lendable.get(resource, 0) + (limit if lending is None else lending)
+        if isolation != Tenant.Isolation.DEDICATED:
+            continue
         flavor = LentFlavor(lender=slug, model_key=resource_classes.parse(resource).gpu_model.key)
-        if isolation == Tenant.Isolation.DEDICATED and flavor not in lent:
+        if flavor not in lent:  # granted on this cluster and anywhere: one flavor
             lent.append(flavor)
     return lendable, tuple(lent)
 
