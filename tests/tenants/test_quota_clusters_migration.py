@@ -2,26 +2,18 @@
 tenant becomes its row on the default cluster (so the next reconcile compares with it)."""
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from tenants.models import Quota, Tenant, TenantCluster
 from tenants.quota.limits import grants_by_cluster
+from tests.support.migrations import migrate_to
 
 BEFORE = [("tenants", "0023_workload_cluster")]
 AFTER = [("tenants", "0024_tenants_span_clusters")]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 @pytest.mark.django_db(transaction=True)
 def test_existing_quota_becomes_fleet_wide_and_the_applied_state_stays_on_main():
-    apps = _migrate(BEFORE)
+    apps = migrate_to(BEFORE)
     try:
         Tenant0023 = apps.get_model("tenants", "Tenant")
         Quota0023 = apps.get_model("tenants", "Quota")
@@ -32,7 +24,7 @@ def test_existing_quota_becomes_fleet_wide_and_the_applied_state_stays_on_main()
         Quota0023.objects.create(tenant=acme, resource="gpu:nvidia-h100-80gb", limit=8)
         Quota0023.objects.create(tenant=acme, resource="cpu", limit=64)
     finally:
-        _migrate(AFTER)
+        migrate_to(AFTER)
 
     assert set(Quota.objects.values_list("cluster_id", flat=True)) == {None}
     assert grants_by_cluster(acme.pk) == {None: {"gpu:nvidia-h100-80gb": 8, "cpu": 64}}
