@@ -117,6 +117,12 @@ def _request_forms(tenant, data=None, initial_lines=None, initial=None):
     return form, formset
 
 
+def _where(data) -> str | None:
+    """The cluster a (prospective) request names, if it is one quota may be asked on."""
+    cluster = data.get("cluster") or None
+    return cluster if cluster in quota_rules.clusters_offered() else None
+
+
 def _prefilled_lines(query) -> list[dict]:
     """`?resource=<class>&amount=<n>` (repeated), as the launch form's "request more quota"
     link fills them in: the rows to start from (anything that does not parse is left out)."""
@@ -189,7 +195,7 @@ def quota_request_create(request, slug: str):
     context |= {
         "form": form,
         "formset": formset,
-        "preview": quota_preview(tenant=tenant, lines=lines),
+        "preview": quota_preview(tenant=tenant, lines=lines, cluster=_where(request.POST)),
         "pending": tenant_pending_asks(tenant=tenant, resources=[r for r, _ in lines]),
     }
     template = "tenants/quota_request_form.html"
@@ -206,7 +212,7 @@ def quota_request_preview(request, slug: str):
     if not context["can_request"]:
         raise PermissionDenied
     lines = lenient_lines(request.POST)
-    context["preview"] = quota_preview(tenant=tenant, lines=lines)
+    context["preview"] = quota_preview(tenant=tenant, lines=lines, cluster=_where(request.POST))
     context["pending"] = tenant_pending_asks(tenant=tenant, resources=[r for r, _ in lines])
     return render(request, "tenants/quota_request_form.html#preview", context)
 

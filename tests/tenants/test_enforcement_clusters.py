@@ -179,3 +179,16 @@ def test_a_cluster_the_tenant_leaves_has_its_objects_removed(
     assert AuditEvent.objects.get(action="tenant.withdrawn").changes["cluster"] == "b"
     # Level-triggered: once gone, nothing more to do there.
     assert tenants_reconcile_sweep() == [(tenant.pk, "main")]
+
+
+def test_a_change_to_the_tenant_queues_a_reconcile_on_each_of_its_clusters(
+    tenant, spread, two_clusters, django_capture_on_commit_callbacks
+):
+    from tenants.enforcement.tasks import tenant_reconcile_task
+
+    with django_capture_on_commit_callbacks(execute=True):
+        fanned = tenant_reconcile_task.apply(args=(tenant.pk,)).get()
+
+    assert fanned == {"tenant": tenant.pk, "clusters": ["b", "main"]}
+    for emulator in two_clusters.values():
+        assert emulator.get_object("v1", "Namespace", NS) is not None

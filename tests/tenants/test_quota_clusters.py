@@ -160,6 +160,8 @@ def test_the_api_asks_for_quota_on_a_cluster_and_refuses_an_unknown_or_retired_o
         assert refused.status_code == 400, refused.content
         assert refused.json()["error"]["fields"]["cluster"]
     assert QuotaRequest.objects.count() == 2
+    preview = client.post(url + "preview/", {**body, "cluster": "nowhere"}, format="json")
+    assert preview.status_code == 400 and preview.json()["error"]["fields"]["cluster"]
 
 
 def test_the_request_form_offers_the_clusters_in_service(login, tenant_member, tenant, cluster_b):
