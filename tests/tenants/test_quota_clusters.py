@@ -172,3 +172,22 @@ def test_the_request_form_offers_the_clusters_in_service(login, tenant_member, t
     Cluster.objects.filter(slug="b").update(state="retired")
     page = login(tenant_member).get(reverse("tenants:quota-request-create", args=["acme"]))
     assert '<option value="b">' not in page.content.decode()
+
+
+def test_the_quota_page_shows_where_each_grant_is_and_each_clusters_state(
+    login, tenant_member, tenant, spread
+):
+    from tenants.models import TenantCluster
+
+    TenantCluster.objects.create(tenant=tenant, cluster_id="main",
+                                 applied_version=tenant.desired_version)
+    TenantCluster.objects.create(tenant=tenant, cluster_id="b", reconcile_error="Hall B is down.")
+
+    html = login(tenant_member).get(reverse("tenants:quota-detail", args=["acme"])).content.decode()
+
+    assert re.search(r'data-cluster="b"[^>]*>\s*<td>NVIDIA H100', html)
+    assert re.search(r'data-cluster=""[^>]*>\s*<td>vCPU', html)
+    assert "Anywhere" in html
+    assert re.search(r'data-cluster="main" data-state="applied"', html)
+    assert re.search(r'data-cluster="b" data-state="failing"[\s\S]*?Not applied: Hall B is down',
+                     html)
