@@ -1,6 +1,8 @@
 """A tenant on two clusters: its objects reconciled on each, independently, against two
 Kubernetes API emulators at once over HTTP."""
 
+import re
+
 import pytest
 
 from core.fleet import TransientFleetError, gateway_override
@@ -192,3 +194,31 @@ def test_a_change_to_the_tenant_queues_a_reconcile_on_each_of_its_clusters(
     assert fanned == {"tenant": tenant.pk, "clusters": ["b", "main"]}
     for emulator in two_clusters.values():
         assert emulator.get_object("v1", "Namespace", NS) is not None
+
+
+def test_model_credentials_reach_the_namespace_on_each_cluster(
+    tenant, spread, tenant_member, two_clusters, django_capture_on_commit_callbacks
+):
+    from tenants.credentials import services as credentials
+    from tenants.credentials.models import ModelCredential
+
+    with django_capture_on_commit_callbacks(execute=True):
+        tenants_reconcile_sweep()
+    with django_capture_on_commit_callbacks():  # reconciled below, cluster by cluster
+        credentials.credential_create(actor=tenant_member, tenant=tenant, name="hf-token",
+                                      kind="huggingface",
+                                      values={"token": "hf_SuperSecretTokenValue1234567890abc"})
+    two_clusters["b"].fail(503, method="PATCH", path=re.compile(f"/api/v1/namespaces/{NS}/"
+                                                                 "secrets/.*"), times=1)
+    credentials.credentials_reconcile(tenant_id=tenant.pk, cluster="main")
+    with pytest.raises(TransientFleetError):
+        credentials.credentials_reconcile(tenant_id=tenant.pk, cluster="b")
+
+    assert two_clusters["main"].get_object("v1", "Secret", "model-cred-hf-token", NS)
+    assert two_clusters["b"].get_object("v1", "Secret", "model-cred-hf-token", NS) is None
+    credential = ModelCredential.objects.get()
+    assert "On cluster b: " in credential.reconcile_error
+    assert "hf_SuperSecret" not in credential.reconcile_error
+
+    credentials.credentials_reconcile(tenant_id=tenant.pk, cluster="b")  # the retry
+    assert two_clusters["b"].get_object("v1", "Secret", "model-cred-hf-token", NS)
