@@ -438,7 +438,7 @@ def load_demo() -> list[DemoAccount]:
                     actor=None, tenant=tenant, user=users[username], role=role
                 )
         # A demo database of an earlier version gets the lines (and the room) added since.
-        held = dict(tenant.quotas.values_list("resource", "limit"))
+        held = dict(tenant.quotas.filter(cluster=None).values_list("resource", "limit"))
         for resource, limit in QUOTAS[slug].items():
             if held.get(resource, -1) < limit:
                 tenant_quota.quota_set(actor=None, tenant=tenant, resource=resource, limit=limit)

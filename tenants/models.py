@@ -2,6 +2,7 @@
 
 from .access.models import Membership, RoleAssignment, Source, Tenant
 from .credentials.models import ModelCredential
+from .enforcement.models import TenantCluster
 from .identity.models import DirectoryAnswer, DirectoryRead
 from .quota.models import Quota, QuotaRequest, QuotaRequestLine, QuotaRequestStatus
 from .workloads.endpoint_keys import EndpointKey
@@ -22,6 +23,7 @@ __all__ = [
     "RoleAssignment",
     "Source",
     "Tenant",
+    "TenantCluster",
     "Workload",
     "WorkloadEvent",
     "WorkloadStatus",

@@ -2,6 +2,8 @@
 
 The one entry every writer calls (quota decisions, tenant edits), inside its own transaction;
 it knows the task only by name, so writers need not import the reconcile (which reads them).
+Queued without a cluster, the task fans out to one reconcile per cluster the tenant is on (or
+must leave), each on its cluster's queue (`tenants.enforcement.tasks`).
 """
 
 from collections.abc import Iterable

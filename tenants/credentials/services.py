@@ -30,6 +30,7 @@ from core.sealed import InvalidToken, open_sealed, reseal, seal
 from inventory.models import DEFAULT_CLUSTER
 
 from ..access.models import Tenant
+from ..enforcement.presence import clusters_wanted
 from .manifests import (
     LABEL_CREDENTIAL,
     S3,
@@ -250,17 +251,25 @@ def _prune(gateway: FleetGateway, tenant: Tenant, keep: set[str]) -> list[str]:
     return pruned
 
 
-def credentials_reconcile(*, tenant_id: int, gateway: FleetGateway | None = None
-                          ) -> CredentialsOutcome:
-    """Make the tenant's namespace hold one Secret (and ServiceAccount) per credential, and no
-    other; record on each credential what happened. Idempotent: safe twice, late, concurrently.
-    Raises a FleetError (scrubbed of every value) after recording, when anything failed:
-    TransientFleetError if any failure is worth a retry."""
+def credentials_reconcile(*, tenant_id: int, cluster: str = DEFAULT_CLUSTER,
+                          gateway: FleetGateway | None = None) -> CredentialsOutcome:
+    """Make the tenant's namespace on `cluster` hold one Secret (and ServiceAccount) per
+    credential, and no other; record on each credential what happened (an error names the
+    cluster). Idempotent: safe twice, late, concurrently. Nothing on a cluster the tenant is
+    not on (its namespace is gone with everything in it). Raises a FleetError (scrubbed of
+    every value) after recording, when anything failed: TransientFleetError if any failure is
+    worth a retry."""
     outcome = CredentialsOutcome(tenant_id=tenant_id)
     tenant = Tenant.objects.filter(pk=tenant_id).first()
-    if tenant is None:
+    if tenant is None or cluster not in clusters_wanted([tenant_id]).get(tenant_id, set()):
         return outcome
-    gateway = gateway or get_gateway(DEFAULT_CLUSTER)
+    try:
+        gateway = gateway or get_gateway(cluster)
+    except FleetError as exc:
+        for credential in ModelCredential.objects.filter(tenant=tenant).only("pk"):
+            _record(credential.pk, error=_on(cluster, exc))
+        raise
+    errors: list[FleetError] = []
     errors: list[FleetError] = []
     credentials = list(ModelCredential.objects.filter(tenant=tenant).order_by("name"))
     every_value: list[str] = []
@@ -278,7 +287,7 @@ def credentials_reconcile(*, tenant_id: int, gateway: FleetGateway | None = None
         try:
             gateway.apply(manifests=manifests)
         except FleetError as exc:
-            safe = type(exc)(scrub(exc.message, values.values()), status=exc.status)
+            safe = _on(cluster, type(exc)(scrub(exc.message, values.values()), status=exc.status))
             _record(credential.pk, error=safe)
             errors.append(safe)
             outcome.failed.append(credential.name)
@@ -288,11 +297,26 @@ def credentials_reconcile(*, tenant_id: int, gateway: FleetGateway | None = None
     try:
         outcome.pruned = _prune(gateway, tenant, {c.name for c in credentials})
     except FleetError as exc:
-        errors.append(type(exc)(scrub(exc.message, every_value), status=exc.status))
+        errors.append(_on(cluster, type(exc)(scrub(exc.message, every_value), status=exc.status)))
     if errors:
         transient = [e for e in errors if isinstance(e, TransientFleetError)]
         raise (transient or errors)[0]
     return outcome
+
+
+def _on(cluster: str, error: FleetError) -> FleetError:
+    """The error, naming the cluster where it happened."""
+    return type(error)(f"On cluster {cluster}: {error.message}", status=error.status)
+
+
+def credentials_reconcile_everywhere(*, tenant_ids: list[int]) -> list[tuple[int, str]]:
+    """Queue one credentials reconcile per cluster each tenant is on, to that cluster's queue
+    (after commit)."""
+    targets = sorted((t, c) for t, clusters in clusters_wanted(tenant_ids).items()
+                     for c in clusters)
+    for tenant_id, cluster in targets:
+        enqueue_on_commit(RECONCILE_CREDENTIALS, tenant_id, cluster, cluster=cluster)
+    return targets
 
 
 @transaction.atomic
@@ -314,11 +338,10 @@ def _record(credential_id: int, *, version: int = 0, manifests: list | None = No
               changes={"version": version})
 
 
-def credentials_reconcile_sweep() -> list[int]:
-    """Queue a reconcile of every tenant's credentials: retries failures, applies what is
-    behind, prunes the Secrets of deleted credentials, repairs drift."""
+def credentials_reconcile_sweep() -> list[tuple[int, str]]:
+    """Queue a reconcile of every tenant's credentials on each of its clusters: retries
+    failures, applies what is behind, prunes the Secrets of deleted credentials, repairs
+    drift."""
     ids = list(Tenant.objects.order_by("pk").values_list("pk", flat=True))
-    for tenant_id in ids:
-        enqueue_on_commit(RECONCILE_CREDENTIALS, tenant_id)
-    return ids
+    return credentials_reconcile_everywhere(tenant_ids=ids)
 

@@ -126,9 +126,14 @@ class TenantAdmin(RowCheckboxAdmin):
                 data = inline_form.cleaned_data
                 if not data.get("resource"):
                     continue
+                moved = {"cluster", "resource"} & set(inline_form.changed_data)
+                if inline_form.instance.pk and moved:  # the grant moved: the old one goes
+                    old = Quota.objects.get(pk=inline_form.instance.pk)
+                    quota_services.quota_remove(actor=request.user, quota=old)
                 quota_services.quota_set(
                     actor=request.user,
                     tenant=tenant,
+                    cluster=data["cluster"].slug if data.get("cluster") else None,
                     resource=data["resource"],
                     limit=data["limit"],
                     borrowing_limit=data.get("borrowing_limit"),

@@ -1,73 +1,73 @@
-"""Quota enforced on the cluster, level-triggered: the database says what should be there.
+"""Quota enforced on each cluster, level-triggered: the database says what should be there.
 
-`tenant_reconcile` builds every manifest from the database (`manifests`), server-side applies
-them through the fleet gateway and records what it observed: the applied version, time and
-objects, or the cluster's error; the usage the cluster reports; drift it corrected. It deletes
-the tenant's Kueue queues the last apply wrote and it no longer wants (`stale_manifests`). Drift is
-the cluster differing from the objects the portal last applied, so applying a new desired
-version (an approval) is a change, not a correction. It is safe to run twice, late or
-concurrently: apply is idempotent, and the recorded version only moves forward.
-`tenants_reconcile_sweep` re-queues every tenant, which both retries failures and repairs drift.
+A tenant is on every in-service cluster where it has quota or live workloads (`presence`);
+each (tenant, cluster) is reconciled on its own, from that cluster's Celery queue, so one
+cluster that fails or does not answer never holds back another. `tenant_reconcile` builds the
+manifests for one cluster from the database (`manifests`; the quota there is the tenant's
+grant on that cluster plus its fleet-wide grant), server-side applies them through that
+cluster's gateway and records what it observed on that cluster's row: the applied version,
+time and objects, or the cluster's error; the usage the cluster reports; drift it corrected.
+It deletes the tenant's Kueue queues the last apply there wrote and it no longer wants
+(`stale_manifests`), and from a cluster where the tenant no longer belongs, its queues and
+namespace (`withdrawal_manifests`). Drift is the cluster differing from the objects the portal
+last applied there, so applying a new desired version (an approval) is a change, not a
+correction. It is safe to run twice, late or concurrently: apply is idempotent, and the
+recorded version only moves forward. `tenants_reconcile_sweep` re-queues every (tenant,
+cluster), which both retries failures and repairs drift.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
-from django.utils import timezone
-from kubernetes.utils.quantity import parse_quantity
+from django.db.models import Q
 
-from core.audit import audit
-from core.fleet import FleetError, FleetGateway, TransientFleetError, get_gateway
+from core.fleet import FleetError, FleetGateway, get_gateway
 from core.queueing import enqueue_on_commit
-from core.reconcile import reconcile_failed, reconcile_succeeded
 from inventory import resource_classes
-from inventory.models import DEFAULT_CLUSTER
+from inventory.models import DEFAULT_CLUSTER, Cluster
 
 from ..access.changes import RECONCILE_TENANT
 from ..access.models import Tenant
 from ..credentials.services import scrub
-from ..quota.models import Quota, QuotaRequest
-from ..quota.notifications import quota_request_notify
+from ..quota.models import Quota
 from ..workloads.models import Workload, WorkloadStatus
 from .manifests import (
-    COUNT_RESOURCES,
-    KUEUE,
-    MANAGED_BY,
-    MANAGED_BY_LABEL,
-    RESOURCE_QUOTA,
-    TENANT_LABEL,
     EndpointQueue,
     Grant,
     LentFlavor,
     Manifest,
     TenantSpec,
-    borrowable_flavors,
     drifted_paths,
     endpoint_queue,
-    flavor_name,
-    passthrough_flavor_name,
     stale_manifests,
     tenant_manifests,
+    withdrawal_manifests,
 )
 from .manifests.endpoint_queues import INFERENCE
 from .manifests.notebook_sign_in import notebook_oidc_secret_manifest
+from .models import TenantCluster
+from .observe import observed_lent, observed_usage
+from .presence import (
+    clusters_wanted,
+    reconcile_targets,
+    record_failure,
+    record_success,
+    record_withdrawn,
+)
 
 logger = logging.getLogger(__name__)
-
-GIB = 2**30
 
 
 @dataclass
 class ReconcileOutcome:
     tenant_id: int
     version: int
+    cluster: str = DEFAULT_CLUSTER
     applied: int = 0
     drift: dict[str, dict[str, Any]] = field(default_factory=dict)
     manifests: list[Manifest] = field(default_factory=list)
@@ -77,15 +77,19 @@ class ReconcileOutcome:
     # A lender's GPU classes: what the cohort's shared tenants borrow of them now.
     lent: dict[str, int] = field(default_factory=dict)
     requests_applied: list[int] = field(default_factory=list)
+    # Objects deleted from a cluster the tenant left (None: it belongs there).
+    withdrawn: int | None = None
 
 
 # --- desired state ----------------------------------------------------------------------------
 
 
-def _cohort_lending(tenant: Tenant) -> tuple[dict[str, int], tuple[LentFlavor, ...]]:
-    """What a shared tenant's cohort lends it: per resource class, the most the others lend
-    (their idle quota), and the dedicated lenders' flavors (their owners opted in) of the GPU
-    models it holds. One query for every peer and lender, whatever their number."""
+def _cohort_lending(
+    tenant: Tenant, cluster: str
+) -> tuple[dict[str, int], tuple[LentFlavor, ...]]:
+    """What a shared tenant's cohort lends it on `cluster`: per resource class, the most the
+    others lend there (their idle quota), and the dedicated lenders' flavors (their owners
+    opted in) of the GPU models it holds. One query for every peer and lender."""
     if not tenant.borrows_from_cohort:
         return {}, ()
     shared = Q(tenant__isolation=Tenant.Isolation.SHARED)
@@ -94,8 +98,10 @@ def _cohort_lending(tenant: Tenant) -> tuple[dict[str, int], tuple[LentFlavor, .
         tenant__lends_reserved_gpus=True,
         resource__startswith="gpu:",
     )
+    # The peers' grants usable on this cluster: theirs there, and fleet-wide.
+    here = Q(cluster_id=cluster) | Q(cluster__isnull=True)
     peers = (
-        Quota.objects.filter(shared | lender, tenant__cohort=tenant.cohort,
+        Quota.objects.filter(shared | lender, here, tenant__cohort=tenant.cohort,
                              tenant__status=Tenant.Status.ACTIVE)
         .exclude(tenant=tenant)
         .order_by("tenant__slug", "resource")
@@ -106,18 +112,46 @@ def _cohort_lending(tenant: Tenant) -> tuple[dict[str, int], tuple[LentFlavor, .
         "tenant__slug", "tenant__isolation", "resource", "limit", "lending_limit"
     ):
         lendable[resource] = lendable.get(resource, 0) + (limit if lending is None else lending)
-        if isolation == Tenant.Isolation.DEDICATED:
-            lent.append(LentFlavor(lender=slug, model_key=resource_classes.parse(resource)
-                                   .gpu_model.key))
+        if isolation != Tenant.Isolation.DEDICATED:
+            continue
+        flavor = LentFlavor(lender=slug, model_key=resource_classes.parse(resource).gpu_model.key)
+        if flavor not in lent:  # granted on this cluster and anywhere: one flavor
+            lent.append(flavor)
     return lendable, tuple(lent)
 
 
-def _endpoint_queues(tenant: Tenant) -> tuple[EndpointQueue, ...]:
-    """The tenant's inference endpoints that get a queue of their own (a minimum on whole GPUs
-    or MIG), oldest first, until they are deleted (a deleting one's replicas may still run).
-    One query, whatever their number."""
+def _grants_on(tenant: Tenant, cluster: str) -> tuple[Grant, ...]:
+    """The tenant's quota on `cluster`: per class, its grant there plus the fleet-wide one
+    (`tenants.quota.limits`), with the borrowing and lending limits summed where set. One
+    query."""
+    merged: dict[str, Grant] = {}
+    rows = tenant.quotas.filter(Q(cluster_id=cluster) | Q(cluster__isnull=True))
+    for q in rows.order_by("resource", "cluster_id"):
+        before = merged.get(q.resource)
+        if before is None:
+            merged[q.resource] = Grant(resource=q.resource, limit=q.limit,
+                                       borrowing_limit=q.borrowing_limit,
+                                       lending_limit=q.lending_limit)
+            continue
+        merged[q.resource] = Grant(
+            resource=q.resource, limit=before.limit + q.limit,
+            borrowing_limit=_summed_limit(before.borrowing_limit, q.borrowing_limit),
+            lending_limit=_summed_limit(before.lending_limit, q.lending_limit),
+        )
+    return tuple(merged[resource] for resource in sorted(merged))
+
+
+def _summed_limit(a: int | None, b: int | None) -> int | None:
+    """Two grants' borrowing (or lending) limits together: none (no limit) if either has none."""
+    return None if a is None or b is None else a + b
+
+
+def _endpoint_queues(tenant: Tenant, cluster: str) -> tuple[EndpointQueue, ...]:
+    """The tenant's inference endpoints on `cluster` that get a queue of their own (a minimum
+    on whole GPUs or MIG), oldest first, until they are deleted (a deleting one's replicas may
+    still run). One query, whatever their number."""
     endpoints = (
-        Workload.objects.filter(tenant=tenant, kind=INFERENCE)
+        Workload.objects.filter(tenant=tenant, kind=INFERENCE, cluster_id=cluster)
         .exclude(status=WorkloadStatus.DELETED)
         .order_by("created_at", "pk")
         .values_list("name", "spec")
@@ -127,19 +161,11 @@ def _endpoint_queues(tenant: Tenant) -> tuple[EndpointQueue, ...]:
     return tuple(queue for queue in found if queue is not None)
 
 
-def tenant_spec(*, tenant: Tenant) -> TenantSpec:
-    """The tenant's desired state on the cluster, read from the database."""
-    grants = tuple(
-        Grant(
-            resource=q.resource,
-            limit=q.limit,
-            borrowing_limit=q.borrowing_limit,
-            lending_limit=q.lending_limit,
-        )
-        for q in tenant.quotas.order_by("resource")
-    )
+def tenant_spec(*, tenant: Tenant, cluster: str = DEFAULT_CLUSTER) -> TenantSpec:
+    """The tenant's desired state on `cluster`, read from the database."""
+    grants = _grants_on(tenant, cluster)
     groups = tenant.keycloak_groups(prefix=settings.OIDC_GROUP_PREFIX)
-    lendable, lent_flavors = _cohort_lending(tenant)
+    lendable, lent_flavors = _cohort_lending(tenant, cluster)
     groups_prefix = settings.KUBERNETES_OIDC_GROUPS_PREFIX
     return TenantSpec(
         slug=tenant.slug,
@@ -152,7 +178,7 @@ def tenant_spec(*, tenant: Tenant) -> TenantSpec:
         lends=tenant.lends_to_cohort,
         cohort_lendable=lendable,
         lent_flavors=lent_flavors,
-        endpoint_queues=_endpoint_queues(tenant),
+        endpoint_queues=_endpoint_queues(tenant, cluster),
         priorities=dict(settings.KUEUE_PRIORITIES),
         ingress_namespace=settings.TENANT_INGRESS_NAMESPACE,
         ssh_sources=tuple(settings.SSH_SOURCE_RANGES) if settings.SSH_LOAD_BALANCER else (),
@@ -175,11 +201,15 @@ def _gateway_namespaces() -> tuple[str, ...]:
 # --- reconcile --------------------------------------------------------------------------------
 
 
-def _drift_baseline(tenant: Tenant, version: int, manifests: list[Manifest]) -> list[Manifest]:
+def _drift_baseline(
+    presence: TenantCluster | None, version: int, manifests: list[Manifest]
+) -> list[Manifest]:
     """What the cluster should still hold from the last successful apply (empty: nothing yet)."""
-    if tenant.applied_manifests:
-        return tenant.applied_manifests
-    if tenant.applied_version and tenant.applied_version >= version:
+    if presence is None:
+        return []
+    if presence.applied_manifests:
+        return presence.applied_manifests
+    if presence.applied_version and presence.applied_version >= version:
         # Applied before the portal kept the applied objects, and nothing changed since.
         return manifests
     return []
@@ -212,112 +242,6 @@ def _remove_stale(gateway: FleetGateway, stale: list[Manifest]) -> None:
                        name=meta["name"], namespace=meta.get("namespace"))
 
 
-def _whole(quantity: str, unit: int = 1) -> int:
-    return max(0, math.ceil(parse_quantity(quantity) / unit))
-
-
-def _observed_usage(
-    gateway: FleetGateway, spec: TenantSpec
-) -> tuple[dict[str, int], dict[str, int]]:
-    """What the tenant uses now, per resource class, as the cluster's controllers report it;
-    and per GPU and MIG class what of it Kueue counts as borrowed from the cohort."""
-    quota = gateway.get(
-        api_version="v1", kind="ResourceQuota", name=RESOURCE_QUOTA, namespace=spec.namespace
-    )
-    # Its own queue and its endpoints' (and its HAMi shares', which no flavor below matches).
-    queues = gateway.list(api_version=KUEUE, kind="ClusterQueue",
-                          label_selector=f"{TENANT_LABEL}={spec.slug}")
-    used = ((quota or {}).get("status") or {}).get("used") or {}
-    usage: dict[str, int] = {}
-    scalars = {"cpu": ("requests.cpu", 1), "memory-gib": ("requests.memory", GIB)}
-    scalars["storage-gib"] = ("requests.storage", GIB)
-    for key, (name, unit) in scalars.items():
-        if name in used:
-            usage[key] = _whole(used[name], unit)
-    for kind, name in COUNT_RESOURCES.items():
-        if name in used:
-            usage[f"count:{kind}"] = _whole(used[name])
-    # Per GPU model only Kueue can tell (one flavor per model; a VM's passthrough GPUs, one
-    # resource per model); ResourceQuota sums all models.
-    granted = [resource_classes.parse(g.resource) for g in spec.grants]
-    # (flavor, resource) → (its class, the tenant's nominal quota of it over all its queues).
-    by_resource: dict[tuple[str, str], tuple[str, int]] = {}
-    for rc, grant in zip(granted, spec.grants, strict=True):
-        if rc.kind in {"gpu", "mig"}:
-            flavor = flavor_name(spec, rc.gpu_model.key)
-            by_resource[(flavor, rc.kubernetes_resource)] = (rc.key, grant.limit)
-        if passthrough := resource_classes.PASSTHROUGH_RESOURCES.get(
-            rc.gpu_model.key if rc.kind == "gpu" else ""
-        ):
-            by_resource[(passthrough_flavor_name(spec), passthrough)] = (rc.key, grant.limit)
-    for lent in borrowable_flavors(spec):  # all it holds there is borrowed from a lender
-        flavor = flavor_name(TenantSpec(slug=lent.lender, isolation="dedicated"), lent.model_key)
-        by_resource[(flavor, resource_classes.GPU_RESOURCE)] = (
-            resource_classes.gpu_class(lent.model_key), 0)
-    reports = [q["status"]["flavorsUsage"] for q in queues
-               if (q.get("status") or {}).get("flavorsUsage") is not None]
-    borrowed: dict[str, int] = {}
-    if reports:
-        # Summed over its queues: what they borrow of each other is not borrowed from others.
-        totals: dict[tuple[str, str], int] = {}
-        for flavor in (flavor for report in reports for flavor in report):
-            for cell in flavor.get("resources") or []:
-                where = (flavor.get("name"), cell.get("name"))
-                if where in by_resource:
-                    totals[where] = totals.get(where, 0) + _whole(cell.get("total") or "0")
-        for where, total in totals.items():
-            key, nominal = by_resource[where]
-            usage[key] = usage.get(key, 0) + total
-            borrowed[key] = borrowed.get(key, 0) + max(0, total - nominal)
-    else:
-        # With HAMi shares, `requests.nvidia.com/gpu` also counts their vGPUs.
-        has_hami = any(rc.kind == "hami" for rc in granted)
-        for rc in granted:
-            name = f"requests.{rc.kubernetes_resource}"
-            same = [o for o in granted if o.kubernetes_resource == rc.kubernetes_resource]
-            if rc.kubernetes_resource == resource_classes.GPU_RESOURCE and has_hami:
-                continue
-            if rc.kind in {"gpu", "mig"} and len(same) == 1 and name in used:
-                usage[rc.key] = _whole(used[name])
-    # HAMi shares: the ResourceQuota's namespace-wide figure, per model only if one is granted.
-    for rc in granted:
-        name = f"requests.{rc.kubernetes_resource}"
-        same = [o for o in granted if o.kubernetes_resource == rc.kubernetes_resource]
-        if rc.kind == "hami" and len(same) == 1 and name in used:
-            unit = resource_classes.MIB_PER_GIB if rc.hami_counter == "memory-gib" else 1
-            usage[rc.key] = _whole(used[name], unit)
-    return usage, borrowed
-
-
-def _observed_lent(gateway: FleetGateway, spec: TenantSpec) -> dict[str, int]:
-    """A dedicated tenant's GPU classes: what the other tenants' ClusterQueues report in use
-    of its flavors (Kueue reports borrowing in the borrower's status, not the lender's); 0 each
-    when it does not lend. One list of the portal's ClusterQueues, for lenders only."""
-    if not spec.dedicated:
-        return {}
-    flavors = {
-        flavor_name(spec, resource_classes.parse(g.resource).gpu_model.key): g.resource
-        for g in spec.grants
-        if g.resource.startswith("gpu:")
-    }
-    lent = dict.fromkeys(flavors.values(), 0)
-    if not spec.lends:
-        return lent
-    queues = gateway.list(api_version=KUEUE, kind="ClusterQueue",
-                          label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}")
-    for queue in queues:
-        if ((queue["metadata"].get("labels") or {}).get(TENANT_LABEL)) == spec.slug:
-            continue  # its own queues (its endpoints' too) lend nothing to themselves
-        for flavor in ((queue.get("status") or {}).get("flavorsUsage")) or []:
-            key = flavors.get(flavor.get("name"))
-            if key is None:
-                continue
-            for cell in flavor.get("resources") or []:
-                if cell.get("name") == resource_classes.GPU_RESOURCE:
-                    lent[key] += _whole(cell.get("total") or "0")
-    return lent
-
-
 def _apply_notebook_client_secret(gateway: FleetGateway, spec: TenantSpec) -> None:
     """Put the notebooks' sign-in client secret (NOTEBOOK_OIDC_CLIENT_SECRET) in the tenant's
     namespace, where their gateway policies read it; nothing when it is not set. The value is
@@ -332,134 +256,98 @@ def _apply_notebook_client_secret(gateway: FleetGateway, spec: TenantSpec) -> No
 
 
 def tenant_reconcile(
-    *, tenant_id: int, force: bool = True, gateway: FleetGateway | None = None
+    *, tenant_id: int, cluster: str = DEFAULT_CLUSTER, force: bool = True,
+    gateway: FleetGateway | None = None,
 ) -> ReconcileOutcome:
-    """Make the cluster hold what the database says for one tenant; record what happened.
+    """Make `cluster` hold what the database says for one tenant; record what happened there.
 
-    Without `force`, a tenant already in sync is left alone (a change queues one reconcile per
-    write; the first applies them all). The sweep forces: that is how drift is found.
-    Raises the gateway's FleetError after recording it (TransientFleetError is worth a retry).
+    Without `force`, a cluster already in sync is left alone (a change queues one reconcile per
+    write; the first applies them all). The sweep forces: that is how drift is found. A cluster
+    where the tenant no longer belongs has its objects removed. Raises the gateway's FleetError
+    after recording it on that cluster (TransientFleetError is worth a retry).
     """
     tenant = Tenant.objects.filter(pk=tenant_id).first()
     if tenant is None:
-        return ReconcileOutcome(tenant_id=tenant_id, version=0)  # gone: nothing to enforce
-    if not force and tenant.in_sync:
-        return ReconcileOutcome(tenant_id=tenant_id, version=tenant.applied_version, applied=0)
+        return ReconcileOutcome(tenant_id=tenant_id, version=0, cluster=cluster)
+    presence = TenantCluster.objects.filter(tenant=tenant, cluster_id=cluster).first()
+    if cluster not in clusters_wanted([tenant_id]).get(tenant_id, set()):
+        return _withdraw(tenant, cluster, presence, gateway)
+    in_sync = presence is not None and not presence.reconcile_error \
+        and presence.applied_version >= tenant.desired_version
+    if not force and in_sync:
+        return ReconcileOutcome(tenant_id=tenant_id, version=presence.applied_version,
+                                cluster=cluster)
     # Read the version before the quotas: what gets applied is at least this new.
     version = tenant.desired_version
-    spec = tenant_spec(tenant=tenant)
+    spec = tenant_spec(tenant=tenant, cluster=cluster)
     manifests = tenant_manifests(spec)
-    gateway = gateway or get_gateway(DEFAULT_CLUSTER)
-    outcome = ReconcileOutcome(
-        tenant_id=tenant_id, version=version, applied=len(manifests), manifests=manifests
-    )
+    outcome = ReconcileOutcome(tenant_id=tenant_id, version=version, cluster=cluster,
+                               applied=len(manifests), manifests=manifests)
     try:
-        baseline = _drift_baseline(tenant, version, manifests)
+        gateway = gateway or get_gateway(cluster)
+        baseline = _drift_baseline(presence, version, manifests)
         if baseline:
             outcome.drift = _drift(gateway, baseline)
         gateway.apply(manifests=manifests)
         _apply_notebook_client_secret(gateway, spec)
-        _remove_stale(gateway, stale_manifests(spec, tenant.applied_manifests or [], manifests))
+        previous = presence.applied_manifests if presence else []
+        _remove_stale(gateway, stale_manifests(spec, previous or [], manifests))
         try:
-            outcome.usage, outcome.borrowed = _observed_usage(gateway, spec)
-            outcome.lent = _observed_lent(gateway, spec)
+            outcome.usage, outcome.borrowed = observed_usage(gateway, spec)
+            outcome.lent = observed_lent(gateway, spec)
         except (ValueError, TypeError, AttributeError):
-            logger.warning("Unreadable usage for tenant %s", tenant.slug, exc_info=True)
+            logger.warning("Unreadable usage for tenant %s on %s", tenant.slug, cluster,
+                           exc_info=True)
     except FleetError as exc:
-        _record_failure(tenant_id=tenant_id, version=version, error=exc)
+        with transaction.atomic():
+            record_failure(tenant_id=tenant_id, cluster=cluster, version=version, error=exc)
         raise
-    outcome.requests_applied = _record_success(outcome)
+    with transaction.atomic():
+        outcome.requests_applied = record_success(
+            tenant_id=tenant_id, cluster=cluster, version=version, manifests=manifests,
+            usage=outcome.usage, borrowed=outcome.borrowed, lent=outcome.lent,
+            drift=outcome.drift,
+        )
     return outcome
 
 
-@transaction.atomic
-def _record_success(outcome: ReconcileOutcome) -> list[int]:
-    now = timezone.now()
-    tenant = Tenant.objects.select_for_update().get(pk=outcome.tenant_id)
-    news = reconcile_succeeded(tenant, version=outcome.version, manifests=outcome.manifests)
-    observed = [*outcome.usage, *outcome.lent]
-    for quota in Quota.objects.filter(tenant=tenant, resource__in=observed):
-        seen = quota.resource in outcome.usage
-        in_use = outcome.usage.get(quota.resource, quota.in_use)
-        borrowed = outcome.borrowed.get(quota.resource, 0) if seen else quota.borrowed
-        lent = outcome.lent.get(quota.resource, quota.lent)
-        if (quota.in_use, quota.borrowed, quota.lent) != (in_use, borrowed, lent):
-            quota.in_use, quota.borrowed, quota.lent = in_use, borrowed, lent
-            quota.save(update_fields=["in_use", "borrowed", "lent"])
-    if outcome.drift:
-        audit(
-            actor=None,
-            action="tenant.drift_corrected",
-            obj=tenant,
-            tenant=tenant,
-            changes=outcome.drift,
-        )
-    if news:
-        audit(
-            actor=None,
-            action="tenant.applied",
-            obj=tenant,
-            tenant=tenant,
-            changes={"version": outcome.version, "objects": outcome.applied},
-        )
-    applied = []
-    ready = QuotaRequest.objects.filter(
-        tenant=tenant,
-        status__in=[QuotaRequest.Status.APPROVED, QuotaRequest.Status.FAILED],
-        tenant_version__lte=tenant.applied_version,
-    )
-    for request in ready:
-        request.move_to(
-            QuotaRequest.Status.APPLIED,
-            applied_at=now,
-            last_error="",
-            attempts=request.attempts + 1,
-        )
-        audit(actor=None, action="quota_request.applied", obj=request, tenant=tenant)
-        quota_request_notify(request_id=request.pk, event="applied")
-        applied.append(request.pk)
-    return applied
+def _withdraw(tenant: Tenant, cluster: str, presence: TenantCluster | None,
+              gateway: FleetGateway | None) -> ReconcileOutcome:
+    """Remove the tenant from a cluster where it has neither quota nor live workloads: its
+    queues, then its namespace (and all in it). A retired cluster is only forgotten: the
+    portal no longer reaches it."""
+    outcome = ReconcileOutcome(tenant_id=tenant.pk, version=tenant.desired_version,
+                               cluster=cluster, withdrawn=0)
+    doomed: list[Manifest] = []
+    if presence is not None and Cluster.objects.in_service().filter(slug=cluster).exists():
+        spec = tenant_spec(tenant=tenant, cluster=cluster)
+        doomed = withdrawal_manifests(spec, presence.applied_manifests or tenant_manifests(spec))
+        try:
+            _remove_stale(gateway or get_gateway(cluster), doomed)
+        except FleetError as exc:
+            with transaction.atomic():
+                record_failure(tenant_id=tenant.pk, cluster=cluster,
+                               version=tenant.desired_version, error=exc)
+            raise
+    outcome.withdrawn = len(doomed)
+    with transaction.atomic():
+        record_withdrawn(tenant_id=tenant.pk, cluster=cluster, removed=len(doomed))
+    return outcome
 
 
-@transaction.atomic
-def _record_failure(*, tenant_id: int, version: int, error: FleetError) -> None:
-    tenant = Tenant.objects.select_for_update().filter(pk=tenant_id).first()
-    if tenant is None:
-        return
-    message, first_or_new = reconcile_failed(tenant, error=error)
-    pending = QuotaRequest.objects.filter(tenant=tenant, tenant_version__gt=tenant.applied_version)
-    # Those already failed keep failing (with the latest error); then the newly approved fail.
-    pending.filter(status=QuotaRequest.Status.FAILED).update(
-        last_error=message, attempts=F("attempts") + 1
-    )
-    for request in pending.filter(status=QuotaRequest.Status.APPROVED):
-        request.move_to(
-            QuotaRequest.Status.FAILED, last_error=message, attempts=request.attempts + 1
-        )
-        audit(
-            actor=None,
-            action="quota_request.failed",
-            obj=request,
-            tenant=tenant,
-            changes={"error": message},
-        )
-    if first_or_new:
-        audit(
-            actor=None,
-            action="tenant.apply_failed",
-            obj=tenant,
-            tenant=tenant,
-            changes={
-                "version": version,
-                "error": message,
-                "transient": isinstance(error, TransientFleetError),
-            },
-        )
+def tenant_reconcile_everywhere(*, tenant_ids: list[int], force: bool = False) -> list[tuple[
+    int, str
+]]:
+    """Queue one reconcile per cluster each tenant is on, or must leave, each to its
+    cluster's queue (after commit). The one place a tenant's reconciles are fanned out."""
+    targets = reconcile_targets(tenant_ids)
+    for tenant_id, cluster in targets:
+        enqueue_on_commit(RECONCILE_TENANT, tenant_id, force, cluster, cluster=cluster)
+    return targets
 
 
-def tenants_reconcile_sweep() -> list[int]:
-    """Queue a reconcile of every tenant: retries failures, finishes stuck ones, repairs drift."""
+def tenants_reconcile_sweep() -> list[tuple[int, str]]:
+    """Queue a reconcile of every tenant on every cluster it is on or must leave: retries
+    failures, finishes stuck ones, repairs drift, removes what no longer belongs."""
     ids = list(Tenant.objects.order_by("pk").values_list("pk", flat=True))
-    for tenant_id in ids:
-        enqueue_on_commit(RECONCILE_TENANT, tenant_id, True)
-    return ids
+    return tenant_reconcile_everywhere(tenant_ids=ids, force=True)

@@ -21,6 +21,7 @@ from core.admin_lists import RowCheckboxAdmin, RowLinksChangeList
 from core.choices import admin_badge
 from core.state_machine import InvalidTransition
 from inventory import resource_classes
+from inventory.models import Cluster
 
 from . import services as quota_requests
 from .forms import QuotaDecisionForm, RejectForm
@@ -43,14 +44,22 @@ class QuotaInlineForm(forms.ModelForm):
 
     class Meta:
         model = Quota
-        fields = ["resource", "limit", "borrowing_limit", "lending_limit"]
+        fields = ["cluster", "resource", "limit", "borrowing_limit", "lending_limit"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Granted on a cluster in service, or (empty) anywhere in the fleet.
+        self.fields["cluster"].queryset = Cluster.objects.in_service().order_by("slug")
+        self.fields["cluster"].empty_label = "Anywhere"
 
 
 class QuotaInline(admin.TabularInline):
     model = Quota
     form = QuotaInlineForm
     extra = 0
-    fields = ["resource", "limit", "in_use", "borrowed", "borrowing_limit", "lending_limit"]
+    fields = [
+        "cluster", "resource", "limit", "in_use", "borrowed", "borrowing_limit", "lending_limit",
+    ]
     readonly_fields = ["in_use", "borrowed"]
 
 
@@ -133,6 +142,7 @@ class ReviewQueueChangeList(RowLinksChangeList):
 
     ROW_FIELDS = (
         "id", "status", "created_at", "ends_on", "tenant__name", "requested_by__username",
+        "cluster_id",
     )
 
     def get_queryset(self, request, exclude_parameters=None):
@@ -154,6 +164,7 @@ class QuotaRequestAdmin(RowCheckboxAdmin):
         "status_badge",
         "requester",
         "age",
+        "where",
         "ends_on",
     ]
     list_display_links = ["number"]
@@ -220,6 +231,10 @@ class QuotaRequestAdmin(RowCheckboxAdmin):
         days = (timezone.now() - obj.created_at).days
         return "today" if days == 0 else f"{days} d"
 
+    @admin.display(description="where", ordering="cluster_id")
+    def where(self, obj: QuotaRequest) -> str:
+        return obj.where
+
     # -- the review page (replaces the change form) --
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
@@ -249,7 +264,8 @@ class QuotaRequestAdmin(RowCheckboxAdmin):
             # what its decision did, as recorded then (a recomputation would use the new quota).
             preview = {
                 p.resource: p
-                for p in quota_preview(tenant=obj.tenant, lines=list(amounts.items()))
+                for p in quota_preview(tenant=obj.tenant, lines=list(amounts.items()),
+                                       cluster=obj.cluster_id)
             }
             impact_rows = [
                 {"p": preview[line.resource], "line": line, "field": field}

@@ -100,6 +100,7 @@ class QuotaRequestViewSet(
             lines=data["lines"],
             justification=data["justification"],
             ends_on=data.get("ends_on"),
+            cluster=data.get("cluster"),
             quote=quoted_price((line["resource"], line["amount"]) for line in data["lines"]),
         )
         return Response(QuotaRequestSerializer(created).data, status=status.HTTP_201_CREATED)
@@ -117,7 +118,8 @@ class QuotaRequestViewSet(
         )
         serializer.is_valid(raise_exception=True)
         lines = [(line["resource"], line["amount"]) for line in serializer.validated_data["lines"]]
-        preview = quota_preview(tenant=tenant, lines=lines)
+        preview = quota_preview(tenant=tenant, lines=lines,
+                                cluster=serializer.validated_data.get("cluster"))
         return Response(QuotaPreviewLineSerializer(preview, many=True).data)
 
     @extend_schema(request=ApproveSerializer, responses=QuotaRequestSerializer)

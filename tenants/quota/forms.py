@@ -27,6 +27,20 @@ class QuotaRequestForm(forms.Form):
         help_text="For a temporary grant: the last day. The quota goes back down afterwards.",
     )
 
+    cluster = forms.ChoiceField(
+        required=False,
+        label="Where",
+        choices=lambda: [
+            ("", "Any cluster"),
+            *((slug, slug) for slug in quota_rules.clusters_offered()),
+        ],
+        help_text="A cluster of the fleet, or any: quota granted anywhere follows your "
+                  "workloads to whichever cluster they run on.",
+    )
+
+    def clean_cluster(self) -> str | None:
+        return self.cleaned_data.get("cluster") or None
+
     def clean_justification(self) -> str:
         value = self.cleaned_data["justification"].strip()
         if not value:

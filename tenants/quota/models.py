@@ -17,6 +17,11 @@ class Quota(models.Model):
     """How much of one resource class a tenant may hold at once."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="quotas")
+    cluster = models.ForeignKey(
+        "inventory.Cluster", to_field="slug", on_delete=models.PROTECT, null=True, blank=True,
+        related_name="quotas",
+        help_text="The cluster it may be used on; empty: anywhere in the fleet.",
+    )
     resource = models.CharField(max_length=100)
     limit = models.PositiveIntegerField()
     borrowing_limit = models.PositiveIntegerField(
@@ -45,13 +50,26 @@ class Quota(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        ordering = ["tenant__name", "resource"]
+        ordering = ["tenant__name", "resource", "cluster_id"]
         constraints = [
-            models.UniqueConstraint(fields=["tenant", "resource"], name="unique_quota_resource")
+            # One grant per class on each cluster, and one fleet-wide ("anywhere").
+            models.UniqueConstraint(
+                fields=["tenant", "cluster", "resource"], name="unique_quota_cluster_resource",
+                condition=models.Q(cluster__isnull=False),
+            ),
+            models.UniqueConstraint(
+                fields=["tenant", "resource"], name="unique_quota_anywhere_resource",
+                condition=models.Q(cluster__isnull=True),
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.tenant.slug}: {resource_label(self.resource)} = {self.limit:,}"
+        where = f" on {self.cluster_id}" if self.cluster_id else ""
+        return f"{self.tenant.slug}: {resource_label(self.resource)}{where} = {self.limit:,}"
+
+    @property
+    def where(self) -> str:
+        return cluster_label(self.cluster_id)
 
     def clean(self) -> None:
         try:
@@ -137,6 +155,11 @@ class QuotaRequest(models.Model):
         on_delete=models.SET_NULL,
         related_name="quota_requests",
     )
+    cluster = models.ForeignKey(
+        "inventory.Cluster", to_field="slug", on_delete=models.PROTECT, null=True, blank=True,
+        related_name="quota_requests",
+        help_text="Where the quota is asked for; empty: anywhere in the fleet.",
+    )
     justification = models.TextField(validators=[validate_readable_text])
     ends_on = models.DateField(
         null=True, blank=True, help_text="Last day of a temporary grant; empty means permanent."
@@ -205,6 +228,10 @@ class QuotaRequest(models.Model):
         transition(self, target=target, transitions=self.TRANSITIONS, **changes)
 
     @property
+    def where(self) -> str:
+        return cluster_label(self.cluster_id)
+
+    @property
     def is_open(self) -> bool:
         return self.status in self.OPEN
 
@@ -262,3 +289,11 @@ def resource_label(resource: str) -> str:
         return resource_classes.parse(resource).label
     except resource_classes.UnknownResourceClass:
         return resource
+
+
+ANYWHERE = "Anywhere"
+
+
+def cluster_label(cluster: str | None) -> str:
+    """Where a grant or request applies, as people read it: a cluster's slug, or anywhere."""
+    return cluster or ANYWHERE

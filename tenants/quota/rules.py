@@ -8,6 +8,7 @@ import datetime
 from django.core.exceptions import ValidationError
 
 from inventory import resource_classes
+from inventory.models import Cluster
 
 # More than this much extra in one request is a typo, not a plan (a GPU pod is 8 GPUs,
 # the whole demo fleet 320): the form says so instead of queueing an absurd ask.
@@ -99,3 +100,16 @@ def requestable_choices(isolation: str) -> list[tuple[str, list[tuple[str, str]]
             continue
         groups[KIND_GROUPS[resource_class.kind]].append((key, resource_class.label))
     return [(label, options) for label, options in groups.items() if options]
+
+
+def clusters_offered() -> list[str]:
+    """The clusters quota may be asked for on: those in service, by slug. One query."""
+    return list(Cluster.objects.in_service().order_by("slug").values_list("slug", flat=True))
+
+
+def check_cluster(*, cluster: str | None) -> None:
+    """Quota is asked for and granted on a cluster in service (not retired), or anywhere."""
+    if cluster is None:
+        return
+    if not Cluster.objects.in_service().filter(slug=cluster).exists():
+        raise ValidationError(f"No cluster “{cluster}” in service: pick one, or anywhere.")

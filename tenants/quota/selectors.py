@@ -7,16 +7,16 @@ import datetime
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db.models import Min, OuterRef, Prefetch, QuerySet, Subquery, Sum
+from django.db.models import Min, OuterRef, Prefetch, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
 from core.list_subquery import ListSubquery
-from core.models import AuditEvent
 from inventory import resource_classes
 
 from ..access.models import Tenant
 from ..access.rules import in_tenants_visible_to
+from ..workloads.in_use import demand_in_use_by_cluster
 from ..workloads.selectors import demand_in_use
 from .capacity import (
     ResourceCapacity,
@@ -24,7 +24,19 @@ from .capacity import (
     pool_of,
     tenant_capacity_by_resource_class,
 )
-from .models import Quota, QuotaRequest, QuotaRequestLine, resource_label
+from .decisions import (  # noqa: F401 (re-exported: the reads of a request, found here)
+    Decision,
+    DecisionLine,
+    quota_request_decision,
+)
+from .limits import (  # noqa: F401 (re-exported: placement reads the grants from here)
+    Grants,
+    cluster_limits,
+    fleet_limits,
+    grants_by_cluster,
+    split_usage,
+)
+from .models import Quota, QuotaRequest, QuotaRequestLine, cluster_label, resource_label
 
 
 @dataclass(frozen=True)
@@ -32,7 +44,7 @@ class QuotaLine:
     resource: str
     label: str
     limit: int
-    used: int  # held by the tenant's workloads (every one not deleted)
+    used: int  # held by the tenant's workloads (every one not deleted) that count against it
     temporary: int = 0  # part of `limit` granted until `ends_on`
     ends_on: datetime.date | None = None
     borrowing_limit: int | None = None
@@ -40,6 +52,11 @@ class QuotaLine:
     cluster_used: int | None = None  # what the cluster last reported in use, when it differs
     borrowed: int = 0  # of what is in use, borrowed from the cohort (as Kueue last reported)
     lent: int = 0  # a lender's: what the cohort's shared tenants borrow of it (as Kueue reported)
+    cluster: str | None = None  # the cluster the grant is on; None: anywhere in the fleet
+
+    @property
+    def where(self) -> str:
+        return cluster_label(self.cluster)
 
     @property
     def percent(self) -> int:
@@ -57,24 +74,36 @@ class QuotaLine:
 
 
 def tenant_quota_lines(*, tenant: Tenant) -> list[QuotaLine]:
-    """Granted quota per resource class; in use is what the tenant's workloads hold, with the
-    cluster's own last figure beside it where the two differ (pods run outside the portal, or
-    a workload still starting). Two queries."""
-    held = demand_in_use(tenant_ids=[tenant.pk]).get(tenant.pk, {})
-    temporary = QuotaRequestLine.objects.filter(
+    """Granted quota per resource class and where (a cluster, or anywhere); in use is what the
+    tenant's workloads hold that counts against the grant (on a cluster, its own grant first,
+    then the fleet-wide one: `limits.split_usage`), with the cluster's own last figure beside
+    it where the two differ (pods run outside the portal, or a workload still starting). Two
+    queries."""
+    by_cluster = demand_in_use_by_cluster(tenant_id=tenant.pk)
+    temporary = QuotaRequestLine.objects.annotate(
+        where=Coalesce("request__cluster_id", Value("")),
+    ).filter(
         request__tenant=tenant, request__status=QuotaRequest.Status.APPLIED,
         request__ends_on__isnull=False, resource=OuterRef("resource"),
+        where=Coalesce(OuterRef("cluster_id"), Value("")),
     ).order_by().values("resource")
-    rows = Quota.objects.filter(tenant=tenant).values_list(
+    rows = list(Quota.objects.filter(tenant=tenant).values_list(
         "resource", "limit", "in_use", "borrowed", "lent", "borrowing_limit", "lending_limit",
         Subquery(temporary.annotate(amount=Sum("approved_amount")).values("amount")),
         Subquery(temporary.annotate(ends_on=Min("request__ends_on")).values("ends_on")),
-    )
+        "cluster_id",
+    ))
+    grants: Grants = {}
+    for resource, limit, *_, cluster in rows:
+        grants.setdefault(cluster, {})[resource] = limit
     order = resource_classes.key_order()
     lines = []
-    for resource, limit, in_use, borrowed, lent, borrowing, lending, temporary, ends_on in rows:
-        used = held.get(resource, 0)
+    for (resource, limit, in_use, borrowed, lent, borrowing, lending, temporary, ends_on,
+         cluster) in rows:
+        held = {c: h.get(resource, 0) for c, h in by_cluster.items()}
+        used = split_usage(grants, resource, held).get(cluster, 0)
         lines.append(QuotaLine(
+            cluster=cluster,
             resource=resource,
             label=resource_label(resource),
             limit=limit,
@@ -87,7 +116,8 @@ def tenant_quota_lines(*, tenant: Tenant) -> list[QuotaLine]:
             borrowed=borrowed,
             lent=lent,
         ))
-    return sorted(lines, key=lambda line: order.get(line.resource, len(order)))
+    return sorted(lines, key=lambda line: (order.get(line.resource, len(order)),
+                                           line.cluster or ""))
 
 
 @dataclass(frozen=True)
@@ -117,13 +147,13 @@ def tenant_schedulable(*, tenant: Tenant) -> list[SchedulableLine]:
     order = resource_classes.key_order()
     lines = [
         SchedulableLine(
-            resource=q.resource,
-            label=capacity[q.resource].label,
-            limit=q.limit,
-            capacity=capacity[q.resource],
+            resource=resource,
+            label=capacity[resource].label,
+            limit=limit,
+            capacity=capacity[resource],
         )
-        for q in Quota.objects.filter(tenant=tenant)
-        if q.resource in capacity and capacity[q.resource].measured
+        for resource, limit in fleet_limits(grants_by_cluster(tenant)).items()
+        if resource in capacity and capacity[resource].measured
     ]
     return sorted(lines, key=lambda line: order.get(line.resource, len(order)))
 
@@ -156,7 +186,7 @@ def quota_requests_listed_to(user) -> QuerySet[QuotaRequest]:
 
 # What the API shows of a request and of its lines (QuotaRequestSerializer).
 QUOTA_REQUEST_API_FIELDS = (
-    "tenant__slug", "requested_by__username", "decided_by__username", "status",
+    "tenant__slug", "cluster_id", "requested_by__username", "decided_by__username", "status",
     "justification", "ends_on", "created_at", "decided_at", "decision_note", "applied_at",
     "last_error", "attempts",
 )
@@ -286,9 +316,12 @@ class PreviewLine:
         return self.capacity.ratio(extra=self.pool_added)
 
 
-def quota_preview(*, tenant: Tenant, lines: list[tuple[str, int]]) -> list[PreviewLine]:
-    """What granting `lines` (resource, more) would make the tenant's quota and its pool's."""
-    quotas = {q.resource: q for q in Quota.objects.filter(tenant=tenant)}
+def quota_preview(
+    *, tenant: Tenant, lines: list[tuple[str, int]], cluster: str | None = None
+) -> list[PreviewLine]:
+    """What granting `lines` (resource, more) on `cluster` (None: anywhere) would make the
+    tenant's quota there and its pool's."""
+    quotas = {q.resource: q for q in Quota.objects.filter(tenant=tenant, cluster_id=cluster)}
     held = demand_in_use(tenant_ids=[tenant.pk]).get(tenant.pk, {})
     capacity = tenant_capacity_by_resource_class(tenant=tenant)
     preview = []
@@ -328,7 +361,7 @@ def quota_requests_impact(*, requests: list[QuotaRequest]) -> list[PreviewLine]:
     pools = {r.tenant_id: pool_of(r.tenant) for r in waiting}
     capacity = pool_capacity_by_resource_class(pools=set(pools.values()))
     quotas = {
-        (q.tenant_id, q.resource): q
+        (q.tenant_id, q.cluster_id, q.resource): q
         for q in Quota.objects.filter(tenant_id__in=set(pools), resource__in=_resources(waiting))
     }
     limits = {key: q.limit for key, q in quotas.items()}
@@ -344,9 +377,10 @@ def quota_requests_impact(*, requests: list[QuotaRequest]) -> list[PreviewLine]:
         for line in request.lines.all():
             if line.resource not in capacity[pool]:
                 continue
-            quota = quotas.get((request.tenant_id, line.resource))
-            current = limits.get((request.tenant_id, line.resource), 0)
-            limits[(request.tenant_id, line.resource)] = current + line.amount
+            key = (request.tenant_id, request.cluster_id, line.resource)
+            quota = quotas.get(key)
+            current = limits.get(key, 0)
+            limits[key] = current + line.amount
             used = held.get(request.tenant_id, {}).get(line.resource, 0)
             impact.append(
                 PreviewLine(
@@ -374,81 +408,6 @@ def _cluster_differs(quota: Quota | None, used: int) -> int | None:
 
 def _resources(requests: list[QuotaRequest]) -> set[str]:
     return {line.resource for r in requests for line in r.lines.all()}
-
-
-# --- what a decision did ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DecisionLine:
-    resource: str
-    label: str
-    asked: int
-    granted: int
-    limit_before: int | None  # as recorded when the request was decided; None: not recorded
-    limit_after: int | None
-
-
-@dataclass(frozen=True)
-class Decision:
-    """Who closed a request, when, why, and what it did to the quota at that moment."""
-
-    status: str
-    status_label: str
-    by: str
-    at: datetime.datetime | None
-    note: str
-    lines: list[DecisionLine]
-
-
-def quota_request_decision(*, request: QuotaRequest) -> Decision | None:
-    """The recorded decision on `request` (None while it waits for one). Two queries at most."""
-    if request.status == QuotaRequest.Status.SUBMITTED:
-        return None
-    by, at = "", request.decided_at
-    if request.decided_by is not None:
-        username, full_name = request.decided_by.get_username(), request.decided_by.get_full_name()
-        by = f"{full_name} ({username})" if full_name else username
-    if request.status == QuotaRequest.Status.WITHDRAWN:
-        # A withdrawal is the requester's, not a decision: the audit trail says who and when.
-        event = (
-            AuditEvent.objects.filter(
-                action="quota_request.withdraw",
-                object_type=QuotaRequest._meta.label_lower,
-                object_id=str(request.pk),
-            )
-            .order_by("-created_at")
-            .first()
-        )
-        if event is not None:
-            by, at = event.actor_repr, event.created_at
-    closed_without_grant = request.status in {
-        QuotaRequest.Status.REJECTED,
-        QuotaRequest.Status.WITHDRAWN,
-    }
-    lines = [
-        DecisionLine(
-            resource=line.resource,
-            label=line.resource_label,
-            asked=line.amount,
-            granted=0 if closed_without_grant else line.granted,
-            limit_before=line.limit_before,
-            limit_after=line.limit_after,
-        )
-        for line in request.lines.all()
-    ]
-    return Decision(
-        status=request.status,
-        # The decision itself, whatever became of it since (applied, failed, ended).
-        status_label={
-            QuotaRequest.Status.REJECTED: "Rejected",
-            QuotaRequest.Status.WITHDRAWN: "Withdrawn",
-        }.get(request.status, "Approved"),
-        by=by,
-        at=at,
-        note=request.decision_note,
-        lines=lines,
-    )
 
 
 @dataclass(frozen=True)

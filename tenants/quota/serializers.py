@@ -12,6 +12,9 @@ from .models import QuotaRequest, QuotaRequestLine, resource_label
 
 class QuotaLineSerializer(serializers.Serializer):
     resource = serializers.CharField()
+    cluster = serializers.CharField(
+        allow_null=True, help_text="The cluster the grant is on; null: anywhere in the fleet."
+    )
     label = serializers.CharField()
     limit = serializers.IntegerField()
     used = serializers.IntegerField(help_text="Held by the tenant's workloads.")
@@ -68,12 +71,17 @@ class QuotaRequestSerializer(serializers.ModelSerializer):
         source="decided_by.username", read_only=True, allow_null=True
     )
     lines = QuotaRequestLineSerializer(many=True, read_only=True)
+    cluster = serializers.CharField(
+        source="cluster_id", read_only=True, allow_null=True,
+        help_text="The cluster the quota is asked for; null: anywhere in the fleet.",
+    )
 
     class Meta:
         model = QuotaRequest
         fields = [
             "id",
             "tenant",
+            "cluster",
             "status",
             "lines",
             "justification",
@@ -113,6 +121,25 @@ class NewLineSerializer(serializers.Serializer):
         return attrs
 
 
+class WhereField(serializers.CharField):
+    """Where quota is asked for: the slug of a cluster in service; null or left out: anywhere
+    in the fleet. Anything else is a field error (400)."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("help_text", "The slug of a cluster in service to ask for quota on; "
+                                       "null or left out: anywhere in the fleet.")
+        super().__init__(required=False, allow_null=True, allow_blank=True, max_length=40,
+                         **kwargs)
+
+    def run_validation(self, data=serializers.empty):
+        value = super().run_validation(data) or None  # blank or null: anywhere
+        try:
+            quota_rules.check_cluster(cluster=value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
+        return value
+
+
 class QuotaRequestCreateSerializer(serializers.Serializer):
     tenant = serializers.CharField(help_text="The tenant's slug.")
     lines = NewLineSerializer(many=True, allow_empty=False, max_length=quota_rules.MAX_LINES)
@@ -120,6 +147,7 @@ class QuotaRequestCreateSerializer(serializers.Serializer):
         max_length=quota_rules.MAX_JUSTIFICATION, validators=[validate_readable_text]
     )
     ends_on = serializers.DateField(required=False, allow_null=True)
+    cluster = WhereField()
 
     def validate_ends_on(self, value):
         try:
@@ -139,6 +167,7 @@ class QuotaRequestCreateSerializer(serializers.Serializer):
 class QuotaPreviewRequestSerializer(serializers.Serializer):
     tenant = serializers.CharField()
     lines = NewLineSerializer(many=True, allow_empty=False, max_length=quota_rules.MAX_LINES)
+    cluster = WhereField()
 
 
 class QuotaPreviewLineSerializer(serializers.Serializer):

@@ -61,9 +61,14 @@ def quota_request_validate(
     lines: list[LineInput],
     justification: str,
     ends_on: datetime.date | None,
+    cluster: str | None = None,
 ) -> None:
     """Raise ValidationError with field errors (`lines.<i>.<field>` per line) if invalid."""
     errors: dict[str, Any] = {}
+    try:
+        quota_rules.check_cluster(cluster=cluster)
+    except ValidationError as exc:
+        errors["cluster"] = exc.messages
     if not justification.strip():
         errors["justification"] = ["Say what the quota is for: the platform team decides on it."]
     elif len(justification) > quota_rules.MAX_JUSTIFICATION:
@@ -110,6 +115,7 @@ def quota_request_create(
     justification: str,
     ends_on: datetime.date | None = None,
     quote: QuotedPrice | None = None,
+    cluster: str | None = None,
 ) -> QuotaRequest:
     """An owner or member of `tenant` asks for more of one or more resource classes; `quote`
     is the price the page showed for it, kept on the request for the requester and reviewer."""
@@ -119,10 +125,12 @@ def quota_request_create(
         raise ValidationError({"tenant": ["The tenant is suspended."]})
     inputs = _line_inputs(lines)
     quota_request_validate(
-        tenant=tenant, lines=inputs, justification=justification, ends_on=ends_on
+        tenant=tenant, lines=inputs, justification=justification, ends_on=ends_on,
+        cluster=cluster,
     )
     request = QuotaRequest.objects.create(
         tenant=tenant,
+        cluster_id=cluster,
         requested_by=requested_by,
         justification=justification.strip(),
         ends_on=ends_on,
@@ -143,6 +151,7 @@ def quota_request_create(
         changes={
             "lines": {line.resource: line.amount for line in inputs},
             "ends_on": ends_on.isoformat() if ends_on else None,
+            "cluster": cluster,
             **({} if quote is None else {"quoted_per_hour": str(quote.per_hour),
                                          "quoted_currency": quote.currency}),
         },
@@ -207,11 +216,14 @@ def quota_request_approve(
         QuotaRequest.Status.APPROVED, decided_by=approver, decided_at=now, decision_note=note
     )
     tenant = Tenant.objects.select_for_update().get(pk=request.tenant_id)  # one grant at a time
-    quotas = {q.resource: q for q in Quota.objects.select_for_update().filter(tenant=tenant)}
+    # Granted where it was asked: on its cluster, or fleet-wide.
+    quotas = {q.resource: q for q in Quota.objects.select_for_update().filter(
+        tenant=tenant, cluster_id=request.cluster_id)}
     changes = {}
     limit_max = column_max(Quota._meta.get_field("limit"))
     for line in lines:
-        quota = quotas.get(line.resource) or Quota(tenant=tenant, resource=line.resource, limit=0)
+        quota = quotas.get(line.resource) or Quota(
+            tenant=tenant, cluster_id=request.cluster_id, resource=line.resource, limit=0)
         before = quota.limit
         if before + granted[line.resource] > limit_max:
             raise ValidationError(
@@ -236,7 +248,8 @@ def quota_request_approve(
         action="quota_request.approve_changed" if changed else "quota_request.approve",
         obj=request,
         tenant=tenant,
-        changes={"lines": changes, "note": note, "ends_on": _iso(request.ends_on)},
+        changes={"lines": changes, "note": note, "ends_on": _iso(request.ends_on),
+                 "cluster": request.cluster_id},
     )
     quota_request_notify(request_id=request.pk, event="approved")
     return request
@@ -295,7 +308,8 @@ def _record_unchanged_quota(request: QuotaRequest) -> None:
     """Keep the quota as it stood when the request was closed without a grant: the record of
     the decision shows it, whatever the quota becomes later."""
     limits = dict(
-        Quota.objects.filter(tenant_id=request.tenant_id).values_list("resource", "limit")
+        Quota.objects.filter(tenant_id=request.tenant_id, cluster_id=request.cluster_id)
+        .values_list("resource", "limit")
     )
     lines = list(request.lines.all())
     for line in lines:
@@ -313,7 +327,8 @@ def quota_grant_end(*, request_id: int) -> QuotaRequest:
     request = QuotaRequest.objects.select_related("tenant").get(pk=request_id)
     request.move_to(QuotaRequest.Status.EXPIRED, ended_at=timezone.now())
     tenant = Tenant.objects.select_for_update().get(pk=request.tenant_id)
-    quotas = {q.resource: q for q in Quota.objects.select_for_update().filter(tenant=tenant)}
+    quotas = {q.resource: q for q in Quota.objects.select_for_update().filter(
+        tenant=tenant, cluster_id=request.cluster_id)}
     changes = {}
     for line in request.lines.all():
         quota = quotas.get(line.resource)
@@ -387,13 +402,20 @@ def quota_set(
     limit: int,
     borrowing_limit: int | None = None,
     lending_limit: int | None = None,
+    cluster: str | None = None,
 ) -> Quota:
-    """Set the granted amount of `resource` for `tenant` (the resource class must exist)."""
+    """Set the granted amount of `resource` for `tenant` on `cluster` (None: fleet-wide); the
+    resource class must exist, and the cluster be in service."""
     resource_classes.parse(resource)
-    quota = Quota.objects.select_for_update().filter(tenant=tenant, resource=resource).first()
+    try:
+        quota_rules.check_cluster(cluster=cluster)
+    except ValidationError as exc:
+        raise ValidationError({"cluster": exc.messages}) from None
+    quota = Quota.objects.select_for_update().filter(
+        tenant=tenant, cluster_id=cluster, resource=resource).first()
     before = (quota.limit, quota.borrowing_limit, quota.lending_limit) if quota else (0, None, None)
     if quota is None:
-        quota = Quota(tenant=tenant, resource=resource, limit=limit)
+        quota = Quota(tenant=tenant, cluster_id=cluster, resource=resource, limit=limit)
     quota.limit, quota.updated_at = limit, timezone.now()
     quota.borrowing_limit, quota.lending_limit = borrowing_limit, lending_limit
     quota.full_clean()
@@ -407,6 +429,7 @@ def quota_set(
             tenant=tenant,
             changes={
                 "resource": resource,
+                "cluster": cluster,
                 "limit": [before[0], limit],
                 "borrowing_limit": [before[1], borrowing_limit],
                 "lending_limit": [before[2], lending_limit],
@@ -424,7 +447,8 @@ def quota_remove(*, actor: Any | None, quota: Quota) -> None:
         action="quota.remove",
         obj=quota,
         tenant=quota.tenant,
-        changes={"resource": quota.resource, "limit": [quota.limit, 0]},
+        changes={"resource": quota.resource, "cluster": quota.cluster_id,
+                 "limit": [quota.limit, 0]},
     )
     quota.delete()
     tenant_mark_changed(tenants=[quota.tenant])

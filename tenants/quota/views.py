@@ -17,6 +17,7 @@ from inventory import resource_classes
 
 from ..access.rules import access_for
 from ..access.services import tenant_gpu_lending_set
+from ..enforcement.presence import tenant_presence
 from ..pages import redirect_to_current, tenant_page
 from . import rules as quota_rules
 from . import services as quota_requests
@@ -84,6 +85,7 @@ def quota_detail(request, slug: str):
                 return redirect("tenants:quota-detail", slug)
     context["lending_form"] = lending
     context["quota_lines"] = tenant_quota_lines(tenant=tenant)
+    context["presence"] = tenant_presence(tenant)
     context["schedulable"] = tenant_schedulable(tenant=tenant)
     context["open_requests"] = tenant_quota_requests(tenant=tenant).filter(
         status__in=QuotaRequest.OPEN
@@ -113,6 +115,12 @@ def _request_forms(tenant, data=None, initial_lines=None, initial=None):
         form_kwargs={"isolation": tenant.isolation},
     )
     return form, formset
+
+
+def _where(data) -> str | None:
+    """The cluster a (prospective) request names, if it is one quota may be asked on."""
+    cluster = data.get("cluster") or None
+    return cluster if cluster in quota_rules.clusters_offered() else None
 
 
 def _prefilled_lines(query) -> list[dict]:
@@ -148,6 +156,7 @@ def quota_request_create(request, slug: str):
             initial={
                 "justification": request.POST.get("justification", ""),
                 "ends_on": request.POST.get("ends_on", ""),
+                "cluster": request.POST.get("cluster", ""),
             },
         )
     elif request.method == "POST":
@@ -161,6 +170,7 @@ def quota_request_create(request, slug: str):
                     lines=[{"resource": r, "amount": a} for r, a in asked],
                     justification=form.cleaned_data["justification"],
                     ends_on=form.cleaned_data["ends_on"],
+                    cluster=form.cleaned_data["cluster"],
                     quote=quoted_price(asked),
                 )
             except ValidationError as exc:
@@ -185,7 +195,7 @@ def quota_request_create(request, slug: str):
     context |= {
         "form": form,
         "formset": formset,
-        "preview": quota_preview(tenant=tenant, lines=lines),
+        "preview": quota_preview(tenant=tenant, lines=lines, cluster=_where(request.POST)),
         "pending": tenant_pending_asks(tenant=tenant, resources=[r for r, _ in lines]),
     }
     template = "tenants/quota_request_form.html"
@@ -202,7 +212,7 @@ def quota_request_preview(request, slug: str):
     if not context["can_request"]:
         raise PermissionDenied
     lines = lenient_lines(request.POST)
-    context["preview"] = quota_preview(tenant=tenant, lines=lines)
+    context["preview"] = quota_preview(tenant=tenant, lines=lines, cluster=_where(request.POST))
     context["pending"] = tenant_pending_asks(tenant=tenant, resources=[r for r, _ in lines])
     return render(request, "tenants/quota_request_form.html#preview", context)
 

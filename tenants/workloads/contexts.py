@@ -27,7 +27,7 @@ from ..enforcement.manifests.spec import (
     EndpointQueue,
 )
 from ..quota.capacity import pool_of
-from ..quota.models import Quota
+from ..quota.limits import fleet_limits, grants_by_cluster
 from . import registry
 from .external_access import external_access
 from .kinds.base import BuildContext, Exposure, GpuOffer, LaunchContext
@@ -109,7 +109,7 @@ def launch_context(
     their home volume; empty where no one launches). Partitions (MIG, HAMi) are offered to
     shared tenants only. Six queries."""
     if quota is None:
-        quota = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "limit"))
+        quota = fleet_limits(grants_by_cluster(tenant))
     largest = largest_node_by_class(pool=pool_of(tenant))
     offers = []
     for key in sorted(largest):

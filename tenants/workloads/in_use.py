@@ -58,3 +58,19 @@ def demand_in_use_by_class() -> dict[str, int]:
     """The whole fleet's: what every tenant's workloads hold of each resource class (GPUs,
     partitions, vCPUs, memory...). One query, a row per distinct demand document."""
     return _summed(_shapes(Workload.objects.values("demand")).values_list("demand", "n"))
+
+
+def demand_in_use_by_cluster(
+    *, tenant_id: int, excluding: int | None = None
+) -> dict[str, dict[str, int]]:
+    """Per cluster (its slug), what the tenant's workloads hold of each resource class there
+    (every one not deleted but `excluding`). One query, a row per cluster and demand shape."""
+    workloads = Workload.objects.filter(tenant_id=tenant_id)
+    if excluding is not None:
+        workloads = workloads.exclude(pk=excluding)
+    by_cluster: dict[str, list] = defaultdict(list)
+    shapes = _shapes(workloads.values("cluster_id", "demand"))
+    rows = shapes.values_list("cluster_id", "demand", "n")
+    for cluster, demand, count in rows:
+        by_cluster[cluster].append((demand, count))
+    return {cluster: _summed(shapes) for cluster, shapes in by_cluster.items()}

@@ -16,6 +16,7 @@ from inventory import resource_classes
 
 from ..access.models import Tenant
 from ..access.rules import in_tenants_visible_to
+from ..quota.limits import fleet_limits, grants_by_cluster
 from ..quota.models import Quota
 from .contexts import (  # noqa: F401 (re-exported: the contexts are reads, found here)
     NotebookFacts,
@@ -269,7 +270,8 @@ def _gpu_granted(*, tenant_ids: list[int] | None = None) -> dict[int, dict[str, 
         quotas = quotas.filter(tenant_id__in=tenant_ids)
     granted: dict[int, dict[str, int]] = defaultdict(dict)
     for tenant_id, resource, limit in quotas.values_list("tenant_id", "resource", "limit"):
-        granted[tenant_id][resource] = limit
+        # Every cluster's grant and the fleet-wide one: what it may hold across the fleet.
+        granted[tenant_id][resource] = granted[tenant_id].get(resource, 0) + limit
     return granted
 
 
@@ -407,7 +409,7 @@ def demand_preview(
     *, tenant: Tenant, demand: Mapping[str, int], excluding: int | None = None
 ) -> list[DemandLine]:
     """What `demand` would leave of the tenant's quota, per class (two queries)."""
-    limits = dict(Quota.objects.filter(tenant=tenant).values_list("resource", "limit"))
+    limits = fleet_limits(grants_by_cluster(tenant))
     held: dict[str, int] = defaultdict(int)
     others = Workload.objects.filter(tenant=tenant, status__in=HOLDING)
     if excluding is not None:

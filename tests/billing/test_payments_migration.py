@@ -6,27 +6,19 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from billing.models import Invoice, InvoiceSummary, Payment
 from billing.selectors.finance import invoice_summary_totals
 from billing.services import payments
+from tests.support.migrations import migrate_to
 
 BEFORE = [("billing", "0007_rate_periods_never_overlap")]
 AFTER = [("billing", "0008_payments")]
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
-
-
 @pytest.mark.django_db(transaction=True)
 def test_paid_invoices_become_one_payment_each_and_credits_are_summed(finance):
-    apps = _migrate(BEFORE)
+    apps = migrate_to(BEFORE)
     try:
         Tenant = apps.get_model("tenants", "Tenant")
         Invoice0005 = apps.get_model("billing", "Invoice")
@@ -53,7 +45,7 @@ def test_paid_invoices_become_one_payment_each_and_credits_are_summed(finance):
                                           reason="r", issue_date=created.date(),
                                           created_at=created)
     finally:
-        _migrate(AFTER)
+        migrate_to(AFTER)
 
     payment = Payment.objects.get()
     assert (payment.invoice_id, payment.amount, payment.date, payment.reference,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
-from inventory.models import HealthEvent, NodeState
+from inventory.models import Cluster, HealthEvent, NodeState
 from inventory.services import cluster as node_cluster
 from inventory.services import lifecycle as node_lifecycle
 from inventory.services.sync import cluster_sync
@@ -216,6 +216,13 @@ def every_call(kube_emulator, kube_gateway, django_capture_on_commit_callbacks, 
         tenant_reconcile(tenant_id=acme.pk)  # again: it reads back what it applied (drift)
         Quota.objects.filter(tenant=acme, resource__startswith="hami:").delete()
         tenant_reconcile(tenant_id=acme.pk)
+        # Initech has quota on a second cluster, then none there: its objects leave it.
+        Cluster.objects.create(slug="b", name="Hall B")
+        initech = TenantFactory(slug="initech", name="Initech")
+        QuotaFactory(tenant=initech, cluster_id="b", resource="cpu", limit=8)
+        tenant_reconcile(tenant_id=initech.pk, cluster="b")
+        Quota.objects.filter(tenant=initech).delete()
+        assert tenant_reconcile(tenant_id=initech.pk, cluster="b").withdrawn
         _drive_workloads(kube_emulator, acme, globex)
         _drive_credentials(acme, django_capture_on_commit_callbacks)
         _drive_nodes(kube_emulator, acme, django_capture_on_commit_callbacks)
@@ -233,7 +240,8 @@ def test_the_cluster_role_grants_exactly_what_the_gateway_uses(every_call, kube_
         if binding["metadata"]["name"] == PORTAL_ROLE_BINDING
         and binding["roleRef"]["name"] == settings.FLEET_SECRETS_CLUSTER_ROLE
     }
-    assert tenant_namespaces == {"tenant-acme", "tenant-globex"}
+    # Initech's namespace was deleted (the emulator leaves what was in it).
+    assert tenant_namespaces == {"tenant-acme", "tenant-globex", "tenant-initech"}
 
     refused, used_cluster, used_secrets = [], set(), set()
     for call in every_call:

@@ -80,6 +80,8 @@ class KubeEmulator:
         return self
 
     def stop(self) -> None:
+        if not self._thread.is_alive():
+            return  # stopped already (a test stops a cluster; its fixture stops it again)
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(timeout=10)

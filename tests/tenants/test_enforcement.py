@@ -12,7 +12,7 @@ from core.models import AuditEvent, SimulatedObject
 from tenants.access.changes import tenant_mark_changed
 from tenants.enforcement.manifests import KUEUE, tenant_manifests
 from tenants.enforcement.services import tenant_reconcile, tenant_spec, tenants_reconcile_sweep
-from tenants.models import Quota, QuotaRequest, Tenant
+from tenants.models import Quota, QuotaRequest, Tenant, TenantCluster
 from tenants.quota import services as quota_requests
 from tests.factories import QuotaFactory
 
@@ -136,7 +136,7 @@ def test_the_sweep_corrects_drift_someone_made_on_the_cluster(
     kube_emulator.put_object(queue)
 
     with django_capture_on_commit_callbacks(execute=True):
-        assert tenants_reconcile_sweep() == [tenant.pk]
+        assert tenants_reconcile_sweep() == [(tenant.pk, "main")]
 
     restored = kube_emulator.get_object("v1", "ResourceQuota", "tenant-quota", NS)
     assert restored["spec"]["hard"]["requests.nvidia.com/gpu"] == "16"
@@ -222,7 +222,7 @@ def test_the_reconcile_task_retries_transient_errors_with_backoff(
 
     # Run as a worker would (errors not propagated): Celery retries, here without the wait.
     monkeypatch.setitem(current_app.conf, "task_eager_propagates", False)
-    result = tenant_reconcile_task.apply(args=(tenant.pk,))
+    result = tenant_reconcile_task.apply(args=(tenant.pk, False, "main"))
 
     assert result.successful()
     request.refresh_from_db()
@@ -383,8 +383,8 @@ def test_hami_shares_get_their_own_queues_which_go_when_the_hami_quota_goes(
     # Flavors are every tenant's: they stay, as the main queue and its LocalQueue do.
     assert kube_emulator.get_object(KUEUE, "ResourceFlavor", "hami-nvidia-l40s") is not None
     assert kube_emulator.get_object(KUEUE, "ClusterQueue", "tenant-acme") is not None
-    tenant.refresh_from_db()
-    assert not [m for m in tenant.applied_manifests if m["metadata"]["name"] == "shares"]
+    applied = TenantCluster.objects.get(tenant=tenant, cluster="main").applied_manifests
+    assert applied and not [m for m in applied if m["metadata"]["name"] == "shares"]
 
 
 def test_a_cohort_change_re_enforces_the_peers_that_may_borrow_from_it(db):
@@ -618,7 +618,8 @@ def test_a_tenant_applied_before_the_portal_kept_its_objects_still_has_its_drift
     tenant, granted, kube_gateway, kube_emulator, django_capture_on_commit_callbacks
 ):
     tenant_reconcile(tenant_id=tenant.pk)
-    Tenant.objects.filter(pk=tenant.pk).update(applied_manifests=[])  # as after the migration
+    # As after the migration from before the portal kept them.
+    TenantCluster.objects.filter(tenant=tenant).update(applied_manifests=[])
     _edit_gpu_quota_on_the_cluster(kube_emulator, "40")
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -630,4 +631,4 @@ def test_a_tenant_applied_before_the_portal_kept_its_objects_still_has_its_drift
             "spec.hard.requests.nvidia.com/gpu": {"applied": "8", "found": "40"}
         }
     }
-    assert Tenant.objects.get(pk=tenant.pk).applied_manifests  # kept from now on
+    assert TenantCluster.objects.get(tenant=tenant).applied_manifests  # kept from now on

@@ -10,7 +10,7 @@ import pytest
 from core.fleet import TransientFleetError
 from core.models import AuditEvent
 from tenants.enforcement.services import tenant_reconcile, tenant_spec
-from tenants.models import Tenant
+from tenants.models import Tenant, TenantCluster
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +22,8 @@ SECRET_PATH = f"/api/v1/namespaces/{NS}/secrets/portal-notebook-oidc"
 def _everything_kept(tenant: Tenant) -> str:
     tenant.refresh_from_db()
     events = list(AuditEvent.objects.values_list("changes", flat=True))
-    return repr((tenant.applied_manifests, tenant.reconcile_error, events,
+    clusters = list(TenantCluster.objects.values_list("applied_manifests", "reconcile_error"))
+    return repr((tenant.applied_manifests, tenant.reconcile_error, events, clusters,
                  tenant_spec(tenant=tenant)))
 
 

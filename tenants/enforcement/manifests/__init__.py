@@ -110,6 +110,17 @@ def stale_manifests(spec: TenantSpec, previous: list[Manifest], wanted: list[Man
     ]
 
 
+def withdrawal_manifests(spec: TenantSpec, applied: list[Manifest]) -> list[Manifest]:
+    """What to delete from a cluster the tenant leaves (no quota there, no workloads), in
+    order: its queues (a ClusterQueue is cluster-wide), then its namespace, which takes every
+    object in it along. Flavors, priority classes and cohorts, which others share, stay."""
+    return [
+        m for m in reversed(applied)
+        if ((m["apiVersion"], m["kind"]) in QUEUE_KINDS or m["kind"] == "Namespace")
+        and ((m.get("metadata") or {}).get("labels") or {}).get(TENANT_LABEL) == spec.slug
+    ]
+
+
 __all__ = [
     "COUNT_RESOURCES",
     "KUEUE",
@@ -142,4 +153,5 @@ __all__ = [
     "shares_cluster_queue_name",
     "stale_manifests",
     "tenant_manifests",
+    "withdrawal_manifests",
 ]

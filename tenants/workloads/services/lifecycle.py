@@ -192,7 +192,8 @@ def _respec(workload: Workload, *, actor, spec: dict, event: str, action: str,
     """Store a changed spec (already validated) after admission; reconcile after commit."""
     _check_credential(workload.tenant, spec)
     demand = workload.kind_entry.module.demand(spec)
-    admission_check(tenant=workload.tenant, demand=demand, excluding=workload.pk)
+    admission_check(tenant=workload.tenant, demand=demand, cluster=workload.cluster_id,
+                    excluding=workload.pk)
     before = workload.spec
     workload.spec, workload.demand = spec, demand
     workload.save(update_fields=["spec", "demand"])

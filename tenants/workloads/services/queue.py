@@ -128,8 +128,10 @@ def kueue_view(gateway: FleetGateway, workloads: list[Workload],
         view.positions[queue] = _pending_positions(gateway, *queue)
     rows = Quota.objects.filter(tenant_id__in={w.tenant_id for w in waiting}).values_list(
         "tenant_id", "resource", "limit", "in_use")
-    view.quotas = {(tenant_id, resource): (limit, in_use)
-                   for tenant_id, resource, limit, in_use in rows}
+    view.quotas = {}
+    for tenant_id, resource, limit, in_use in rows:  # every cluster's grant and anywhere's
+        before = view.quotas.get((tenant_id, resource), (0, 0))
+        view.quotas[(tenant_id, resource)] = (before[0] + limit, before[1] + in_use)
     return view
 
 

@@ -348,7 +348,8 @@ def _queues_first(workload: Workload, gateway: FleetGateway) -> None:
     if endpoint_queue_of(workload) is None:
         return
     try:
-        tenant_reconcile(tenant_id=workload.tenant_id, force=False, gateway=gateway)
+        tenant_reconcile(tenant_id=workload.tenant_id, cluster=workload.cluster_id, force=False,
+                         gateway=gateway)
     except FleetError:
         logger.warning("Queues of %s not applied yet", workload, exc_info=True)
 
