@@ -90,6 +90,13 @@ def tenant_quota_lines(*, tenant: Tenant) -> list[QuotaLine]:
     return sorted(lines, key=lambda line: order.get(line.resource, len(order)))
 
 
+def grants_by_cluster(tenant: Tenant) -> dict[str | None, dict[str, int]]:
+    """What `tenant` was granted, by where: {cluster slug, or None for fleet-wide: {resource
+    class: limit}}. On one cluster a tenant may hold that cluster's grant plus the fleet-wide
+    one. Every grant is fleet-wide so far. One query."""
+    return {None: dict(Quota.objects.filter(tenant=tenant).values_list("resource", "limit"))}
+
+
 @dataclass(frozen=True)
 class SchedulableLine:
     """A tenant's quota of one measured class against what its pool can actually run."""

@@ -58,3 +58,15 @@ def demand_in_use_by_class() -> dict[str, int]:
     """The whole fleet's: what every tenant's workloads hold of each resource class (GPUs,
     partitions, vCPUs, memory...). One query, a row per distinct demand document."""
     return _summed(_shapes(Workload.objects.values("demand")).values_list("demand", "n"))
+
+
+def demand_in_use_by_cluster(*, workloads: QuerySet[Workload]) -> dict[str, dict[str, int]]:
+    """Per cluster (slug), what `workloads` hold of each resource class (those not deleted).
+    One query, a row per cluster and distinct demand document."""
+    by_cluster: dict[str, list] = defaultdict(list)
+    rows = _shapes(workloads.values("cluster_id", "demand")).values_list(
+        "cluster_id", "demand", "n"
+    )
+    for cluster, demand, count in rows:
+        by_cluster[cluster].append((demand, count))
+    return {cluster: _summed(shapes) for cluster, shapes in by_cluster.items()}

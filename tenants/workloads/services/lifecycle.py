@@ -32,6 +32,7 @@ from ..kinds import notebook, vcluster, vm
 from ..kinds.base import SpecError
 from ..kinds.schemas import InvalidManifest, check_manifests
 from ..models import Workload, WorkloadEvent, WorkloadStatus
+from ..placement import placement_check
 from ..registry import KINDS
 from ..selectors import build_context, launch_context
 from .admission import admission_check, tenant_lock
@@ -109,10 +110,12 @@ def workload_validate(
 
 @transaction.atomic
 def workload_launch(
-    *, tenant: Tenant, actor, kind: str, name: str, spec: Mapping[str, Any]
+    *, tenant: Tenant, actor, kind: str, name: str, spec: Mapping[str, Any],
+    cluster: str | None = None,
 ) -> Workload:
-    """An owner or member launches a workload; it is admitted against the tenant's quota under
-    the tenant's lock, and provisioned after commit."""
+    """An owner or member launches a workload; it is admitted against the tenant's quota and
+    placed (on `cluster` if it is one of the options, else on the portal's choice: see
+    `placement`) under the tenant's lock, and provisioned there after commit."""
     _operated(actor, tenant, "launch workloads")
     if tenant.status != Tenant.Status.ACTIVE:
         raise ValidationError({"tenant": ["The tenant is suspended: nothing new is launched."]})
@@ -136,8 +139,10 @@ def workload_launch(
         if holder is not None:
             raise ValidationError({"spec": [_home_taken(holder)]})
     admission_check(tenant=tenant, demand=demand)
+    cluster = placement_check(tenant=tenant, demand=demand, cluster=cluster)
     workload = Workload(
-        tenant=tenant, kind=kind, name=name, launched_by=actor, spec=clean, demand=demand
+        tenant=tenant, kind=kind, name=name, launched_by=actor, spec=clean, demand=demand,
+        cluster_id=cluster,
     )
     try:
         with transaction.atomic():
@@ -147,8 +152,9 @@ def workload_launch(
     _check_buildable(workload)
     _event(workload, WorkloadEvent.Kind.LAUNCHED, actor=actor, to_status=WorkloadStatus.PENDING)
     audit(actor=actor, action="workload.launch", obj=workload, tenant=tenant,
-          changes={"kind": kind, "name": name, "spec": clean, "demand": demand})
-    enqueue_on_commit(RECONCILE, workload.pk)
+          changes={"kind": kind, "name": name, "spec": clean, "demand": demand,
+                   "cluster": cluster})
+    enqueue_on_commit(RECONCILE, workload.pk, cluster=cluster)
     return workload
 
 
