@@ -146,6 +146,8 @@ LOCATION = OpenApiParameter(
 class WorkloadFilter(FormOnceFilterSet):
     tenant = django_filters.CharFilter(field_name="tenant__slug", help_text="A tenant's slug.")
     kind = django_filters.ChoiceFilter(choices=KIND_CHOICES)
+    cluster = django_filters.CharFilter(field_name="cluster_id",
+                                        help_text="The slug of the cluster it runs on.")
     status = django_filters.ChoiceFilter(
         choices=WorkloadStatus.choices, help_text="Deleted workloads are listed only with "
         "status=deleted."
@@ -153,7 +155,7 @@ class WorkloadFilter(FormOnceFilterSet):
 
     class Meta:
         model = Workload
-        fields = ["tenant", "kind", "status"]
+        fields = ["tenant", "kind", "cluster", "status"]
 
     def filter_queryset(self, queryset: QuerySet[Workload]) -> QuerySet[Workload]:
         workloads = super().filter_queryset(queryset)
@@ -254,7 +256,7 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         data = body.validated_data
         workload = services.workload_launch(
             tenant=tenant, actor=request.user, kind=data["kind"], name=data["name"],
-            spec=data["spec"],
+            spec=data["spec"], cluster=data.get("cluster") or None,
         )
         response = self._accepted(workload.pk)
         response["Location"] = response.data["url"]

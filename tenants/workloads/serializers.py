@@ -53,6 +53,13 @@ def unstorable_fields(field: str, value: Mapping[str, Any]) -> dict[str, list[st
 # --- what a workload looks like ---------------------------------------------------------------
 
 
+class WorkloadClusterSerializer(ClusterStateSerializer):
+    """The cluster the workload runs on (it stays there), and how far its objects there are
+    applied."""
+
+    slug = serializers.CharField(source="cluster_id", help_text="The cluster's slug.")
+
+
 class IdleEpisodeSerializer(serializers.ModelSerializer):
     """Its GPUs idling now, and what the tenant's idle policy did or will do about it."""
 
@@ -163,7 +170,7 @@ class WorkloadSerializer(serializers.ModelSerializer):
         child=serializers.IntegerField(), read_only=True,
         help_text="Resource class → units it holds of the tenant's quota.",
     )
-    cluster = ClusterStateSerializer(source="*", read_only=True)
+    cluster = WorkloadClusterSerializer(source="*", read_only=True)
     conditions = serializers.ListField(
         child=serializers.DictField(), read_only=True,
         help_text="The conditions its objects last reported, newest first.",
@@ -297,6 +304,12 @@ class WorkloadLaunchSerializer(_SpecBody):
         max_length=63,
         help_text="A DNS-1123 label (lowercase letters, digits and '-'), unique in the tenant: "
         "it names the objects on the cluster.",
+    )
+    cluster = TextField(
+        required=False, allow_blank=True, max_length=40,
+        help_text="The slug of the cluster to run on, one of those where the tenant has quota "
+        "and room for it; left out: the portal picks (the tenant's reserved nodes first, then "
+        "the most free room). It stays there.",
     )
 
 
