@@ -83,16 +83,17 @@ class WorkloadForm(forms.Form):
             "price is the same on every cluster.",
         )
 
-    def offer_clusters(self, placement: Placement) -> None:
+    def offer_clusters(self, placement: Placement, *, sized: bool = True) -> None:
         """Offer the clusters `placement` allows, each with its site and room, the portal's
-        choice named; with none, say why on the field."""
-        choice = placement.choice
+        choice named; with none, say why on the field. `sized=False`: the demand is not known
+        yet (the form is not filled in), so neither is the room nor the choice."""
+        choice = placement.choice if sized else None
         self.fields["cluster"].widget.choices = [
             (PORTAL_CHOICE, "Let the portal choose" + (f" (now: {choice.name})" if choice else "")),
-            *((o.cluster, f"{o.name}{f' · {o.site}' if o.site else ''} — {o.room_label}")
-              for o in placement.options),
+            *((o.cluster, f"{o.name}{f' · {o.site}' if o.site else ''}"
+               + (f" — {o.room_label}" if sized else "")) for o in placement.options),
         ]
-        if choice is None and "cluster" not in self.errors:
+        if sized and choice is None and "cluster" not in self.errors:
             self.add_service_errors(placement.error())
 
     @property

@@ -164,18 +164,24 @@ def _preview(form, tenant, kind: str, *, report: bool = True):
     """The form checked by the kind, and what it would take of the quota (when its spec fields
     are valid: a missing name, or a refusal of the whole launch such as its quota, does not hide
     what the rest would take). `report=False`: the kind's errors are on the form already."""
-    if not form.is_valid() and any(name not in ("name", NON_FIELD_ERRORS)
+    if not form.is_valid() and any(name not in ("name", "cluster", NON_FIELD_ERRORS)
                                    for name in form.errors):
-        return []
+        return _unsized(form, tenant)
     try:
         _, demand = workload_validate(tenant=tenant, kind=kind, spec=form.spec(),
                                       person=form.context.person)
     except ValidationError as exc:
         if report:
             form.add_service_errors(exc)
-        return []
+        return _unsized(form, tenant)
     form.offer_clusters(placement_options(tenant=tenant, demand=demand))
     return demand_preview(tenant=tenant, demand=demand)
+
+
+def _unsized(form, tenant) -> list:
+    """No preview: the clusters are offered all the same, without their room."""
+    form.offer_clusters(placement_options(tenant=tenant, demand={}), sized=False)
+    return []
 
 
 def _over_quota(preview, slug: str) -> dict | None:
