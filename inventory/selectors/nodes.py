@@ -144,6 +144,13 @@ def reserved_tenants_in_use() -> list[str]:
     )
 
 
+def clusters_holding_nodes() -> list[tuple[str, str]]:
+    """(slug, slug) of every cluster some node belongs to (the node list's cluster filter:
+    drawn from the nodes alone, so cached with them)."""
+    slugs = Node.objects.order_by("cluster_id").values_list("cluster_id", flat=True).distinct()
+    return [(slug, slug) for slug in slugs]
+
+
 def cluster_choices() -> list[tuple[str, str]]:
     """(slug, name) of every cluster in service, by name (the lists' cluster filters)."""
     return list(Cluster.objects.in_service().order_by("name").values_list("slug", "name"))
