@@ -74,7 +74,7 @@ class ClusterAdmin(admin.ModelAdmin):
     ]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(nodes=Count("nodes"))
+        return super().get_queryset(request).annotate(node_total=Count("nodes"))
 
     def get_readonly_fields(self, request, obj=None):
         return [*self.readonly_fields, "slug"] if obj is not None else self.readonly_fields
@@ -83,9 +83,9 @@ class ClusterAdmin(admin.ModelAdmin):
     def status_badge(self, obj: Cluster) -> str:
         return admin_badge(value=obj.status, label=obj.status_label, color=obj.status_color)
 
-    @admin.display(description="nodes", ordering="nodes")
+    @admin.display(description="nodes", ordering="node_total")
     def node_count(self, obj: Cluster) -> int:
-        return obj.nodes
+        return obj.node_total
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
