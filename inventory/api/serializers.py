@@ -77,10 +77,10 @@ class NodeListSerializer(serializers.ModelSerializer):
     class Meta:
         model = Node
         fields = [
-            "id", "hostname", "k8s_name", "serial", "cluster", "site", "rack", "position", "height_units",
-            "role", "state", "state_changed_at", "bios_profile", "bmc_address", "reserved_for",
-            "cpu_cores", "memory_gib", "gpu_count", "gpu_model", "gpu_sharing", "health",
-            "open_events", "k8s_ready", "k8s_unschedulable", "k8s_last_seen_at",
+            "id", "hostname", "k8s_name", "serial", "cluster", "site", "rack", "position",
+            "height_units", "role", "state", "state_changed_at", "bios_profile", "bmc_address",
+            "reserved_for", "cpu_cores", "memory_gib", "gpu_count", "gpu_model", "gpu_sharing",
+            "health", "open_events", "k8s_ready", "k8s_unschedulable", "k8s_last_seen_at",
         ]
 
 
