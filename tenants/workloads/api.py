@@ -31,6 +31,7 @@ from ..api.lookups import operated_tenant
 from . import services
 from .gpu_metrics import workload_gpu_metrics
 from .models import OPEN_EPISODE_STATES, IdleEpisode, Workload, WorkloadStatus
+from .placement import placement_options
 from .registry import CHOICES as KIND_CHOICES
 from .selectors import (
     demand_preview,
@@ -407,11 +408,14 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
             person=request.user.get_username(),
         )
         lines = demand_preview(tenant=tenant, demand=demand)
+        placement = placement_options(tenant=tenant, demand=demand)
         result = {
             "kind": kind,
             "spec": clean,
             "demand": demand,
             "quota": lines,
             "fits": all(line.fits or line.asked <= 0 for line in lines),
+            "clusters": placement.options,
+            "unplaced": "" if placement.options else placement.error().messages[0],
         }
         return Response(WorkloadCheckResultSerializer(result).data)

@@ -333,14 +333,31 @@ class DemandLineSerializer(serializers.Serializer):
     percent_after = serializers.IntegerField()
 
 
+class PlacementOptionSerializer(serializers.Serializer):
+    """A cluster the launch may go to, with the room its GPU classes have there."""
+
+    cluster = serializers.CharField(help_text="The cluster's slug: `cluster` of a launch.")
+    name = serializers.CharField()
+    site = serializers.CharField(help_text="The cluster's site's name (empty: none).")
+    fits = serializers.BooleanField(help_text="Its GPUs have room for the launch now (else it "
+                                    "would wait there for room).")
+    room = serializers.CharField(source="room_label", help_text="The room, in words.")
+
+
 class WorkloadCheckResultSerializer(serializers.Serializer):
-    """The clean spec the kind would store, what it would hold, and whether the quota has it."""
+    """The clean spec the kind would store, what it would hold, whether the quota has it and
+    where it may go."""
 
     kind = serializers.ChoiceField(choices=KIND_CHOICES)
     spec = serializers.DictField()
     demand = serializers.DictField(child=serializers.IntegerField())
     quota = DemandLineSerializer(many=True)
     fits = serializers.BooleanField(help_text="Every line fits: the launch would be admitted.")
+    clusters = PlacementOptionSerializer(
+        many=True, help_text="Where it may go, the portal's choice first (none: it cannot be "
+        "placed; `unplaced` says why).")
+    unplaced = serializers.CharField(
+        allow_blank=True, help_text="Why no cluster may take it (empty when one may).")
 
 
 class WorkloadScaleSerializer(serializers.Serializer):

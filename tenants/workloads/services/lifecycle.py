@@ -139,7 +139,14 @@ def workload_launch(
         if holder is not None:
             raise ValidationError({"spec": [_home_taken(holder)]})
     admission_check(tenant=tenant, demand=demand)
-    cluster = placement_check(tenant=tenant, demand=demand, cluster=cluster)
+    home = _home_cluster(tenant=tenant, spec=clean) if kind == NOTEBOOK and not cluster else None
+    try:
+        cluster = placement_check(tenant=tenant, demand=demand, cluster=cluster or home)
+    except ValidationError as exc:
+        if home is None:
+            raise
+        raise ValidationError({"cluster": [f"Your home volume is on cluster “{home}”: "
+                                           f"{exc.message_dict['cluster'][0]}"]}) from None
     workload = Workload(
         tenant=tenant, kind=kind, name=name, launched_by=actor, spec=clean, demand=demand,
         cluster_id=cluster,
@@ -272,6 +279,15 @@ def _home_holder(*, tenant: Tenant, spec: Mapping[str, Any],
     if excluding is not None:
         holders = holders.exclude(pk=excluding)
     return holders.order_by("created_at", "pk").first()
+
+
+def _home_cluster(*, tenant: Tenant, spec: Mapping[str, Any]) -> str | None:
+    """The cluster the home volume of `spec` is on (the last notebook that mounted it, deleted
+    or not: the volume outlives it), for a notebook placed by the portal; None for a new one."""
+    if not spec.get("home"):
+        return None
+    return (Workload.objects.filter(tenant=tenant, kind=NOTEBOOK, spec__home=spec["home"])
+            .order_by("-created_at", "-pk").values_list("cluster_id", flat=True).first())
 
 
 def _home_taken(holder: Workload) -> str:

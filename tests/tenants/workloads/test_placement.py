@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from inventory.models import Cluster, Node
 from tenants.access.models import Tenant
 from tenants.workloads import services
-from tenants.workloads.models import Workload
+from tenants.workloads.models import NotebookImage, Workload
 from tenants.workloads.placement import placement_options
 from tests.factories import GPUFactory, NodeFactory, SiteFactory
 
@@ -187,3 +187,28 @@ def test_placement_reads_a_fixed_number_of_queries(tenant, workload_quota, secon
     _gpu_nodes("east", nodes=4)
     with django_assert_num_queries(5):
         assert len(placement_options(tenant=tenant, demand={H100: 1}).options) == 3
+
+
+def test_a_notebook_follows_its_persons_home_volume(tenant, tenant_member, workload_quota,
+                                                    second_cluster, settings):
+    settings.NOTEBOOK_HOME_ACCESS_MODE = "ReadWriteMany"
+    workload_quota(**{"count:notebook": 4, "storage-gib": 1000})
+    NotebookImage.objects.create(key="pytorch", label="PyTorch", interface="jupyterlab",
+                                 image="quay.io/jupyter/pytorch-notebook:cuda12-2025-11-10")
+
+    def notebook(name, cluster=None):
+        return services.workload_launch(tenant=tenant, actor=tenant_member, kind="notebook",
+                                        name=name, spec={"image": "pytorch"}, cluster=cluster)
+
+    first = notebook("first", cluster="west")
+    services.workload_delete(workload_id=first.pk, actor=tenant_member)
+    # Its home volume outlives it, on west: the portal puts the next one there too.
+    assert notebook("second").cluster_id == "west"
+
+    second_cluster.state = Cluster.State.DRAINING
+    second_cluster.save()
+    with pytest.raises(ValidationError) as refused:
+        notebook("third")
+    assert refused.value.message_dict["cluster"][0].startswith(
+        "Your home volume is on cluster “west”: “west” is not a cluster this launch may go to")
+    assert notebook("elsewhere", cluster="main").cluster_id == "main"  # picked by the person

@@ -120,3 +120,19 @@ def test_the_list_shows_and_filters_by_cluster(login, tenant, tenant_member, two
     api_client.force_login(tenant_member)
     listed = api_client.get("/api/v1/workloads/?cluster=west").json()
     assert [(w["name"], w["cluster"]["slug"]) for w in listed["results"]] == [("on-west", "west")]
+
+
+def test_the_api_check_says_where_a_launch_may_go(api_client, tenant_member, two_clusters):
+    api_client.force_login(tenant_member)
+    body = {"tenant": "acme", "kind": "inference",
+            "spec": {**INFERENCE_SPEC, "gpus_per_replica": 2, "max_replicas": 1}}
+    answer = api_client.post("/api/v1/workloads/check/", body, format="json").json()
+    assert [(c["cluster"], c["site"], c["fits"]) for c in answer["clusters"]] == [
+        ("west", "Frankfurt", True), ("main", "", True)]
+    assert answer["clusters"][1]["room"] == "4 of 16 NVIDIA H100 80GB HBM3 GPUs free"
+    assert answer["unplaced"] == ""
+
+    Cluster.objects.update(state=Cluster.State.DRAINING)
+    answer = api_client.post("/api/v1/workloads/check/", body, format="json").json()
+    assert answer["clusters"] == []
+    assert answer["unplaced"].startswith("No cluster has room for 2 NVIDIA H100 80GB HBM3 GPUs")
