@@ -90,3 +90,15 @@ def test_the_explorer_sums_allocated_gpu_hours_by_cluster(tenant, west):
     by_cluster = gpu_hours_by_cluster(UsageFilter(start=day, end=day + timedelta(days=1)))
 
     assert by_cluster == [ClusterUsage("west", 8), ClusterUsage("main", 2)]
+
+
+@pytest.mark.django_db
+def test_the_explorer_page_shows_gpu_hours_by_cluster(login, finance, tenant, west):
+    _running(tenant, "train", cluster="west", gpus=4)
+    metering.usage_meter_span(start=HOUR, end=HOUR + timedelta(hours=2))
+
+    page = login(finance).get("/billing/usage/", {"start": "2026-03-03", "end": "2026-03-03"})
+
+    html = page.content.decode()
+    assert 'id="usage-by-cluster"' in html
+    assert '<tr data-cluster="west"><td class="font-monospace small">west</td>' in html
