@@ -5,14 +5,26 @@ reservation label and taint follow at once); GPUs, NICs, health events and valid
 from the cluster sync, the import and the node pages, and are read-only here."""
 
 from django.contrib import admin, messages
+from django.db.models import Count
 from django.template.response import TemplateResponse
 
 from core.admin import ReadOnlyModelAdmin
+from core.choices import admin_badge
 from core.errors import DomainError
 
-from .models import GPU, NIC, HealthEvent, InventoryRun, Node, NodeValidation, Rack, Site
+from .models import (
+    GPU,
+    NIC,
+    Cluster,
+    HealthEvent,
+    InventoryRun,
+    Node,
+    NodeValidation,
+    Rack,
+    Site,
+)
 from .selectors.drain import nodes_drain_impact
-from .services import lifecycle, records
+from .services import cluster_records, lifecycle, records
 
 
 class RecordAdmin(admin.ModelAdmin):
@@ -40,6 +52,46 @@ class RackAdmin(RecordAdmin):
     list_display = ["name", "site", "row", "units"]
     list_filter = ["site"]
     list_select_related = ["site"]
+
+
+@admin.register(Cluster)
+class ClusterAdmin(admin.ModelAdmin):
+    """Clusters: added and edited here, saved through `services.cluster_records` (a state change
+    is an audited decision of its own); never deleted (retire one instead: its nodes and
+    workloads keep naming it)."""
+
+    list_display = ["name", "slug", "site", "status_badge", "node_count", "api_server"]
+    list_filter = ["state", "site", "reachable"]
+    search_fields = ["name", "slug", "api_server"]
+    list_select_related = ["site"]
+    readonly_fields = ["reachable", "unreachable_since", "failures", "next_probe_at",
+                       "last_error", "last_contact_at", "created_at"]
+    fieldsets = [
+        (None, {"fields": ["slug", "name", "site", "api_server", "state"]}),
+        ("Credentials", {"fields": ["credentials", "kubeconfig_path", "kube_context",
+                                    "secret_name"]}),
+        ("Reachability (observed by the portal)", {"fields": readonly_fields}),
+    ]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(node_total=Count("nodes"))
+
+    def get_readonly_fields(self, request, obj=None):
+        return [*self.readonly_fields, "slug"] if obj is not None else self.readonly_fields
+
+    @admin.display(description="status", ordering="state")
+    def status_badge(self, obj: Cluster) -> str:
+        return admin_badge(value=obj.status, label=obj.status_label, color=obj.status_color)
+
+    @admin.display(description="nodes", ordering="node_total")
+    def node_count(self, obj: Cluster) -> int:
+        return obj.node_total
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def save_model(self, request, obj, form, change):
+        cluster_records.cluster_save(actor=request.user, cluster=obj, changed=form.changed_data)
 
 
 class GPUInline(admin.TabularInline):

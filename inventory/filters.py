@@ -5,7 +5,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from core.api.filtering import FormOnceFilterSet
 
-from .models import GPU, GpuSharing, Node, NodeState, Site
+from .models import GPU, Cluster, GpuSharing, Node, NodeState, Site
 from .selectors.nodes import NodeHealth
 
 
@@ -14,6 +14,10 @@ class NodeFilterSet(FormOnceFilterSet):
     site = django_filters.ModelChoiceFilter(
         field_name="rack__site", to_field_name="slug", queryset=Site.objects.order_by("name"),
         empty_label="All sites",
+    )
+    cluster = django_filters.ModelChoiceFilter(
+        field_name="cluster", to_field_name="slug", queryset=Cluster.objects.order_by("name"),
+        empty_label="All clusters",
     )
     rack = django_filters.NumberFilter(field_name="rack_id")
     model = django_filters.ChoiceFilter(

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from billing.selectors.explorer import fleet_utilization_headline
 from core.stamps import read_stamps, stamped
+from inventory.selectors.clusters import cluster_counts, fleet_by_site
 from inventory.selectors.fleet import (
     fleet_capacity_by_model,
     fleet_gpu_counts_by_model,
@@ -41,6 +42,9 @@ INVENTORY_TABLES = ("inventory_site", "inventory_rack", "inventory_node", "inven
 CAPACITY_TABLES = (
     "inventory_node", "inventory_gpu", "tenants_quota", "tenants_tenant", "tenants_workload",
 )
+# Each cluster's counts (nodes by state, open events, GPU capacity); the clusters themselves
+# (their reachability above all) are read on every view.
+CLUSTER_TABLES = ("inventory_node", "inventory_gpu", "inventory_healthevent")
 HOLDINGS_TABLES = ("tenants_workload", "tenants_quota", "tenants_tenant")
 COHORT_TABLES = ("tenants_quota", "tenants_tenant")
 UTILIZATION_TABLES = ("billing_usagerecord", "billing_usagedaily", "billing_meteringwindow")
@@ -116,8 +120,11 @@ def fleet_overview(request):
         lambda: {"utilization_headline": fleet_utilization_headline(now=now)}, "utilization",
         stamps=stamps, extra=now.astimezone(UTC).date(),
     )
+    by_cluster = stamped("fleet-overview:clusters", CLUSTER_TABLES, cluster_counts,
+                         stamps=stamps)
     parts = {}
-    context = {"prometheus_configured": bool(settings.PROMETHEUS_URL), "parts": parts}
+    context = {"prometheus_configured": bool(settings.PROMETHEUS_URL), "parts": parts,
+               "sites": fleet_by_site(by_cluster)}
     for part in (inventory, capacity, cohorts, holdings, utilization):
         context.update(part)
         parts.update(part["parts"])

@@ -10,6 +10,7 @@ from django.db import models
 from django.utils import timezone
 
 from core.choices import ColoredChoices, colored
+from inventory.models.cluster import DEFAULT_CLUSTER
 from tenants.models import Tenant, Workload
 
 
@@ -31,6 +32,10 @@ class UsageRecord(models.Model):
         Workload, null=True, blank=True, on_delete=models.PROTECT, related_name="usage_records"
     )
     hostname = models.CharField(max_length=253, blank=True)
+    # The cluster's slug, copied when metered (a workload's, a measured host's node's): kept
+    # as text, so that a record outlives what it names. Resource classes are fleet-wide:
+    # prices and invoices do not depend on it.
+    cluster = models.CharField(max_length=40, default=DEFAULT_CLUSTER, db_default=DEFAULT_CLUSTER)
     source = models.CharField(max_length=10, choices=Source.choices)
     resource = models.CharField("resource class", max_length=100)
     hour = models.DateTimeField(help_text="The UTC hour the seconds fall in (its start).")

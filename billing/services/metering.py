@@ -54,6 +54,7 @@ from ..models import (
 from .metering_allocated import allocated_rows, allocated_usage
 from .metering_allocated_sql import allocated_insert
 from .metering_caps import measured_capped, measured_flags_replace
+from .metering_clusters import with_clusters
 from .metering_measured import Measurement, cross_checks, measure_hour
 
 logger = logging.getLogger(__name__)
@@ -88,17 +89,18 @@ def _insert(records: list[UsageRecord]) -> None:
 
 
 def _write_rows(rows: list[Row]) -> None:
-    """Write new usage records: with PostgreSQL's COPY (the same constraints are checked, at a
-    fraction of an INSERT's cost per row), elsewhere (the demo's SQLite) with bulk_create."""
+    """Write new usage records, each with its cluster: with PostgreSQL's COPY (the same
+    constraints checked, at a fraction of an INSERT's cost per row), else with bulk_create."""
     if not rows:
         return
+    rows, fields = with_clusters(rows), (*COPIED_FIELDS, "cluster")
     if connection.vendor != "postgresql":
         UsageRecord.objects.bulk_create(
-            [UsageRecord(**dict(zip(COPIED_FIELDS, row, strict=True))) for row in rows],
+            [UsageRecord(**dict(zip(fields, row, strict=True))) for row in rows],
             batch_size=2000,
         )
         return
-    columns = ", ".join(UsageRecord._meta.get_field(name).column for name in COPIED_FIELDS)
+    columns = ", ".join(UsageRecord._meta.get_field(name).column for name in fields)
     table = connection.ops.quote_name(UsageRecord._meta.db_table)
     with connection.cursor() as cursor, cursor.cursor.copy(
         f"COPY {table} ({columns}) FROM STDIN"

@@ -13,7 +13,8 @@ random histories), and nothing crosses the wire but the hours' totals:
 - only the billable part of a demand counts (`billable_demand`): classes other than `count:*`
   and the empty name, in whole units ≥ 0 as JSON writes integers (not 2.0, not true);
 - every interval is cut to whole seconds, then on UTC hour boundaries (Django's connection runs
-  in UTC), unit-seconds summed per workload, hour and class, and kept where above zero.
+  in UTC), unit-seconds summed per workload, hour and class, and kept where above zero;
+- each record carries its workload's cluster.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _sql() -> str:
     usage = UsageRecord._meta.db_table
     return f"""
     WITH billed AS MATERIALIZED (
-        SELECT w.id, w.tenant_id, w.demand,
+        SELECT w.id, w.tenant_id, w.cluster_id, w.demand,
                COALESCE((SELECT e.created_at FROM {event} e
                          WHERE e.workload_id = w.id AND e.kind = %(transition)s
                            AND e.to_status = %(ready)s
@@ -46,7 +47,7 @@ def _sql() -> str:
         FROM {workload} w
         WHERE w.deleted_at IS NULL OR w.deleted_at >= %(margin)s
     ), holding AS (
-        SELECT id, tenant_id, demand, billed_until,
+        SELECT id, tenant_id, cluster_id, demand, billed_until,
                GREATEST(billed_from, %(start)s) AS since,
                LEAST(COALESCE(billed_until, %(end)s), %(end)s) AS until
         FROM billed
@@ -54,18 +55,18 @@ def _sql() -> str:
           AND NOT (billed_until IS NOT NULL
                    AND billed_until <= GREATEST(billed_from, %(start)s))
     ), changes AS (
-        SELECT h.id, h.tenant_id, h.since AS at, 0::bigint AS event_id,
+        SELECT h.id, h.tenant_id, h.cluster_id, h.since AS at, 0::bigint AS event_id,
                COALESCE((SELECT e.demand FROM {event} e
                          WHERE e.workload_id = h.id AND e.created_at <= h.since
                          ORDER BY e.created_at DESC, e.id DESC LIMIT 1), h.demand) AS demand,
                h.billed_until
         FROM holding h
         UNION ALL
-        SELECT h.id, h.tenant_id, e.created_at, e.id, e.demand, h.billed_until
+        SELECT h.id, h.tenant_id, h.cluster_id, e.created_at, e.id, e.demand, h.billed_until
         FROM holding h JOIN {event} e ON e.workload_id = h.id
              AND e.created_at > h.since AND e.created_at < h.until
     ), intervals AS (
-        SELECT id, tenant_id, demand,
+        SELECT id, tenant_id, cluster_id, demand,
                GREATEST(date_trunc('second', at), %(start)s) AS starts,
                LEAST(date_trunc('second', COALESCE(
                    LEAD(at) OVER (PARTITION BY id ORDER BY at, event_id),
@@ -73,7 +74,7 @@ def _sql() -> str:
                    %(end)s)), %(end)s) AS ends
         FROM changes
     ), held AS (
-        SELECT i.id, i.tenant_id, i.starts, i.ends, d.key AS resource,
+        SELECT i.id, i.tenant_id, i.cluster_id, i.starts, i.ends, d.key AS resource,
                (d.value #>> '{{}}')::numeric AS units
         FROM intervals i, jsonb_each(
             CASE WHEN jsonb_typeof(i.demand) = 'object' THEN i.demand ELSE '{{}}' END) d
@@ -81,16 +82,17 @@ def _sql() -> str:
           AND jsonb_typeof(d.value) = 'number' AND d.value::text ~ '^[0-9]+$'
           AND d.value::text !~ '^0+$'
     ), cut AS (
-        SELECT id, tenant_id, resource, h.hour,
+        SELECT id, tenant_id, cluster_id, resource, h.hour,
                SUM(units * EXTRACT(EPOCH FROM LEAST(ends, h.hour + INTERVAL '1 hour')
                                              - GREATEST(starts, h.hour))) AS seconds
         FROM held, generate_series(date_trunc('hour', starts), ends - INTERVAL '1 second',
                                    INTERVAL '1 hour') AS h(hour)
-        GROUP BY id, tenant_id, resource, h.hour
+        GROUP BY id, tenant_id, cluster_id, resource, h.hour
     ), written AS (
         INSERT INTO {usage} (tenant_id, workload_id, hostname, source, resource, hour,
-                             unit_seconds, busy_seconds, metered_at)
-        SELECT tenant_id, id, '', %(source)s, resource, hour, seconds::bigint, 0, %(now)s
+                             unit_seconds, busy_seconds, metered_at, cluster)
+        SELECT tenant_id, id, '', %(source)s, resource, hour, seconds::bigint, 0, %(now)s,
+               cluster_id
         FROM cut WHERE seconds > 0
         ORDER BY id, hour, resource
         RETURNING hour, unit_seconds, workload_id

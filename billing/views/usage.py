@@ -103,6 +103,7 @@ def usage(request):
         "fleet": summary.fleet,
         "health": explorer.health,
         "cost_centers": summary.cost_centers,
+        "by_cluster": summary.by_cluster,
         # What tenants' idle GPU policies gave back in the range (tenants' own selector).
         "reclaimed": idle_reclaimed(start=usage_filter.start, end=usage_filter.end,
                                     now=timezone.now(),

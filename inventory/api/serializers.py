@@ -71,14 +71,16 @@ class NodeListSerializer(serializers.ModelSerializer):
     gpu_model = serializers.CharField(read_only=True, allow_null=True)
     health = serializers.CharField(read_only=True)
     open_events = serializers.IntegerField(read_only=True)
+    cluster = serializers.CharField(source="cluster_id", read_only=True,
+                                    help_text="The slug of the cluster the node belongs to.")
 
     class Meta:
         model = Node
         fields = [
-            "id", "hostname", "k8s_name", "serial", "site", "rack", "position", "height_units",
-            "role", "state", "state_changed_at", "bios_profile", "bmc_address", "reserved_for",
-            "cpu_cores", "memory_gib", "gpu_count", "gpu_model", "gpu_sharing", "health",
-            "open_events", "k8s_ready", "k8s_unschedulable", "k8s_last_seen_at",
+            "id", "hostname", "k8s_name", "serial", "cluster", "site", "rack", "position",
+            "height_units", "role", "state", "state_changed_at", "bios_profile", "bmc_address",
+            "reserved_for", "cpu_cores", "memory_gib", "gpu_count", "gpu_model", "gpu_sharing",
+            "health", "open_events", "k8s_ready", "k8s_unschedulable", "k8s_last_seen_at",
         ]
 
 

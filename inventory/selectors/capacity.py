@@ -29,6 +29,8 @@ SHARED_POOL = ""
 
 # pool (a tenant slug, or SHARED_POOL) → resource class key → counts
 PoolCapacity = dict[str, dict[str, "InventoryCapacity"]]
+# cluster slug → its pools (each cluster's nodes are pools of their own: a pod runs on one)
+ClusterCapacity = dict[str, PoolCapacity]
 
 
 @dataclass
@@ -47,6 +49,20 @@ class InventoryCapacity:
 
 def _pools() -> PoolCapacity:
     return defaultdict(lambda: defaultdict(InventoryCapacity))
+
+
+def _clusters() -> ClusterCapacity:
+    return defaultdict(_pools)
+
+
+def _merged(clusters: ClusterCapacity) -> PoolCapacity:
+    """Every cluster's pools summed into the fleet's."""
+    pools = _pools()
+    for cluster_pools in clusters.values():
+        for pool, rows in cluster_pools.items():
+            for key, counts in rows.items():
+                pools[pool][key].add(counts)
+    return pools
 
 
 def _registered(devices: list[dict[str, Any]] | None) -> dict[int, dict[str, Any]]:
@@ -87,7 +103,8 @@ def _in_use_groups() -> tuple[list[dict[str, Any]], dict[int, dict[int, dict[str
             hami_node=Case(When(hami, then=F("pk"))),
             hami_registered=Case(When(hami, then=F("hami_devices"))),
         )
-        .values("reserved_for", "gpu_model", "mig_in_use", "hami_node", "hami_registered")
+        .values("cluster_id", "reserved_for", "gpu_model", "mig_in_use", "hami_node",
+                "hami_registered")
         .annotate(
             nodes=Count("pk"),
             gpus=Sum("gpus_in_use"),
@@ -109,13 +126,18 @@ def _in_use_groups() -> tuple[list[dict[str, Any]], dict[int, dict[int, dict[str
 
 
 def gpu_capacity_by_pool() -> PoolCapacity:
-    """Per pool and GPU resource class key: installed, healthy (GPU healthy and its node
+    """The fleet's pools: `gpu_capacity_by_cluster()` summed over the clusters."""
+    return _merged(gpu_capacity_by_cluster())
+
+
+def gpu_capacity_by_cluster() -> ClusterCapacity:
+    """Per cluster, pool and GPU resource class key: installed, healthy (GPU healthy and its node
     available; under HAMi also registered healthy), reserved (on nodes reserved for a dedicated
     tenant) and in use (what pods the last cluster sync saw ask for). Two queries: one row per
     node (with its GPUs' model), and the GPUs counted in SQL per pool, model and MIG layout;
     only GPUs HAMi shares come one row each, as what each offers depends on what HAMi
     registered for it. Python's work grows with the nodes, not with the GPUs."""
-    pools = _pools()
+    clusters = _clusters()
     in_use, hami_nodes = _in_use_groups()
     hami = Q(node__gpu_sharing=GpuSharing.HAMI)
     groups = (
@@ -125,8 +147,8 @@ def gpu_capacity_by_pool() -> PoolCapacity:
             hami_index=Case(When(hami, then=F("index"))),
             hami_memory=Case(When(hami, then=F("memory_gib"))),
         )
-        .values("node__reserved_for", "model", "mig_layout", "hami_node", "hami_index",
-                "hami_memory")
+        .values("node__cluster_id", "node__reserved_for", "model", "mig_layout", "hami_node",
+                "hami_index", "hami_memory")
         .annotate(
             gpus=Count("id"),
             healthy=Count(
@@ -137,7 +159,7 @@ def gpu_capacity_by_pool() -> PoolCapacity:
     )
     for group in groups:
         reserved_for, model, gpus = group["node__reserved_for"], group["model"], group["gpus"]
-        healthy = group["healthy"]
+        pools, healthy = clusters[group["node__cluster_id"]], group["healthy"]
         if group["hami_node"] is not None:  # one GPU
             memory, cores, registered = hami_share_of(
                 group["hami_index"], group["hami_memory"],
@@ -157,9 +179,10 @@ def gpu_capacity_by_pool() -> PoolCapacity:
             row.installed += amount * gpus
             row.healthy += amount * healthy
             row.reserved += amount * gpus if reserved_for else 0
-    hami_mib: dict[tuple[str, str], int] = defaultdict(int)
+    hami_mib: dict[tuple[str, str, str], int] = defaultdict(int)
     for group in in_use:
         reserved_for, model = group["reserved_for"], group["gpu_model"]
+        pools = clusters[group["cluster_id"]]
         if group["gpus"]:
             pools[reserved_for][resource_classes.gpu_class(model)].in_use += group["gpus"]
         for profile, count in (group["mig_in_use"] or {}).items():
@@ -167,13 +190,13 @@ def gpu_capacity_by_pool() -> PoolCapacity:
                 count * group["nodes"]
             )
         if group["hami_node"] is not None:
-            hami_mib[(reserved_for, model)] += group["hami_mib"]
+            hami_mib[(group["cluster_id"], reserved_for, model)] += group["hami_mib"]
             cores = resource_classes.hami_key(model, "cores")
             pools[reserved_for][cores].in_use += group["hami_cores"]
-    for (reserved_for, model), mib in hami_mib.items():
+    for (cluster, reserved_for, model), mib in hami_mib.items():
         memory = resource_classes.hami_key(model, "memory-gib")
-        pools[reserved_for][memory].in_use += -(-mib // resource_classes.MIB_PER_GIB)
-    return pools
+        clusters[cluster][reserved_for][memory].in_use += -(-mib // resource_classes.MIB_PER_GIB)
+    return clusters
 
 
 def node_capacity_by_pool() -> PoolCapacity:

@@ -24,7 +24,17 @@ from core.choices import ColoredChoices, colored
 from core.models import AuditEvent
 
 from .. import resource_classes
-from ..models import GPU, NIC, HealthEvent, Node, NodeState, NodeValidation, Rack, Site
+from ..models import (
+    GPU,
+    NIC,
+    Cluster,
+    HealthEvent,
+    Node,
+    NodeState,
+    NodeValidation,
+    Rack,
+    Site,
+)
 from ..models.health import Severity
 
 
@@ -87,7 +97,7 @@ def nodes_for_list() -> QuerySet[Node]:
 # What a row of the node list shows: the rest of a node (its JSON documents from the cluster
 # sync above all) is read and decoded only on its own page.
 NODE_ROW_FIELDS = (
-    "hostname", "k8s_name", "rack_id", "position",
+    "hostname", "k8s_name", "cluster_id", "rack_id", "position",
     "state", "gpu_sharing", "reserved_for", "cpu_cores", "memory_gib",
 )
 
@@ -110,6 +120,7 @@ def node_row_values(node: Node) -> dict:
     a dict and falls back to its attribute."""
     return {
         "pk": node.pk, "hostname": node.hostname, "k8s_name": node.k8s_name,
+        "cluster": node.cluster_id,
         "rack_id": node.rack_id, "rack_name": node.rack_name, "site_slug": node.site_slug,
         "position": node.position, "gpu_count": f"{node.gpu_count:,}" if node.gpu_count else "",
         "gpu_label": resource_classes.gpu_label(node.gpu_model),
@@ -131,6 +142,18 @@ def reserved_tenants_in_use() -> list[str]:
         .values_list("reserved_for", flat=True)
         .distinct()
     )
+
+
+def clusters_holding_nodes() -> list[tuple[str, str]]:
+    """(slug, slug) of every cluster some node belongs to (the node list's cluster filter:
+    drawn from the nodes alone, so cached with them)."""
+    slugs = Node.objects.order_by("cluster_id").values_list("cluster_id", flat=True).distinct()
+    return [(slug, slug) for slug in slugs]
+
+
+def cluster_choices() -> list[tuple[str, str]]:
+    """(slug, name) of every cluster in service, by name (the lists' cluster filters)."""
+    return list(Cluster.objects.in_service().order_by("name").values_list("slug", "name"))
 
 
 def site_choices() -> list[tuple[str, str]]:

@@ -24,6 +24,7 @@ from ..forms import (
 from ..models import HealthEvent, Node, NodeState
 from ..selectors.drain import nodes_drain_impact
 from ..selectors.nodes import (
+    clusters_holding_nodes,
     node_get_for_detail,
     node_open_critical_event_count,
     node_row_values,
@@ -91,6 +92,8 @@ def node_list(request):
         ),
         "site_choices": stamped("node-list:sites", ["inventory_site"], site_choices,
                                 stamps=stamps),
+        "cluster_choices": stamped("node-list:clusters", ["inventory_node"],
+                                   clusters_holding_nodes, stamps=stamps),
         "states": NodeState.choices,
         # Each row links to its node and rack: the prefixes reversed once, not once per row.
         "node_prefix": url_prefix("inventory:node-detail"),

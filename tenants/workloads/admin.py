@@ -56,11 +56,12 @@ class WorkloadAdmin(ReadOnlyModelAdmin):
     """Every tenant's workloads, for platform admins: read-only (tenants launch, scale and
     delete them); "reconcile now" queues the level-triggered apply and look at once."""
 
-    list_display = ["name", "tenant", "kind", "status_badge", "status_reason", "launched_by",
-                    "created_at", "in_sync"]
-    list_filter = ["status", "kind", ("tenant", RelatedByNameListFilter)]
+    list_display = ["name", "tenant", "kind", "cluster", "status_badge", "status_reason",
+                    "launched_by", "created_at", "in_sync"]
+    list_filter = ["status", "kind", ("cluster", RelatedByNameListFilter),
+                   ("tenant", RelatedByNameListFilter)]
     search_fields = ["name", "tenant__slug", "status_reason", "status_message"]
-    list_select_related = ["tenant", "launched_by"]
+    list_select_related = ["tenant", "launched_by", "cluster"]
     date_hierarchy = "created_at"
     actions = ["reconcile_now"]
 

@@ -31,6 +31,7 @@ from ..api.lookups import operated_tenant
 from . import services
 from .gpu_metrics import workload_gpu_metrics
 from .models import OPEN_EPISODE_STATES, IdleEpisode, Workload, WorkloadStatus
+from .placement import placement_options
 from .registry import CHOICES as KIND_CHOICES
 from .selectors import (
     demand_preview,
@@ -146,6 +147,8 @@ LOCATION = OpenApiParameter(
 class WorkloadFilter(FormOnceFilterSet):
     tenant = django_filters.CharFilter(field_name="tenant__slug", help_text="A tenant's slug.")
     kind = django_filters.ChoiceFilter(choices=KIND_CHOICES)
+    cluster = django_filters.CharFilter(field_name="cluster_id",
+                                        help_text="The slug of the cluster it runs on.")
     status = django_filters.ChoiceFilter(
         choices=WorkloadStatus.choices, help_text="Deleted workloads are listed only with "
         "status=deleted."
@@ -153,7 +156,7 @@ class WorkloadFilter(FormOnceFilterSet):
 
     class Meta:
         model = Workload
-        fields = ["tenant", "kind", "status"]
+        fields = ["tenant", "kind", "cluster", "status"]
 
     def filter_queryset(self, queryset: QuerySet[Workload]) -> QuerySet[Workload]:
         workloads = super().filter_queryset(queryset)
@@ -254,7 +257,7 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         data = body.validated_data
         workload = services.workload_launch(
             tenant=tenant, actor=request.user, kind=data["kind"], name=data["name"],
-            spec=data["spec"],
+            spec=data["spec"], cluster=data.get("cluster") or None,
         )
         response = self._accepted(workload.pk)
         response["Location"] = response.data["url"]
@@ -405,11 +408,14 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
             person=request.user.get_username(),
         )
         lines = demand_preview(tenant=tenant, demand=demand)
+        placement = placement_options(tenant=tenant, demand=demand)
         result = {
             "kind": kind,
             "spec": clean,
             "demand": demand,
             "quota": lines,
             "fits": all(line.fits or line.asked <= 0 for line in lines),
+            "clusters": placement.options,
+            "unplaced": "" if placement.options else placement.error().messages[0],
         }
         return Response(WorkloadCheckResultSerializer(result).data)

@@ -20,12 +20,14 @@ from .kinds.inference import credential as inference_credential
 from .kinds.slurm import spec as slurm_spec
 from .kinds.vm import spec as vm_spec
 from .models import IdlePolicy, NotebookImage
+from .placement import Placement
 
 NUMBER = {"class": "form-control", "inputmode": "numeric"}
 TEXT = {"class": "form-control", "autocomplete": "off", "spellcheck": "false"}
 SELECT = {"class": "form-select"}
 CHECK = {"class": "form-check-input", "role": "switch"}
 NO_GPU = ""
+PORTAL_CHOICE = ""
 
 
 def _number(label: str, *, minimum: int, maximum: int, initial: int | None, help_text: str = ""):
@@ -71,6 +73,33 @@ class WorkloadForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.tenant, self.context = tenant, context
         self.gpu_notes: list[str] = []
+        # The clusters are offered once the demand is known (`offer_clusters`); whether the
+        # one picked is an option is the placement service's to say, under the tenant's lock.
+        self.fields["cluster"] = forms.CharField(
+            required=False, max_length=40,
+            widget=forms.Select(attrs=SELECT, choices=[(PORTAL_CHOICE, "Let the portal choose")]),
+            help_text="Where it runs, for good: moving it later is deleting and launching it "
+            "again. The portal picks your reserved nodes first, then the most free room. The "
+            "price is the same on every cluster.",
+        )
+
+    def offer_clusters(self, placement: Placement, *, sized: bool = True) -> None:
+        """Offer the clusters `placement` allows, each with its site and room, the portal's
+        choice named; with none, say why on the field. `sized=False`: the demand is not known
+        yet (the form is not filled in), so neither is the room nor the choice."""
+        choice = placement.choice if sized else None
+        self.fields["cluster"].widget.choices = [
+            (PORTAL_CHOICE, "Let the portal choose" + (f" (now: {choice.name})" if choice else "")),
+            *((o.cluster, f"{o.name}{f' · {o.site}' if o.site else ''}"
+               + (f" — {o.room_label}" if sized else "")) for o in placement.options),
+        ]
+        if sized and choice is None and "cluster" not in self.errors:
+            self.add_service_errors(placement.error())
+
+    @property
+    def cluster(self) -> str | None:
+        """The cluster picked, None for the portal's choice."""
+        return (self.cleaned_data.get("cluster") or None) if hasattr(self, "cleaned_data") else None
 
     def spec(self) -> dict[str, Any]:
         data = self.cleaned_data if hasattr(self, "cleaned_data") else {}

@@ -60,17 +60,24 @@ def demand_in_use_by_class() -> dict[str, int]:
     return _summed(_shapes(Workload.objects.values("demand")).values_list("demand", "n"))
 
 
+def demand_held_by_cluster(*, workloads: QuerySet[Workload]) -> dict[str, dict[str, int]]:
+    """Per cluster (slug), what `workloads` hold of each resource class (those not deleted).
+    One query, a row per cluster and distinct demand document."""
+    by_cluster: dict[str, list] = defaultdict(list)
+    rows = _shapes(workloads.values("cluster_id", "demand")).values_list(
+        "cluster_id", "demand", "n"
+    )
+    for cluster, demand, count in rows:
+        by_cluster[cluster].append((demand, count))
+    return {cluster: _summed(shapes) for cluster, shapes in by_cluster.items()}
+
+
 def demand_in_use_by_cluster(
     *, tenant_id: int, excluding: int | None = None
 ) -> dict[str, dict[str, int]]:
     """Per cluster (its slug), what the tenant's workloads hold of each resource class there
-    (every one not deleted but `excluding`). One query, a row per cluster and demand shape."""
+    (every one not deleted but `excluding`). One query."""
     workloads = Workload.objects.filter(tenant_id=tenant_id)
     if excluding is not None:
         workloads = workloads.exclude(pk=excluding)
-    by_cluster: dict[str, list] = defaultdict(list)
-    shapes = _shapes(workloads.values("cluster_id", "demand"))
-    rows = shapes.values_list("cluster_id", "demand", "n")
-    for cluster, demand, count in rows:
-        by_cluster[cluster].append((demand, count))
-    return {cluster: _summed(shapes) for cluster, shapes in by_cluster.items()}
+    return demand_held_by_cluster(workloads=workloads)

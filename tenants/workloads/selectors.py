@@ -56,6 +56,7 @@ WORKLOAD_API_FIELDS = (
     "status_reason", "status_message", "observed", "created_at", "ready_at",
     "deleted_at", "desired_version", "applied_version", "applied_at", "reconcile_error",
     "reconcile_failed_at", "gpu_utilization", "gpu_measured_at", "keep_running_reason",
+    "cluster_id",
 )
 
 
@@ -66,17 +67,21 @@ def workloads_listed_to(user) -> QuerySet[Workload]:
 
 
 def workload_get_for_user(*, user, workload_id: int) -> Workload:
-    """The workload if `user` may see its tenant; missing and forbidden are the same 404."""
-    return get_object_or_404(workloads_visible_to(user), pk=workload_id)
+    """The workload if `user` may see its tenant; missing and forbidden are the same 404. With
+    the cluster it runs on and that cluster's site (joined)."""
+    return get_object_or_404(workloads_visible_to(user).select_related("cluster__site"),
+                             pk=workload_id)
 
 
 def tenant_workloads(
     *, tenant: Tenant, kind: str | None = None, status: str | None = None,
-    include_deleted: bool = False,
+    include_deleted: bool = False, cluster: str | None = None,
 ) -> QuerySet[Workload]:
     workloads = Workload.objects.filter(tenant=tenant).select_related("tenant", "launched_by")
     if kind:
         workloads = workloads.filter(kind=kind)
+    if cluster:
+        workloads = workloads.filter(cluster_id=cluster)
     if status:
         workloads = workloads.filter(status=status)
     elif not include_deleted:
@@ -88,13 +93,14 @@ def tenant_workloads(
 # or the manifests a workload keeps, nor its tenant (the page's) and launcher's password hash.
 LIST_FIELDS = (
     "id", "tenant_id", "kind", "name", "status", "status_reason", "status_message", "demand",
-    "created_at", "desired_version", "applied_version", "reconcile_error", "launched_by",
-    "gpu_utilization", "gpu_measured_at", "keep_running_reason",
+    "cluster_id", "created_at", "desired_version", "applied_version", "reconcile_error",
+    "launched_by", "gpu_utilization", "gpu_measured_at", "keep_running_reason",
 )
 
 
 def tenant_workloads_for_list(
-    *, tenant: Tenant, kind: str | None = None, status: str | None = None
+    *, tenant: Tenant, kind: str | None = None, status: str | None = None,
+    cluster: str | None = None,
 ) -> QuerySet[Workload]:
     """`tenant_workloads` with only what the list's rows show; its launcher's names as
     `launched_by_username`, `launched_by_first_name` and `launched_by_last_name` (joined), not
@@ -102,7 +108,7 @@ def tenant_workloads_for_list(
     open_idle = IdleEpisode.objects.filter(workload=OuterRef("pk"),
                                            state__in=OPEN_EPISODE_STATES).values("state")[:1]
     return (
-        tenant_workloads(tenant=tenant, kind=kind, status=status)
+        tenant_workloads(tenant=tenant, kind=kind, status=status, cluster=cluster)
         .select_related(None)
         .only(*LIST_FIELDS)
         .annotate(
@@ -122,12 +128,12 @@ def tenant_workloads_recent(*, tenant: Tenant, limit: int) -> list[Workload]:
     rows = (
         Workload.objects.filter(tenant=tenant).exclude(status=WorkloadStatus.DELETED)
         .order_by("-created_at", "-id")
-        .values_list("id", "kind", "name", "status", "status_reason")[:limit]
+        .values_list("id", "kind", "name", "status", "status_reason", "cluster_id")[:limit]
     )
     return [
         Workload(id=pk, tenant_id=tenant.pk, kind=kind, name=name, status=status,
-                 status_reason=reason)
-        for pk, kind, name, status, reason in rows
+                 status_reason=reason, cluster_id=cluster)
+        for pk, kind, name, status, reason, cluster in rows
     ]
 
 

@@ -53,6 +53,13 @@ def unstorable_fields(field: str, value: Mapping[str, Any]) -> dict[str, list[st
 # --- what a workload looks like ---------------------------------------------------------------
 
 
+class WorkloadClusterSerializer(ClusterStateSerializer):
+    """The cluster the workload runs on (it stays there), and how far its objects there are
+    applied."""
+
+    slug = serializers.CharField(source="cluster_id", help_text="The cluster's slug.")
+
+
 class IdleEpisodeSerializer(serializers.ModelSerializer):
     """Its GPUs idling now, and what the tenant's idle policy did or will do about it."""
 
@@ -163,7 +170,7 @@ class WorkloadSerializer(serializers.ModelSerializer):
         child=serializers.IntegerField(), read_only=True,
         help_text="Resource class → units it holds of the tenant's quota.",
     )
-    cluster = ClusterStateSerializer(source="*", read_only=True)
+    cluster = WorkloadClusterSerializer(source="*", read_only=True)
     conditions = serializers.ListField(
         child=serializers.DictField(), read_only=True,
         help_text="The conditions its objects last reported, newest first.",
@@ -298,6 +305,12 @@ class WorkloadLaunchSerializer(_SpecBody):
         help_text="A DNS-1123 label (lowercase letters, digits and '-'), unique in the tenant: "
         "it names the objects on the cluster.",
     )
+    cluster = TextField(
+        required=False, allow_blank=True, max_length=40,
+        help_text="The slug of the cluster to run on, one of those where the tenant has quota "
+        "and room for it; left out: the portal picks (the tenant's reserved nodes first, then "
+        "the most free room). It stays there.",
+    )
 
 
 class WorkloadCheckSerializer(_SpecBody):
@@ -320,14 +333,31 @@ class DemandLineSerializer(serializers.Serializer):
     percent_after = serializers.IntegerField()
 
 
+class PlacementOptionSerializer(serializers.Serializer):
+    """A cluster the launch may go to, with the room its GPU classes have there."""
+
+    cluster = serializers.CharField(help_text="The cluster's slug: `cluster` of a launch.")
+    name = serializers.CharField()
+    site = serializers.CharField(help_text="The cluster's site's name (empty: none).")
+    fits = serializers.BooleanField(help_text="Its GPUs have room for the launch now (else it "
+                                    "would wait there for room).")
+    room = serializers.CharField(source="room_label", help_text="The room, in words.")
+
+
 class WorkloadCheckResultSerializer(serializers.Serializer):
-    """The clean spec the kind would store, what it would hold, and whether the quota has it."""
+    """The clean spec the kind would store, what it would hold, whether the quota has it and
+    where it may go."""
 
     kind = serializers.ChoiceField(choices=KIND_CHOICES)
     spec = serializers.DictField()
     demand = serializers.DictField(child=serializers.IntegerField())
     quota = DemandLineSerializer(many=True)
     fits = serializers.BooleanField(help_text="Every line fits: the launch would be admitted.")
+    clusters = PlacementOptionSerializer(
+        many=True, help_text="Where it may go, the portal's choice first (none: it cannot be "
+        "placed; `unplaced` says why).")
+    unplaced = serializers.CharField(
+        allow_blank=True, help_text="Why no cluster may take it (empty when one may).")
 
 
 class WorkloadScaleSerializer(serializers.Serializer):

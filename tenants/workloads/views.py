@@ -22,6 +22,7 @@ from django.views.decorators.http import require_POST
 from core.confirmation import confirmation_page, is_confirmed
 from core.error_responses import error_response
 from core.errors import Unavailable
+from inventory.selectors.nodes import cluster_choices
 
 from ..pages import redirect_to_current, tenant_page
 from ..quota.pricing import quoted_price
@@ -39,6 +40,7 @@ from .gpu_metrics import (
 from .kinds.inference import exposure
 from .kinds.vm.spec import POWER_ACTIONS
 from .models import IdlePolicy, Workload, WorkloadStatus
+from .placement import placement_options
 from .publishing import endpoint_exposure
 from .registry import KINDS
 from .selectors import (
@@ -87,14 +89,20 @@ def workload_list(request, slug: str):
     tenant, context = tenant_page(request, slug, "workloads")
     kind = request.GET.get("kind", "")
     status = request.GET.get("status", "")
+    cluster = request.GET.get("cluster", "")
+    clusters = cluster_choices()
     if kind and kind not in KINDS:
         messages.warning(request, f"There is no workload kind “{kind[:40]}”: showing every kind.")
         kind = ""
     if status and status not in WorkloadStatus.values:
         messages.warning(request, f"There is no state “{status[:40]}”: showing every state.")
         status = ""
+    if cluster and cluster not in dict(clusters):
+        messages.warning(request, f"There is no cluster “{cluster[:40]}”: showing every cluster.")
+        cluster = ""
     page = Paginator(
-        tenant_workloads_for_list(tenant=tenant, kind=kind or None, status=status or None),
+        tenant_workloads_for_list(tenant=tenant, kind=kind or None, status=status or None,
+                                  cluster=cluster or None),
         PAGE_SIZE,
     ).get_page(request.GET.get("page"))
     workloads = list(page.object_list)
@@ -111,12 +119,14 @@ def workload_list(request, slug: str):
         "currency": settings.BILLING_CURRENCY,
         "kind": kind,
         "status": status,
+        "clusters": clusters,
+        "cluster": cluster,
         "any_in_progress": any(w.in_progress for w in workloads),
         # Each row links to its workload: the prefix reversed once, not once per row.
         "workload_prefix": reverse("tenants:workload-list", args=[tenant.slug]),
         # The filters as understood (an unknown kind or state is dropped), not the poll's switch.
-        "page_params": QueryDict(urlencode({k: v for k, v in (("kind", kind),
-                                                               ("status", status)) if v})),
+        "page_params": QueryDict(urlencode({k: v for k, v in (
+            ("kind", kind), ("status", status), ("cluster", cluster)) if v})),
     }
     if request.htmx and request.GET.get("rows"):
         return render(request, "tenants/workloads/list.html#rows", context)
@@ -154,17 +164,24 @@ def _preview(form, tenant, kind: str, *, report: bool = True):
     """The form checked by the kind, and what it would take of the quota (when its spec fields
     are valid: a missing name, or a refusal of the whole launch such as its quota, does not hide
     what the rest would take). `report=False`: the kind's errors are on the form already."""
-    if not form.is_valid() and any(name not in ("name", NON_FIELD_ERRORS)
+    if not form.is_valid() and any(name not in ("name", "cluster", NON_FIELD_ERRORS)
                                    for name in form.errors):
-        return []
+        return _unsized(form, tenant)
     try:
         _, demand = workload_validate(tenant=tenant, kind=kind, spec=form.spec(),
                                       person=form.context.person)
     except ValidationError as exc:
         if report:
             form.add_service_errors(exc)
-        return []
+        return _unsized(form, tenant)
+    form.offer_clusters(placement_options(tenant=tenant, demand=demand))
     return demand_preview(tenant=tenant, demand=demand)
+
+
+def _unsized(form, tenant) -> list:
+    """No preview: the clusters are offered all the same, without their room."""
+    form.offer_clusters(placement_options(tenant=tenant, demand={}), sized=False)
+    return []
 
 
 def _over_quota(preview, slug: str) -> dict | None:
@@ -189,7 +206,7 @@ def workload_launch(request, slug: str, kind: str):
             try:
                 workload = services.workload_launch(
                     tenant=tenant, actor=request.user, kind=kind,
-                    name=form.cleaned_data["name"], spec=form.spec(),
+                    name=form.cleaned_data["name"], spec=form.spec(), cluster=form.cluster,
                 )
             except ValidationError as exc:
                 form.add_service_errors(exc)
@@ -204,7 +221,9 @@ def workload_launch(request, slug: str, kind: str):
     else:  # what the defaults would take, before anything is typed
         initial = {name: field.initial for name, field in form.fields.items()
                    if field.initial is not None}
-        preview = _preview(_kind_form(request, tenant, kind, initial), tenant, kind)
+        probe = _kind_form(request, tenant, kind, initial)
+        preview = _preview(probe, tenant, kind)
+        form.fields["cluster"].widget.choices = probe.fields["cluster"].widget.choices
     context |= {"form": form, "kind": KINDS[kind], "preview": preview,
                 "over_quota": _over_quota(preview, tenant.slug)}
     return render(request, "tenants/workloads/launch.html", context)

@@ -244,9 +244,10 @@ def test_a_repeat_view_is_two_queries_and_a_fresh_one_the_same_queries_at_any_si
     assert repeat == 5
     # ... then the page of the table and the stamp again (unchanged: the page is cached).
     assert next_page == repeat + 2
-    # ... and the summary's 10: the chart (which counts the table's rows too), utilization (2),
-    # metering health (6: windows, cross-checks and capped host-hours) and the cost centers.
-    assert fresh == next_page + 10
+    # ... and the summary's 11: the chart (which counts the table's rows too), utilization (2),
+    # metering health (6: windows, cross-checks and capped host-hours), the cost centers and
+    # the GPU-hours by cluster.
+    assert fresh == next_page + 11
 
 
 def test_a_write_outside_the_range_keeps_its_cache(login, finance, usage):

@@ -27,8 +27,8 @@ from tests.tenants.workloads.conftest import H100, INFERENCE_SPEC
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # Session, user, roles and memberships (one query), the tables' versions, pending quota
-# requests (the nav).
-CACHED_OVERVIEW_QUERIES = 5
+# requests (the nav), the clusters (their reachability is read on every view).
+CACHED_OVERVIEW_QUERIES = 6
 
 
 @pytest.fixture

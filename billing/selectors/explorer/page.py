@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from django.core.paginator import EmptyPage, Page, Paginator
@@ -18,7 +18,15 @@ from ...models import (
 from ..tenant_filter import few_choices
 from .filters import UsageFilter, _days
 from .health import MeteringHealth, _metering_health
-from .usage import DailyChart, UsageRow, gpu_hours_chart, gpu_usage_by_tenant_and_class, usage_rows
+from .usage import (
+    ClusterUsage,
+    DailyChart,
+    UsageRow,
+    gpu_hours_by_cluster,
+    gpu_hours_chart,
+    gpu_usage_by_tenant_and_class,
+    usage_rows,
+)
 from .utilization import Utilization, utilization_by_tenant, utilization_total
 
 # --- the explorer's page, cached under its range's usage stamps -------------------------------
@@ -55,6 +63,7 @@ class ExplorerSummary:
     fleet: Utilization
     health: MeteringHealth  # as of no particular time: see `MeteringHealth.as_of`
     cost_centers: list[str] | None  # the filter's choices (None: too many, a text box)
+    by_cluster: list[ClusterUsage] = field(default_factory=list)  # allocated GPU-hours
 
 
 def cost_center_choices() -> list[str] | None:
@@ -93,7 +102,7 @@ def _explorer_key(usage: UsageFilter, stamp: int) -> str:
     what = repr((usage.start.isoformat(), usage.end.isoformat(), usage.tenant_ids,
                  usage.tenant_slug, usage.resource, usage.cost_center))
     digest = hashlib.sha256(what.encode()).hexdigest()[:32]
-    return caching.key("usage-explorer", "v1", digest, stamp)
+    return caching.key("usage-explorer", "v2", digest, stamp)
 
 
 def _worked_out(rows: list, *names: str) -> list:
@@ -109,7 +118,7 @@ UTILIZATION_FIGURES = ("utilization_percent", "allocated_hours", "measured_hours
 
 
 def explorer_summary(usage: UsageFilter) -> ExplorerSummary:
-    """The summary computed afresh (ten queries whatever the data)."""
+    """The summary computed afresh (eleven queries whatever the data)."""
     chart = gpu_hours_chart(usage)
     utilization = _worked_out(utilization_by_tenant(usage), *UTILIZATION_FIGURES)
     return ExplorerSummary(
@@ -126,6 +135,7 @@ def explorer_summary(usage: UsageFilter) -> ExplorerSummary:
         fleet=_worked_out([utilization_total(utilization)], *UTILIZATION_FIGURES)[0],
         health=_metering_health(usage),
         cost_centers=cost_center_choices(),
+        by_cluster=gpu_hours_by_cluster(usage),
     )
 
 

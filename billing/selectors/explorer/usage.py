@@ -22,14 +22,17 @@ from inventory import resource_classes
 from tenants.models import Tenant
 
 from ...calculations.invoicing import class_label
+from ...models import UsageRecord
 from .filters import (
     ALLOCATED,
+    GPU_CLASSES,
     UsageFilter,
     _gpu_seconds,
     _resource_q,
     gpu_equivalent,
     gpu_usage_days,
     hours,
+    tenant_filter,
     unit_label,
 )
 
@@ -234,3 +237,34 @@ def gpu_hours_chart(usage: UsageFilter, *, top: int = 8) -> DailyChart:
         total_gpu_hours=hours(sum(sum(per_day.values()) for per_day in by_model.values())),
         tenant_classes=tenant_classes,
     )
+
+
+# --- GPU-hours by cluster ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterUsage:
+    """The filter's allocated GPU-hours (GPU-equivalents) on one cluster."""
+
+    cluster: str
+    gpu_hours: Decimal
+
+
+def gpu_hours_by_cluster(usage: UsageFilter) -> list[ClusterUsage]:
+    """Allocated GPU-hours per cluster the usage records carry, most first: the filter's range,
+    tenants and class. One query over the records (of the range's hours: the daily sums are not
+    kept per cluster)."""
+    records = UsageRecord.objects.filter(
+        GPU_CLASSES, tenant_filter(usage), source=ALLOCATED, hour__gte=usage.start,
+        hour__lt=usage.end,
+    )
+    if usage.resource:
+        records = records.filter(_resource_q(usage.resource))
+    rows = (
+        records.values("cluster")
+        .annotate(seconds=Sum(_gpu_seconds("unit_seconds")))
+        .order_by()
+    )
+    found = [ClusterUsage(row["cluster"], hours(Fraction(row["seconds"] or 0))) for row in rows]
+    return sorted((row for row in found if row.gpu_hours), key=lambda r: (-r.gpu_hours,
+                                                                           r.cluster))

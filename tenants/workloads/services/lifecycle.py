@@ -24,6 +24,7 @@ from core.fleet import FleetError, get_gateway
 from core.queueing import enqueue_on_commit
 from core.reconcile import reconcile_bump
 from core.validators import validate_dns1123_label
+from inventory.models import DEFAULT_CLUSTER
 
 from ...access.changes import tenant_mark_changed
 from ...access.models import Tenant
@@ -33,6 +34,7 @@ from ..kinds import notebook, vcluster, vm
 from ..kinds.base import SpecError
 from ..kinds.schemas import InvalidManifest, check_manifests
 from ..models import Workload, WorkloadEvent, WorkloadStatus
+from ..placement import placement_check
 from ..registry import KINDS
 from ..selectors import build_context, endpoint_queue_of, launch_context
 from .admission import admission_check, tenant_lock
@@ -110,10 +112,12 @@ def workload_validate(
 
 @transaction.atomic
 def workload_launch(
-    *, tenant: Tenant, actor, kind: str, name: str, spec: Mapping[str, Any]
+    *, tenant: Tenant, actor, kind: str, name: str, spec: Mapping[str, Any],
+    cluster: str | None = None,
 ) -> Workload:
-    """An owner or member launches a workload; it is admitted against the tenant's quota under
-    the tenant's lock, and provisioned after commit."""
+    """An owner or member launches a workload; it is admitted against the tenant's quota and
+    placed (on `cluster` if it is one of the options, else on the portal's choice: see
+    `placement`) under the tenant's lock, and provisioned there after commit."""
     _operated(actor, tenant, "launch workloads")
     if tenant.status != Tenant.Status.ACTIVE:
         raise ValidationError({"tenant": ["The tenant is suspended: nothing new is launched."]})
@@ -136,9 +140,21 @@ def workload_launch(
         holder = _home_holder(tenant=tenant, spec=clean)
         if holder is not None:
             raise ValidationError({"spec": [_home_taken(holder)]})
-    admission_check(tenant=tenant, demand=demand)
+    home = _home_cluster(tenant=tenant, spec=clean) if kind == NOTEBOOK and not cluster else None
+    try:
+        placed = placement_check(tenant=tenant, demand=demand, cluster=cluster or home)
+    except ValidationError as exc:
+        # Quota short everywhere it could go: said per class, as on one cluster.
+        admission_check(tenant=tenant, demand=demand, cluster=cluster or home or DEFAULT_CLUSTER)
+        if home is None:
+            raise
+        raise ValidationError({"cluster": [f"Your home volume is on cluster “{home}”: "
+                                           f"{exc.message_dict['cluster'][0]}"]}) from None
+    cluster = placed
+    admission_check(tenant=tenant, demand=demand, cluster=cluster)
     workload = Workload(
-        tenant=tenant, kind=kind, name=name, launched_by=actor, spec=clean, demand=demand
+        tenant=tenant, kind=kind, name=name, launched_by=actor, spec=clean, demand=demand,
+        cluster_id=cluster,
     )
     try:
         with transaction.atomic():
@@ -149,8 +165,9 @@ def workload_launch(
     _queues_follow(workload, before=None)
     _event(workload, WorkloadEvent.Kind.LAUNCHED, actor=actor, to_status=WorkloadStatus.PENDING)
     audit(actor=actor, action="workload.launch", obj=workload, tenant=tenant,
-          changes={"kind": kind, "name": name, "spec": clean, "demand": demand})
-    enqueue_on_commit(RECONCILE, workload.pk)
+          changes={"kind": kind, "name": name, "spec": clean, "demand": demand,
+                   "cluster": cluster})
+    enqueue_on_commit(RECONCILE, workload.pk, cluster=cluster)
     return workload
 
 
@@ -279,6 +296,15 @@ def _home_holder(*, tenant: Tenant, spec: Mapping[str, Any],
     if excluding is not None:
         holders = holders.exclude(pk=excluding)
     return holders.order_by("created_at", "pk").first()
+
+
+def _home_cluster(*, tenant: Tenant, spec: Mapping[str, Any]) -> str | None:
+    """The cluster the home volume of `spec` is on (the last notebook that mounted it, deleted
+    or not: the volume outlives it), for a notebook placed by the portal; None for a new one."""
+    if not spec.get("home"):
+        return None
+    return (Workload.objects.filter(tenant=tenant, kind=NOTEBOOK, spec__home=spec["home"])
+            .order_by("-created_at", "-pk").values_list("cluster_id", flat=True).first())
 
 
 def _home_taken(holder: Workload) -> str:

@@ -19,8 +19,8 @@ from .conftest import H100, INFERENCE_SPEC
 pytestmark = pytest.mark.django_db
 
 # session, user, roles and memberships, the page's tenant and switcher, the count, the rows
-# (with their idle state), today's prices of what they hold.
-LIST_QUERIES = 7
+# (with their idle state), today's prices of what they hold, the clusters of the cluster filter.
+LIST_QUERIES = 8
 
 
 def _row(html: str, name: str) -> str:
