@@ -181,11 +181,11 @@ def test_placement_reads_a_fixed_number_of_queries(tenant, workload_quota, secon
     workload_quota(**{H100: 8})
     for cluster in ("main", "west"):
         _gpu_nodes(cluster, nodes=3)
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         placement_options(tenant=tenant, demand={H100: 1})
     Cluster.objects.create(slug="east", name="East")
     _gpu_nodes("east", nodes=4)
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         assert len(placement_options(tenant=tenant, demand={H100: 1}).options) == 3
 
 
@@ -212,3 +212,26 @@ def test_a_notebook_follows_its_persons_home_volume(tenant, tenant_member, workl
     assert refused.value.message_dict["cluster"][0].startswith(
         "Your home volume is on cluster “west”: “west” is not a cluster this launch may go to")
     assert notebook("elsewhere", cluster="main").cluster_id == "main"  # picked by the person
+
+
+def test_quota_granted_on_one_cluster_places_there_until_what_it_holds_there_uses_it(
+    tenant, tenant_member, workload_quota, second_cluster
+):
+    workload_quota(**{H100: 0})
+    tenant.quotas.create(resource=H100, limit=2, cluster_id="west")
+    for cluster in ("main", "west"):
+        _gpu_nodes(cluster, nodes=2)  # "main" has as much room: only the quota decides
+
+    first = _launch(tenant, tenant_member, "chat-a", gpus=2)
+
+    assert first.cluster_id == "west"
+    placement = placement_options(tenant=tenant, demand={H100: 1})
+    assert placement.options == ()
+    assert {slug: why for slug, _, why in placement.refused} == {
+        "main": "not enough quota for NVIDIA H100 80GB HBM3 GPUs",
+        "west": "not enough quota for NVIDIA H100 80GB HBM3 GPUs",
+    }
+    with pytest.raises(ValidationError) as refused:
+        _launch(tenant, tenant_member, "chat-b", gpus=1)
+    assert "quota" in refused.value.message_dict
+    assert Workload.objects.filter(tenant=tenant).count() == 1
