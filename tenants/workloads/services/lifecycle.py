@@ -148,7 +148,7 @@ def workload_launch(
     _event(workload, WorkloadEvent.Kind.LAUNCHED, actor=actor, to_status=WorkloadStatus.PENDING)
     audit(actor=actor, action="workload.launch", obj=workload, tenant=tenant,
           changes={"kind": kind, "name": name, "spec": clean, "demand": demand})
-    enqueue_on_commit(RECONCILE, workload.pk)
+    enqueue_on_commit(RECONCILE, workload.pk, cluster=workload.cluster_id)
     return workload
 
 
@@ -191,7 +191,7 @@ def _respec(workload: Workload, *, actor, spec: dict, event: str, action: str,
     _event(workload, event, actor=actor, message=message)
     audit(actor=actor, action=action, obj=workload, tenant=workload.tenant,
           changes={"before": before, "after": spec, "demand": demand})
-    enqueue_on_commit(RECONCILE, workload.pk)
+    enqueue_on_commit(RECONCILE, workload.pk, cluster=workload.cluster_id)
     return workload
 
 
@@ -316,7 +316,7 @@ def workload_delete(*, workload_id: int, actor) -> Workload:
            to_status=WorkloadStatus.DELETING)
     audit(actor=actor, action="workload.delete", obj=workload, tenant=workload.tenant,
           changes={"from": source})
-    enqueue_on_commit(RECONCILE, workload.pk)
+    enqueue_on_commit(RECONCILE, workload.pk, cluster=workload.cluster_id)
     return workload
 
 
@@ -335,7 +335,7 @@ def workload_refresh(*, workload: Workload) -> bool:
     if queued:
         # A deletion is finished by its teardown (which checks nothing is left), not a look.
         task = RECONCILE if workload.status == WorkloadStatus.DELETING else OBSERVE
-        enqueue_on_commit(task, workload.pk)
+        enqueue_on_commit(task, workload.pk, cluster=workload.cluster_id)
     return bool(queued)
 
 
