@@ -60,12 +60,14 @@ class WorkloadAdmin(ReadOnlyModelAdmin):
                     "created_at", "in_sync"]
     list_filter = ["status", "kind", ("tenant", RelatedByNameListFilter)]
     search_fields = ["name", "tenant__slug", "status_reason", "status_message"]
-    list_select_related = ["tenant", "launched_by"]
+    list_select_related = ["tenant", "launched_by", "cluster"]
     date_hierarchy = "created_at"
     actions = ["reconcile_now"]
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: Workload) -> str:
+        if obj.cluster_unreachable:  # its last status may no longer hold: say why
+            return admin_badge(value="unknown", label=obj.status_detail, color="dark")
         return admin_badge(value=obj.status, label=obj.get_status_display(),
                            color=obj.status_color)
 
