@@ -38,7 +38,6 @@ from .models import (
     WorkloadStatus,
 )
 
-
 # What a workload's badge reads of its cluster (whether it answers, since when, why), joined
 # into every read that shows workloads: no query per row.
 CLUSTER_FIELDS = (
