@@ -8,11 +8,22 @@ from django.contrib import admin, messages
 from django.template.response import TemplateResponse
 
 from core.admin import ReadOnlyModelAdmin
+from core.choices import admin_badge
 from core.errors import DomainError
 
-from .models import GPU, NIC, HealthEvent, InventoryRun, Node, NodeValidation, Rack, Site
+from .models import (
+    GPU,
+    NIC,
+    Cluster,
+    HealthEvent,
+    InventoryRun,
+    Node,
+    NodeValidation,
+    Rack,
+    Site,
+)
 from .selectors.drain import nodes_drain_impact
-from .services import lifecycle, records
+from .services import lifecycle, reachability, records
 
 
 class RecordAdmin(admin.ModelAdmin):
@@ -40,6 +51,51 @@ class RackAdmin(RecordAdmin):
     list_display = ["name", "site", "row", "units"]
     list_filter = ["site"]
     list_select_related = ["site"]
+
+
+@admin.action(description="Check the connection to the selected clusters")
+def check_connection(modeladmin, request, queryset) -> None:
+    """Try each selected cluster now (GET /version), even one waiting for its next try; what
+    comes of it is recorded as any call's would be, and audited."""
+    for cluster in queryset.order_by("name")[:20]:
+        check = reachability.cluster_connection_check(cluster=cluster, actor=request.user)
+        if check.ok:
+            version = check.version or "(it did not say its version)"
+            modeladmin.message_user(
+                request, f"{cluster.name} answers: Kubernetes {version}.", messages.SUCCESS
+            )
+        else:
+            modeladmin.message_user(
+                request, f"{cluster.name} does not answer: {check.error}", messages.ERROR)
+
+
+@admin.register(Cluster)
+class ClusterAdmin(admin.ModelAdmin):
+    """The clusters the portal drives: saved through `services.records.cluster_save` (audited;
+    the reachability is the portal's own, shown read-only)."""
+
+    list_display = ["name", "slug", "site", "status_badge", "last_contact_at", "last_error"]
+    list_filter = ["state", "reachable", "site"]
+    list_select_related = ["site"]
+    search_fields = ["name", "slug"]
+    actions = [check_connection]
+    readonly_fields = ["reachable", "unreachable_since", "failures", "next_probe_at",
+                       "last_error", "last_contact_at", "created_at"]
+
+    @admin.display(description="status", ordering="state")
+    def status_badge(self, obj: Cluster) -> str:
+        return admin_badge(value=obj.status, label=obj.status_label, color=obj.status_color)
+
+    def get_readonly_fields(self, request, obj=None):
+        # The slug names its queue, its objects' labels and its rows elsewhere: set once.
+        fixed = ["slug"] if obj is not None else []
+        return [*fixed, *self.readonly_fields]
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # retire it instead: its nodes and workloads keep naming it
+
+    def save_model(self, request, obj, form, change):
+        records.cluster_save(actor=request.user, cluster=obj, changed=form.changed_data)
 
 
 class GPUInline(admin.TabularInline):

@@ -11,9 +11,10 @@ from typing import Any
 from django.db import models, transaction
 
 from core.audit import audit
+from core.queueing import workers_serve_clusters
 
 from .. import queueing
-from ..models import Node, Rack, Site
+from ..models import Cluster, Node, Rack, Site
 
 
 def _diff(before: models.Model | None, after: models.Model, fields: list[str]) -> dict:
@@ -38,6 +39,23 @@ def record_save(*, actor: Any | None, obj: Site | Rack, changed: list[str]) -> S
         changes=_diff(before, obj, changed),
     )
     return obj
+
+
+@transaction.atomic
+def cluster_save(*, actor: Any | None, cluster: Cluster, changed: list[str]) -> Cluster:
+    """Save a cluster filled in by an admin form (already validated). An existing cluster's
+    row is written in the fields the form changed only: its reachability is the portal's to
+    write, meanwhile too. A new cluster's queue is served by the workers from now on."""
+    before = Cluster.objects.filter(pk=cluster.pk).first() if cluster.pk else None
+    cluster.full_clean()
+    if before is None:
+        cluster.save()
+        transaction.on_commit(workers_serve_clusters)
+    elif changed:
+        cluster.save(update_fields=[name for name in changed if name != "slug"])
+    audit(actor=actor, action=f"cluster.{'update' if before else 'create'}", obj=cluster,
+          changes=_diff(before, cluster, changed))
+    return cluster
 
 
 @transaction.atomic

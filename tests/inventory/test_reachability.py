@@ -167,3 +167,46 @@ def test_an_admins_connection_check_tries_even_while_waiting_and_is_audited(
     events = AuditEvent.objects.filter(action="cluster.connection_check").order_by("pk")
     assert [e.changes.get("ok") for e in events] == [False, True]
     assert {e.actor_id for e in events} == {platform_admin.pk}
+
+
+def test_the_admin_action_says_whether_each_cluster_answers(
+    fleet, kube_emulator, client, platform_admin
+):
+    client.force_login(platform_admin)
+
+    def check() -> str:
+        response = client.post(
+            "/admin/inventory/cluster/",
+            {"action": "check_connection", "_selected_action": [fleet.pk]},
+            follow=True,
+        )
+        assert response.status_code == 200
+        return response.content.decode()
+
+    assert "East answers: Kubernetes v1.33.0-kmock." in check()
+    kube_emulator.down()
+    assert "East does not answer:" in check()
+    listing = client.get("/admin/inventory/cluster/").content.decode()
+    assert "status-unreachable" in listing
+
+
+def test_a_cluster_added_in_admin_is_saved_audited_and_keeps_its_slug(client, platform_admin):
+    client.force_login(platform_admin)
+    response = client.post(
+        "/admin/inventory/cluster/add/",
+        {"slug": "west", "name": "West", "credentials": "kubeconfig",
+         "kubeconfig_path": "/etc/portal/west.kubeconfig", "state": "active"},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    west = Cluster.objects.get(slug="west")
+    assert AuditEvent.objects.filter(action="cluster.create", object_id=str(west.pk)).exists()
+    Cluster.objects.filter(pk=west.pk).update(reachable=False, last_error="refused")
+
+    client.post(
+        f"/admin/inventory/cluster/{west.pk}/change/",
+        {"slug": "renamed", "name": "West hall", "credentials": "kubeconfig",
+         "kubeconfig_path": "/etc/portal/west.kubeconfig", "state": "draining"},
+    )
+    west = Cluster.objects.get(pk=west.pk)
+    assert (west.slug, west.name, west.state) == ("west", "West hall", "draining")
+    assert (west.reachable, west.last_error) == (False, "refused")  # the portal's, kept
