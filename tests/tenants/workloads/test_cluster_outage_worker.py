@@ -72,29 +72,26 @@ def _isvc_names(emulator: KubeEmulator) -> list[str]:
     return sorted(obj["metadata"]["name"] for obj in emulator.list_objects(*ISVC))
 
 
-def _probe_until(condition, *, timeout: float = 40) -> None:
-    """Ask for the probe sweep every second (as beat does every CLUSTER_PROBE_SECONDS) until
-    `condition` holds."""
+def _asking_until(task: str, condition, *, timeout: float = 40) -> None:
+    """Send the sweep `task` every second or two (as beat does) until `condition` holds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        celery_app.send_task("inventory.tasks.clusters_probe_sweep_task")
-        for _ in range(4):
+        celery_app.send_task(task)
+        for _ in range(6):
             if condition():
                 return
             time.sleep(0.25)
     raise AssertionError(f"not seen within {timeout} s: {condition}")
 
 
-def _observe_until(condition, *, timeout: float = 40) -> None:
-    """Ask for the observe sweeps (each cluster's on its queue) until `condition` holds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        celery_app.send_task("tenants.workloads.tasks.workloads_observe_sweep_task")
-        for _ in range(8):
-            if condition():
-                return
-            time.sleep(0.25)
-    raise AssertionError(f"not seen within {timeout} s: {condition}")
+def _probe_until(condition) -> None:
+    """Probe the clusters (each on its own queue) until `condition` holds."""
+    _asking_until("inventory.tasks.clusters_probe_sweep_task", condition)
+
+
+def _observe_until(condition) -> None:
+    """Observe the workloads (each cluster's sweep on its queue) until `condition` holds."""
+    _asking_until("tenants.workloads.tasks.workloads_observe_sweep_task", condition)
 
 
 @pytest.mark.worker
