@@ -5,6 +5,7 @@ reservation label and taint follow at once); GPUs, NICs, health events and valid
 from the cluster sync, the import and the node pages, and are read-only here."""
 
 from django.contrib import admin, messages
+from django.db import models
 from django.template.response import TemplateResponse
 
 from core.admin import ReadOnlyModelAdmin
@@ -79,6 +80,7 @@ class ClusterAdmin(admin.ModelAdmin):
     list_select_related = ["site"]
     search_fields = ["name", "slug"]
     actions = [check_connection]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     readonly_fields = ["reachable", "unreachable_since", "failures", "next_probe_at",
                        "last_error", "last_contact_at", "created_at"]
 
