@@ -7,13 +7,15 @@ each. The "west" emulator goes down (its port closed: connections refused): the 
 cluster unreachable, its workload shows Unknown with since when and why, and launches and
 changes on "main" are applied while it is down. West comes back on the same port with what it
 stored: the probe marks it reachable, its recovery applies the change made meanwhile, and no
-object exists twice.
+object exists twice. And a cluster that answers slowly, with a worker of its own, holds up no
+launch on the other.
 
 Until tenants are reconciled per cluster, the tenant's own objects (namespace, quota, queues)
 are applied to both emulators here, through the gateway; until launches place workloads, the
 workload meant for west is moved there before its first reconcile is queued (by the sweep).
 """
 
+import re
 import time
 from collections.abc import Iterator
 
@@ -168,3 +170,39 @@ def test_a_cluster_going_away_is_its_own_problem_and_it_catches_up_once_it_is_ba
     assert AuditEvent.objects.filter(action="cluster.unreachable").count() == 1
     assert AuditEvent.objects.filter(action="cluster.reachable").count() == 1
     worker.stop()
+
+
+@pytest.mark.worker
+def test_a_slow_cluster_fills_only_its_own_queue_when_it_has_workers_of_its_own(
+    celery_worker, fleet, tenant, tenant_member
+):
+    main, west = fleet["main"], fleet["west"]
+    env = QUICK | {"FLEET_REQUEST_TIMEOUT": "10"}
+    celery_worker(**env, CELERY_WORKER_CLUSTERS="main")
+    celery_worker(**env, CELERY_WORKER_CLUSTERS="west")
+    warm = services.workload_launch(tenant=tenant, actor=tenant_member, kind="inference",
+                                    name="warm", spec=INFERENCE_SPEC)
+    wait_until(lambda: _workload(warm.pk).status == WorkloadStatus.PROVISIONING, timeout=60)
+    # West answers, slowly: every write takes three seconds (within the request timeout).
+    west.delay(3, method="PATCH", path=re.compile(r"/apis/.*"), times=1000)
+    # Put on west before anyone sees them (the workers' own sweeps run meanwhile).
+    with celery_broker(CLOSED_PORT_BROKER), transaction.atomic():
+        slow = [services.workload_launch(tenant=tenant, actor=tenant_member, kind="inference",
+                                         name=f"slow-{i}", spec=INFERENCE_SPEC)
+                for i in range(2)]
+        Workload.objects.filter(pk__in=[w.pk for w in slow]).update(cluster_id="west")
+    with transaction.atomic():
+        services.workloads_reconcile_sweep()
+    # West's worker is inside its first endpoint's (slow) apply.
+    wait_until(lambda: any("/inferenceservices/" in r.path for r in west.requests("PATCH")),
+               timeout=30)
+
+    started = time.monotonic()
+    quick = services.workload_launch(tenant=tenant, actor=tenant_member, kind="inference",
+                                     name="quick", spec=INFERENCE_SPEC)
+    wait_until(lambda: _workload(quick.pk).status == WorkloadStatus.PROVISIONING, timeout=20)
+    took = time.monotonic() - started
+    waiting = Workload.objects.filter(cluster_id="west", status=WorkloadStatus.PENDING).count()
+    assert took < 6 and waiting >= 1  # main's launch did not wait behind west's writes
+    assert _isvc_names(main) == ["quick", "warm"]
+    assert Cluster.objects.get(slug="west").reachable  # slow is not unreachable
