@@ -50,6 +50,23 @@ def cluster_queue(cluster: str) -> str:
     return f"{settings.CELERY_CLUSTER_QUEUE_PREFIX}{cluster}"
 
 
+# The worker remote-control command (portal/celery.py) that makes workers serve the queues of
+# clusters added since they started.
+SERVE_CLUSTERS = "serve_clusters"
+
+
+def workers_serve_clusters() -> None:
+    """Ask every worker to serve the queues of the clusters it should and does not yet (those
+    added since it started); nothing in eager mode. A broker that is down: logged, left to the
+    next time."""
+    if current_app.conf.task_always_eager:
+        return
+    try:
+        current_app.control.broadcast(SERVE_CLUSTERS, reply=False)
+    except (OperationalError, KombuError, OSError) as exc:
+        logger.warning("Could not ask the workers to serve new clusters' queues: %s", exc)
+
+
 def send_task(task_name: str, *args: Any, cluster: str | None = None) -> bool:
     """Send `task_name(*args)` now, to `cluster`'s own queue when it names one; False (logged,
     counted) when the broker cannot be reached."""

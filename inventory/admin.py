@@ -5,6 +5,7 @@ reservation label and taint follow at once); GPUs, NICs, health events and valid
 from the cluster sync, the import and the node pages, and are read-only here."""
 
 from django.contrib import admin, messages
+from django.db import models
 from django.db.models import Count
 from django.template.response import TemplateResponse
 
@@ -24,7 +25,7 @@ from .models import (
     Site,
 )
 from .selectors.drain import nodes_drain_impact
-from .services import cluster_records, lifecycle, records
+from .services import cluster_records, lifecycle, reachability, records
 
 
 class RecordAdmin(admin.ModelAdmin):
@@ -54,16 +55,35 @@ class RackAdmin(RecordAdmin):
     list_select_related = ["site"]
 
 
+@admin.action(description="Check the connection to the selected clusters")
+def check_connection(modeladmin, request, queryset) -> None:
+    """Try each selected cluster now (GET /version), even one waiting for its next try; what
+    comes of it is recorded as any call's would be, and audited."""
+    for cluster in queryset.order_by("name")[:20]:
+        check = reachability.cluster_connection_check(cluster=cluster, actor=request.user)
+        if check.ok:
+            version = check.version or "(it did not say its version)"
+            modeladmin.message_user(
+                request, f"{cluster.name} answers: Kubernetes {version}.", messages.SUCCESS
+            )
+        else:
+            modeladmin.message_user(
+                request, f"{cluster.name} does not answer: {check.error}", messages.ERROR)
+
+
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
     """Clusters: added and edited here, saved through `services.cluster_records` (a state change
     is an audited decision of its own); never deleted (retire one instead: its nodes and
     workloads keep naming it)."""
 
-    list_display = ["name", "slug", "site", "status_badge", "node_count", "api_server"]
+    list_display = ["name", "slug", "site", "status_badge", "node_count", "last_contact_at",
+                    "last_error"]
     list_filter = ["state", "site", "reachable"]
     search_fields = ["name", "slug", "api_server"]
     list_select_related = ["site"]
+    actions = [check_connection]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     readonly_fields = ["reachable", "unreachable_since", "failures", "next_probe_at",
                        "last_error", "last_contact_at", "created_at"]
     fieldsets = [

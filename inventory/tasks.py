@@ -6,11 +6,11 @@ running one twice, late, or after a crash is harmless. Only transient failures a
 
 from celery import shared_task
 
-from core.fleet import TransientFleetError
+from core.fleet import FleetError, TransientFleetError
 from core.prometheus import PrometheusUnavailable
 from core.queueing import retry_policy
 
-from .services import cluster, health, sync
+from .services import cluster, health, reachability, sync
 
 
 @shared_task(**retry_policy(TransientFleetError))
@@ -40,6 +40,23 @@ def clusters_sync_sweep_task() -> int:
     """Periodic: a sync of every cluster in service, each in its own task (and queue), so a
     cluster that does not answer delays no other. Returns how many were queued."""
     return sync.clusters_sync_sweep()
+
+
+@shared_task(acks_late=True)
+def cluster_probe_task(cluster: str) -> str:
+    """Ask one cluster whether it answers (recorded either way); never retried: the next probe
+    comes soon. Returns its version, or why it did not answer."""
+    try:
+        return reachability.cluster_probe(cluster=cluster)
+    except FleetError as exc:
+        return f"no answer: {exc}"
+
+
+@shared_task(acks_late=True)
+def clusters_probe_sweep_task() -> int:
+    """Periodic: probe each cluster in service that is reachable or due for another try, each
+    on its own queue. Returns how many were queued."""
+    return reachability.clusters_probe_sweep()
 
 
 # Periodic and retried only a few times: the next scheduled run comes soon anyway.

@@ -3,6 +3,7 @@
 import os
 
 from celery import Celery, signals
+from celery.worker.control import control_command, ok
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
@@ -21,10 +22,8 @@ def _sweep_when_a_worker_starts(sender=None, **kwargs) -> None:
         app.send_task(task_name)
 
 
-@signals.celeryd_after_setup.connect
-def _serve_cluster_queues(sender=None, instance=None, **kwargs) -> None:
-    """A worker also serves the queues of the clusters CELERY_WORKER_CLUSTERS names ("*": every
-    cluster in service when it starts), beside the queues it was started with."""
+def _cluster_queues() -> list[str]:
+    """The queues of the clusters CELERY_WORKER_CLUSTERS names ("*": every one in service)."""
     from django.conf import settings
 
     from core.queueing import cluster_queue
@@ -33,5 +32,27 @@ def _serve_cluster_queues(sender=None, instance=None, **kwargs) -> None:
     wanted = settings.CELERY_WORKER_CLUSTERS
     if "*" in wanted:
         wanted = list(Cluster.objects.in_service().values_list("slug", flat=True))
-    for cluster in wanted:
-        instance.app.amqp.queues.select_add(cluster_queue(cluster))
+    return [cluster_queue(cluster) for cluster in wanted]
+
+
+@signals.celeryd_after_setup.connect
+def _serve_cluster_queues(sender=None, instance=None, **kwargs) -> None:
+    """A worker also serves the queues of the clusters CELERY_WORKER_CLUSTERS names ("*": every
+    cluster in service when it starts), beside the queues it was started with."""
+    for queue in _cluster_queues():
+        instance.app.amqp.queues.select_add(queue)
+
+
+@control_command()
+def serve_clusters(state, **kwargs) -> dict:
+    """Remote control (core.queueing.workers_serve_clusters, from the probe sweep): serve the
+    queues of the clusters added since this worker started, as CELERY_WORKER_CLUSTERS says."""
+    from django.db import close_old_connections
+
+    close_old_connections()  # the consumer's own thread: no connection left from long ago
+    consumer = state.consumer
+    added = [queue for queue in _cluster_queues()
+             if not consumer.task_consumer.consuming_from(queue)]
+    for queue in added:
+        consumer.call_soon(consumer.add_task_queue, queue)
+    return ok(f"serving {', '.join(added) or 'no new queue'}")

@@ -150,6 +150,15 @@ SECTIONS = (
                 "Secrets in tenants' namespaces only"),
             Var("FLEET_SIMULATED_READY_SECONDS", "20",
                 "how long the simulated fleet takes to make an object ready"),
+            Var("CLUSTER_PROBE_SECONDS", "30",
+                "seconds between probes (`GET /version`) of every cluster in service, so an "
+                "idle cluster's outage is noticed (see [when a cluster does not answer]"
+                "(operations.md#when-a-cluster-does-not-answer))"),
+            Var("CLUSTER_BACKOFF_SECONDS", "10",
+                "a cluster that does not answer is tried again after this long, doubled after "
+                "each failed try; until then calls to it fail at once"),
+            Var("CLUSTER_BACKOFF_MAX_SECONDS", "300",
+                "the longest wait between two tries of a cluster that does not answer"),
         ),
     ),
     Section(

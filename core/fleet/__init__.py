@@ -9,6 +9,11 @@ that says how to reach a cluster (`Connection`), read on every `get_gateway()` s
 whose credentials changed gets a new client in every process. Gateways are pooled per cluster:
 one client (and its connection pool and discovery) per cluster per process. Tests swap them with
 `gateway_override(...)`: one gateway for every cluster, or one per cluster.
+
+What `get_gateway()` returns wears a guard (guard.py): while the cluster is marked unreachable
+and not due for another try, its calls fail at once; a call that gets no answer, or the first
+that gets one again, is reported to the function FLEET_REACHABILITY names. A test's override is
+returned as it is (its faults are the test's own).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
@@ -24,27 +30,36 @@ from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from .base import (
+    ClusterUnreachable,
     Connection,
     FleetError,
     FleetGateway,
     Manifest,
     PermanentFleetError,
+    Reachability,
     TransientFleetError,
     classify,
+    is_connection_failure,
 )
+from .guard import GuardedGateway, unreachable_message
 
 __all__ = [
+    "ClusterUnreachable",
     "Connection",
     "FleetError",
     "FleetGateway",
+    "GuardedGateway",
     "Manifest",
     "PermanentFleetError",
+    "Reachability",
     "TransientFleetError",
     "classify",
     "gateway_override",
     "get_gateway",
+    "is_connection_failure",
     "reset_gateway",
     "set_gateway_for_tests",
+    "unreachable_message",
 ]
 
 Override = FleetGateway | Mapping[str, FleetGateway]
@@ -65,8 +80,10 @@ def _build(connection: Connection) -> FleetGateway:
     return import_string(settings.FLEET_GATEWAYS[settings.FLEET_BACKEND])(connection=connection)
 
 
-def get_gateway(cluster: str) -> FleetGateway:
-    """The gateway to `cluster` (or the one a test installed), pooled per process."""
+def get_gateway(cluster: str, *, fail_fast: bool = True) -> FleetGateway:
+    """The gateway to `cluster` (or the one a test installed), pooled per process, guarded by
+    the cluster's reachability as read now (`fail_fast=False`: tried even while it waits for
+    its next try, as a person's connection check is)."""
     if _override is not None:
         if isinstance(_override, FleetGateway):
             return _override
@@ -80,7 +97,14 @@ def get_gateway(cluster: str) -> FleetGateway:
             if pooled is not None:
                 pooled[1].close()
             pooled = _pool[cluster] = (connection, _build(connection))
-        return pooled[1]
+        gateway = pooled[1]
+    if not fail_fast:
+        connection = replace(
+            connection, reachability=replace(connection.reachability, next_probe_at=None)
+        )
+    return GuardedGateway(
+        gateway, connection=connection, report=import_string(settings.FLEET_REACHABILITY)
+    )
 
 
 def reset_gateway() -> None:

@@ -4,12 +4,30 @@ from __future__ import annotations
 
 import abc
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, ClassVar
 
 import urllib3.exceptions
 
 Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Reachability:
+    """Whether a cluster answered lately, as the portal recorded it: while `reachable` is False
+    and `next_probe_at` has not come, calls to it fail at once (no network) with
+    `ClusterUnreachable`."""
+
+    reachable: bool = True
+    since: datetime | None = None
+    next_probe_at: datetime | None = None
+    last_error: str = ""
+    failures: int = 0
+
+    def waiting(self, now: datetime) -> bool:
+        """Whether a call now should fail fast: unreachable, and its next try not yet due."""
+        return not self.reachable and self.next_probe_at is not None and now < self.next_probe_at
 
 
 @dataclass(frozen=True)
@@ -25,6 +43,8 @@ class Connection:
     kubeconfig: str = ""
     context: str = ""
     secret: str = ""
+    # Observed, not configured: a change of it never rebuilds the cluster's client.
+    reachability: Reachability = field(default_factory=Reachability, compare=False)
 
 
 class FleetError(Exception):
@@ -46,6 +66,23 @@ class TransientFleetError(FleetError):
 
 class PermanentFleetError(FleetError):
     """Retrying will not help: a rejected or invalid request (4xx), a missing API kind."""
+
+
+class ClusterUnreachable(TransientFleetError):
+    """The cluster is marked unreachable and its next try is not due: failed without a request
+    (the message says since when, why, and when it is tried again)."""
+
+
+# Answers of something in front of the API server that could not reach it.
+UNREACHABLE_STATUSES = frozenset({502, 503, 504})
+
+
+def is_connection_failure(error: FleetError) -> bool:
+    """Whether `error` says the cluster did not answer (refused, timed out, TLS failed, a proxy
+    could not reach it), as opposed to an answer the API server gave (409, 429, 4xx, 500)."""
+    if not isinstance(error, TransientFleetError) or isinstance(error, ClusterUnreachable):
+        return False
+    return error.status is None or error.status in UNREACHABLE_STATUSES
 
 
 def _api_message(exc: BaseException) -> str:
@@ -93,6 +130,10 @@ class FleetGateway(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 (most gateways hold nothing open)
         """Release what the gateway holds open (its connection pool); it is not used again."""
+
+    def probe(self) -> str:
+        """Ask the cluster whether it answers (one cheap request); its version, if it says."""
+        return ""
 
     @abc.abstractmethod
     def apply(self, *, manifests: list[Manifest]) -> list[Manifest]:

@@ -154,6 +154,13 @@ class KubernetesFleetGateway(FleetGateway):
             if self._api_client is not None:
                 self._api_client.close()
 
+    def probe(self) -> str:
+        # GET /version: answered by any API server to any authenticated client, no discovery.
+        api_client = self.api_client
+        with _classified():
+            info = client.VersionApi(api_client).get_code(_request_timeout=self.request_timeout)
+        return str(info.git_version or "")
+
     # Construction is lazy: building the DynamicClient already talks to the API server.
     @property
     def api_client(self) -> client.ApiClient:

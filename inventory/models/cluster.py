@@ -135,6 +135,17 @@ class Cluster(models.Model):
         return "danger" if self.status == UNREACHABLE else ClusterState.color(self.state)
 
     @property
+    def unreachable_note(self) -> str:
+        """What pages say of its work while it does not answer: since when and why ("" while
+        it answers)."""
+        if self.status != UNREACHABLE:
+            return ""
+        since = (f" since {self.unreachable_since:%Y-%m-%d %H:%M UTC}"
+                 if self.unreachable_since else "")
+        why = f": {self.last_error}" if self.last_error else ""
+        return f"cluster {self.name} unreachable{since}{why}"
+
+    @property
     def task_queue(self) -> str:
         """The Celery queue this cluster's reconcile work goes to."""
         return cluster_queue(self.slug)

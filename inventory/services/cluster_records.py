@@ -14,6 +14,7 @@ from django.db import transaction
 
 from core.audit import audit
 from core.errors import RuleViolation
+from core.queueing import workers_serve_clusters
 
 from ..models import Cluster
 from ..models.cluster import ClusterState
@@ -49,6 +50,7 @@ def cluster_save(*, actor: Any | None, cluster: Cluster, changed: list[str]) -> 
         cluster.save()
         audit(actor=actor, action="cluster.create", obj=cluster,
               changes={"slug": cluster.slug, "name": cluster.name, "state": cluster.state})
+        transaction.on_commit(workers_serve_clusters)  # its queue is served from now on
         return cluster
     before = Cluster.objects.select_for_update().get(pk=cluster.pk)
     if before.slug != cluster.slug:

@@ -82,7 +82,7 @@ def _move(
     if UNSCHEDULABLE_IN_STATE[target] is not None and (
         UNSCHEDULABLE_IN_STATE[target] != UNSCHEDULABLE_IN_STATE[source]
     ):
-        queueing.enqueue_on_commit(queueing.SCHEDULABILITY, node.pk)
+        queueing.enqueue_on_commit(queueing.SCHEDULABILITY, node.pk, cluster=node.cluster_id)
     return node
 
 
@@ -120,7 +120,7 @@ def _drain(
     if node.state == NodeState.AVAILABLE:
         _move(node, target=NodeState.CORDONED, actor=actor, reason=reason)
     _move(node, target=NodeState.DRAINING, actor=actor, reason=reason)
-    queueing.enqueue_on_commit(queueing.DRAIN, node.pk, health_event_id)
+    queueing.enqueue_on_commit(queueing.DRAIN, node.pk, health_event_id, cluster=node.cluster_id)
     return node
 
 

@@ -63,5 +63,5 @@ def node_details_save(*, actor: Any | None, node: Node, changed: list[str]) -> N
         changes=_diff(before, node, changed),
     )
     if before is not None and before.reserved_for != node.reserved_for:
-        queueing.enqueue_on_commit(queueing.RESERVATION, node.pk)
+        queueing.enqueue_on_commit(queueing.RESERVATION, node.pk, cluster=node.cluster_id)
     return node

@@ -223,7 +223,7 @@ def _settle_cordon(node: Node, obs: ObservedNode, report: SyncReport) -> None:
         node.state = NodeState.CORDONED
         report.adopted_cordons.append(obs.name)
     elif desired is True and not obs.unschedulable:
-        queueing.enqueue_on_commit(queueing.SCHEDULABILITY, node.pk)
+        queueing.enqueue_on_commit(queueing.SCHEDULABILITY, node.pk, cluster=node.cluster_id)
         report.recordoned.append(obs.name)
 
 
@@ -231,7 +231,7 @@ def _resume_stuck_drain(node: Node, now: datetime, report: SyncReport) -> None:
     """A drain whose task was lost, or gave up retrying, is queued again: the sync is the
     periodic sweep that keeps level-triggered work moving. A recent drain is left to its task."""
     if node.state == NodeState.DRAINING and now - node.state_changed_at > DRAIN_STUCK_AFTER:
-        queueing.enqueue_on_commit(queueing.DRAIN, node.pk, None)
+        queueing.enqueue_on_commit(queueing.DRAIN, node.pk, None, cluster=node.cluster_id)
         report.drains_resumed.append(node.k8s_name)
 
 
@@ -241,7 +241,7 @@ def _settle_reservation(node: Node, obs: ObservedNode, report: SyncReport) -> No
     if reservation_patch(
         reserved_for=node.reserved_for, observed_label=obs.reserved_for, taints=obs.taints
     ) is not None:
-        queueing.enqueue_on_commit(queueing.RESERVATION, node.pk)
+        queueing.enqueue_on_commit(queueing.RESERVATION, node.pk, cluster=node.cluster_id)
         report.reservations_settled.append(obs.name)
 
 

@@ -19,6 +19,20 @@ FLEET_GATEWAYS = {
 }
 # How the gateway reaches each cluster (the inventory's clusters; see core.fleet).
 FLEET_CONNECTIONS = "inventory.services.connections.cluster_connection"
+# Told when a cluster stops answering, or answers again (records it, with the backoff).
+FLEET_REACHABILITY = "inventory.services.reachability.cluster_reachability_report"
+# A cluster that does not answer is tried again after this many seconds, doubled after each
+# failure up to the most; every in-service cluster is probed every CLUSTER_PROBE_SECONDS.
+CLUSTER_PROBE_SECONDS = env.float("CLUSTER_PROBE_SECONDS", default=30.0)
+CLUSTER_BACKOFF_SECONDS = env.float("CLUSTER_BACKOFF_SECONDS", default=10.0)
+CLUSTER_BACKOFF_MAX_SECONDS = env.float("CLUSTER_BACKOFF_MAX_SECONDS", default=300.0)
+# Queued (with the cluster's slug, on its queue) when a cluster answers again.
+CLUSTER_RECOVERY_TASKS = (
+    "inventory.tasks.cluster_sync_task",
+    "tenants.workloads.tasks.workloads_observe_sweep_task",
+    "tenants.workloads.tasks.workloads_reconcile_sweep_task",
+    "tenants.enforcement.tasks.tenants_reconcile_sweep_task",
+)
 # The portal's own credentials: clusters whose credentials are "environment" use them.
 FLEET_KUBECONFIG = env.str("KUBECONFIG", default="")
 FLEET_KUBE_CONTEXT = env.str("KUBE_CONTEXT", default="")
@@ -130,6 +144,10 @@ CELERY_BEAT_SCHEDULE |= {
     "inventory-cluster-sync": {
         "task": "inventory.tasks.clusters_sync_sweep_task",
         "schedule": float(INVENTORY_SYNC_INTERVAL),
+    },
+    "inventory-clusters-probe": {
+        "task": "inventory.tasks.clusters_probe_sweep_task",
+        "schedule": CLUSTER_PROBE_SECONDS,
     },
     "inventory-health-ingest": {
         "task": "inventory.tasks.health_ingest_task",

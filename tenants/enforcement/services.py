@@ -335,19 +335,21 @@ def _withdraw(tenant: Tenant, cluster: str, presence: TenantCluster | None,
     return outcome
 
 
-def tenant_reconcile_everywhere(*, tenant_ids: list[int], force: bool = False) -> list[tuple[
-    int, str
-]]:
-    """Queue one reconcile per cluster each tenant is on, or must leave, each to its
-    cluster's queue (after commit). The one place a tenant's reconciles are fanned out."""
-    targets = reconcile_targets(tenant_ids)
+def tenant_reconcile_everywhere(
+    *, tenant_ids: list[int], force: bool = False, only: str | None = None
+) -> list[tuple[int, str]]:
+    """Queue one reconcile per cluster each tenant is on, or must leave (`only` that cluster's,
+    when named), each to its cluster's queue (after commit). The one place a tenant's
+    reconciles are fanned out."""
+    targets = [(t, c) for t, c in reconcile_targets(tenant_ids) if only in (None, c)]
     for tenant_id, cluster in targets:
         enqueue_on_commit(RECONCILE_TENANT, tenant_id, force, cluster, cluster=cluster)
     return targets
 
 
-def tenants_reconcile_sweep() -> list[tuple[int, str]]:
-    """Queue a reconcile of every tenant on every cluster it is on or must leave: retries
-    failures, finishes stuck ones, repairs drift, removes what no longer belongs."""
+def tenants_reconcile_sweep(*, cluster: str | None = None) -> list[tuple[int, str]]:
+    """Queue a reconcile of every tenant on every cluster it is on or must leave (only on
+    `cluster`, when named: one that answers again): retries failures, finishes stuck ones,
+    repairs drift, removes what no longer belongs."""
     ids = list(Tenant.objects.order_by("pk").values_list("pk", flat=True))
-    return tenant_reconcile_everywhere(tenant_ids=ids, force=True)
+    return tenant_reconcile_everywhere(tenant_ids=ids, force=True, only=cluster)

@@ -42,7 +42,8 @@ def tenant_reconcile_task(tenant_id: int, force: bool = False, cluster: str | No
 
 
 @shared_task(acks_late=True)
-def tenants_reconcile_sweep_task() -> int:
+def tenants_reconcile_sweep_task(cluster: str | None = None) -> int:
     """Periodic: re-apply every tenant on each of its clusters (retries failures, repairs
-    drift, removes it where it no longer belongs)."""
-    return len(tenants_reconcile_sweep())
+    drift, removes it where it no longer belongs); on one cluster only when named (one that
+    answers again)."""
+    return len(tenants_reconcile_sweep(cluster=cluster))

@@ -67,6 +67,8 @@ class WorkloadAdmin(ReadOnlyModelAdmin):
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: Workload) -> str:
+        if obj.cluster_unreachable:  # its last status may no longer hold: say why
+            return admin_badge(value="unknown", label=obj.status_detail, color="dark")
         return admin_badge(value=obj.status, label=obj.get_status_display(),
                            color=obj.status_color)
 

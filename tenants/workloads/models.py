@@ -223,9 +223,24 @@ class Workload(Reconciled):
         return self.status == WorkloadStatus.PROVISIONING and self.status_reason == QUEUED_REASON
 
     @property
+    def cluster_unreachable(self) -> bool:
+        """Its cluster does not answer: what it last said of this workload may no longer hold
+        (lists select the cluster with it: CLUSTER_FIELDS)."""
+        return self.status != WorkloadStatus.DELETED and not self.cluster.reachable and (
+            self.cluster.state != Cluster.State.RETIRED
+        )
+
+    @property
+    def status_detail(self) -> str:
+        """Unknown, since when and why, while its cluster does not answer; else empty."""
+        return f"Unknown — {self.cluster.unreachable_note}" if self.cluster_unreachable else ""
+
+    @property
     def status_label(self) -> str:
-        """The badge's word: the status, Stopped for a stopped VM, Queued for a workload
-        waiting in the queue."""
+        """The badge's word: the status, Unknown while its cluster does not answer, Stopped
+        for a stopped VM, Queued for a workload waiting in the queue."""
+        if self.cluster_unreachable:
+            return "Unknown"
         if self.queued:
             return "Queued"
         return "Stopped" if self.stopped else self.get_status_display()

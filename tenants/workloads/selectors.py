@@ -13,6 +13,7 @@ from django.db.models import F, OuterRef, Q, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
 from inventory import resource_classes
+from inventory.models import Cluster
 
 from ..access.models import Tenant
 from ..access.rules import in_tenants_visible_to
@@ -39,12 +40,20 @@ from .models import (
     WorkloadStatus,
 )
 
+# What a workload's badge reads of its cluster (whether it answers, since when, why), joined
+# into every read that shows workloads: no query per row.
+CLUSTER_FIELDS = (
+    "cluster__slug", "cluster__name", "cluster__state", "cluster__reachable",
+    "cluster__unreachable_since", "cluster__last_error",
+)
+
 
 def workloads_visible_to(user) -> QuerySet[Workload]:
     """Workloads of the tenants `user` may see (another tenant's are simply not there), with
-    `observed_at`, when the portal last saw each."""
+    `observed_at`, when the portal last saw each, and their cluster."""
     return in_tenants_visible_to(
-        Workload.objects.select_related("tenant", "launched_by").with_observed_at(), user
+        Workload.objects.select_related("tenant", "launched_by", "cluster").with_observed_at(),
+        user,
     )
 
 
@@ -56,7 +65,7 @@ WORKLOAD_API_FIELDS = (
     "status_reason", "status_message", "observed", "created_at", "ready_at",
     "deleted_at", "desired_version", "applied_version", "applied_at", "reconcile_error",
     "reconcile_failed_at", "gpu_utilization", "gpu_measured_at", "keep_running_reason",
-    "cluster_id",
+    "cluster_id", *CLUSTER_FIELDS,
 )
 
 
@@ -77,7 +86,9 @@ def tenant_workloads(
     *, tenant: Tenant, kind: str | None = None, status: str | None = None,
     include_deleted: bool = False, cluster: str | None = None,
 ) -> QuerySet[Workload]:
-    workloads = Workload.objects.filter(tenant=tenant).select_related("tenant", "launched_by")
+    workloads = Workload.objects.filter(tenant=tenant).select_related(
+        "tenant", "launched_by", "cluster"
+    )
     if kind:
         workloads = workloads.filter(kind=kind)
     if cluster:
@@ -94,7 +105,7 @@ def tenant_workloads(
 LIST_FIELDS = (
     "id", "tenant_id", "kind", "name", "status", "status_reason", "status_message", "demand",
     "cluster_id", "created_at", "desired_version", "applied_version", "reconcile_error",
-    "launched_by", "gpu_utilization", "gpu_measured_at", "keep_running_reason",
+    "launched_by", "gpu_utilization", "gpu_measured_at", "keep_running_reason", *CLUSTER_FIELDS,
 )
 
 
@@ -110,6 +121,7 @@ def tenant_workloads_for_list(
     return (
         tenant_workloads(tenant=tenant, kind=kind, status=status, cluster=cluster)
         .select_related(None)
+        .select_related("cluster")
         .only(*LIST_FIELDS)
         .annotate(
             launched_by_username=F("launched_by__username"),
@@ -128,12 +140,15 @@ def tenant_workloads_recent(*, tenant: Tenant, limit: int) -> list[Workload]:
     rows = (
         Workload.objects.filter(tenant=tenant).exclude(status=WorkloadStatus.DELETED)
         .order_by("-created_at", "-id")
-        .values_list("id", "kind", "name", "status", "status_reason", "cluster_id")[:limit]
+        .values_list("id", "kind", "name", "status", "status_reason", *CLUSTER_FIELDS)[:limit]
     )
     return [
         Workload(id=pk, tenant_id=tenant.pk, kind=kind, name=name, status=status,
-                 status_reason=reason, cluster_id=cluster)
-        for pk, kind, name, status, reason, cluster in rows
+                 status_reason=reason, cluster=Cluster(
+                     slug=slug, name=cluster_name, state=state, reachable=reachable,
+                     unreachable_since=since, last_error=error))
+        for pk, kind, name, status, reason, slug, cluster_name, state, reachable, since, error
+        in rows
     ]
 
 

@@ -53,13 +53,6 @@ def unstorable_fields(field: str, value: Mapping[str, Any]) -> dict[str, list[st
 # --- what a workload looks like ---------------------------------------------------------------
 
 
-class WorkloadClusterSerializer(ClusterStateSerializer):
-    """The cluster the workload runs on (it stays there), and how far its objects there are
-    applied."""
-
-    slug = serializers.CharField(source="cluster_id", help_text="The cluster's slug.")
-
-
 class IdleEpisodeSerializer(serializers.ModelSerializer):
     """Its GPUs idling now, and what the tenant's idle policy did or will do about it."""
 
@@ -154,6 +147,22 @@ class WorkloadQueueSerializer(serializers.Serializer):
         }
 
 
+class WorkloadClusterSerializer(ClusterStateSerializer):
+    """Where it runs and what that cluster holds of it: the cluster's slug and name, whether it
+    answers (while it does not, the workload's status is its last known one), and the apply
+    state."""
+
+    slug = serializers.CharField(source="cluster_id", help_text="The cluster it runs on.")
+    name = serializers.CharField(source="cluster.name")
+    reachable = serializers.BooleanField(
+        source="cluster.reachable",
+        help_text="False while the cluster does not answer: `status` is as last seen.",
+    )
+    unreachable_since = serializers.DateTimeField(
+        source="cluster.unreachable_since", allow_null=True
+    )
+
+
 class WorkloadSerializer(serializers.ModelSerializer):
     """A workload: what was asked (spec), what it holds (demand), where its lifecycle is, what
     the cluster last said of it and how to use it."""
@@ -171,6 +180,16 @@ class WorkloadSerializer(serializers.ModelSerializer):
         help_text="Resource class → units it holds of the tenant's quota.",
     )
     cluster = WorkloadClusterSerializer(source="*", read_only=True)
+    cluster_unreachable = serializers.BooleanField(
+        read_only=True,
+        help_text="Its cluster does not answer: its status is unknown (`status` keeps the "
+        "last one seen, `status_detail` says since when and why).",
+    )
+    status_detail = serializers.CharField(
+        read_only=True,
+        help_text="Why its status is unknown (its cluster unreachable since when, and the "
+        "error); empty while its cluster answers.",
+    )
     conditions = serializers.ListField(
         child=serializers.DictField(), read_only=True,
         help_text="The conditions its objects last reported, newest first.",
@@ -213,6 +232,8 @@ class WorkloadSerializer(serializers.ModelSerializer):
             "status_label",
             "status_reason",
             "status_message",
+            "status_detail",
+            "cluster_unreachable",
             "in_progress",
             "spec",
             "demand",

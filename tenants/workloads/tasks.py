@@ -41,9 +41,10 @@ def workloads_observe_sweep_task(cluster: str | None = None) -> int:
 
 
 @shared_task(acks_late=True)
-def workloads_reconcile_sweep_task() -> int:
-    """Periodic: re-queue every workload whose desired state is not applied yet."""
-    return len(workloads_reconcile_sweep())
+def workloads_reconcile_sweep_task(cluster: str | None = None) -> int:
+    """Periodic: re-queue every workload whose desired state is not applied yet (on `cluster`
+    only, when named: its recovery once it answers again)."""
+    return len(workloads_reconcile_sweep(cluster=cluster))
 
 
 @shared_task(acks_late=True)

@@ -380,8 +380,8 @@ def test_get_gateway_builds_the_kubernetes_backend_from_a_kubeconfig(
 
     gateway = get_gateway("main")
 
-    assert isinstance(gateway, KubernetesFleetGateway)
-    assert get_gateway("main") is gateway
+    assert isinstance(gateway.inner, KubernetesFleetGateway)
+    assert get_gateway("main").inner is gateway.inner
     assert [n["metadata"]["name"] for n in gateway.list_nodes()] == [RTX_NODE]
     assert gateway.api_client.configuration.host == kube_emulator.url
     assert kube_emulator.requests("GET", "/api/v1/nodes")

@@ -75,12 +75,13 @@ def condition(obj: dict, kind: str) -> dict:
 def test_get_gateway_defaults_to_the_simulated_fleet(settings, db):
     settings.FLEET_BACKEND = "simulated"
 
-    assert isinstance(get_gateway("main"), SimulatedFleetGateway)
-    assert get_gateway("main") is get_gateway("main")
+    # Each call's guard wraps the one gateway pooled for the cluster.
+    assert isinstance(get_gateway("main").inner, SimulatedFleetGateway)
+    assert get_gateway("main").inner is get_gateway("main").inner
     replacement = SimulatedFleetGateway()
     with gateway_override(replacement):
         assert get_gateway("main") is replacement
-    assert get_gateway("main") is not replacement
+    assert get_gateway("main").inner is not replacement
 
 
 def test_apply_creates_then_reapplying_changes_nothing(simulated_gateway):

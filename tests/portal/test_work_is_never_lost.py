@@ -165,7 +165,8 @@ def test_a_cordon_the_broker_missed_reaches_the_cluster_at_the_next_sync(
     assert not (live.get("spec") or {}).get("unschedulable")
 
     with django_capture_on_commit_callbacks(execute=True):
-        sync.cluster_sync(cluster="main")  # the periodic sweep: it finds the node schedulable, cordons it
+        # The periodic sweep: it finds the node schedulable, cordons it.
+        sync.cluster_sync(cluster="main")
 
     live = simulated_gateway.get(api_version="v1", kind="Node", name=node.k8s_name)
     assert live["spec"]["unschedulable"] is True

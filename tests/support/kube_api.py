@@ -153,6 +153,13 @@ def _sees(view: dsl.View, request: kmock.Request) -> bool:
         view = view._source
 
 
+SERVER_VERSION = {
+    "major": "1", "minor": "33", "gitVersion": "v1.33.0-kmock", "gitCommit": "0" * 40,
+    "gitTreeState": "clean", "buildDate": "2025-04-23T00:00:00Z", "goVersion": "go1.24.2",
+    "compiler": "gc", "platform": "linux/amd64",
+}
+
+
 @attrs.define(kw_only=True)
 class PortalKubeEmulator(kmock.KubernetesEmulator):
     """kmock's emulator with the behaviour of a real API server where the client relies on it."""
@@ -182,6 +189,10 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
             },
         )
         serving[self._is_pending_workloads] << self._serve_pending_workloads
+        # What the portal's probe asks (kmock's own answer sits in a fallback _dispatch skips).
+        serving[lambda r: r.method == "GET" and r.url.path.rstrip("/") == "/version"] << (
+            lambda request: SERVER_VERSION
+        )
         bundled = importlib.resources.files("kmock._internal") / "resources.json.gz"
         self.resources.load_data(gzip.decompress(bundled.read_bytes()))
         for api_version, kind, plural, namespaced, subresources in CUSTOM_RESOURCES:

@@ -67,8 +67,9 @@ class KubeEmulator:
         self.url = ""
         self.handler: PortalKubeEmulator | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
         self._ready = threading.Event()
+        self._closed = threading.Event()
+        self._commands: asyncio.Queue[str] | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="kube-emulator", daemon=True)
 
@@ -82,9 +83,26 @@ class KubeEmulator:
     def stop(self) -> None:
         if not self._thread.is_alive():
             return  # stopped already (a test stops a cluster; its fixture stops it again)
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
+        if self._loop is not None and self._commands is not None:
+            self._loop.call_soon_threadsafe(self._commands.put_nowait, "stop")
         self._thread.join(timeout=10)
+
+    def down(self) -> None:
+        """Close the port, as a cluster whose API server is gone (connections are refused);
+        what it stores is kept for `up()`."""
+        assert self._loop is not None and self._commands is not None
+        self._closed.clear()
+        self._loop.call_soon_threadsafe(self._commands.put_nowait, "down")
+        if not self._closed.wait(timeout=10):
+            raise RuntimeError("the Kubernetes emulator did not go down")
+
+    def up(self) -> None:
+        """Serve again on the same port, with what it stored before `down()`."""
+        assert self._loop is not None and self._commands is not None
+        self._ready.clear()
+        self._loop.call_soon_threadsafe(self._commands.put_nowait, "up")
+        if not self._ready.wait(timeout=10) or self._error is not None:
+            raise RuntimeError("the Kubernetes emulator did not come back") from self._error
 
     def _run(self) -> None:
         try:
@@ -94,12 +112,23 @@ class KubeEmulator:
             self._ready.set()
 
     async def _serve(self) -> None:
-        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        self._loop, self._commands = asyncio.get_running_loop(), asyncio.Queue()
         handler = PortalKubeEmulator()
-        async with handler, kmock.Server(handler) as server:
-            self.handler, self.url = handler, str(server.url).rstrip("/")
-            self._ready.set()
-            await self._stop.wait()
+        port = None
+        async with handler:
+            while True:
+                async with kmock.Server(handler, port=port) as server:
+                    self.handler, self.url = handler, str(server.url).rstrip("/")
+                    port = server.url.port
+                    self._ready.set()
+                    command = await self._commands.get()
+                self._closed.set()
+                if command == "stop":
+                    return
+                while command != "up":  # down until brought up (or stopped)
+                    command = await self._commands.get()
+                    if command == "stop":
+                        return
 
     def _in_loop(self, fn: Callable[[], Any]) -> Any:
         async def call() -> Any:

@@ -80,7 +80,7 @@ def _endpoint(workload_id: int, actor, what: str) -> Workload:
 def _changed(workload: Workload) -> None:
     """The endpoint's policy names other keys now: apply it again after commit."""
     reconcile_bump(Workload.objects.filter(pk=workload.pk))
-    enqueue_on_commit(RECONCILE, workload.pk)
+    enqueue_on_commit(RECONCILE, workload.pk, cluster=workload.cluster_id)
 
 
 def _issue(workload: Workload, *, actor, name: str) -> IssuedKey:

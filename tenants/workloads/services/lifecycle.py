@@ -221,7 +221,7 @@ def _respec(workload: Workload, *, actor, spec: dict, event: str, action: str,
     _event(workload, event, actor=actor, message=message)
     audit(actor=actor, action=action, obj=workload, tenant=workload.tenant,
           changes={"before": before, "after": spec, "demand": demand})
-    enqueue_on_commit(RECONCILE, workload.pk)
+    enqueue_on_commit(RECONCILE, workload.pk, cluster=workload.cluster_id)
     return workload
 
 
@@ -355,7 +355,7 @@ def workload_delete(*, workload_id: int, actor) -> Workload:
            to_status=WorkloadStatus.DELETING)
     audit(actor=actor, action="workload.delete", obj=workload, tenant=workload.tenant,
           changes={"from": source})
-    enqueue_on_commit(RECONCILE, workload.pk)
+    enqueue_on_commit(RECONCILE, workload.pk, cluster=workload.cluster_id)
     return workload
 
 
@@ -374,7 +374,7 @@ def workload_refresh(*, workload: Workload) -> bool:
     if queued:
         # A deletion is finished by its teardown (which checks nothing is left), not a look.
         task = RECONCILE if workload.status == WorkloadStatus.DELETING else OBSERVE
-        enqueue_on_commit(task, workload.pk)
+        enqueue_on_commit(task, workload.pk, cluster=workload.cluster_id)
     return bool(queued)
 
 

@@ -248,7 +248,7 @@ def _record_observation(workload: Workload, ctx: BuildContext, objects: dict,
             reconcile_bump(Workload.objects.filter(pk=locked.pk))
             _event(locked, WorkloadEvent.Kind.ERROR, reason="Missing",
                    message="Its objects are gone from the cluster: applying them again.")
-            enqueue_on_commit(RECONCILE, locked.pk)
+            enqueue_on_commit(RECONCILE, locked.pk, cluster=locked.cluster_id)
 
 
 def _touch(workload_ids: list[int]) -> None:
@@ -437,7 +437,7 @@ def workloads_observe_sweep(
     # Deletions still waiting for their objects to go: their teardown looks again.
     deleting = Workload.objects.filter(cluster_id=cluster, status=S.DELETING)
     for workload_id in deleting.values_list("pk", flat=True):
-        enqueue_on_commit(RECONCILE, workload_id)
+        enqueue_on_commit(RECONCILE, workload_id, cluster=cluster)
     return len(live)
 
 
@@ -447,13 +447,14 @@ def workloads_reconcile_now(*, actor: Any | None, workload_ids: list[int]) -> in
                      .select_related("tenant"))
     for workload in workloads:
         audit(actor=actor, action="workload.reconcile_now", obj=workload, tenant=workload.tenant)
-        enqueue_on_commit(RECONCILE, workload.pk)
+        enqueue_on_commit(RECONCILE, workload.pk, cluster=workload.cluster_id)
     return len(workloads)
 
 
-def workloads_reconcile_sweep() -> list[int]:
+def workloads_reconcile_sweep(*, cluster: str | None = None) -> list[int]:
     """Queue a reconcile of every workload whose desired state is not applied yet, whose last
-    apply failed, or whose deletion is still in progress (lost tasks, retries given up).
+    apply failed, or whose deletion is still in progress (lost tasks, retries given up), each
+    on its cluster's queue; only `cluster`'s when named (its recovery, once it answers again).
 
     Expired endpoint keys are recorded first: a key's grace ends with nothing else changing,
     and this sweep's period (two minutes) is the "within minutes" a key outlives its grace on
@@ -464,7 +465,9 @@ def workloads_reconcile_sweep() -> list[int]:
         | ~Q(reconcile_error="")
         | Q(status__in=(S.DELETING, S.PENDING))
     )
-    ids = list(due.order_by("pk").values_list("pk", flat=True))
-    for workload_id in ids:
-        enqueue_on_commit(RECONCILE, workload_id)
-    return ids
+    if cluster is not None:
+        due = due.filter(cluster_id=cluster)
+    rows = list(due.order_by("pk").values_list("pk", "cluster_id"))
+    for workload_id, on in rows:
+        enqueue_on_commit(RECONCILE, workload_id, cluster=on)
+    return [workload_id for workload_id, _ in rows]

@@ -74,7 +74,8 @@ def _endpoint(tenant, who) -> Workload:
 
 
 def _pod(tenant, name: str) -> dict:
-    return get_gateway("main").get(api_version="v1", kind="Pod", name=name, namespace=tenant.namespace)
+    return get_gateway("main").get(api_version="v1", kind="Pod", name=name,
+                                   namespace=tenant.namespace)
 
 
 def _shares_usage(tenant) -> dict[str, str]:
