@@ -10,26 +10,23 @@ stored: the probe marks it reachable, its recovery applies the change made meanw
 object exists twice. And a cluster that answers slowly, with a worker of its own, holds up no
 launch on the other.
 
-Until tenants are reconciled per cluster, the tenant's own objects (namespace, quota, queues)
-are applied to both emulators here, through the gateway; until launches place workloads, the
-workload meant for west is moved there before its first reconcile is queued (by the sweep).
+The tenant's own objects (namespace, quota, queues) are put on both clusters by its reconcile
+on each; each hall has H100 nodes, and the workloads meant for west are launched there.
 """
 
-import re
 import time
 from collections.abc import Iterator
 
 import pytest
 from django.db import transaction
 
-from core.fleet import get_gateway
 from core.models import AuditEvent
 from inventory.models import Cluster
 from portal.celery import app as celery_app
-from tenants.enforcement.manifests import tenant_manifests
-from tenants.enforcement.services import tenant_spec
+from tenants.enforcement.services import tenant_reconcile
 from tenants.workloads import services
 from tenants.workloads.models import Workload, WorkloadStatus
+from tests.factories import GPUFactory, NodeFactory
 from tests.support.clusters import emulated_cluster
 from tests.support.fixtures_celery import CLOSED_PORT_BROKER, celery_broker, wait_until
 from tests.support.kube_emulator import KubeEmulator, running_kube_emulator
@@ -55,14 +52,19 @@ def west_emulator() -> Iterator[KubeEmulator]:
 
 @pytest.fixture
 def fleet(settings, kube_emulator, west_emulator, tmp_path, tenant, gpu_pool, workload_quota):
-    """Cluster main at one emulator, west at the other; the tenant's objects on both."""
+    """Cluster main at one emulator, west at the other, each with two nodes of 8 H100s; the
+    tenant's quota is fleet-wide, and its reconcile on each cluster puts its objects there."""
     settings.FLEET_BACKEND = "kubernetes"
     emulated_cluster(kube_emulator, "main", tmp_path, name="Main hall")
     emulated_cluster(west_emulator, "west", tmp_path, name="West hall")
+    for _ in range(2):
+        node = NodeFactory(cluster_id="west", reserved_for="")
+        for index in range(8):
+            GPUFactory(node=node, index=index, model="nvidia-h100-80gb")
     workload_quota(**{"count:inference": 4, H100: 16, "cpu": 200, "memory-gib": 2000})
-    manifests = tenant_manifests(tenant_spec(tenant=tenant))
     for cluster in ("main", "west"):
-        get_gateway(cluster).apply(manifests=manifests)
+        tenant_reconcile(tenant_id=tenant.pk, cluster=cluster)
+    assert west_emulator.get_object("v1", "Namespace", tenant.namespace)
     return {"main": kube_emulator, "west": west_emulator}
 
 
@@ -102,13 +104,12 @@ def test_a_cluster_going_away_is_its_own_problem_and_it_catches_up_once_it_is_ba
 ):
     main, west = fleet["main"], fleet["west"]
     ns = tenant.namespace
-    # Launched while the broker is down (nothing queued yet), then put on their clusters.
+    # Launched while the broker is down (nothing queued yet), one on each cluster.
     with celery_broker(CLOSED_PORT_BROKER):
         near = services.workload_launch(tenant=tenant, actor=tenant_member, kind="inference",
-                                        name="near", spec=INFERENCE_SPEC)
+                                        name="near", spec=INFERENCE_SPEC, cluster="main")
         far = services.workload_launch(tenant=tenant, actor=tenant_member, kind="inference",
-                                       name="far", spec=INFERENCE_SPEC)
-    Workload.objects.filter(pk=far.pk).update(cluster_id="west")
+                                       name="far", spec=INFERENCE_SPEC, cluster="west")
     worker = celery_worker(**QUICK)
     with transaction.atomic():
         services.workloads_reconcile_sweep()  # each on its own cluster's queue
@@ -141,7 +142,7 @@ def test_a_cluster_going_away_is_its_own_problem_and_it_catches_up_once_it_is_ba
     # Meanwhile on main: a launch and a change are applied; west's change waits.
     started = time.monotonic()
     more = services.workload_launch(tenant=tenant, actor=tenant_member, kind="inference",
-                                    name="more", spec=INFERENCE_SPEC)
+                                    name="more", spec=INFERENCE_SPEC)  # the portal's choice
     services.workload_scale(workload_id=near.pk, actor=tenant_member,
                             changes={"max_replicas": 4})
     services.workload_scale(workload_id=far.pk, actor=tenant_member,
@@ -177,32 +178,27 @@ def test_a_slow_cluster_fills_only_its_own_queue_when_it_has_workers_of_its_own(
     celery_worker, fleet, tenant, tenant_member
 ):
     main, west = fleet["main"], fleet["west"]
-    env = QUICK | {"FLEET_REQUEST_TIMEOUT": "10"}
+    env = QUICK | {"FLEET_REQUEST_TIMEOUT": "12"}
     celery_worker(**env, CELERY_WORKER_CLUSTERS="main")
     celery_worker(**env, CELERY_WORKER_CLUSTERS="west")
     warm = services.workload_launch(tenant=tenant, actor=tenant_member, kind="inference",
-                                    name="warm", spec=INFERENCE_SPEC)
+                                    name="warm", spec=INFERENCE_SPEC, cluster="main")
     wait_until(lambda: _workload(warm.pk).status == WorkloadStatus.PROVISIONING, timeout=60)
-    # West answers, slowly: every write takes three seconds (within the request timeout).
-    west.delay(3, method="PATCH", path=re.compile(r"/apis/.*"), times=1000)
-    # Put on west before anyone sees them (the workers' own sweeps run meanwhile).
-    with celery_broker(CLOSED_PORT_BROKER), transaction.atomic():
-        slow = [services.workload_launch(tenant=tenant, actor=tenant_member, kind="inference",
-                                         name=f"slow-{i}", spec=INFERENCE_SPEC)
-                for i in range(2)]
-        Workload.objects.filter(pk__in=[w.pk for w in slow]).update(cluster_id="west")
-    with transaction.atomic():
-        services.workloads_reconcile_sweep()
-    # West's worker is inside its first endpoint's (slow) apply.
-    wait_until(lambda: any("/inferenceservices/" in r.path for r in west.requests("PATCH")),
+    # West answers, slowly: its endpoint's write takes eight seconds (within the timeout).
+    ns = tenant.namespace
+    west.delay(8, method="PATCH", path=ISVC_PATH.format(ns=ns, name="slow"))
+    slow = services.workload_launch(tenant=tenant, actor=tenant_member, kind="inference",
+                                    name="slow", spec=INFERENCE_SPEC, cluster="west")
+    # West's worker is inside the endpoint's (slow) apply.
+    wait_until(lambda: west.requests("PATCH", ISVC_PATH.format(ns=ns, name="slow")),
                timeout=30)
 
     started = time.monotonic()
     quick = services.workload_launch(tenant=tenant, actor=tenant_member, kind="inference",
-                                     name="quick", spec=INFERENCE_SPEC)
+                                     name="quick", spec=INFERENCE_SPEC, cluster="main")
     wait_until(lambda: _workload(quick.pk).status == WorkloadStatus.PROVISIONING, timeout=20)
     took = time.monotonic() - started
-    waiting = Workload.objects.filter(cluster_id="west", status=WorkloadStatus.PENDING).count()
-    assert took < 6 and waiting >= 1  # main's launch did not wait behind west's writes
+    # Main's launch did not wait behind west's write, which is still held.
+    assert took < 6 and _workload(slow.pk).status == WorkloadStatus.PENDING
     assert _isvc_names(main) == ["quick", "warm"]
     assert Cluster.objects.get(slug="west").reachable  # slow is not unreachable
