@@ -25,9 +25,11 @@ from billing.models import Invoice, Rate, UsageRecord
 from billing.selectors.usage import month_spend
 from billing.services import accounts, budgets, invoicing, metering, payments, rates
 from billing.services.metering_measured import MeasuredUsage, Measurement
-from inventory.models import HealthEvent, Node
+from inventory.models import DEFAULT_CLUSTER, HealthEvent, Node
 from tenants.models import Tenant, Workload, WorkloadEvent
 from tenants.workloads import services as workloads
+
+from .clusters import FRANKFURT, workload_place
 
 UTC = datetime.UTC
 D = Decimal
@@ -74,7 +76,8 @@ class Step:
 
 @dataclass(frozen=True)
 class History:
-    """A workload's past: the demo workload it is (or a past one launched here) and its steps."""
+    """A workload's past: the demo workload it is (or a past one launched here, on `cluster`)
+    and its steps."""
 
     tenant: str
     name: str
@@ -82,6 +85,7 @@ class History:
     steps: tuple[Step, ...]
     kind: str = ""
     spec: dict = field(default_factory=dict)
+    cluster: str = DEFAULT_CLUSTER
 
 
 DEMO_SSH_KEY = (
@@ -98,7 +102,8 @@ HISTORIES: tuple[History, ...] = (
             kind="inference",
             spec={"model_uri": "s3://helix-models/34b/step-60000", "gpu": "gpu:nvidia-h200",
                   "gpus_per_replica": 8, "min_replicas": 1, "max_replicas": 2, "cpu": 64,
-                  "memory_gib": 512}),
+                  "memory_gib": 512},
+            cluster=FRANKFURT),
     History("nova", "support-assistant", "mike",
             (Step(46.1, "launch"), Step(21.55, "scale", {"max_replicas": 3}))),
     History("nova", "dev-cluster", "mike", (Step(38.7, "launch"),)),
@@ -117,7 +122,8 @@ HISTORIES: tuple[History, ...] = (
             (Step(42.3, "launch"), Step(15.1, "delete")),
             kind="vm",
             spec={"image": "rocky-9", "cpu": 32, "memory_gib": 256, "disk_gib": 500,
-                  "gpu": "gpu:nvidia-a100-80gb", "gpus": 4, "ssh_public_key": DEMO_SSH_KEY}),
+                  "gpu": "gpu:nvidia-a100-80gb", "gpus": 4, "ssh_public_key": DEMO_SSH_KEY},
+            cluster=FRANKFURT),
 )
 
 
@@ -144,6 +150,8 @@ def _run_step(workload: Workload | None, history: History, step: Step, users: di
             tenant=Tenant.objects.get(slug=history.tenant), actor=actor, kind=history.kind,
             name=history.name, spec=history.spec,
         )
+        if history.cluster != workload.cluster_id:
+            workload_place(workload_id=workload.pk, cluster=history.cluster)
         apply(workload.pk)
     elif step.action == "scale":
         workloads.workload_scale(workload_id=workload.pk, actor=actor, changes=step.changes)

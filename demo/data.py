@@ -15,7 +15,7 @@ from billing.services import accounts as billing_accounts
 from core.models import SimulatedObject
 from demo.fleet.simulated import READY_AFTER_ANNOTATION
 from inventory.demo_fleet import demo_fleet_details
-from inventory.models import GPU, Node, NodeState, Rack, Site
+from inventory.models import DEFAULT_CLUSTER, GPU, Node, NodeState, Rack, Site
 from inventory.resource_classes import GPU_MODELS
 from tenants.access import services as tenant_services
 from tenants.enforcement.services import tenant_reconcile, tenants_reconcile_sweep
@@ -27,6 +27,7 @@ from tenants.workloads.selectors import build_context
 
 from . import billing_data as demo_billing
 from .admin_images import load_admin_images
+from .clusters import FRANKFURT, clusters_load, tenants_on_other_clusters, workload_place
 from .idle_gpus import load_idle_gpus
 from .model_credentials import load_model_credentials
 from .queued_jobs import queued_jobs_send
@@ -146,6 +147,7 @@ def _fleet() -> int:
     for slug, name, region in SITES:
         site, _ = Site.objects.get_or_create(slug=slug, defaults={"name": name, "region": region})
         racks += [Rack.objects.get_or_create(site=site, name=f"r{n:02d}")[0] for n in range(1, 6)]
+    cluster_of_site = clusters_load()
     number = 0
     created = 0
     numbered: dict[int, Node] = {}
@@ -166,6 +168,7 @@ def _fleet() -> int:
                 hostname=hostname,
                 defaults={
                     "k8s_name": hostname,
+                    "cluster_id": cluster_of_site[rack.site.slug],
                     "serial": f"SN{uuid.uuid5(DEMO_NAMESPACE, hostname).hex[:10].upper()}",
                     "rack": rack,
                     "position": 2 + 4 * ((number - 1) // len(racks)),
@@ -195,7 +198,7 @@ def _fleet() -> int:
                     )
                     for g in range(per_node)
                 )
-    # NICs, topology, BIOS profiles, health history, and the simulated cluster's objects.
+    # NICs, topology, BIOS profiles, health history, and the simulated clusters' objects.
     demo_fleet_details(numbered=numbered)
     return created
 
@@ -209,10 +212,11 @@ DEMO_SSH_KEY = (
 
 @dataclass(frozen=True)
 class DemoWorkload:
-    """A workload the demo launches through the services, and where it is left: `settled`
-    (its objects dated as if applied long ago and looked at again: ready, or failed in the
-    cluster's words, by the time anyone looks), `stopped` (a VM or a notebook that ran, then
-    was stopped), or `fresh` (just applied, still coming up: its page follows it to ready)."""
+    """A workload the demo launches through the services, on which cluster, and where it is
+    left: `settled` (its objects dated as if applied long ago and looked at again: ready, or
+    failed in the cluster's words, by the time anyone looks), `stopped` (a VM or a notebook
+    that ran, then was stopped), or `fresh` (just applied, still coming up: its page follows it
+    to ready)."""
 
     tenant: str
     launched_by: str
@@ -220,24 +224,29 @@ class DemoWorkload:
     name: str
     spec: dict
     state: str = "settled"
+    cluster: str = DEFAULT_CLUSTER
 
 
-# A model whose name ends in -does-not-exist is one the simulated KServe cannot find.
+# A model whose name ends in -does-not-exist is one the simulated KServe cannot find. Those on
+# Frankfurt's cluster: Helix's (its reserved H200 nodes are there), Nova's H100 endpoints, its
+# vCluster and its endpoint still coming up, Atlas's VM and Orbit's; the rest on Amsterdam's,
+# the default cluster (its MIG nodes, the gated model's credential, and the L40S nodes and
+# queues where Kueue's borrowing plays: whole nodes left for Nova's 70B endpoint).
 WORKLOADS = (
     DemoWorkload("nova", "mike", "vcluster", "dev-cluster",
-                 {"kubernetes_version": "1.35", "cpu": 4, "memory_gib": 8}),
+                 {"kubernetes_version": "1.35", "cpu": 4, "memory_gib": 8}, cluster=FRANKFURT),
     DemoWorkload("nova", "mike", "inference", "support-assistant",
                  {"model_uri": "hf://meta-llama/Llama-3.1-8B-Instruct",
                   "gpu": "gpu:nvidia-h100-80gb", "gpus_per_replica": 1, "min_replicas": 1,
-                  "max_replicas": 2, "cpu": 8, "memory_gib": 64}),
+                  "max_replicas": 2, "cpu": 8, "memory_gib": 64}, cluster=FRANKFURT),
     DemoWorkload("nova", "mike", "inference", "llama-70b-trial",
                  {"model_uri": "hf://meta-llama/Llama-3.3-70B-Instruct-does-not-exist",
                   "gpu": "gpu:nvidia-h100-80gb", "gpus_per_replica": 4, "min_replicas": 1,
-                  "max_replicas": 1, "cpu": 16, "memory_gib": 256}),
+                  "max_replicas": 1, "cpu": 16, "memory_gib": 256}, cluster=FRANKFURT),
     DemoWorkload("nova", "mike", "inference", "search-embeddings",
                  {"model_uri": "hf://intfloat/e5-mistral-7b-instruct", "gpu": "gpu:nvidia-l40s",
                   "gpus_per_replica": 1, "min_replicas": 1, "max_replicas": 1, "cpu": 8,
-                  "memory_gib": 48}, state="fresh"),
+                  "memory_gib": 48}, state="fresh", cluster=FRANKFURT),
     DemoWorkload("atlas", "ari", "slurm", "eval-slurm",
                  {"workers": 4, "gpu": "mig:nvidia-a100-80gb:1g.10gb", "gpus_per_worker": 1,
                   "cpu_per_worker": 4, "memory_gib_per_worker": 32, "accounting": True,
@@ -245,16 +254,17 @@ WORKLOADS = (
     DemoWorkload("atlas", "ari", "vm", "redteam-box",
                  {"image": "ubuntu-2404-nvidia", "cpu": 8, "memory_gib": 32, "disk_gib": 100,
                   "gpu": "gpu:nvidia-l40s", "gpus": 1, "ssh_public_key": DEMO_SSH_KEY},
-                 state="stopped"),
+                 state="stopped", cluster=FRANKFURT),
     DemoWorkload("orbit", "omar", "vm", "notebook",
                  {"image": "rocky-9", "cpu": 16, "memory_gib": 128, "disk_gib": 200,
-                  "gpu": "gpu:nvidia-a100-80gb", "gpus": 1, "ssh_public_key": DEMO_SSH_KEY}),
+                  "gpu": "gpu:nvidia-a100-80gb", "gpus": 1, "ssh_public_key": DEMO_SSH_KEY},
+                 cluster=FRANKFURT),
     # One endpoint per way of getting a GPU besides whole ones on the shared pool: whole GPUs
     # on a dedicated tenant's reserved nodes, a HAMi share, a MIG instance.
     DemoWorkload("helix", "olivia", "inference", "eval-34b",
                  {"model_uri": "s3://helix-models/34b/step-90000", "gpu": "gpu:nvidia-h200",
                   "gpus_per_replica": 4, "min_replicas": 1, "max_replicas": 2, "cpu": 32,
-                  "memory_gib": 256}),
+                  "memory_gib": 256}, cluster=FRANKFURT),
     DemoWorkload("nova", "mike", "inference", "support-chat",
                  {"model_uri": "hf://Qwen/Qwen2.5-7B-Instruct", "gpu": "hami:nvidia-l40s",
                   "gpu_memory_gib": 20, "gpu_cores": 30, "min_replicas": 1, "max_replicas": 2,
@@ -270,7 +280,7 @@ WORKLOADS = (
                   "max_replicas": 1, "cpu": 8, "memory_gib": 32}),
     DemoWorkload("helix", "olivia", "vcluster", "pretrain-cluster",
                  {"kubernetes_version": "1.35", "gpu_scheduling": True, "cpu": 8,
-                  "memory_gib": 32}),
+                  "memory_gib": 32}, cluster=FRANKFURT),
     # Notebooks, each with its launcher's home volume: Mike's VS Code without a GPU, stopped
     # (its home kept), then his JupyterLab on a HAMi share, which mounts that home now (one
     # notebook at a time on a ReadWriteOnce home); Ari's JupyterLab on a MIG instance.
@@ -323,7 +333,9 @@ def _backdate(workload: Workload) -> None:
     )
     ids = [
         row.pk
-        for row in SimulatedObject.objects.filter(namespace=ctx.namespace)
+        for row in SimulatedObject.objects.filter(
+            cluster=workload.cluster_id, namespace=ctx.namespace
+        )
         if ((row.body.get("metadata") or {}).get("labels") or {}).get(LABEL_WORKLOAD_ID)
         == str(workload.pk)
         or (row.api_version, row.kind, row.name) in unowned
@@ -339,7 +351,9 @@ COMING_UP_SECONDS = 600
 def _workload_rows(workload: Workload):
     """The workload's objects on the simulated cluster (by its label)."""
     return [
-        row for row in SimulatedObject.objects.filter(namespace=workload.tenant.namespace)
+        row for row in SimulatedObject.objects.filter(
+            cluster=workload.cluster_id, namespace=workload.tenant.namespace
+        )
         if ((row.body.get("metadata") or {}).get("labels") or {}).get(LABEL_WORKLOAD_ID)
         == str(workload.pk)
     ]
@@ -385,6 +399,9 @@ def _workloads(users: dict, items: tuple[DemoWorkload, ...]) -> list[int]:
             tenant=tenant, actor=users[item.launched_by], kind=item.kind, name=item.name,
             spec=item.spec,
         )
+        if item.cluster != workload.cluster_id:
+            workload_place(workload_id=workload.pk, cluster=item.cluster)
+            workload.cluster_id = item.cluster
         workloads.workload_reconcile(workload_id=workload.pk)
         if item.state == "fresh":
             fresh.append(workload.pk)
@@ -410,9 +427,9 @@ def _queued_workloads(users: dict) -> None:
     if all(Workload.objects.filter(tenant__slug=item.tenant, name=item.name).exists()
            for item in QUEUED_WORKLOADS):
         return
-    workloads.workloads_observe_sweep()
+    workloads.workloads_observe_sweep(cluster=DEFAULT_CLUSTER)
     _workloads(users, QUEUED_WORKLOADS)
-    workloads.workloads_observe_sweep()
+    workloads.workloads_observe_sweep(cluster=DEFAULT_CLUSTER)
     for tenant in Tenant.objects.filter(slug__in={item.tenant for item in QUEUED_WORKLOADS}):
         tenant_reconcile(tenant_id=tenant.pk)
 
@@ -454,8 +471,10 @@ def load_demo() -> list[DemoAccount]:
     load_idle_gpus()
     _coming_up(fresh)  # from the end of the load on
     # The periodic sweep's pass, once everything runs: what each tenant's quota objects on the
-    # cluster count now (the pages show it beside what the workloads hold).
+    # cluster count now (the pages show it beside what the workloads hold); on the default
+    # cluster after the load commits, on the other one now.
     tenants_reconcile_sweep()
+    tenants_on_other_clusters()
     # Once the tenants' namespaces and queues are on the cluster.
     queued_jobs_send(cohort=COHORT[1])
     _queued_workloads(users)

@@ -15,6 +15,9 @@ from inventory.resource_classes import GPU_MODELS
 from tenants.enforcement.services import tenant_reconcile
 from tenants.models import Tenant
 
+# The cluster the jobs are sent to: where `tenant_reconcile` keeps the tenants' queues (the
+# default cluster, Amsterdam's in the demo; demo.clusters), and where Kueue's borrowing plays.
+CLUSTER = DEFAULT_CLUSTER
 # Jobs tenants send straight to their LocalQueue (a training pod from a notebook, or synced
 # from a vCluster), as (tenant, name, pods, GPU model, GPUs each): Atlas's sweep borrows what
 # Nova leaves idle of the L40S through the cohort; Orbit's fourth fine-tuning job waits in the
@@ -38,7 +41,8 @@ def queued_jobs_send(*, cohort: tuple[str, ...]) -> None:
     missing = []
     for slug, name, count, model, gpus in QUEUED_JOBS:
         tenant = Tenant.objects.get(slug=slug)
-        there = set(SimulatedObject.objects.filter(kind="Pod", namespace=tenant.namespace)
+        there = set(SimulatedObject.objects.filter(cluster=CLUSTER, kind="Pod",
+                                                   namespace=tenant.namespace)
                     .values_list("name", flat=True))
         missing += [{
             "apiVersion": "v1", "kind": "Pod",
@@ -56,7 +60,7 @@ def queued_jobs_send(*, cohort: tuple[str, ...]) -> None:
     members = Tenant.objects.filter(slug__in=cohort).order_by("pk")
     for tenant in members:
         tenant_reconcile(tenant_id=tenant.pk)
-    get_gateway(DEFAULT_CLUSTER).apply(manifests=missing)
+    get_gateway(CLUSTER).apply(manifests=missing)
     _sent_earlier(missing)
     for tenant in members.filter(slug__in={slug for slug, *_ in QUEUED_JOBS}):
         tenant_reconcile(tenant_id=tenant.pk)
@@ -67,7 +71,7 @@ def _sent_earlier(pods: list[dict]) -> None:
     their pod's age)."""
     at = timezone.now() - SENT_AGO
     for row in SimulatedObject.objects.filter(
-        kind="Pod", name__in={p["metadata"]["name"] for p in pods},
+        cluster=CLUSTER, kind="Pod", name__in={p["metadata"]["name"] for p in pods},
         namespace__in={p["metadata"]["namespace"] for p in pods},
     ):
         metadata = {**row.body["metadata"], "creationTimestamp": iso(at)}

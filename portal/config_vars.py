@@ -126,9 +126,11 @@ SECTIONS = (
                 "`kubernetes` drives a real cluster through the official client; `simulated` keeps "
                 "the objects in the database (the demo)"),
             Var("KUBECONFIG", "",
-                "path to a kubeconfig; empty means in-cluster configuration (the pod's service "
-                "account) inside a pod — where Kubernetes sets `KUBERNETES_SERVICE_HOST` — and "
-                "`~/.kube/config` elsewhere"),
+                "the portal's own credentials (those of each cluster whose credentials are "
+                "`environment`, such as the default cluster `main`; others are added with their "
+                "own, docs/clusters.md): path to a kubeconfig; empty means in-cluster "
+                "configuration (the pod's service account) inside a pod — where Kubernetes sets "
+                "`KUBERNETES_SERVICE_HOST` — and `~/.kube/config` elsewhere"),
             Var("KUBE_CONTEXT", "",
                 "kubeconfig context to use; empty means its current context"),
             Var("FLEET_REQUEST_TIMEOUT", "15",

@@ -34,9 +34,12 @@ class KueuePlay:
 
     def _admission_webhook(self, pod: Manifest, *, since: str) -> None:
         """Kueue's pod webhook, on a new pod: one that asks for a LocalQueue in a namespace
-        Kueue manages is gated until Kueue admits it."""
+        Kueue manages is gated until Kueue admits it. Pods only: a VMI carries its VM's queue
+        label too, but Kueue gates its launcher pod, and KubeVirt would read a gate on the VMI
+        as its template changed (RestartRequired)."""
         namespace = (pod.get("metadata") or {}).get("namespace")
-        if kueue.queued_pod(pod) and self._kueue_namespaces({namespace}):
+        if (pod.get("kind") == "Pod" and kueue.queued_pod(pod)
+                and self._kueue_namespaces({namespace})):
             kueue.gate(pod, since)
 
     def _kueue_namespaces(self, names: set[str]) -> set[str]:

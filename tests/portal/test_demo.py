@@ -5,10 +5,11 @@ from io import StringIO
 import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
+from django.db.models import Count, F
 from django.test import RequestFactory
 
 from core.models import AuditEvent, OutboxEmail, SimulatedObject
-from inventory.models import GPU, Node, Site
+from inventory.models import GPU, Cluster, Node, Site
 from tenants.access import access_for
 from tenants.models import Membership, Quota, Tenant
 
@@ -49,6 +50,17 @@ def test_demo_data_is_complete_and_idempotent():
     }
     assert Tenant.objects.filter(isolation="dedicated").count() == 1
     assert Node.objects.filter(reserved_for="helix").count() == 4
+    # Two clusters, one per site (the default one Amsterdam's), each node on its site's, and
+    # each cluster a simulated fleet of its own holding its nodes.
+    assert dict(Cluster.objects.values_list("slug", "site__slug")) == {
+        "main": "ams1",
+        "fra1": "fra1",
+    }
+    assert not Node.objects.exclude(cluster__site=F("rack__site")).exists()
+    nodes = dict(Node.objects.values("cluster").annotate(n=Count("id")).values_list("cluster", "n"))
+    simulated = SimulatedObject.objects.filter(kind="Node").values("cluster")
+    assert dict(simulated.annotate(n=Count("id")).values_list("cluster", "n")) == nodes
+    assert nodes == {"main": 20, "fra1": 20}
     for line in ("olivia", "mike", "fiona", "adam"):
         assert line in out.getvalue()
 

@@ -552,11 +552,12 @@ def test_the_demo_shows_borrowing_reclaim_and_waiting_in_kueues_words_and_the_po
     assert adapters.status_reason == "Queued"
     assert adapters.details["queue"]["position_in_local_queue"] == 2
     assert not WorkloadEvent.objects.filter(workload=adapters, reason="Preempted").exists()
-    # Orbit's notebook VM goes through the same queue: its A100 passed through is metered in
-    # the passthrough group, apart from the containers' A100s the jobs wait for.
+    # Orbit's notebook VM (on Frankfurt's cluster) goes through Orbit's queue there: its A100
+    # passed through is metered in the passthrough group, apart from the containers' A100s.
     notebook = Workload.objects.get(tenant=orbit, name="notebook")
+    assert notebook.cluster_id == "fra1"
     services.workload_observe(workload_id=notebook.pk)
-    (launcher,) = [w for name, w in _workloads(get_gateway("main"), orbit).items()
+    (launcher,) = [w for name, w in _workloads(get_gateway("fra1"), orbit).items()
                    if name.startswith("virt-launcher-notebook-")]
     assert _condition(launcher, "QuotaReserved")["status"] == "True"
     assert launcher["status"]["admission"]["podSetAssignments"][0]["flavors"] == {

@@ -216,6 +216,17 @@ def test_the_demo_loads_twice_without_changes_and_has_workloads_in_every_state()
     assert (Workload.objects.count(), VmImage.objects.count(), AuditEvent.objects.count(),
             OutboxEmail.objects.count()) == counts
     state = {name: (w.tenant.slug, w.kind, w.status) for name, w in workloads.items()}
+    # Spread over both clusters, each workload's objects on its own cluster, in its tenant's
+    # namespace there.
+    live = [w for w in workloads.values() if w.status != S.DELETED]
+    assert {w.cluster_id for w in live} == {"main", "fra1"}
+    assert workloads["eval-34b"].cluster_id == "fra1"  # where Helix's reserved nodes are
+    for w in live:
+        assert SimulatedObject.objects.filter(cluster=w.cluster_id, kind="Namespace",
+                                              name=w.tenant.namespace).exists(), w.name
+    for name in ("eval-34b", "support-chat"):
+        assert {row.cluster for row in SimulatedObject.objects.filter(
+            kind="InferenceService", name=name)} == {workloads[name].cluster_id}
     assert state["dev-cluster"] == ("nova", "vcluster", S.READY)
     assert state["support-assistant"] == ("nova", "inference", S.READY)
     assert state["search-embeddings"] == ("nova", "inference", S.PROVISIONING)

@@ -190,7 +190,11 @@ def test_a_vm_waits_queued_for_the_passthrough_quota_and_boots_once_it_frees(
     assert vm.status_reason != "Queued"
     fleet.advance(10)  # it boots from when Kueue admitted it
 
-    assert observed(vm).status == S.READY
+    vm = observed(vm)
+    assert vm.status == S.READY
+    # Kueue gated the launcher pod, not the VMI: the VMI is the VM's template as it was, so
+    # KubeVirt asks for no restart.
+    assert (vm.details["restart_required"], vm.status_message) == (False, "")
 
 
 @pytest.mark.django_db
