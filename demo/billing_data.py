@@ -29,7 +29,7 @@ from inventory.models import DEFAULT_CLUSTER, HealthEvent, Node
 from tenants.models import Tenant, Workload, WorkloadEvent
 from tenants.workloads import services as workloads
 
-from .clusters import FRANKFURT, workload_place
+from .clusters import FRANKFURT
 
 UTC = datetime.UTC
 D = Decimal
@@ -148,10 +148,8 @@ def _run_step(workload: Workload | None, history: History, step: Step, users: di
     if step.action == "launch" and workload is None:
         workload = workloads.workload_launch(
             tenant=Tenant.objects.get(slug=history.tenant), actor=actor, kind=history.kind,
-            name=history.name, spec=history.spec,
+            name=history.name, spec=history.spec, cluster=history.cluster,
         )
-        if history.cluster != workload.cluster_id:
-            workload_place(workload_id=workload.pk, cluster=history.cluster)
         apply(workload.pk)
     elif step.action == "scale":
         workloads.workload_scale(workload_id=workload.pk, actor=actor, changes=step.changes)

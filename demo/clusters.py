@@ -1,18 +1,17 @@
 """The demo's two clusters, one per site, each a simulated fleet of its own.
 
-The default cluster ("main", which every install has) is Amsterdam's: it keeps its slug, so
-that what still acts on the default cluster only (the tenants' reconcile and the usage it
-records, model credentials, the jobs sent straight to the tenants' queues) acts where Kueue's
-borrowing and reclaim play (Amsterdam has the L40S nodes and the A100 MIG ones they need).
-Frankfurt's cluster is added beside it; each node belongs to its site's cluster, and the demo's
-workloads are spread over both (Helix's on Frankfurt, where its reserved H200 nodes are).
+The default cluster ("main", which every install has) is Amsterdam's: it keeps its slug, and
+the jobs the demo sends straight to the tenants' queues go there, where Kueue's borrowing and
+reclaim play (Amsterdam has the L40S nodes and the A100 MIG ones they need). Frankfurt's
+cluster is added beside it; each node belongs to its site's cluster, the tenants' quota is
+fleet-wide (so each tenant is on both), and the demo's workloads are launched on either
+(Helix's on Frankfurt, where its reserved H200 nodes are).
 """
 
-from core.fleet import get_gateway
 from inventory.models import DEFAULT_CLUSTER, Cluster, Site
-from tenants.enforcement.manifests import tenant_manifests
-from tenants.enforcement.services import tenant_spec
-from tenants.models import Tenant, Workload
+from tenants.enforcement.presence import reconcile_targets
+from tenants.enforcement.services import tenant_reconcile
+from tenants.models import Tenant
 
 FRANKFURT = "fra1"
 # (cluster slug, name, site slug, API server shown on the pages)
@@ -36,21 +35,12 @@ def clusters_load() -> dict[str, str]:
     return {site: slug for slug, _, site, _ in CLUSTERS}
 
 
-def workload_place(*, workload_id: int, cluster: str) -> None:
-    """Put a workload the demo just launched on `cluster`, before anything is applied for it
-    (the launch puts every workload on the default cluster until placement picks one)."""
-    Workload.objects.filter(pk=workload_id).update(cluster=cluster)
-
-
-def tenants_on_other_clusters() -> None:
-    """The tenants' namespaces, quota objects, queues and RoleBindings on every demo cluster
-    besides the default one, which `tenant_reconcile` alone looks after for now. A stand-in for
-    the per-cluster tenant reconcile: the same manifests, applied (idempotently) and nothing
-    recorded."""
-    specs = [tenant_spec(tenant=tenant) for tenant in Tenant.objects.order_by("pk")]
-    for slug, *_ in CLUSTERS:
-        if slug == DEFAULT_CLUSTER:
-            continue
-        gateway = get_gateway(slug)
-        for spec in specs:
-            gateway.apply(manifests=tenant_manifests(spec))
+def tenants_on_their_clusters() -> None:
+    """Each tenant reconciled now on every cluster it is on, twice: the first pass applies,
+    the second is the periodic sweep's (it reads every object back for drift, which has the
+    simulated controllers report their status), so that what the rest of the load reads is
+    settled, and a second load finds nothing to change."""
+    ids = list(Tenant.objects.order_by("pk").values_list("pk", flat=True))
+    for _ in range(2):
+        for tenant_id, cluster in reconcile_targets(ids):
+            tenant_reconcile(tenant_id=tenant_id, cluster=cluster)

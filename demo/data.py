@@ -27,7 +27,7 @@ from tenants.workloads.selectors import build_context
 
 from . import billing_data as demo_billing
 from .admin_images import load_admin_images
-from .clusters import FRANKFURT, clusters_load, tenants_on_other_clusters, workload_place
+from .clusters import FRANKFURT, clusters_load, tenants_on_their_clusters
 from .idle_gpus import load_idle_gpus
 from .model_credentials import load_model_credentials
 from .queued_jobs import queued_jobs_send
@@ -397,11 +397,8 @@ def _workloads(users: dict, items: tuple[DemoWorkload, ...]) -> list[int]:
             continue
         workload = workloads.workload_launch(
             tenant=tenant, actor=users[item.launched_by], kind=item.kind, name=item.name,
-            spec=item.spec,
+            spec=item.spec, cluster=item.cluster,
         )
-        if item.cluster != workload.cluster_id:
-            workload_place(workload_id=workload.pk, cluster=item.cluster)
-            workload.cluster_id = item.cluster
         workloads.workload_reconcile(workload_id=workload.pk)
         if item.state == "fresh":
             fresh.append(workload.pk)
@@ -470,12 +467,13 @@ def load_demo() -> list[DemoAccount]:
     demo_billing.load_billing_demo(users=users, apply=_settle)
     load_idle_gpus()
     _coming_up(fresh)  # from the end of the load on
-    # The periodic sweep's pass, once everything runs: what each tenant's quota objects on the
-    # cluster count now (the pages show it beside what the workloads hold); on the default
-    # cluster after the load commits, on the other one now.
+    # The periodic sweep's pass, once everything runs: what each tenant's quota objects on
+    # each cluster count now (the pages show it beside what the workloads hold); at once, for
+    # what the rest of the load reads, and again after it commits.
+    tenants_on_their_clusters()
     tenants_reconcile_sweep()
-    tenants_on_other_clusters()
     # Once the tenants' namespaces and queues are on the cluster.
     queued_jobs_send(cohort=COHORT[1])
     _queued_workloads(users)
+    tenants_on_their_clusters()  # what the queued workloads changed, on every cluster
     return list(ACCOUNTS)
