@@ -30,6 +30,7 @@ from ..access.rules import access_for, tenants_operated_by
 from ..api.lookups import operated_tenant
 from . import services
 from .gpu_metrics import workload_gpu_metrics
+from .gpu_metrics_serializers import GpuMetricsQuerySerializer, GpuMetricsSerializer
 from .models import OPEN_EPISODE_STATES, IdleEpisode, Workload, WorkloadStatus
 from .placement import placement_options
 from .registry import CHOICES as KIND_CHOICES
@@ -42,8 +43,6 @@ from .selectors import (
     workloads_visible_to,
 )
 from .serializers import (
-    GpuMetricsQuerySerializer,
-    GpuMetricsSerializer,
     KeepRunningSerializer,
     WorkloadCheckResultSerializer,
     WorkloadCheckSerializer,
