@@ -87,7 +87,7 @@ class ClusterAdmin(admin.ModelAdmin):
     readonly_fields = ["reachable", "unreachable_since", "failures", "next_probe_at",
                        "last_error", "last_contact_at", "created_at"]
     fieldsets = [
-        (None, {"fields": ["slug", "name", "site", "api_server", "state"]}),
+        (None, {"fields": ["slug", "name", "site", "api_server", "prometheus_url", "state"]}),
         ("Credentials", {"fields": ["credentials", "kubeconfig_path", "kube_context",
                                     "secret_name"]}),
         ("Reachability (observed by the portal)", {"fields": readonly_fields}),

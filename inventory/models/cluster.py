@@ -92,6 +92,11 @@ class Cluster(models.Model):
         max_length=253, blank=True, validators=[validate_dns1123_label],
         help_text="A Secret in the portal's own namespace whose key `kubeconfig` holds it.",
     )
+    prometheus_url = models.URLField(
+        "Prometheus URL", blank=True,
+        help_text="The Prometheus that scrapes this cluster's DCGM exporters (one per cluster or "
+        "per site); empty: the fleet's (PROMETHEUS_URL).",
+    )
     state = models.CharField(
         max_length=20, choices=ClusterState.choices, default=ClusterState.ACTIVE, db_index=True
     )

@@ -20,8 +20,8 @@ from ..models import Cluster
 from ..models.cluster import ClusterState
 
 # What an admin's form may change; the rest is the portal's own observation.
-EDITABLE = ("name", "site", "api_server", "credentials", "kubeconfig_path", "kube_context",
-            "secret_name")
+EDITABLE = ("name", "site", "api_server", "prometheus_url", "credentials", "kubeconfig_path",
+            "kube_context", "secret_name")
 
 
 @transaction.atomic

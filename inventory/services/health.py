@@ -18,7 +18,7 @@ from core.audit import audit
 from core.prometheus import PrometheusClient, PrometheusError
 
 from .. import dcgm
-from ..models import GPU, HealthEvent, InventoryRun, Node, NodeState
+from ..models import GPU, Cluster, HealthEvent, InventoryRun, Node, NodeState
 from ..models.health import SEVERITY_RANK, Severity
 from . import lifecycle, notifications
 
@@ -98,8 +98,10 @@ def _remediate(event: HealthEvent, policy: RemediationPolicy) -> str:
     return done
 
 
-def _nodes_by_host(hosts: set[str]) -> dict[str, Node]:
+def _nodes_by_host(hosts: set[str], clusters: list[str] | None = None) -> dict[str, Node]:
     nodes = Node.objects.filter(Q(k8s_name__in=hosts) | Q(hostname__in=hosts))
+    if clusters is not None:  # what one Prometheus watches (a Kubernetes name is per cluster)
+        nodes = nodes.filter(cluster_id__in=clusters)
     by_host: dict[str, Node] = {}
     for node in nodes:
         by_host[node.hostname] = node
@@ -114,12 +116,14 @@ def health_observations_record(
     source: str = HealthEvent.Source.DCGM,
     seen_at: datetime | None = None,
     policy: RemediationPolicy | None = None,
+    clusters: list[str] | None = None,
 ) -> RecordResult:
-    """Open or update one health event per fault seen; remediate the new and the worse ones."""
+    """Open or update one health event per fault seen (on the nodes of `clusters`, or of any
+    cluster); remediate the new and the worse ones."""
     seen_at = seen_at or timezone.now()
     policy = policy or RemediationPolicy.from_settings()
     found = _worst_per_fault(observations)
-    by_host = _nodes_by_host({obs.host for obs in found})
+    by_host = _nodes_by_host({obs.host for obs in found}, clusters)
     nodes = {node.pk for node in by_host.values()}
     gpus = {(g.node_id, g.index): g for g in GPU.objects.filter(node_id__in=nodes)}
     taken_uuids = set(
@@ -213,8 +217,10 @@ def health_event_resolve(*, event_id: int, actor, note: str) -> HealthEvent:
     return event
 
 
-def _counters_record(values: dict[str, list[dcgm.Sample]]) -> int:
-    """Write the latest ECC counts and retired pages onto the GPUs DCGM reports."""
+def _counters_record(values: dict[str, list[dcgm.Sample]],
+                     clusters: list[str] | None = None) -> int:
+    """Write the latest ECC counts and retired pages onto the GPUs DCGM reports (those of the
+    nodes of `clusters`, or of any cluster)."""
     updates: dict[str, dict[str, int]] = {}
     for field_name, samples in values.items():
         for sample in samples:
@@ -224,7 +230,10 @@ def _counters_record(values: dict[str, list[dcgm.Sample]]) -> int:
     if not updates:
         return 0
     changed = []
-    for gpu in GPU.objects.filter(uuid__in=list(updates)):
+    gpus = GPU.objects.filter(uuid__in=list(updates))
+    if clusters is not None:
+        gpus = gpus.filter(node__cluster_id__in=clusters)
+    for gpu in gpus:
         new = {k: v for k, v in updates[gpu.uuid].items() if getattr(gpu, k) != v}
         for key, value in new.items():
             setattr(gpu, key, value)
@@ -234,16 +243,43 @@ def _counters_record(values: dict[str, list[dcgm.Sample]]) -> int:
     return len(changed)
 
 
+def prometheus_watching() -> dict[str, list[str]]:
+    """Each Prometheus the fleet's health is read from, and the clusters in service it
+    watches: a cluster's own (`prometheus_url`), else the fleet's (PROMETHEUS_URL). One
+    query."""
+    watching: dict[str, list[str]] = {}
+    clusters = Cluster.objects.in_service().order_by("slug")
+    for slug, url in clusters.values_list("slug", "prometheus_url"):
+        if url or settings.PROMETHEUS_URL:
+            watching.setdefault(url or settings.PROMETHEUS_URL, []).append(slug)
+    return watching
+
+
 def health_ingest(*, client: PrometheusClient | None = None) -> InventoryRun | None:
-    """Query DCGM signals from Prometheus and record them; the run says what it found or why
-    it failed (the failure is re-raised so that the task retries)."""
-    if client is None:
-        if not settings.PROMETHEUS_URL:
-            return None
-        client = PrometheusClient(
-            base_url=settings.PROMETHEUS_URL, timeout=settings.PROMETHEUS_TIMEOUT
-        )
-    run = InventoryRun.objects.create(kind=InventoryRun.Kind.HEALTH_INGEST)
+    """Query DCGM signals from each Prometheus of the fleet and record them, one run each,
+    which says what it found or why it failed. A Prometheus that fails keeps no other's
+    findings from being recorded; its failure is re-raised at the end (the task retries).
+    With `client`, that one Prometheus is read for every cluster. Returns the last run."""
+    if client is not None:
+        return _ingest(client, clusters=None)
+    runs: list[InventoryRun] = []
+    failed: PrometheusError | None = None
+    for url, clusters in prometheus_watching().items():
+        client = PrometheusClient(base_url=url, timeout=settings.PROMETHEUS_TIMEOUT)
+        try:
+            runs.append(_ingest(client, clusters=clusters))
+        except PrometheusError as exc:
+            failed = failed or exc
+    if failed is not None:
+        raise failed
+    return runs[-1] if runs else None
+
+
+def _ingest(client: PrometheusClient, *, clusters: list[str] | None) -> InventoryRun:
+    run = InventoryRun.objects.create(
+        kind=InventoryRun.Kind.HEALTH_INGEST,
+        cluster_id=clusters[0] if clusters and len(clusters) == 1 else None,
+    )
     policy = dcgm_policy()
     w = dcgm.window(policy)
     try:
@@ -261,10 +297,11 @@ def health_ingest(*, client: PrometheusClient | None = None) -> InventoryRun | N
     finally:
         client.close()
     with transaction.atomic():
-        result = health_observations_record(observations=found)
-        gpus_updated = _counters_record(counters)
+        result = health_observations_record(observations=found, clusters=clusters)
+        gpus_updated = _counters_record(counters, clusters)
         run.finished_at, run.ok = timezone.now(), True
         run.summary = {
+            "clusters": clusters or "all",
             "findings": len(found),
             "opened": len(result.opened),
             "updated": result.updated,
