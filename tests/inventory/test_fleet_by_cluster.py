@@ -62,7 +62,7 @@ def test_clusters_grouped_by_site(fleet):
 
 def test_the_overview_shows_each_cluster_with_its_reachability(login, platform_admin, fleet):
     page = login(platform_admin).get("/fleet/").content.decode()
-    assert '<section class="mb-3" data-site="fra"' in page
+    assert 'data-site="fra" aria-labelledby="site-fra"' in page
     west = page[page.index('data-cluster="west"'):page.index('data-cluster="east"')
                 if page.index('data-cluster="east"') > page.index('data-cluster="west"')
                 else len(page)]
