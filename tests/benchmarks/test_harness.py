@@ -4,7 +4,8 @@ Only that it ran is asserted (a data set built or reused, gunicorn served every 
 fixed mode and every group's pool in the varied mode while a Celery worker ran beat's tasks,
 usage ingestion, month-end invoicing, a Celery worker and provisioning through Celery workers
 against the Kubernetes emulator, on one cluster and on two of which one is slow, were measured,
-both result files list every page, group, measurement and target), never a timing or a verdict: those are `make bench`'s to report.
+both result files list every page, group, measurement and target), never a timing or a
+verdict: those are `make bench`'s to report.
 """
 
 import json
