@@ -19,8 +19,6 @@ busy, against alone (the target: at least 0.8 of it). It runs after `bench.provi
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -30,12 +28,14 @@ from django.db import connections
 
 from . import dataset
 from .controllers import Controllers
-from .options import BASE_DIR, Options
+from .options import Options
 from .provisioning import (
     _launch_all,
     _set_aside_data_set_workloads,
     _wait_until_done,
     forget_queues,
+    start_worker,
+    stop_workers,
     wait_for_workers,
 )
 from .server import free_port, server_environment, start_server, stop_process
@@ -129,16 +129,6 @@ def _ready_count(ids: list[int]) -> int:
     return count
 
 
-def _start_worker(options: Options, env: dict[str, str], hostname: str, queues: list[str],
-                  log) -> subprocess.Popen:
-    return subprocess.Popen(  # noqa: S603
-        [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool=solo",
-         "--concurrency=1", "--without-heartbeat", "--without-gossip", "--without-mingle",
-         "-Q", ",".join(queues), "--loglevel=WARNING", f"--hostname={hostname}"],
-        cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-
-
 def measure_two_clusters(options: Options) -> dict[str, Any]:
     import logging
 
@@ -179,7 +169,7 @@ def measure_two_clusters(options: Options) -> dict[str, Any]:
     plan = {fast: [queue, cluster_queue(fast)], slow: [cluster_queue(slow)]}
     hostnames = {slug: f"bench-{run}-{slug}@{socket.gethostname()}" for slug in plan}
     logs = [(options.out / f"two-clusters-worker-{n}.log").open("wb") for n in range(2)]
-    workers = [_start_worker(options, base_env | {"CELERY_WORKER_CLUSTERS": slug},
+    workers = [start_worker(base_env | {"CELERY_WORKER_CLUSTERS": slug},
                              hostnames[slug], queues, log)
                for (slug, queues), log in zip(plan.items(), logs, strict=True)]
     controllers = [Controllers(emulator).start() for emulator in emulators.values()]
@@ -210,12 +200,7 @@ def measure_two_clusters(options: Options) -> dict[str, Any]:
         beat.stop()
         for controller in controllers:
             controller.stop()
-        for process in workers:
-            process.terminate()
-        for process in workers:
-            stop_process(process, timeout=60)
-        for log in logs:
-            log.close()
+        stop_workers(workers, logs)
         if server is not None:
             stop_process(server)
         for emulator in emulators.values():
