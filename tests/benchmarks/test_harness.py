@@ -126,7 +126,7 @@ def test_the_benchmark_harness_runs_at_a_small_scale_and_reports_every_measureme
     assert two["slow_launch_answers"] == {"202": 3} and two["slow_workloads"] == 3
     assert two["one_request_seconds"]["slow"] >= 0.3 > two["one_request_seconds"]["fast"]
     assert two["slow_kube_requests_when_fast_done"] > 0
-    assert two["controller_errors"] == []
+    assert two["warm_up_ready"] == 2 and two["controller_errors"] == []
     assert "Two clusters: the fast cluster alone made 3 of 3 workloads ready" in markdown
     assert results["not_measured_yet"] == []
 
