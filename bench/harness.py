@@ -47,6 +47,7 @@ from .measure import (
 from .options import BASE_DIR, Options, options_from_environment
 from .pages import FLOOR, PAGES, TARGET_RATIO, VARIED_TARGET_RATIO, WEB_RSS_TARGET_MIB
 from .provisioning import measure_provisioning
+from .provisioning_clusters import measure_two_clusters
 from .report import evaluate_targets, query_counts_by_scale, render_markdown
 from .server import collect_static, free_port, peak_rss_mib, start_server, stop_process, worker_pids
 from .worker import measure_celery_worker
@@ -164,6 +165,11 @@ def run(options: Options, log=print) -> dict[str, Any]:
     log(f"  provisioning {options.provision_workloads} workloads through Celery and the "
         "Kubernetes emulator …")
     batch.append(measure_provisioning(options))
+    provisioning_rss = batch[-1].get("details", {}).get("worker_peak_rss_mib")
+    connections.close_all()
+    log(f"  provisioning on two clusters, one slow ({options.provision_cluster_workloads} "
+        "workloads a phase) …")
+    batch.append(measure_two_clusters(options))
     known = [rss for rss in workers.values() if rss is not None]
     results = {
         "meta": {
@@ -187,8 +193,7 @@ def run(options: Options, log=print) -> dict[str, Any]:
                    "web_workers_mib": {str(pid): rss for pid, rss in workers.items()},
                    "gunicorn_master_peak_rss_mib": master_rss,
                    "celery_worker_peak_rss_mib": celery_rss,
-                   "provisioning_worker_peak_rss_mib":
-                       batch[-1].get("details", {}).get("worker_peak_rss_mib")},
+                   "provisioning_worker_peak_rss_mib": provisioning_rss},
         "not_measured_yet": [
             *(f"{row['name']} ({row['skipped']})" for row in batch if "skipped" in row),
         ],

@@ -42,6 +42,10 @@ class Options:
     provision_kinds: tuple[str, ...] = ("inference", "vcluster", "vm", "slurm")  # in turn
     provision_sweep_seconds: float = 15.0  # beat's observe sweep, played by the harness
     provision_timeout: float = 900.0  # seconds for every workload to be ready
+    # Two clusters, one slow (bench/provisioning_clusters.py): workloads per phase and cluster,
+    # and the seconds the slow one holds every request
+    provision_cluster_workloads: int = 40
+    provision_slow_seconds: float = 0.5
     # The varied mode (bench/varied.py): the observe sweep and a metering window sent
     # this often (0: not at all)
     varied_sweep_seconds: float = 15.0
@@ -82,6 +86,9 @@ def options_from_environment() -> Options:
             or settings.CELERY_BEAT_SCHEDULE["workloads-observe-sweep"]["schedule"]
         ),
         provision_timeout=float(os.environ.get("BENCH_PROVISION_TIMEOUT") or 900),
+        provision_cluster_workloads=int(
+            os.environ.get("BENCH_PROVISION_CLUSTER_WORKLOADS") or 40),
+        provision_slow_seconds=float(os.environ.get("BENCH_PROVISION_SLOW_SECONDS") or 0.5),
         varied_sweep_seconds=float(
             os.environ.get("BENCH_VARIED_SWEEP_SECONDS")
             or settings.CELERY_BEAT_SCHEDULE["workloads-observe-sweep"]["schedule"]

@@ -186,6 +186,26 @@ class Beat(threading.Thread):
             self.join(timeout=10)
 
 
+def start_worker(env: dict[str, str], hostname: str, queues: list[str],
+                 log) -> subprocess.Popen:
+    """A Celery worker (solo pool: the process that runs the tasks) taking `queues`."""
+    return subprocess.Popen(  # noqa: S603
+        [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool=solo",
+         "--concurrency=1", "--without-heartbeat", "--without-gossip", "--without-mingle",
+         "-Q", ",".join(queues), "--loglevel=WARNING", f"--hostname={hostname}"],
+        cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+
+
+def stop_workers(workers: list[subprocess.Popen], logs: list[Any]) -> None:
+    for process in workers:
+        process.terminate()  # every worker told at once, then each waited for
+    for process in workers:
+        stop_process(process, timeout=60)
+    for log in logs:
+        log.close()
+
+
 def wait_for_workers(app, hostnames: list[str], processes: list[subprocess.Popen]) -> bool:
     deadline = time.monotonic() + WORKER_START_TIMEOUT
     while time.monotonic() < deadline:
@@ -295,12 +315,8 @@ def measure_provisioning(options: Options) -> dict[str, Any]:
                  for n in range(options.provision_workers)]
     logs = [(options.out / f"provisioning-worker-{n}.log").open("wb")
             for n in range(options.provision_workers)]
-    workers = [subprocess.Popen(  # noqa: S603
-        [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool=solo",
-         "--concurrency=1", "--without-heartbeat", "--without-gossip", "--without-mingle",
-         "-Q", queue, "--loglevel=WARNING", f"--hostname={hostname}"],
-        cwd=BASE_DIR, env=worker_env, stdout=log, stderr=subprocess.STDOUT,
-    ) for hostname, log in zip(hostnames, logs, strict=True)]
+    workers = [start_worker(worker_env, hostname, [queue], log)
+               for hostname, log in zip(hostnames, logs, strict=True)]
     port = free_port()
     server = None
     controllers = Controllers(emulator).start()
@@ -327,12 +343,7 @@ def measure_provisioning(options: Options) -> dict[str, Any]:
     finally:
         beat.stop()
         controllers.stop()
-        for process in workers:
-            process.terminate()  # every worker told at once, then each waited for
-        for process in workers:
-            stop_process(process, timeout=60)
-        for log in logs:
-            log.close()
+        stop_workers(workers, logs)
         if server is not None:
             stop_process(server)
         emulator.stop()

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .options import Options
 
 PROVISIONING = "provisioning throughput"  # the batch row bench.provisioning writes
+TWO_CLUSTERS = "provisioning throughput, two clusters"  # bench.provisioning_clusters's row
 
 
 def query_counts_by_scale(options: Options, rows: list[dict[str, Any]],
@@ -259,7 +260,7 @@ def _batch_lines(batch: list[dict[str, Any]]) -> list[str]:
         "",
         "Billing's batch work, a Celery worker and provisioning, each against its floor in the "
         "same run (`bench/billing_runs.py`, `bench/worker.py`, "
-        "`bench/provisioning.py`; ratios are value ÷ floor):",
+        "`bench/provisioning.py`, `bench/provisioning_clusters.py`; ratios are value ÷ floor):",
         "",
         "| measurement | portal | value | floor | floor value | ratio | target | verdict |",
         "|---|---|---:|---|---:|---:|---|---|",
@@ -276,7 +277,30 @@ def _batch_lines(batch: list[dict[str, Any]]) -> list[str]:
         )
     lines += _provisioning_lines(next((row for row in batch if row["name"] == PROVISIONING
                                        and "skipped" not in row), None))
+    lines += _two_clusters_lines(next((row for row in batch if row["name"] == TWO_CLUSTERS
+                                       and "skipped" not in row), None))
     return lines
+
+
+def _two_clusters_lines(row: dict[str, Any] | None) -> list[str]:
+    """The fast cluster's pace alone and while the slow one is busy, and how far the slow one
+    got meanwhile."""
+    if row is None:
+        return []
+    details = row["details"]
+    alone, busy = details["alone"], details["busy"]
+    return [
+        "",
+        f"Two clusters: the fast cluster alone made {alone['ready']} of {alone['workloads']} "
+        f"workloads ready in {alone['seconds']} s (**{alone['workloads_per_second']} "
+        f"workloads/s**); with {details['slow_workloads']} launched first on the slow one "
+        f"(every request held {details['slow_seconds_per_request']:g} s), {busy['ready']} of "
+        f"{busy['workloads']} in {busy['seconds']} s (**{busy['workloads_per_second']} "
+        f"workloads/s**, {row['ratio']} of alone), while the slow cluster had "
+        f"{details['slow_ready_when_fast_done']} ready and had answered "
+        f"{details['slow_kube_requests_when_fast_done']} requests; one Celery worker per "
+        "cluster queue.",
+    ]
 
 
 def _provisioning_lines(row: dict[str, Any] | None) -> list[str]:

@@ -3,8 +3,9 @@
 Only that it ran is asserted (a data set built or reused, gunicorn served every page in the
 fixed mode and every group's pool in the varied mode while a Celery worker ran beat's tasks,
 usage ingestion, month-end invoicing, a Celery worker and provisioning through Celery workers
-against the Kubernetes emulator were measured, both result files list every page, group,
-measurement and target), never a timing or a verdict: those are `make bench`'s to report.
+against the Kubernetes emulator, on one cluster and on two of which one is slow, were measured,
+both result files list every page, group, measurement and target), never a timing or a
+verdict: those are `make bench`'s to report.
 """
 
 import json
@@ -47,6 +48,9 @@ def test_the_benchmark_harness_runs_at_a_small_scale_and_reports_every_measureme
         "BENCH_PROVISION_WORKLOADS": "4",
         "BENCH_PROVISION_SWEEP_SECONDS": "1",
         "BENCH_PROVISION_TIMEOUT": "90",
+        # Two clusters: three workloads a phase, the slow one holding each request 0.3 s.
+        "BENCH_PROVISION_CLUSTER_WORKLOADS": "3",
+        "BENCH_PROVISION_SLOW_SECONDS": "0.3",
     }
     result = subprocess.run(
         [sys.executable, "-m", "bench"],
@@ -91,7 +95,7 @@ def test_the_benchmark_harness_runs_at_a_small_scale_and_reports_every_measureme
 
     batch = {row["name"]: row for row in results["batch"]}
     assert list(batch) == ["usage ingestion", "month-end invoicing", "Celery worker peak RSS",
-                           "provisioning throughput"]
+                           "provisioning throughput", "provisioning throughput, two clusters"]
     for name, row in batch.items():
         assert "skipped" not in row, row
         assert row["portal_value"] > 0 and row["floor_value"] > 0, row
@@ -114,6 +118,16 @@ def test_the_benchmark_harness_runs_at_a_small_scale_and_reports_every_measureme
     assert provisioning["controller_errors"] == []
     assert results["memory"]["provisioning_worker_peak_rss_mib"] > 0
     assert "Provisioning: 4 of 4 workloads ready" in markdown
+    # Two clusters: the fast one's workloads were all ready, alone and beside the slow one,
+    # whose every request was held (timed), through a worker per cluster queue.
+    two = batch["provisioning throughput, two clusters"]["details"]
+    assert two["alone"]["ready"] == two["busy"]["ready"] == 3, two
+    assert two["alone"]["launch_answers"] == two["busy"]["launch_answers"] == {"202": 3}
+    assert two["slow_launch_answers"] == {"202": 3} and two["slow_workloads"] == 3
+    assert two["one_request_seconds"]["slow"] >= 0.3 > two["one_request_seconds"]["fast"]
+    assert two["slow_kube_requests_when_fast_done"] > 0
+    assert two["warm_up_ready"] == 2 and two["controller_errors"] == []
+    assert "Two clusters: the fast cluster alone made 3 of 3 workloads ready" in markdown
     assert results["not_measured_yet"] == []
 
     # The varied mode: every group's pool answered in-process and over HTTP, with beat running.

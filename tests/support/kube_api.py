@@ -12,6 +12,7 @@ no controllers: a test plays them. The fixes touch kmock's private parts: pin km
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import copy
 import datetime
@@ -169,6 +170,8 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
     vetoes: list[Callable[[kmock.Request], bool]] = attrs.field(factory=list)
     # Called with every request before it is served (the RBAC test records calls).
     call_hooks: list[Callable[[kmock.Request], None]] = attrs.field(factory=list)
+    # Seconds every request is held before it is served: a slow API server (the bench's).
+    latency: float = 0.0
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -337,6 +340,8 @@ class PortalKubeEmulator(kmock.KubernetesEmulator):
         return body
 
     async def _handle(self, request: kmock.Request) -> Any:
+        if self.latency:
+            await asyncio.sleep(self.latency)
         for hook in self.call_hooks:  # before any change: it may ask what exists now
             hook(request)
         writes = {"POST", "PUT", "PATCH", "DELETE"}
