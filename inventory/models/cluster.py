@@ -90,7 +90,7 @@ class Cluster(models.Model):
     )
     secret_name = models.CharField(
         max_length=253, blank=True, validators=[validate_dns1123_label],
-        help_text="A Secret in the portal's own namespace whose key `kubeconfig` holds it.",
+        help_text="A Secret in the portal's own namespace whose key “kubeconfig” holds it.",
     )
     prometheus_url = models.URLField(
         "Prometheus URL", blank=True,

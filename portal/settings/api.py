@@ -70,6 +70,7 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "WorkloadEventKindEnum": "tenants.workloads.models.WorkloadEvent.Kind",
     "WorkloadPowerActionEnum": "tenants.workloads.kinds.vm.spec.POWER_ACTIONS",
     "ModelCredentialKindEnum": "tenants.credentials.models.ModelCredential.Kind",
+    "ReconcileStateEnum": "core.reconcile.ReconcileState",
 }
 # Billing's invoice API (finance): the invoice's status.
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]["InvoiceStatusEnum"] = "billing.models.InvoiceStatus"

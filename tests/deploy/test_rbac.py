@@ -9,6 +9,8 @@ when the ClusterRoles grant anything no request used.
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from django.conf import settings
 
@@ -81,7 +83,8 @@ def _reconcile(workload_id: int) -> str:
 def _drive_workloads(kube_emulator, tenant, other) -> None:
     """Each kind: launch/apply, observe, scale or power, kubeconfig, delete; the sweeps."""
     ns, who = tenant.namespace, _member(tenant)
-    launch = services.workload_launch
+    # All on the main cluster, whose sweep is read below (Hall B is the emulator too).
+    launch = functools.partial(services.workload_launch, cluster="main")
     chat = launch(tenant=tenant, actor=who, kind="inference", name="chat", spec=INFERENCE_SPEC)
     dev = launch(tenant=tenant, actor=who, kind="vcluster", name="dev", spec=VCLUSTER_SPEC)
     box = launch(tenant=tenant, actor=who, kind="vm", name="box",

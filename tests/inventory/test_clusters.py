@@ -72,8 +72,8 @@ def test_each_cluster_is_reached_through_its_own_kubeconfig_with_one_pooled_clie
 
     fra, ams = get_gateway("fra-1"), get_gateway("ams-1")
 
-    assert isinstance(fra, KubernetesFleetGateway) and fra is not ams
-    assert get_gateway("fra-1") is fra  # pooled
+    assert isinstance(fra.inner, KubernetesFleetGateway) and fra.inner is not ams.inner
+    assert get_gateway("fra-1").inner is fra.inner  # pooled
     assert [n["metadata"]["name"] for n in fra.list_nodes()] == ["gpu-a"]
     assert [n["metadata"]["name"] for n in ams.list_nodes()] == ["gpu-b"]
 
@@ -84,13 +84,13 @@ def test_new_credentials_get_a_new_client_in_every_process(two_emulators, kubern
     cluster = _cluster("fra-1", credentials="kubeconfig",
                        kubeconfig_path=str(first.write_kubeconfig(tmp_path / "a.json")))
     second.put_object(_node("moved"))
-    before = get_gateway("fra-1")
+    before = get_gateway("fra-1").inner
 
     # Another process (an admin's edit) moves the cluster's credentials.
     Cluster.objects.filter(pk=cluster.pk).update(
         kubeconfig_path=str(second.write_kubeconfig(tmp_path / "b.json")))
 
-    after = get_gateway("fra-1")
+    after = get_gateway("fra-1").inner
     assert after is not before
     assert [n["metadata"]["name"] for n in after.list_nodes()] == ["moved"]
 
@@ -139,7 +139,7 @@ def test_each_simulated_cluster_is_a_fleet_of_its_own(settings):
 
     get_gateway("main").apply(manifests=[namespace])
 
-    assert isinstance(get_gateway("ams-1"), SimulatedFleetGateway)
+    assert isinstance(get_gateway("ams-1").inner, SimulatedFleetGateway)
     assert get_gateway("main").get(api_version="v1", kind="Namespace", name="tenant-acme")
     assert get_gateway("ams-1").get(api_version="v1", kind="Namespace", name="tenant-acme") is None
     reset_gateway()

@@ -12,3 +12,11 @@ def migrate_to(targets: list[tuple[str, str]]) -> Apps:
     executor.loader.build_graph()
     executor.migrate(targets)
     return executor.loader.project_state(targets).apps
+
+
+def migrate_to_latest() -> None:
+    """Migrate the database to every app's latest migration: after a test moved it back, the
+    tests after it (in the same worker) find the schema the code has."""
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())

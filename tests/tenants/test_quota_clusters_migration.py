@@ -5,10 +5,9 @@ import pytest
 
 from tenants.models import Quota, Tenant, TenantCluster
 from tenants.quota.limits import grants_by_cluster
-from tests.support.migrations import migrate_to
+from tests.support.migrations import migrate_to, migrate_to_latest
 
 BEFORE = [("tenants", "0023_workload_cluster")]
-AFTER = [("tenants", "0024_tenants_span_clusters")]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -24,7 +23,7 @@ def test_existing_quota_becomes_fleet_wide_and_the_applied_state_stays_on_main()
         Quota0023.objects.create(tenant=acme, resource="gpu:nvidia-h100-80gb", limit=8)
         Quota0023.objects.create(tenant=acme, resource="cpu", limit=64)
     finally:
-        migrate_to(AFTER)
+        migrate_to_latest()
 
     assert set(Quota.objects.values_list("cluster_id", flat=True)) == {None}
     assert grants_by_cluster(acme.pk) == {None: {"gpu:nvidia-h100-80gb": 8, "cpu": 64}}
