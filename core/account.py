@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
+from .api.scopes import SCOPE_HELP, Scope
 from .confirmation import confirmation_page, is_confirmed
 from .tokens import api_token_create, api_token_revoke, api_tokens_of
 from .validators import validate_readable_name
@@ -44,6 +45,10 @@ class ApiTokenForm(forms.Form):
 
     name = forms.CharField(max_length=100, validators=[validate_readable_name])
     expires_in_days = forms.TypedChoiceField(coerce=int, required=False, empty_value=None)
+    scopes = forms.MultipleChoiceField(
+        choices=Scope.choices, initial=[Scope.READ], widget=forms.CheckboxSelectMultiple,
+        error_messages={"required": "Pick at least one scope."},
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -53,6 +58,13 @@ class ApiTokenForm(forms.Form):
             ("", f"The longest allowed ({longest} days)"),
             *((str(days), f"In {days} days") for days in self.EXPIRY_DAYS if days <= longest),
         ]
+
+
+def scope_choices(form) -> list[dict]:
+    """The scope checkboxes: value, label, what it allows, and whether it is ticked."""
+    ticked = {str(v) for v in (form["scopes"].value() or [])}
+    return [{"value": value, "label": label, "help": SCOPE_HELP[value], "checked": value in ticked}
+            for value, label in Scope.choices]
 
 
 @never_cache
@@ -69,6 +81,7 @@ def api_tokens(request):
                 user=request.user,
                 name=form.cleaned_data["name"],
                 expires_at=timezone.now() + timedelta(days=days) if days else None,
+                scopes=form.cleaned_data["scopes"],
             )
         except ValidationError as exc:
             for field, errors in exc.message_dict.items():
@@ -76,7 +89,8 @@ def api_tokens(request):
         else:
             form = ApiTokenForm()
     status = 400 if request.method == "POST" and issued is None else 200
-    context = {"tokens": api_tokens_of(user=request.user), "form": form, "issued": issued}
+    context = {"tokens": api_tokens_of(user=request.user), "form": form, "issued": issued,
+               "scope_choices": scope_choices(form)}
     return render(request, "portal/api_tokens.html", context, status=status)
 
 

@@ -55,6 +55,8 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Values of core.api.scopes.Scope; the user's role still decides within them.
+    scopes = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

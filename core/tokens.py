@@ -4,14 +4,17 @@ A token lives at most API_TOKEN_MAX_LIFETIME_DAYS from its creation (ApiToken.is
 also ends tokens made before the cap existed or before it was lowered.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from .api.scopes import Scope, scopes_normalized
 from .audit import audit
 from .models import ApiToken
 
@@ -24,11 +27,33 @@ class IssuedToken:
     raw: str
 
 
+def _scopes_checked(scopes: Iterable[str]) -> list[str]:
+    scopes = list(scopes)
+    unknown = sorted(set(scopes) - set(Scope.values))
+    if unknown:
+        raise ValidationError({"scopes": f"Unknown scope {unknown[0]!r}: pick from "
+                                         f"{', '.join(Scope.values)}."})
+    if not scopes:
+        raise ValidationError({"scopes": "Pick at least one scope."})
+    return scopes_normalized(scopes)
+
+
 @transaction.atomic
-def api_token_create(*, user, name: str, expires_at: datetime | None = None) -> IssuedToken:
+def api_token_create(
+    *,
+    user,
+    name: str,
+    expires_at: datetime | None = None,
+    scopes: Iterable[str] = (Scope.ADMIN,),
+    actor: Any | None = None,
+    tenant: Any | None = None,
+) -> IssuedToken:
+    """A token of `user` (made by `actor`, `user` when not given: a tenant owner makes a
+    service account's, recorded in `tenant`'s audit trail)."""
     name = name.strip()
     if not name:
         raise ValidationError({"name": "Give the token a name, e.g. 'terraform' or 'ci'."})
+    scopes = _scopes_checked(scopes)
     now = timezone.now()
     if expires_at is not None and expires_at <= now:
         raise ValidationError({"expires_at": "The expiry must be in the future."})
@@ -50,7 +75,8 @@ def api_token_create(*, user, name: str, expires_at: datetime | None = None) -> 
         raise ValidationError({"name": DUPLICATE_NAME})
     raw = ApiToken.generate()
     token = ApiToken(
-        user=user, name=name, digest=ApiToken.digest_of(raw), hint=raw[:8], expires_at=expires_at
+        user=user, name=name, digest=ApiToken.digest_of(raw), hint=raw[:8], expires_at=expires_at,
+        scopes=scopes,
     )
     token.full_clean()
     try:
@@ -61,21 +87,25 @@ def api_token_create(*, user, name: str, expires_at: datetime | None = None) -> 
     except IntegrityError:
         raise ValidationError({"name": DUPLICATE_NAME}) from None
     audit(
-        actor=user,
+        actor=actor or user,
         action="api_token.create",
         obj=token,
-        changes={"name": name, "expires_at": expires_at.isoformat()},
+        tenant=tenant,
+        changes={"name": name, "user": user.get_username(), "scopes": scopes,
+                 "expires_at": expires_at.isoformat()},
     )
     return IssuedToken(token=token, raw=raw)
 
 
 @transaction.atomic
-def api_token_revoke(*, token: ApiToken, actor) -> ApiToken:
-    token = ApiToken.objects.select_for_update().get(pk=token.pk)
+def api_token_revoke(*, token: ApiToken, actor, tenant: Any | None = None) -> ApiToken:
+    token = ApiToken.objects.select_for_update().select_related("user").get(pk=token.pk)
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
-        audit(actor=actor, action="api_token.revoke", obj=token, changes={"name": token.name})
+        audit(actor=actor, action="api_token.revoke", obj=token, tenant=tenant,
+              changes={"name": token.name, "user": token.user.get_username(),
+                       "scopes": token.scopes})
     return token
 
 

@@ -14,6 +14,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.api.scopes import Scope
 from core.errors import Conflict
 
 from ..downloads import attachment
@@ -43,6 +44,10 @@ class InvoiceExportViewSet(
     viewsets.GenericViewSet,
 ):
     """Exports of invoice lists of any length, written in the background."""
+
+    read_scope = Scope.BILLING_READ
+    # An export is a read of invoices, asked for with a POST.
+    action_scopes = {"create": Scope.BILLING_READ}
 
     serializer_class = InvoiceExportSerializer
     queryset = InvoiceExport.objects.none()

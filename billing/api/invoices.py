@@ -23,6 +23,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.scopes import Scope
 from core.errors import RuleViolation
 from tenants.access import access_for
 
@@ -96,6 +97,8 @@ def _paid_at(data: dict) -> datetime | None:
 class InvoiceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Monthly invoices per tenant: drafts (finance only), issued, paid, void. Finance issues,
     records payments, voids and credits them; nobody edits one."""
+
+    read_scope = Scope.BILLING_READ
 
     serializer_class = InvoiceSerializer
     filterset_class = InvoiceFilterSet
@@ -219,6 +222,8 @@ class InvoiceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
 class InvoiceExportView(FileViewMixin, APIView):
     """One invoice as a file (every download is audited)."""
 
+    read_scope = Scope.BILLING_READ
+
     fmt = "csv"
 
     def get(self, request: Request, pk: int) -> Response:
@@ -263,6 +268,8 @@ class InvoicePdfView(InvoiceExportView):
 
 class InvoiceListExportView(FileViewMixin, APIView):
     """The invoices the filters select (like the list's), as one file; audited."""
+
+    read_scope = Scope.BILLING_READ
 
     fmt = "csv"
     filterset_class = InvoiceFilterSet

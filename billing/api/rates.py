@@ -7,6 +7,7 @@ from django.db.models import Q, QuerySet
 from rest_framework import viewsets
 
 from core.api.filtering import FormOnceFilterSet
+from core.api.scopes import Scope
 
 from ..models import Rate
 from ..serializers import RateSerializer
@@ -34,6 +35,8 @@ class RateFilterSet(FormOnceFilterSet):
 class RateViewSet(viewsets.ReadOnlyModelViewSet):
     """Prices per unit-hour (or unit-month) of every resource class, with the periods they are
     in force; managed by platform admins in Django admin."""
+
+    read_scope = Scope.BILLING_READ
 
     serializer_class = RateSerializer
     filterset_class = RateFilterSet

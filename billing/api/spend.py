@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.scopes import Scope
 from inventory import resource_classes
 from tenants.access import tenant_get_for_user
 from tenants.workloads.registry import CHOICES as KIND_CHOICES
@@ -122,6 +123,8 @@ TENANT = OpenApiParameter(
 class SpendView(APIView):
     """This month's spend of one tenant: by resource class, the forecast to month end, the
     budget and the alerts sent; viewers may read it too."""
+
+    read_scope = Scope.BILLING_READ
 
     @extend_schema(parameters=[TENANT], responses=SpendSerializer)
     def get(self, request: Request) -> Response:
@@ -231,6 +234,9 @@ QUOTE_EXAMPLES = [
 class QuoteView(APIView):
     """The price per hour (and per 30-day month) of a launch or of resources, per resource
     class, at the rate card in force now. Nothing is launched or stored."""
+
+    read_scope = Scope.BILLING_READ
+    write_scope = Scope.BILLING_READ  # a price, computed: nothing is written
 
     @extend_schema(request=QuoteRequestSerializer, responses=QuoteSerializer,
                    examples=QUOTE_EXAMPLES)

@@ -15,6 +15,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.api.scopes import Scope, TokenScopes
 from tenants.access import access_for, tenants_visible_to
 
 from ..selectors.explorer import (
@@ -116,7 +117,8 @@ class UsageView(GenericAPIView):
     """GPU usage per UTC day, tenant and resource class: allocated (reserved, the default) or
     measured (DCGM), summed from the hourly usage records."""
 
-    permission_classes = [HasAnyRole]
+    read_scope = Scope.BILLING_READ
+    permission_classes = [TokenScopes, HasAnyRole]
     serializer_class = UsageDaySerializer
     filter_backends: list = []  # the filters are UsageFilterForm's (FILTERS), not a filterset
 
@@ -153,7 +155,8 @@ class UtilizationView(GenericAPIView):
     unused, per tenant-hour) and the share in use, over the hours whose measured metering is
     done (a gap, a pending or an unmetered hour is unknown, not idle)."""
 
-    permission_classes = [HasAnyRole]
+    read_scope = Scope.BILLING_READ
+    permission_classes = [TokenScopes, HasAnyRole]
     serializer_class = UtilizationSerializer
     filter_backends: list = []  # the filters are UsageFilterForm's (FILTERS), not a filterset
 

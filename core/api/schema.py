@@ -9,6 +9,8 @@ from drf_spectacular.views import SpectacularAPIView
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 
+from .tags import tag_descriptions
+
 ERROR_SCHEMA = {
     "type": "object",
     "description": "The API's one error format.",
@@ -76,6 +78,12 @@ def document_error_responses(result, generator, request, public):
                     # Its own answer (e.g. an import's row errors), or the error format for a
                     # request that never got that far.
                     own["schema"] = {"oneOf": [own["schema"], ERROR_REF]}
+    return result
+
+
+def describe_tags(result, generator, request, public):
+    """The tags' descriptions, in core.api.tags' order."""
+    result["tags"] = tag_descriptions()
     return result
 
 

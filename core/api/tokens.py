@@ -7,9 +7,19 @@ from rest_framework.response import Response
 from core.models import ApiToken
 from core.tokens import api_token_create, api_token_revoke, api_tokens_of
 
+from .scopes import Scope
+
 
 class ApiTokenSerializer(serializers.ModelSerializer):
     active = serializers.BooleanField(source="is_active", read_only=True)
+    scopes = serializers.ListField(
+        child=serializers.ChoiceField(choices=Scope.choices),
+        allow_empty=False,
+        required=False,
+        help_text="What the token may do: read (every read outside billing), workloads "
+        "(launch, scale, stop, delete; includes read), billing:read, admin (everything your "
+        "role allows). Left out: admin.",
+    )
 
     class Meta:
         model = ApiToken
@@ -22,6 +32,7 @@ class ApiTokenSerializer(serializers.ModelSerializer):
             "expires_at",
             "revoked_at",
             "active",
+            "scopes",
         ]
         read_only_fields = ["id", "hint", "created_at", "last_used_at", "revoked_at"]
         extra_kwargs = {
@@ -75,6 +86,7 @@ class ApiTokenViewSet(
             user=request.user,
             name=serializer.validated_data["name"],
             expires_at=serializer.validated_data.get("expires_at"),
+            scopes=serializer.validated_data.get("scopes", [Scope.ADMIN]),
         )
         body = ApiTokenSerializer(issued.token).data | {"token": issued.raw}
         return Response(body, status=status.HTTP_201_CREATED)

@@ -13,6 +13,8 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api.scopes import TokenScopes
+
 from .. import transfer
 from ..filters import NodeFilterSet
 from ..models import GPU, NIC, HealthEvent, Node, NodeValidation, Rack, Site
@@ -49,7 +51,7 @@ class FleetSummaryView(APIView):
     """Totals, nodes by state, the health summary and how each GPU model's GPUs are handed out
     (platform admins)."""
 
-    permission_classes = [IsPlatformAdmin]
+    permission_classes = [TokenScopes, IsPlatformAdmin]
 
     @extend_schema(responses=s.FleetSummarySerializer)
     def get(self, request):
@@ -78,7 +80,7 @@ NODE_API_LIST_FIELDS = (
 class NodeViewSet(viewsets.ReadOnlyModelViewSet):
     """Nodes with their GPUs, NICs, health and lifecycle; actions move them (admins only)."""
 
-    permission_classes = [IsPlatformAdmin]
+    permission_classes = [TokenScopes, IsPlatformAdmin]
     filterset_class = NodeFilterSet
     queryset = Node.objects.none()
 
@@ -178,20 +180,20 @@ class NodeViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class SiteViewSet(viewsets.ReadOnlyModelViewSet):
-    permission_classes = [IsPlatformAdmin]
+    permission_classes = [TokenScopes, IsPlatformAdmin]
     serializer_class = s.SiteSerializer
     queryset = Site.objects.order_by("name")
 
 
 class RackViewSet(viewsets.ReadOnlyModelViewSet):
-    permission_classes = [IsPlatformAdmin]
+    permission_classes = [TokenScopes, IsPlatformAdmin]
     serializer_class = s.RackSerializer
     queryset = Rack.objects.select_related("site").order_by("site__name", "name")
     filterset_fields = ["site"]
 
 
 class GPUViewSet(viewsets.ReadOnlyModelViewSet):
-    permission_classes = [IsPlatformAdmin]
+    permission_classes = [TokenScopes, IsPlatformAdmin]
     serializer_class = s.GPUSerializer
     queryset = GPU.objects.select_related("node").order_by("node__hostname", "index")
     filterset_fields = ["node", "model", "health", "mig_capable"]
@@ -199,7 +201,7 @@ class GPUViewSet(viewsets.ReadOnlyModelViewSet):
 
 class HealthEventViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
                          viewsets.GenericViewSet):
-    permission_classes = [IsPlatformAdmin]
+    permission_classes = [TokenScopes, IsPlatformAdmin]
     serializer_class = s.HealthEventSerializer
     queryset = HealthEvent.objects.select_related("node").order_by("-opened_at", "-id")
     filterset_fields = {"node": ["exact"], "severity": ["exact"], "kind": ["exact"],
@@ -222,7 +224,7 @@ class ImportView(APIView):
     With `dry_run` (the default) nothing is written and the answer previews each row. A real
     run with any error answers 400 with every row's errors, and writes nothing."""
 
-    permission_classes = [IsPlatformAdmin]
+    permission_classes = [TokenScopes, IsPlatformAdmin]
 
     @extend_schema(
         request=s.ImportRequestSerializer,
@@ -256,7 +258,7 @@ class ExportView(APIView):
 
     (`as`, not `format`: DRF keeps `format` for choosing its own renderer.)"""
 
-    permission_classes = [IsPlatformAdmin]
+    permission_classes = [TokenScopes, IsPlatformAdmin]
 
     @extend_schema(
         parameters=[

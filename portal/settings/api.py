@@ -8,7 +8,11 @@ REST_FRAMEWORK = {
         "tenants.identity.oidc.KeycloakBearerAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        # A scoped token (core.api.scopes) needs the scope the view declares.
+        "core.api.scopes.TokenScopes",
+    ],
     "DEFAULT_PARSER_CLASSES": [
         "core.api.parsers.PortalJSONParser",
         "rest_framework.parsers.FormParser",
@@ -17,7 +21,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "core.api.pagination.PortalPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "core.api.autoschema.PortalAutoSchema",
     "EXCEPTION_HANDLER": "core.api.errors.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
     + ([] if PRODUCTION else ["rest_framework.renderers.BrowsableAPIRenderer"]),
@@ -45,6 +49,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "core.api.schema.document_error_responses",
+        "core.api.schema.describe_tags",
     ],
 }
 # Choice sets of different models share field names (kind, role, source, state): name each.
@@ -71,6 +76,7 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "WorkloadPowerActionEnum": "tenants.workloads.kinds.vm.spec.POWER_ACTIONS",
     "ModelCredentialKindEnum": "tenants.credentials.models.ModelCredential.Kind",
     "ReconcileStateEnum": "core.reconcile.ReconcileState",
+    "TokenScopeEnum": "core.api.scopes.Scope",
 }
 # Billing's invoice API (finance): the invoice's status.
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]["InvoiceStatusEnum"] = "billing.models.InvoiceStatus"

@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.api.filtering import FormOnceFilterSet
+from core.api.scopes import Scope, TokenScopes
 
 from ..access.rules import access_for
 from ..api.lookups import operated_tenant
@@ -62,6 +63,8 @@ class QuotaRequestViewSet(
     approve (optionally with changed amounts) or reject with a reason; the requester or an
     owner withdraws one still waiting."""
 
+    # The preview only computes (nothing is asked or stored): a read.
+    action_scopes = {"preview": Scope.READ}
     serializer_class = QuotaRequestSerializer
     filterset_class = QuotaRequestFilter
     queryset = QuotaRequest.objects.none()
@@ -167,7 +170,7 @@ class HasAnyRole(BasePermission):
 class CapacityView(APIView):
     """Fleet capacity per resource class: installed, healthy, reserved, granted, in use."""
 
-    permission_classes = [HasAnyRole]
+    permission_classes = [TokenScopes, HasAnyRole]
 
     @extend_schema(responses=CapacitySerializer(many=True))
     def get(self, request):

@@ -23,6 +23,7 @@ from rest_framework.response import Response
 
 from core.api.filtering import FormOnceFilterSet
 from core.api.pagination import CountStamp
+from core.api.scopes import Scope
 from core.errors import RuleViolation
 from core.queueing import DEFERRED_NOTICE, tasks_deferred_now
 
@@ -179,6 +180,8 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     """Workloads of the tenants you may see: vClusters, inference endpoints, virtual machines,
     Slurm clusters and notebooks. Owners and members (and platform admins) launch, scale, power and
     delete them; viewers and finance read."""
+
+    write_scope = Scope.WORKLOADS
 
     serializer_class = WorkloadSerializer
     filterset_class = WorkloadFilter

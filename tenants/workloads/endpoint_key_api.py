@@ -17,6 +17,8 @@ from rest_framework import serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from core.api.scopes import Scope
+
 from ..access.rules import tenants_operated_by
 from .endpoint_keys import (
     DEFAULT_ROTATION_GRACE_HOURS,
@@ -83,6 +85,8 @@ class EndpointKeyRotateSerializer(serializers.Serializer):
 class EndpointKeyViewSet(viewsets.GenericViewSet):
     """API keys of an inference endpoint: owners and members create, revoke and rotate them;
     every role that sees the tenant reads them."""
+
+    write_scope = Scope.WORKLOADS
 
     serializer_class = EndpointKeySerializer
     pagination_class = None

@@ -9,6 +9,7 @@ from core.models import ApiToken
 
 
 def _token_for(user, **fields) -> str:
+    fields.setdefault("scopes", ["admin"])
     raw = ApiToken.generate()
     ApiToken.objects.create(
         user=user, name="ci", digest=ApiToken.digest_of(raw), hint=raw[:8], **fields

@@ -46,7 +46,8 @@ def test_the_page_lists_only_my_tokens_with_their_last_use(
 def test_creating_a_token_shows_the_raw_value_once_and_audits(login, tenant_member):
     client = login(tenant_member)
 
-    response = client.post(PAGE, {"name": "terraform", "expires_in_days": "90"})
+    response = client.post(PAGE, {"name": "terraform", "expires_in_days": "90",
+                                  "scopes": ["read", "billing:read"]})
 
     assert response.status_code == 200
     raw = response.context["issued"].raw
@@ -55,7 +56,9 @@ def test_creating_a_token_shows_the_raw_value_once_and_audits(login, tenant_memb
     token = ApiToken.objects.get(user=tenant_member, name="terraform")
     assert token.digest == ApiToken.digest_of(raw)
     assert timedelta(days=89) < token.expires_at - timezone.now() <= timedelta(days=90)
-    assert AuditEvent.objects.filter(action="api_token.create", actor=tenant_member).exists()
+    assert token.scopes == ["read", "billing:read"]
+    event = AuditEvent.objects.get(action="api_token.create", actor=tenant_member)
+    assert event.changes["scopes"] == ["read", "billing:read"]
     # The list afterwards shows the token, never its raw value.
     again = client.get(PAGE).content.decode()
     assert "terraform" in again and raw not in again
@@ -67,12 +70,15 @@ def test_a_duplicate_or_empty_name_is_refused_with_the_reason(login, tenant_memb
     client = login(tenant_member)
     api_token_create(user=tenant_member, name="ci")
 
-    duplicate = client.post(PAGE, {"name": "ci", "expires_in_days": ""})
-    empty = client.post(PAGE, {"name": "  ", "expires_in_days": ""})
+    duplicate = client.post(PAGE, {"name": "ci", "expires_in_days": "", "scopes": ["read"]})
+    empty = client.post(PAGE, {"name": "  ", "expires_in_days": "", "scopes": ["read"]})
+    unscoped = client.post(PAGE, {"name": "no-scope", "expires_in_days": ""})
 
     assert duplicate.status_code == 400
     assert "You already have an active token with this name." in duplicate.content.decode()
     assert empty.status_code == 400
+    assert unscoped.status_code == 400
+    assert "Pick at least one scope." in unscoped.content.decode()
     assert ApiToken.objects.filter(user=tenant_member).count() == 1
 
 
@@ -102,7 +108,8 @@ def test_creating_needs_a_csrf_token(tenant_member):
     assert not ApiToken.objects.filter(user=tenant_member).exists()
     assert not AuditEvent.objects.filter(action="api_token.create").exists()
     csrf = client.get(PAGE).context["csrf_token"]
-    created = client.post(PAGE, {"name": "ci", "expires_in_days": "", "csrfmiddlewaretoken": csrf})
+    created = client.post(PAGE, {"name": "ci", "expires_in_days": "", "scopes": ["admin"],
+                                 "csrfmiddlewaretoken": csrf})
     assert created.status_code == 200
     assert ApiToken.objects.filter(user=tenant_member, name="ci").exists()
 
