@@ -10,11 +10,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from .api.scopes import Scope, scopes_normalized
+from .api.scopes import Scope, scopes_validated
 from .audit import audit
 from .models import ApiToken
 
@@ -25,17 +25,6 @@ DUPLICATE_NAME = "You already have an active token with this name."
 class IssuedToken:
     token: ApiToken
     raw: str
-
-
-def _scopes_checked(scopes: Iterable[str]) -> list[str]:
-    scopes = list(scopes)
-    unknown = sorted(set(scopes) - set(Scope.values))
-    if unknown:
-        raise ValidationError({"scopes": f"Unknown scope {unknown[0]!r}: pick from "
-                                         f"{', '.join(Scope.values)}."})
-    if not scopes:
-        raise ValidationError({"scopes": "Pick at least one scope."})
-    return scopes_normalized(scopes)
 
 
 @transaction.atomic
@@ -50,10 +39,14 @@ def api_token_create(
 ) -> IssuedToken:
     """A token of `user` (made by `actor`, `user` when not given: a tenant owner makes a
     service account's, recorded in `tenant`'s audit trail)."""
+    if actor is None and getattr(user, "service_account", None) is not None:
+        # The reverse one-to-one of tenants' ServiceAccount, by its accessor (core imports no
+        # app): a service account's tokens are made by its tenant's owners, never by itself.
+        raise PermissionDenied("A service account's tokens are made by its tenant's owners.")
     name = name.strip()
     if not name:
         raise ValidationError({"name": "Give the token a name, e.g. 'terraform' or 'ci'."})
-    scopes = _scopes_checked(scopes)
+    scopes = scopes_validated(scopes)
     now = timezone.now()
     if expires_at is not None and expires_at <= now:
         raise ValidationError({"expires_at": "The expiry must be in the future."})

@@ -1,6 +1,6 @@
 """The tenants app's models, kept in its sub-domains; Django finds them through this module."""
 
-from .access.models import Membership, RoleAssignment, Source, Tenant
+from .access.models import Membership, RoleAssignment, ServiceAccount, Source, Tenant
 from .credentials.models import ModelCredential
 from .enforcement.models import TenantCluster
 from .identity.models import DirectoryAnswer, DirectoryRead
@@ -21,6 +21,7 @@ __all__ = [
     "QuotaRequestLine",
     "QuotaRequestStatus",
     "RoleAssignment",
+    "ServiceAccount",
     "Source",
     "Tenant",
     "TenantCluster",

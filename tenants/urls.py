@@ -1,6 +1,7 @@
 from django.urls import path
 
 from .credentials import views as credentials
+from .dashboard import service_account_views as service_accounts
 from .dashboard import views as access
 from .enforcement import views as enforcement
 from .quota import views as quota
@@ -74,4 +75,12 @@ urlpatterns = [
          name="credential-delete"),
     path("t/<slug:slug>/members/", access.member_list, name="member-list"),
     path("t/<slug:slug>/members/<int:pk>/", access.member_change, name="member-change"),
+    path("t/<slug:slug>/service-accounts/", service_accounts.service_account_list,
+         name="service-account-list"),
+    path("t/<slug:slug>/service-accounts/<int:pk>/", service_accounts.service_account_change,
+         name="service-account-change"),
+    path("t/<slug:slug>/service-accounts/<int:pk>/tokens/",
+         service_accounts.service_account_token_create, name="service-account-token-create"),
+    path("t/<slug:slug>/service-accounts/<int:pk>/tokens/<int:token_id>/revoke/",
+         service_accounts.service_account_token_revoke, name="service-account-token-revoke"),
 ]

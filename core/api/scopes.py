@@ -10,6 +10,7 @@ scope only ever takes rights away.
 
 from collections.abc import Iterable
 
+from django.core.exceptions import ValidationError
 from django.db import models
 from rest_framework import exceptions
 from rest_framework.permissions import SAFE_METHODS, BasePermission
@@ -54,6 +55,18 @@ def scopes_normalized(scopes: Iterable[str]) -> list[str]:
     return [value for value in Scope.values if value in wanted]
 
 
+def scopes_validated(scopes: Iterable[str], *, required: bool = True) -> list[str]:
+    """`scopes` as stored (scopes_normalized), or a field error on `scopes`."""
+    scopes = list(scopes)
+    unknown = sorted(set(map(str, scopes)) - set(Scope.values))
+    if unknown:
+        raise ValidationError({"scopes": [f"Unknown scope {unknown[0]!r}: pick from "
+                                          f"{', '.join(Scope.values)}."]})
+    if required and not scopes:
+        raise ValidationError({"scopes": ["Pick at least one scope."]})
+    return scopes_normalized(scopes)
+
+
 def required_scope(view, method: str) -> str:
     """The scope `method` on `view` needs (an action's own, else the view's read or write)."""
     action = getattr(view, "action", None)
@@ -63,6 +76,15 @@ def required_scope(view, method: str) -> str:
     if method.upper() in SAFE_METHODS:
         return getattr(view, "read_scope", DEFAULT_READ_SCOPE)
     return getattr(view, "write_scope", DEFAULT_WRITE_SCOPE)
+
+
+class ScopedClaims(dict):
+    """A Keycloak token's claims as `request.auth` when it acts as a service account: the
+    claims, with the `scopes` that account gives its client's tokens."""
+
+    def __init__(self, claims: dict, *, scopes: Iterable[str]) -> None:
+        super().__init__(claims)
+        self.scopes = list(scopes)
 
 
 class MissingScope(exceptions.PermissionDenied):

@@ -77,6 +77,7 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "ModelCredentialKindEnum": "tenants.credentials.models.ModelCredential.Kind",
     "ReconcileStateEnum": "core.reconcile.ReconcileState",
     "TokenScopeEnum": "core.api.scopes.Scope",
+    "ServiceAccountRoleEnum": "tenants.access.models.ServiceAccount.ROLES",
 }
 # Billing's invoice API (finance): the invoice's status.
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]["InvoiceStatusEnum"] = "billing.models.InvoiceStatus"

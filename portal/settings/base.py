@@ -179,6 +179,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # It signs no one in (authenticate() is None), so sign-in is as before: axes first.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
+    "tenants.access.rules.ServiceAccountSignInRefused",
     "tenants.access.PlatformRoleBackend",
     "django.contrib.auth.backends.ModelBackend",
     "tenants.identity.oidc.KeycloakBackend",

@@ -2,7 +2,9 @@
 
 from django import forms
 
-from .models import Membership
+from core.api.scopes import Scope
+
+from .models import Membership, ServiceAccount
 
 
 class MemberAddForm(forms.Form):
@@ -22,3 +24,19 @@ class MemberRoleForm(forms.Form):
     role = forms.ChoiceField(
         choices=Membership.Role.choices, widget=forms.Select(attrs={"class": "form-select"})
     )
+
+
+class ServiceAccountForm(forms.Form):
+    """A new service account (the service checks the name: a DNS-1123 label, free in the
+    tenant)."""
+
+    name = forms.CharField(max_length=63, help_text="Lowercase letters, digits and '-', e.g. "
+                           "ci-deploy.")
+    role = forms.ChoiceField(choices=ServiceAccount.ROLES, initial=Membership.Role.MEMBER)
+    keycloak_client_id = forms.CharField(
+        label="Keycloak client (optional)", max_length=255, required=False,
+        help_text="Its client-credentials tokens then act as this account, with the scopes "
+        "ticked below.",
+    )
+    scopes = forms.MultipleChoiceField(choices=Scope.choices, required=False,
+                                       initial=[Scope.READ])

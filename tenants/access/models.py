@@ -163,3 +163,50 @@ class RoleAssignment(models.Model):
         return f"{self.user} — {self.get_role_display()}"
 
 
+
+
+class ServiceAccount(models.Model):
+    """A non-human member of one tenant (CI, a scheduler): a user of its own, with no password
+    and no Keycloak identity, holding one membership (member or viewer) in its tenant."""
+
+    ROLES = [(Membership.Role.MEMBER.value, "Member"), (Membership.Role.VIEWER.value, "Viewer")]
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="service_accounts")
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="service_account"
+    )
+    name = models.CharField(max_length=63, validators=[validate_dns1123_label])
+    role = models.CharField(max_length=10, choices=ROLES, default=Membership.Role.MEMBER)
+    # What a Keycloak client-credentials token of `keycloak_client_id` may do (core.api.scopes).
+    scopes = models.JSONField(default=list, blank=True)
+    keycloak_client_id = models.CharField(
+        max_length=255, unique=True, null=True, blank=True,
+        help_text="The Keycloak client whose client-credentials tokens act as this account.",
+    )
+    # The last request made with one of that client's tokens (at most once a minute).
+    keycloak_last_used_at = models.DateTimeField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    disabled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["tenant", "name"], name="unique_service_account_name")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} (service account of {self.tenant_id})"
+
+    @property
+    def username(self) -> str:
+        return service_account_username(tenant_slug=self.tenant.slug, name=self.name)
+
+
+def service_account_username(*, tenant_slug: str, name: str) -> str:
+    """The user name behind a service account; dots, which tenant slugs and DNS labels never
+    hold, keep it apart from any slug or label."""
+    return f"sa.{tenant_slug}.{name}"

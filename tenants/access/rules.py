@@ -7,11 +7,12 @@ tenant-owned data starts from it, so another tenant's object is simply not found
 from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.db.models import OuterRef, QuerySet, Subquery, Value
 from django.shortcuts import get_object_or_404
 
-from .models import Membership, RoleAssignment, Tenant
+from .models import Membership, RoleAssignment, ServiceAccount, Tenant
 
 _CACHE_ATTR = "_portal_access"
 
@@ -191,6 +192,16 @@ class PlatformRoleBackend:
 
     def has_module_perms(self, user_obj, app_label) -> bool:
         return bool(user_obj.is_active and is_platform_admin(user_obj))
+
+
+class ServiceAccountSignInRefused:
+    """Listed before ModelBackend: a service account's user never signs in with a password
+    (it has none; this holds even if an admin set one). Django stops at PermissionDenied."""
+
+    def authenticate(self, request, username=None, **credentials):
+        if username and ServiceAccount.objects.filter(user__username__iexact=username).exists():
+            raise PermissionDenied("Service accounts do not sign in.")
+        return None
 
 
 # --- what other apps may know of tenants ------------------------------------------------------

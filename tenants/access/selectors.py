@@ -3,14 +3,32 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.db.models import Case, Q, QuerySet, Value, When
+from django.db.models import Case, Prefetch, Q, QuerySet, Value, When
+from django.shortcuts import get_object_or_404
 
-from .models import Membership, Tenant
+from core.models import ApiToken
+
+from .models import Membership, ServiceAccount, Tenant
 from .rules import MemberTenant, access_for, tenants_visible_to
 
 
 def tenant_members(*, tenant: Tenant) -> QuerySet[Membership]:
-    return tenant.memberships.select_related("user").order_by("role", "user__username")
+    """The tenant's people (its service accounts are listed on their own)."""
+    return (tenant.memberships.filter(user__service_account__isnull=True)
+            .select_related("user").order_by("role", "user__username"))
+
+
+def tenant_service_accounts(*, tenant: Tenant) -> QuerySet[ServiceAccount]:
+    """The tenant's service accounts, each with its tokens (newest first) in `tokens`."""
+    return tenant.service_accounts.select_related("user", "created_by").prefetch_related(
+        Prefetch("user__api_tokens", queryset=ApiToken.objects.order_by("-created_at"),
+                 to_attr="tokens")
+    )
+
+
+def service_account_get(*, tenant: Tenant, pk) -> ServiceAccount:
+    """One of the tenant's service accounts (another tenant's is a 404)."""
+    return get_object_or_404(tenant.service_accounts.select_related("tenant", "user"), pk=pk)
 
 
 def tenant_members_summary(*, tenant: Tenant) -> list[Membership]:
@@ -18,7 +36,8 @@ def tenant_members_summary(*, tenant: Tenant) -> list[Membership]:
     and the user's username, names and e-mail; not the password hash nor the dates). One
     query."""
     User = get_user_model()
-    rows = tenant.memberships.order_by("role", "user__username").values_list(
+    rows = tenant.memberships.filter(user__service_account__isnull=True).order_by(
+        "role", "user__username").values_list(
         "id", "user_id", "role", "source", "user__username", "user__first_name",
         "user__last_name", "user__email",
     )
@@ -78,3 +97,11 @@ def tenants_of_member(*, user) -> list[MemberTenant]:
     (`access_for`)."""
     access = access_for(user)
     return [t for t in access.member_of if t.active or access.sees_all_tenants]
+
+
+def service_account_for_client(*, client_id: str) -> ServiceAccount | None:
+    """The service account a Keycloak client's client-credentials tokens act as, if any."""
+    if not client_id:
+        return None
+    return (ServiceAccount.objects.select_related("user", "tenant")
+            .filter(keycloak_client_id=client_id).first())

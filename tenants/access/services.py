@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from core.audit import audit
 
 from .changes import tenant_mark_changed
-from .models import Membership, RoleAssignment, Source, Tenant
+from .models import Membership, RoleAssignment, ServiceAccount, Source, Tenant
 from .rules import forget_access, tenants_managed_by
 
 User = get_user_model()
@@ -94,6 +94,8 @@ def membership_remove(*, actor: Any | None, membership: Membership) -> None:
 
 @transaction.atomic
 def role_grant(*, actor: Any | None, user, role: str, source: str = Source.LOCAL) -> RoleAssignment:
+    if ServiceAccount.objects.filter(user=user).exists():
+        raise ValidationError({"role": ["A service account holds no platform role."]})
     assignment, created = RoleAssignment.objects.get_or_create(
         user=user, role=role, defaults={"source": source}
     )
@@ -182,6 +184,13 @@ def _managed(actor, tenant: Tenant) -> None:
         raise PermissionDenied("Only the tenant's owners manage its members.")
 
 
+def _not_a_service_account(membership: Membership) -> None:
+    if ServiceAccount.objects.filter(user_id=membership.user_id).exists():
+        raise ValidationError(
+            {"role": ["This is a service account: change it under Service accounts."]}
+        )
+
+
 def _not_from_keycloak(membership: Membership) -> None:
     if membership.source == Source.KEYCLOAK:
         raise ValidationError(
@@ -236,6 +245,8 @@ def tenant_member_add(*, actor, tenant: Tenant, username_or_email: str, role: st
     if role not in Membership.Role.values:
         raise ValidationError({"role": ["Pick owner, member or viewer."]})
     user = _user_by_username_or_verified_email(username_or_email.strip())
+    if ServiceAccount.objects.filter(user=user).exists():
+        raise ValidationError({"user": ["A service account belongs to its one tenant."]})
     if tenant.memberships.filter(user=user).exists():
         raise ValidationError({"user": ["Already a member: change their role instead."]})
     return membership_set(actor=actor, tenant=tenant, user=user, role=role)
@@ -247,6 +258,7 @@ def tenant_member_change_role(*, actor, membership: Membership, role: str) -> Me
     if role not in Membership.Role.values:
         raise ValidationError({"role": ["Pick owner, member or viewer."]})
     membership = Membership.objects.select_for_update().get(pk=membership.pk)
+    _not_a_service_account(membership)
     _not_from_keycloak(membership)
     _keeps_an_owner(membership, role)
     return membership_set(actor=actor, tenant=membership.tenant, user=membership.user, role=role)
@@ -256,6 +268,7 @@ def tenant_member_change_role(*, actor, membership: Membership, role: str) -> Me
 def tenant_member_remove(*, actor, membership: Membership) -> None:
     _managed(actor, membership.tenant)
     membership = Membership.objects.select_for_update().get(pk=membership.pk)
+    _not_a_service_account(membership)
     _not_from_keycloak(membership)
     _keeps_an_owner(membership, None)
     membership_remove(actor=actor, membership=membership)

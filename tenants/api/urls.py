@@ -4,6 +4,7 @@ from django.urls import path
 
 from core.api.routers import PortalRouter
 
+from ..access.api import ServiceAccountViewSet
 from ..credentials.api import ModelCredentialViewSet
 from ..dashboard.api import MeView, TenantViewSet
 from ..quota.api import CapacityView, QuotaRequestViewSet
@@ -16,6 +17,8 @@ router.register("quota-requests", QuotaRequestViewSet, basename="quota-request")
 router.register("workloads", WorkloadViewSet, basename="workload")
 router.register(r"tenants/(?P<tenant_slug>[a-z0-9-]+)/model-credentials", ModelCredentialViewSet,
                 basename="model-credential")
+router.register(r"tenants/(?P<tenant_slug>[a-z0-9-]+)/service-accounts", ServiceAccountViewSet,
+                basename="service-account")
 
 # An endpoint's API keys, nested under it (the router has no nesting).
 endpoint_keys = [

@@ -27,6 +27,7 @@ from mozilla_django_oidc.middleware import SessionRefresh
 from rest_framework import authentication, exceptions
 
 from core import caching
+from core.api.scopes import ScopedClaims
 from core.bearer import TokenInactive, bearer_token_claims
 from core.openid import (
     ProviderUnavailable,
@@ -36,6 +37,8 @@ from core.openid import (
     validate_jwt,
 )
 
+from ..access.selectors import service_account_for_client
+from ..access.service_accounts import service_account_note_keycloak_use
 from .claims import grants_from_claims
 from .sync import claim_rules, keycloak_user_sync
 
@@ -208,6 +211,19 @@ class ProviderUnavailableError(exceptions.APIException):
     default_code = "provider_unavailable"
 
 
+def _service_account_of(claims: dict[str, Any]):
+    """The service account whose Keycloak client got this token by the client-credentials
+    grant, or None. Keycloak names the client in `azp`, and the token's user is the client's
+    own service-account-<client id> (older Keycloaks add `clientId`; RFC 9068 tokens name the
+    client as their `sub`). A person's token from that client is never the service account."""
+    client = str(claims.get("azp") or claims.get("client_id") or "")
+    if not client:
+        return None
+    marked = (claims.get("preferred_username") == f"service-account-{client}"
+              or claims.get("clientId") == client or claims.get("sub") == client)
+    return service_account_for_client(client_id=client) if marked else None
+
+
 class KeycloakBearerAuthentication(authentication.BaseAuthentication):
     """`Authorization: Bearer <Keycloak access token>` for scripts and services.
 
@@ -237,6 +253,14 @@ class KeycloakBearerAuthentication(authentication.BaseAuthentication):
         except ProviderUnavailable as exc:
             logger.warning("Keycloak unreachable to verify a bearer token: %s", exc)
             raise ProviderUnavailableError() from exc
+        account = _service_account_of(claims)
+        if account is not None:
+            # A client-credentials token of a service account's Keycloak client: it acts as
+            # that account, with the scopes the account gives it; no Keycloak sync.
+            if account.disabled_at is not None or not account.user.is_active:
+                raise exceptions.AuthenticationFailed("This service account is disabled.")
+            service_account_note_keycloak_use(account=account)
+            return account.user, ScopedClaims(claims, scopes=account.scopes)
         user = self._user_for(raw, claims)
         if not user.is_active:
             raise exceptions.AuthenticationFailed("This portal account is disabled.")

@@ -222,6 +222,16 @@ const provider = new Provider(issuer, {
       response_types: [],
       token_endpoint_auth_method: 'client_secret_post',
     },
+    {
+      // A CI system's confidential client: its client-credentials tokens act as a portal
+      // service account (ServiceAccount.keycloak_client_id).
+      client_id: fixture.clients['portal-ci'].client_id,
+      client_secret: fixture.clients['portal-ci'].secret,
+      redirect_uris: [],
+      grant_types: ['client_credentials'],
+      response_types: [],
+      token_endpoint_auth_method: 'client_secret_post',
+    },
   ],
   jwks: { keys: [signingJwk] },
   cookies: { keys: ['portal-test-provider-cookie-key'] },
@@ -285,6 +295,10 @@ const provider = new Provider(issuer, {
     },
   },
   async extraTokenClaims(ctx, token) {
+    if (token.kind === 'ClientCredentials') {
+      // Keycloak's service-account token: its user is service-account-<client id>.
+      return { typ: 'Bearer', azp: token.clientId, preferred_username: `service-account-${token.clientId}` };
+    }
     if (token.kind !== 'AccessToken') return undefined;
     const user = userBySub(token.accountId);
     if (!user) return undefined;
