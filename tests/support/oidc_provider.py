@@ -31,6 +31,9 @@ CLIENT_SECRET = FIXTURE["clients"]["portal"]["secret"]
 # The directory sync's service-account client (client-credentials grant, Admin REST API).
 DIRECTORY_CLIENT_ID = FIXTURE["clients"]["portal-directory"]["client_id"]
 DIRECTORY_CLIENT_SECRET = FIXTURE["clients"]["portal-directory"]["secret"]
+# A CI system's client (client-credentials grant) that a portal service account maps.
+CI_CLIENT_ID = FIXTURE["clients"]["portal-ci"]["client_id"]
+CI_CLIENT_SECRET = FIXTURE["clients"]["portal-ci"]["secret"]
 CLI_REDIRECT_URI = "http://127.0.0.1/callback"
 PORTAL_RESOURCE = "urn:ai-factory:portal"
 OTHER_RESOURCE = "urn:ai-factory:other-service"
@@ -318,3 +321,19 @@ def cli_access_token(provider: OidcProvider, username: str, *, resource: str = P
         )
         token.raise_for_status()
         return token.json()["access_token"]
+
+
+def client_credentials_token(
+    provider: OidcProvider, *, client_id: str = CI_CLIENT_ID, secret: str = CI_CLIENT_SECRET,
+    resource: str = PORTAL_RESOURCE,
+) -> str:
+    """An access token of a confidential client's own (its service account's), as a CI system
+    gets one: the client-credentials grant, a JWT for `resource`'s audience."""
+    token = requests.post(
+        f"{provider.issuer}/protocol/openid-connect/token",
+        data={"grant_type": "client_credentials", "client_id": client_id,
+              "client_secret": secret, "resource": resource},
+        timeout=HTTP_TIMEOUT,
+    )
+    token.raise_for_status()
+    return token.json()["access_token"]

@@ -1,0 +1,91 @@
+"""A Keycloak client's client-credentials tokens act as the service account that names the
+client, with that account's scopes: tokens from the test OpenID Connect provider, as a CI
+system gets them."""
+
+import jwt
+import pytest
+from django.contrib.auth import get_user_model
+
+from core.models import AuditEvent, OidcIdentity
+from tenants.access import service_accounts
+from tenants.models import Membership, RoleAssignment, ServiceAccount
+from tests.factories import MembershipFactory, UserFactory
+from tests.support.oidc_provider import (
+    CI_CLIENT_ID,
+    DIRECTORY_CLIENT_ID,
+    DIRECTORY_CLIENT_SECRET,
+    client_credentials_token,
+)
+from tests.tenants.bearer.calls import me
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+User = get_user_model()
+
+
+@pytest.fixture
+def ci_account(acme):
+    owner = MembershipFactory(tenant=acme, role=Membership.Role.OWNER,
+                              user=UserFactory(username="owner")).user
+    return service_accounts.service_account_create(
+        actor=owner, tenant=acme, name="ci", role="member", scopes=["read"],
+        keycloak_client_id=CI_CLIENT_ID,
+    )
+
+
+def test_a_client_credentials_token_acts_as_the_service_account(keycloak, ci_account, client):
+    token = client_credentials_token(keycloak)
+    claims = jwt.decode(token, options={"verify_signature": False})
+    assert claims["azp"] == CI_CLIENT_ID
+    assert claims["preferred_username"] == f"service-account-{CI_CLIENT_ID}"
+    users_before = User.objects.count()
+
+    response = me(client, token)
+
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["username"] == "sa.acme.ci"
+    assert [(t["slug"], t["role"]) for t in body["tenants"]] == [("acme", "member")]
+    # No Keycloak identity, no new user, no platform role: the account is not a person.
+    assert User.objects.count() == users_before
+    assert not OidcIdentity.objects.filter(user=ci_account.user).exists()
+    assert not RoleAssignment.objects.filter(user=ci_account.user).exists()
+    assert ServiceAccount.objects.get(pk=ci_account.pk).keycloak_last_used_at is not None
+
+
+def test_the_service_accounts_scopes_bind_its_keycloak_tokens(keycloak, ci_account, client):
+    token = client_credentials_token(keycloak)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+
+    launch = client.post("/api/v1/workloads/", {}, format="json", **auth)
+
+    assert launch.status_code == 403
+    assert launch.json()["error"] == {
+        "status": 403, "code": "missing_scope",
+        "message": 'This token lacks the "workloads" scope.',
+    }
+    owner = User.objects.get(username="owner")
+    service_accounts.service_account_update(actor=owner, account=ci_account,
+                                            scopes=["workloads"])
+    again = client.post("/api/v1/workloads/", {}, format="json", **auth)
+    # Past the scope: the launch's own refusal (no tenant named), not the scope's.
+    assert again.status_code in (400, 404)
+    assert again.json()["error"]["code"] != "missing_scope"
+
+
+def test_a_disabled_service_account_refuses_its_keycloak_tokens(keycloak, ci_account, client):
+    token = client_credentials_token(keycloak)
+    owner = User.objects.get(username="owner")
+    service_accounts.service_account_set_disabled(actor=owner, account=ci_account, disabled=True)
+
+    assert me(client, token).status_code == 401
+    assert AuditEvent.objects.filter(action="service_account.disable").exists()
+
+
+def test_a_client_no_service_account_names_is_not_one(keycloak, ci_account, client):
+    token = client_credentials_token(keycloak, client_id=DIRECTORY_CLIENT_ID,
+                                     secret=DIRECTORY_CLIENT_SECRET)
+
+    response = me(client, token)
+
+    assert response.json().get("username") != "sa.acme.ci"
