@@ -69,7 +69,7 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
 class ApiTokenAdmin(ReadOnlyModelAdmin):
     """Personal API tokens: their owners create them; an admin revokes one (audited)."""
 
-    list_display = ["name", "user", "hint", "created_at", "last_used_at", "expires_at",
+    list_display = ["name", "user", "hint", "scopes", "created_at", "last_used_at", "expires_at",
                     "revoked_at"]
     list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "user__username", "hint"]

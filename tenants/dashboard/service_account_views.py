@@ -70,14 +70,21 @@ def service_account_list(request, slug: str):
     return _page(request, tenant, context, form=form, status=400)
 
 
-@login_required
-@require_POST
-def service_account_change(request, slug: str, pk: int):
-    """Disable, enable or delete (after a confirmation) one service account."""
+def _managed_account(request, slug: str, pk: int):
+    """The tenant, its page's context and its service account `pk`, for one of its owners
+    (another tenant's account is a 404, a non-owner's request a 403)."""
     tenant, context = tenant_page(request, slug, "members")
     account = service_account_get(tenant=tenant, pk=pk)
     if not context["can_manage"]:
         raise PermissionDenied
+    return tenant, context, account
+
+
+@login_required
+@require_POST
+def service_account_change(request, slug: str, pk: int):
+    """Disable, enable or delete (after a confirmation) one service account."""
+    tenant, _, account = _managed_account(request, slug, pk)
     if "delete" in request.POST:
         if not is_confirmed(request, name=account.name):
             return confirmation_page(
@@ -104,10 +111,7 @@ def service_account_change(request, slug: str, pk: int):
 @require_POST
 def service_account_token_create(request, slug: str, pk: int):
     """Issue a token (its value is shown once, on the page this answers)."""
-    tenant, context = tenant_page(request, slug, "members")
-    account = service_account_get(tenant=tenant, pk=pk)
-    if not context["can_manage"]:
-        raise PermissionDenied
+    tenant, context, account = _managed_account(request, slug, pk)
     form = ApiTokenForm(request.POST)
     if form.is_valid():
         days = form.cleaned_data["expires_in_days"]
@@ -127,10 +131,7 @@ def service_account_token_create(request, slug: str, pk: int):
 @login_required
 @require_POST
 def service_account_token_revoke(request, slug: str, pk: int, token_id: int):
-    tenant, context = tenant_page(request, slug, "members")
-    account = service_account_get(tenant=tenant, pk=pk)
-    if not context["can_manage"]:
-        raise PermissionDenied
+    tenant, _, account = _managed_account(request, slug, pk)
     token = get_object_or_404(account.user.api_tokens.all(), pk=token_id)
     if not is_confirmed(request, name=token.name):
         return confirmation_page(
