@@ -19,6 +19,7 @@ from .audit import audit
 from .models import ApiToken
 
 DUPLICATE_NAME = "You already have an active token with this name."
+DUPLICATE_NAME_OF_ACCOUNT = "This account already has an active token with this name."
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ def api_token_create(
     if not name:
         raise ValidationError({"name": "Give the token a name, e.g. 'terraform' or 'ci'."})
     scopes = scopes_validated(scopes)
+    duplicate = DUPLICATE_NAME if actor in (None, user) else DUPLICATE_NAME_OF_ACCOUNT
     now = timezone.now()
     if expires_at is not None and expires_at <= now:
         raise ValidationError({"expires_at": "The expiry must be in the future."})
@@ -65,7 +67,7 @@ def api_token_create(
             }
         )
     if ApiToken.objects.filter(user=user, name=name, revoked_at__isnull=True).exists():
-        raise ValidationError({"name": DUPLICATE_NAME})
+        raise ValidationError({"name": duplicate})
     raw = ApiToken.generate()
     token = ApiToken(
         user=user, name=name, digest=ApiToken.digest_of(raw), hint=raw[:8], expires_at=expires_at,
@@ -78,7 +80,7 @@ def api_token_create(
         with transaction.atomic():
             token.save()
     except IntegrityError:
-        raise ValidationError({"name": DUPLICATE_NAME}) from None
+        raise ValidationError({"name": duplicate}) from None
     audit(
         actor=actor or user,
         action="api_token.create",

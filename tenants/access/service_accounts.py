@@ -12,11 +12,13 @@ from datetime import datetime
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError
 from django.utils import timezone
 
 from core.api.authentication import LAST_USED_RESOLUTION
 from core.api.scopes import Scope, scopes_validated
 from core.audit import audit
+from core.errors import Conflict
 from core.models import ApiToken
 from core.tokens import IssuedToken, api_token_create, api_token_revoke
 
@@ -156,7 +158,12 @@ def service_account_delete(*, actor, account: ServiceAccount) -> None:
           changes={"name": account.name, "role": account.role, "active_tokens": tokens})
     user = account.user
     forget_access(user)
-    user.delete()  # cascades: the account, its membership, its tokens
+    try:
+        with transaction.atomic():
+            user.delete()  # cascades: the account, its membership, its tokens
+    except ProtectedError:  # a record that must keep naming it (e.g. billing's)
+        raise Conflict("Records name this service account and must keep it: disable it "
+                       "instead.") from None
 
 
 @transaction.atomic

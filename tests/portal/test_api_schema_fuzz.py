@@ -31,6 +31,7 @@ from billing.models import UsageRecord
 from core import tokens
 from inventory.models import HealthEvent
 from portal.wsgi import application
+from tenants.access import service_accounts
 from tenants.credentials import services as credentials
 from tenants.models import Membership, RoleAssignment
 from tenants.quota import services as quota_requests
@@ -150,6 +151,10 @@ def world(db, settings, _connections_kept):
                                   values={"token": "hf_" + "x" * 30})
     # Billing: an issued invoice of acme's January (finance's actions, the tenant's downloads).
     invoice = _issued_invoice(acme, admin)
+    # A service account with a token (its detail, actions and the token's revocation).
+    account = service_accounts.service_account_create(actor=admin, tenant=acme, name="ci")
+    account_token = service_accounts.service_account_token_create(
+        actor=admin, account=account, name="ci", scopes=["read"]).token
     spare = {
         "member": tokens.api_token_create(user=member, name="spare").token.pk,
         "admin": tokens.api_token_create(user=admin, name="spare").token.pk,
@@ -158,7 +163,7 @@ def world(db, settings, _connections_kept):
         "nodes": gpu.node_id, "gpus": gpu.pk, "racks": gpu.node.rack_id,
         "sites": gpu.node.rack.site_id, "health-events": event.pk, "quota-requests": request.pk,
         "workloads": workload.pk, "billing": invoice.pk, "endpoints": endpoint.pk,
-        "keys": key.pk,
+        "keys": key.pk, "service-accounts": account.pk, "service-account-tokens": account_token.pk,
     }
     return {
         role: {
@@ -194,6 +199,9 @@ def _real_path_parameters(case, world: dict) -> dict:
               "workload_pk": world["ids"]["endpoints"]}
     if "/keys/{id}" in case.path:
         values["id"] = world["ids"]["keys"]
+    if "/service-accounts/{id}" in case.path:
+        values["id"] = world["ids"]["service-accounts"]
+        values["token_id"] = world["ids"]["service-account-tokens"]
     return {name: values[name] for name in case.path_parameters or {}}
 
 
