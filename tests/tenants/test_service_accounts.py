@@ -189,3 +189,32 @@ def test_the_page_shows_field_errors_and_members_cannot_act(login, tenant_owner,
     assert "is-invalid" in refused.content.decode()
     assert login(tenant_member).post(PAGE, {"name": "ok", "role": "member"}).status_code == 403
     assert not ServiceAccount.objects.exists()
+
+
+def _grow(owner, tenant, start: int, n: int) -> None:
+    for i in range(start, start + n):
+        account = services.service_account_create(actor=owner, tenant=tenant, name=f"bot-{i}")
+        for t in range(2):
+            services.service_account_token_create(actor=owner, account=account, name=f"t{t}",
+                                                  scopes=["read"])
+
+
+def test_the_list_api_and_page_read_a_fixed_number_of_queries(api_client, login, tenant_owner,
+                                                               tenant):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def counts() -> tuple[int, int]:
+        api_client.force_login(tenant_owner)
+        with CaptureQueriesContext(connection) as api:
+            assert api_client.get(API).status_code == 200
+        with CaptureQueriesContext(connection) as page:
+            assert login(tenant_owner).get(PAGE).status_code == 200
+        return len(api), len(page)
+
+    _grow(tenant_owner, tenant, 0, 1)
+    counts()  # the first visit writes the session's current tenant
+    small = counts()
+    _grow(tenant_owner, tenant, 1, 4)
+
+    assert counts() == small
