@@ -7,6 +7,8 @@ import re
 TAGS: list[tuple[str, str, str]] = [
     ("service-accounts", "A tenant's service accounts (non-human members for CI) and their "
      "tokens.", r"tenants/[^/]+/service-accounts(/|$)"),
+    ("webhooks", "HTTPS endpoints that receive signed events, and their deliveries.",
+     r"(tenants/[^/]+/)?webhooks(/|$)"),
     ("quota", "Quota grants, quota requests and their review, capacity per pool.",
      r"(quota-requests|capacity)(/|$)|tenants/[^/]+/quota(/|$)"),
     ("workloads", "vClusters, VMs, Slurm clusters, inference endpoints and notebooks: launch, "
@@ -18,8 +20,6 @@ TAGS: list[tuple[str, str, str]] = [
     ("billing", "Rate cards, spend, usage, utilization, invoices and their exports.",
      r"billing(/|$)"),
     ("tokens", "Your personal API tokens and their scopes.", r"tokens(/|$)"),
-    ("webhooks", "HTTPS endpoints that receive signed events, and their deliveries.",
-     r"webhooks(/|$)"),
     ("index", "The API's index: every list and endpoint by name.", r"$"),
 ]
 _PATTERNS = [(name, re.compile(pattern)) for name, _, pattern in TAGS]
@@ -35,5 +35,11 @@ def tag_for_path(path: str) -> str | None:
     return None
 
 
+# How the documentation lists them (TAGS is in matching order: the narrower URLs first).
+DISPLAY_ORDER = ["workloads", "tenants", "service-accounts", "quota", "billing", "inventory",
+                 "tokens", "webhooks", "index"]
+
+
 def tag_descriptions() -> list[dict[str, str]]:
-    return [{"name": name, "description": description} for name, description, _ in TAGS]
+    described = {name: description for name, description, _ in TAGS}
+    return [{"name": name, "description": described[name]} for name in DISPLAY_ORDER]

@@ -76,6 +76,12 @@ def test_billing_reads_need_billing_read_and_workload_writes_need_workloads():
     assert scopes[("post", "/api/v1/tokens/")] == Scope.ADMIN
 
 
+def test_every_billing_read_needs_billing_read():
+    loose = [(m, p, s) for m, p, s in OPERATIONS
+             if p.startswith("/api/v1/billing/") and m == "get" and s != Scope.BILLING_READ]
+    assert not loose, "billing views set read_scope = Scope.BILLING_READ"
+
+
 @pytest.mark.parametrize(("method", "path", "scope"), OPERATIONS,
                          ids=[f"{m} {p}" for m, p, _ in OPERATIONS])
 def test_a_token_without_the_scope_is_refused_and_one_with_it_is_not(call, method, path, scope):
@@ -115,3 +121,4 @@ def test_each_tag_in_use_is_described():
     assert all(described[name].strip() for name in used)
     assert {"workloads", "billing", "inventory", "tenants", "quota", "tokens",
             "service-accounts", "index"} <= used
+    assert len(SCHEMA["tags"]) == len(TAGS)
