@@ -55,6 +55,9 @@ def test_creating_a_token_shows_the_raw_value_once_and_audits(login, tenant_memb
     assert response["Cache-Control"].startswith("max-age=0")
     token = ApiToken.objects.get(user=tenant_member, name="terraform")
     assert token.digest == ApiToken.digest_of(raw)
+    assert token.scopes == ["read", "billing:read"]
+    assert page.locator(f"#token-{token.pk} .token-scopes-shown .badge").all_inner_texts() == [
+        "read", "billing:read"]
     assert timedelta(days=89) < token.expires_at - timezone.now() <= timedelta(days=90)
     assert token.scopes == ["read", "billing:read"]
     event = AuditEvent.objects.get(action="api_token.create", actor=tenant_member)
@@ -172,6 +175,7 @@ def test_in_the_browser_a_token_is_created_from_the_user_menu_shown_once_and_rev
     page.wait_for_url(f"{live_server.url}{PAGE}")
 
     page.fill("#id_name", "terraform")
+    page.check("input[name=scopes][value='billing:read']")  # `read` is ticked already
     page.click("#create-token-submit")
     raw = page.input_value("#new-token-value")
     assert raw.startswith("afp_")
@@ -182,6 +186,9 @@ def test_in_the_browser_a_token_is_created_from_the_user_menu_shown_once_and_rev
     screenshot(page, "api-tokens-created")
     token = ApiToken.objects.get(user=tenant_member, name="terraform")
     assert token.digest == ApiToken.digest_of(raw)
+    assert token.scopes == ["read", "billing:read"]
+    assert page.locator(f"#token-{token.pk} .token-scopes-shown .badge").all_inner_texts() == [
+        "read", "billing:read"]
 
     page.goto(PAGE)
     assert page.locator("#new-token-value").count() == 0
