@@ -55,9 +55,6 @@ def test_creating_a_token_shows_the_raw_value_once_and_audits(login, tenant_memb
     assert response["Cache-Control"].startswith("max-age=0")
     token = ApiToken.objects.get(user=tenant_member, name="terraform")
     assert token.digest == ApiToken.digest_of(raw)
-    assert token.scopes == ["read", "billing:read"]
-    assert page.locator(f"#token-{token.pk} .token-scopes-shown .badge").all_inner_texts() == [
-        "read", "billing:read"]
     assert timedelta(days=89) < token.expires_at - timezone.now() <= timedelta(days=90)
     assert token.scopes == ["read", "billing:read"]
     event = AuditEvent.objects.get(action="api_token.create", actor=tenant_member)
