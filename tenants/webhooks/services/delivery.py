@@ -153,7 +153,7 @@ def _record_failure(delivery: WebhookDelivery, hook: Webhook, now) -> None:
     Webhook.objects.filter(pk=hook.pk).update(consecutive_failures=F("consecutive_failures") + 1)
     limit = settings.WEBHOOK_DISABLE_AFTER_FAILURES
     # Under the hook's row lock: of two deliveries failing at once, one disables it.
-    locked = (Webhook.objects.select_for_update().select_related("tenant")
+    locked = (Webhook.objects.select_for_update(of=("self",)).select_related("tenant")
               .filter(pk=hook.pk, enabled=True, consecutive_failures__gte=limit).first())
     if locked is not None:
         delivery.status = DeliveryStatus.FAILED
