@@ -96,3 +96,11 @@ def hook_for(tenant, *, url: str, events=None, format: str = Webhook.Format.STAN
         tenant=tenant, name=name, url=url, format=format, sealed_secret=seal(secret),
         event_types=list(events or [value for value, _ in SUBSCRIBABLE]),
     )
+
+
+def owed(event_type: str) -> list[dict]:
+    """The payloads of the deliveries of `event_type` owed so far (sent or not)."""
+    from tenants.webhooks.models import WebhookDelivery
+
+    return list(WebhookDelivery.objects.filter(event_type=event_type).order_by("pk")
+                .values_list("payload", flat=True))
