@@ -13,6 +13,7 @@ from django.utils import timezone
 from core.models import AuditEvent, OutboxEmail
 from tenants.webhooks import services, transport
 from tenants.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
+from tenants.webhooks.services.delivery import webhook_deliveries_due
 from tests.support.webhooks import hook_for
 
 pytestmark = pytest.mark.django_db
@@ -213,3 +214,17 @@ def test_a_redirect_is_not_followed(receiver):
     answer = transport.post(receiver.url, body=b"{}", headers={}, timeout=2,
                             allow_localhost=True)
     assert answer.status == 302 and not answer.ok and len(receiver.received) == 1
+
+
+def test_a_broker_that_is_down_loses_no_delivery(
+    tenant, receiver, broker_down, django_capture_on_commit_callbacks,
+):
+    hook_for(tenant, url=receiver.url)
+    [delivery] = _emit(tenant, django_capture_on_commit_callbacks)  # the send cannot be queued
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == (DeliveryStatus.PENDING, 0)
+    assert receiver.received == []
+    # The event is kept: the sweep finds it due and its task (run here as a worker would) sends.
+    assert webhook_deliveries_due() == [delivery.pk]
+    assert services.webhook_delivery_send(delivery_id=delivery.pk) == DeliveryStatus.SUCCEEDED
+    assert len(receiver.received) == 1
