@@ -20,7 +20,7 @@ SENTENCES = {
                     "{budget} {currency}).",
     "invoice.issued": "Invoice {invoice[number]} for {tenant[name]} was issued: "
                       "{invoice[total]} {invoice[currency]}, due {invoice[due_date]}.",
-    "webhook.test": "A test event for the webhook *{webhook[name]}* of {tenant[name]}.",
+    "webhook.test": "A test event for the webhook *{webhook[name]}*: {message}",
 }
 
 
