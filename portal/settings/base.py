@@ -354,7 +354,7 @@ WEBHOOK_RETRY_MAX_SECONDS = env.int("WEBHOOK_RETRY_MAX_SECONDS", default=21600)
 WEBHOOK_DISABLE_AFTER_FAILURES = env.int("WEBHOOK_DISABLE_AFTER_FAILURES", default=15)
 WEBHOOK_ALLOW_INSECURE_LOCALHOST = env.bool("WEBHOOK_ALLOW_INSECURE_LOCALHOST", default=False)
 if PRODUCTION and WEBHOOK_ALLOW_INSECURE_LOCALHOST:
-    raise environ.ImproperlyConfigured("WEBHOOK_ALLOW_INSECURE_LOCALHOST is for tests and the demo.")
+    raise environ.ImproperlyConfigured("WEBHOOK_ALLOW_INSECURE_LOCALHOST is for tests, the demo.")
 
 # Where people reach the portal: links in e-mails are absolute.
 PORTAL_URL = env.str("PORTAL_URL", default="http://127.0.0.1:8000").rstrip("/")

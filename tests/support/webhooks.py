@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from core.sealed import seal
-from tenants.webhooks.models import SUBSCRIBABLE, Webhook
+from tenants.webhooks.models import SUBSCRIBABLE, Webhook, WebhookDelivery
 
 SECRET = "whsec_" + base64.b64encode(b"a test secret of 24 bytes").decode()
 TOLERANCE = 5 * 60  # the specification's suggested tolerance of the timestamp
@@ -100,7 +100,5 @@ def hook_for(tenant, *, url: str, events=None, format: str = Webhook.Format.STAN
 
 def owed(event_type: str) -> list[dict]:
     """The payloads of the deliveries of `event_type` owed so far (sent or not)."""
-    from tenants.webhooks.models import WebhookDelivery
-
     return list(WebhookDelivery.objects.filter(event_type=event_type).order_by("pk")
                 .values_list("payload", flat=True))
