@@ -125,7 +125,12 @@ def webhook_disable_now(*, hook: Webhook, actor: Any | None, reason: str) -> Non
     hook.enabled, hook.disabled_at, hook.disabled_reason = False, now, reason[:300]
     hook.updated_at = now
     hook.save(update_fields=["enabled", "disabled_at", "disabled_reason", "updated_at"])
-    WebhookDelivery.objects.filter(webhook=hook, status=DeliveryStatus.PENDING).update(
+    # Skipping those a worker is sending right now (it holds them, and may wait for this hook's
+    # row): waiting for them here would deadlock; the sender fails them once it sees the hook.
+    waiting = list(WebhookDelivery.objects.select_for_update(skip_locked=True)
+                   .filter(webhook=hook, status=DeliveryStatus.PENDING)
+                   .values_list("pk", flat=True))
+    WebhookDelivery.objects.filter(pk__in=waiting).update(
         status=DeliveryStatus.FAILED, last_error="Not sent: the webhook was disabled.")
     audit(actor=actor, action="webhook.disable", obj=hook, tenant=hook.tenant,
           changes={"reason": hook.disabled_reason,
