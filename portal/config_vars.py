@@ -108,6 +108,28 @@ SECTIONS = (
         ),
     ),
     Section(
+        "Webhooks",
+        "Tenants' and platform admins' webhooks ([Webhooks](webhooks.md)).",
+        (
+            Var("WEBHOOK_TIMEOUT_SECONDS", "10",
+                "how long a receiver has to answer a delivery (connecting: at most 5 s)"),
+            Var("WEBHOOK_MAX_ATTEMPTS", "10",
+                "tries of one delivery before it is marked failed (it can be redelivered)"),
+            Var("WEBHOOK_RETRY_MAX_SECONDS", "21600",
+                "the longest wait between two tries of a delivery (the wait doubles from 30 s, "
+                "spread by 25 %)"),
+            Var("WEBHOOK_DISABLE_AFTER_FAILURES", "15",
+                "failed tries in a row (of any of its deliveries) after which a hook is "
+                "disabled and its owners are mailed"),
+            Var("WEBHOOK_SWEEP_SECONDS", "30",
+                "how often deliveries that are due (retries, or owed while the broker was down) "
+                "are sent"),
+            Var("WEBHOOK_ALLOW_INSECURE_LOCALHOST", "false",
+                "`true` lets hooks reach 127.0.0.1/localhost, over plain HTTP too (tests, the "
+                "demo); otherwise only HTTPS to public addresses. Never in production"),
+        ),
+    ),
+    Section(
         "Cache",
         "",
         (

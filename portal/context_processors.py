@@ -40,6 +40,7 @@ _NAMED_URLS = {
     "logout": "logout",
     "capacity": "inventory:capacity",
     "rates": "billing:rates",
+    "webhooks": "tenants:webhooks",
 }
 
 
@@ -113,6 +114,8 @@ def _nav_for(user, request) -> list[dict]:
             "views": ("tenants:tenant-list",) + (() if access.tenant_roles else TENANT_PAGES),
         })
     if access.platform_admin:
+        items.append({"label": "Webhooks", "url": url["webhooks"], "icon": "broadcast",
+                      "views": ("tenants:webhooks", "tenants:admin-webhook-detail")})
         items.append({"label": "Django admin", "url": url["admin"], "icon": "gear"})
     return items
 

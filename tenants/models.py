@@ -5,6 +5,7 @@ from .credentials.models import ModelCredential
 from .enforcement.models import TenantCluster
 from .identity.models import DirectoryAnswer, DirectoryRead
 from .quota.models import Quota, QuotaRequest, QuotaRequestLine, QuotaRequestStatus
+from .webhooks.models import Webhook, WebhookDelivery
 from .workloads.endpoint_keys import EndpointKey
 from .workloads.models import IdleEpisode, IdlePolicy, Workload, WorkloadEvent, WorkloadStatus
 
@@ -25,6 +26,8 @@ __all__ = [
     "Source",
     "Tenant",
     "TenantCluster",
+    "Webhook",
+    "WebhookDelivery",
     "Workload",
     "WorkloadEvent",
     "WorkloadStatus",

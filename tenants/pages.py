@@ -24,6 +24,7 @@ TENANT_URLS = {
     "request_quota": "tenants:quota-request-create",
     "members": "tenants:member-list",
     "credentials": "tenants:credential-list",
+    "webhooks": "tenants:webhook-list",
     "workloads": "tenants:workload-list",
     "idle": "tenants:idle-gpus",
     "launch": "tenants:workload-new",

@@ -5,6 +5,7 @@ from .credentials.tasks import credentials_reconcile_sweep_task, credentials_rec
 from .enforcement.tasks import tenant_reconcile_task, tenants_reconcile_sweep_task
 from .identity.tasks import keycloak_directory_sync_task
 from .quota.tasks import quota_grants_sweep_task
+from .webhooks.tasks import webhook_deliveries_sweep_task, webhook_delivery_send_task
 from .workloads.tasks import (
     workload_observe_task,
     workload_reconcile_task,
@@ -19,6 +20,8 @@ __all__ = [
     "quota_grants_sweep_task",
     "tenant_reconcile_task",
     "tenants_reconcile_sweep_task",
+    "webhook_deliveries_sweep_task",
+    "webhook_delivery_send_task",
     "workload_observe_task",
     "workload_reconcile_task",
     "workloads_observe_sweep_task",

@@ -5,6 +5,7 @@ from .dashboard import service_account_views as service_accounts
 from .dashboard import views as access
 from .enforcement import views as enforcement
 from .quota import views as quota
+from .webhooks import views as webhooks
 from .workloads import endpoint_key_views as endpoint_keys
 from .workloads import views as workloads
 
@@ -74,6 +75,19 @@ urlpatterns = [
     path("t/<slug:slug>/credentials/<slug:name>/delete/", credentials.credential_delete,
          name="credential-delete"),
     path("t/<slug:slug>/members/", access.member_list, name="member-list"),
+    path("t/<slug:slug>/webhooks/", webhooks.webhook_list, name="webhook-list"),
+    path("t/<slug:slug>/webhooks/<int:pk>/", webhooks.webhook_detail, name="webhook-detail"),
+    path("t/<slug:slug>/webhooks/<int:pk>/deliveries/<int:delivery_id>/redeliver/",
+         webhooks.webhook_redeliver, name="webhook-redeliver"),
+    path("t/<slug:slug>/webhooks/<int:pk>/<slug:action>/", webhooks.webhook_action,
+         name="webhook-action"),
+    # Platform admins: the hooks for every tenant (and every tenant's hooks listed).
+    path("webhooks/", webhooks.webhook_list, name="webhooks"),
+    path("webhooks/<int:pk>/", webhooks.webhook_detail, name="admin-webhook-detail"),
+    path("webhooks/<int:pk>/deliveries/<int:delivery_id>/redeliver/",
+         webhooks.webhook_redeliver, name="admin-webhook-redeliver"),
+    path("webhooks/<int:pk>/<slug:action>/", webhooks.webhook_action,
+         name="admin-webhook-action"),
     path("t/<slug:slug>/members/<int:pk>/", access.member_change, name="member-change"),
     path("t/<slug:slug>/service-accounts/", service_accounts.service_account_list,
          name="service-account-list"),

@@ -27,6 +27,7 @@ from .. import calculations
 from ..calculations.money import round_to
 from ..models import BillingAccount, BudgetAlert
 from ..selectors.usage import MonthSpend, month_spend
+from .webhooks import budget_alert_webhook
 
 SUBJECT = "{tenant} has used {threshold} % of its monthly budget for {month:%B %Y}"
 
@@ -66,6 +67,8 @@ def _alert(
         )
         if not mail:
             return True
+        budget_alert_webhook(tenant=tenant, threshold=threshold, spent=spend.spent,
+                             budget=budget, month=month)
         forecast = calculations.month_forecast(
             spend.spent, now=now, month_start=spend.month_start, month_end=spend.month_end
         )

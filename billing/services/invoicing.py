@@ -50,6 +50,7 @@ from .invoicing_drafts import (
     write_drafts,
 )
 from .payments import settlement_update
+from .webhooks import invoice_issued_webhook
 
 logger = logging.getLogger(__name__)
 
@@ -284,6 +285,7 @@ def invoice_issue(
             **unmetered,
         },
     )
+    invoice_issued_webhook(invoice=invoice)
     _render_files_after_commit(invoice)
     return invoice
 

@@ -81,3 +81,11 @@ SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
 }
 # Billing's invoice API (finance): the invoice's status.
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]["InvoiceStatusEnum"] = "billing.models.InvoiceStatus"
+# Webhooks: their format, the events (those a hook hears about; those a delivery carries) and a
+# delivery's state.
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] |= {
+    "WebhookFormatEnum": "tenants.webhooks.models.Webhook.Format",
+    "WebhookDeliveryStatusEnum": "tenants.webhooks.models.DeliveryStatus",
+    "WebhookEventTypeEnum": "tenants.webhooks.models.EventType",
+    "WebhookSubscribedEventEnum": "tenants.webhooks.models.SUBSCRIBABLE",
+}

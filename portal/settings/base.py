@@ -317,6 +317,11 @@ CELERY_BEAT_SCHEDULE: dict = {
         "task": "portal.tasks.outbox_sweep_task",
         "schedule": env.float("OUTBOX_SWEEP_SECONDS", default=60.0),
     },
+    # Webhook deliveries that are due (retries, or the broker was down when they were owed).
+    "webhook-deliveries-sweep": {
+        "task": "tenants.webhooks.tasks.webhook_deliveries_sweep_task",
+        "schedule": env.float("WEBHOOK_SWEEP_SECONDS", default=30.0),
+    },
 }
 CELERY_TIMEZONE = TIME_ZONE
 # Queued whenever a worker starts (portal.celery), so that nothing waits a full period.
@@ -325,6 +330,7 @@ SWEEPS_AT_WORKER_START = [
     "tenants.credentials.tasks.credentials_reconcile_sweep_task",
     "tenants.workloads.tasks.workloads_reconcile_sweep_task",
     "portal.tasks.outbox_sweep_task",
+    "tenants.webhooks.tasks.webhook_deliveries_sweep_task",
     "inventory.tasks.clusters_sync_sweep_task",
     "billing.tasks.invoice_exports_sweep_task",
 ]
@@ -338,6 +344,18 @@ if IDLE_GPU_MODE not in {"off", "warn", "act"}:
 IDLE_GPU_THRESHOLD_PERCENT = env.int("IDLE_GPU_THRESHOLD_PERCENT", default=5)
 IDLE_GPU_WINDOW_MINUTES = env.int("IDLE_GPU_WINDOW_MINUTES", default=60)
 IDLE_GPU_GRACE_MINUTES = env.int("IDLE_GPU_GRACE_MINUTES", default=60)
+
+# Webhooks (docs/webhooks.md): how long a receiver has to answer, how often a delivery is tried
+# (doubling from 30 s up to the cap), and after how many failures in a row a hook is disabled.
+# Plain HTTP to 127.0.0.1/localhost only for tests and the demo: otherwise HTTPS to public
+# addresses only.
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=10)
+WEBHOOK_RETRY_MAX_SECONDS = env.int("WEBHOOK_RETRY_MAX_SECONDS", default=21600)
+WEBHOOK_DISABLE_AFTER_FAILURES = env.int("WEBHOOK_DISABLE_AFTER_FAILURES", default=15)
+WEBHOOK_ALLOW_INSECURE_LOCALHOST = env.bool("WEBHOOK_ALLOW_INSECURE_LOCALHOST", default=False)
+if PRODUCTION and WEBHOOK_ALLOW_INSECURE_LOCALHOST:
+    raise environ.ImproperlyConfigured("WEBHOOK_ALLOW_INSECURE_LOCALHOST is for tests, the demo.")
 
 # Where people reach the portal: links in e-mails are absolute.
 PORTAL_URL = env.str("PORTAL_URL", default="http://127.0.0.1:8000").rstrip("/")

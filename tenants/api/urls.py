@@ -8,6 +8,7 @@ from ..access.api import ServiceAccountViewSet
 from ..credentials.api import ModelCredentialViewSet
 from ..dashboard.api import MeView, TenantViewSet
 from ..quota.api import CapacityView, QuotaRequestViewSet
+from ..webhooks.api import WebhookViewSet
 from ..workloads.api import WorkloadViewSet
 from ..workloads.endpoint_key_api import EndpointKeyViewSet
 
@@ -15,6 +16,7 @@ router = PortalRouter()
 router.register("tenants", TenantViewSet, basename="tenant")
 router.register("quota-requests", QuotaRequestViewSet, basename="quota-request")
 router.register("workloads", WorkloadViewSet, basename="workload")
+router.register("webhooks", WebhookViewSet, basename="webhook")
 router.register(r"tenants/(?P<tenant_slug>[a-z0-9-]+)/model-credentials", ModelCredentialViewSet,
                 basename="model-credential")
 router.register(r"tenants/(?P<tenant_slug>[a-z0-9-]+)/service-accounts", ServiceAccountViewSet,

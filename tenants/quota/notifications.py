@@ -13,6 +13,7 @@ from django.urls import reverse
 from core.outbox import email_enqueue
 
 from ..access.models import Membership, RoleAssignment
+from ..webhooks.services import webhook_event_emit
 from .models import QuotaRequest
 
 SUBJECTS = {
@@ -78,3 +79,17 @@ def quota_request_notify(*, request_id: int, event: str) -> int:
     )
     email_enqueue(to=recipients, subject=subject, body=body, topic=f"quota_request.{event}")
     return len(recipients)
+
+
+def quota_request_webhook(*, request: QuotaRequest) -> None:
+    """Tell the hooks that hear about quota decisions that `request` was approved or rejected:
+    call inside the transaction of the decision."""
+    path = reverse("tenants:quota-request-detail", args=[request.tenant.slug, request.pk])
+    decided_by = request.decided_by.get_username() if request.decided_by else None
+    lines = [{"resource": line.resource, "asked": line.amount, "granted": line.granted}
+             for line in request.lines.all()]
+    webhook_event_emit(event_type="quota_request.decided", tenant=request.tenant, data={
+        "quota_request": {"id": request.pk, "status": request.status,
+                          "note": request.decision_note, "decided_by": decided_by,
+                          "lines": lines},
+        "url": f"{settings.PORTAL_URL}{path}"})

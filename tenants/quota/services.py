@@ -27,7 +27,7 @@ from ..access.models import Membership, Tenant
 from ..access.rules import access_for, is_platform_admin, tenants_operated_by
 from . import rules as quota_rules
 from .models import Quota, QuotaRequest, QuotaRequestLine
-from .notifications import quota_request_notify
+from .notifications import quota_request_notify, quota_request_webhook
 
 
 @dataclass(frozen=True)
@@ -252,6 +252,7 @@ def quota_request_approve(
                  "cluster": request.cluster_id},
     )
     quota_request_notify(request_id=request.pk, event="approved")
+    quota_request_webhook(request=request)
     return request
 
 
@@ -276,6 +277,7 @@ def quota_request_reject(*, request_id: int, approver, reason: str) -> QuotaRequ
         changes={"reason": reason.strip()},
     )
     quota_request_notify(request_id=request.pk, event="rejected")
+    quota_request_webhook(request=request)
     return request
 
 

@@ -13,7 +13,7 @@ from drf_spectacular.generators import SchemaGenerator
 from core.models import ApiToken
 from inventory.models import HealthEvent
 from tenants.credentials.services import credential_create
-from tenants.models import Membership, RoleAssignment
+from tenants.models import Membership, RoleAssignment, Webhook
 from tenants.quota import services as quota_requests
 from tenants.workloads.endpoint_keys import EndpointKey
 from tenants.workloads.models import Workload
@@ -92,6 +92,8 @@ def world():
         "billing": _issued_invoice(acme, admin).pk,
         "endpoint": endpoint.pk,
         "key": key.pk,
+        "webhooks": Webhook.objects.create(tenant=acme, name="ci", url="https://a.example/",
+                                           event_types=["budget.alert"], sealed_secret="x").pk,
     }
     return {"admin": admin, "ids": ids, "member_id": membership.pk}
 

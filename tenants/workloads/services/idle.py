@@ -56,7 +56,7 @@ from ..models import (
 )
 from ..selectors import build_context
 from .lifecycle import POWERED, workload_power, workload_resize_by_policy, workload_scale
-from .notifications import launcher_email, workload_mail
+from .notifications import launcher_email, workload_mail, workload_webhook
 
 logger = logging.getLogger(__name__)
 
@@ -386,6 +386,8 @@ def _warn(workload: Workload, episode: IdleEpisode, rules: Rules, now: datetime)
                then, "",
                "Its page shows its GPUs; mark it “keep running” there if it must stay as it is:"],
         topic="workload.idle_warned")
+    workload_webhook(workload=workload, event_type="workload.idle_warned", idle_gpus=episode.gpus,
+                     utilization=str(episode.utilization), message=f"{words}. {then}")
 
 
 def _act(workload: Workload, episode: IdleEpisode, idle_pods: int, now: datetime) -> bool:

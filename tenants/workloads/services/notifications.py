@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from core.outbox import email_enqueue
 
+from ...webhooks.services import webhook_event_emit
 from ..models import Workload, WorkloadStatus
 
 SIGNATURE = "— AI Factory Portal"
@@ -54,3 +55,13 @@ def workload_mail(*, workload: Workload, to: Iterable[str], subject: str, lines:
     path = reverse("tenants:workload-detail", args=[workload.tenant.slug, workload.pk])
     body = "\n".join([*lines, f"{settings.PORTAL_URL}{path}", "", SIGNATURE])
     return email_enqueue(to=to, subject=subject, body=body, topic=topic) is not None
+
+
+def workload_webhook(*, workload: Workload, event_type: str, **data) -> None:
+    """Tell the hooks that hear about `event_type` (workload.ready, ...) about `workload`:
+    call inside the transaction of what happened."""
+    path = reverse("tenants:workload-detail", args=[workload.tenant.slug, workload.pk])
+    webhook_event_emit(event_type=event_type, tenant=workload.tenant, data={
+        "workload": {"id": workload.pk, "name": workload.name, "kind": workload.kind_label,
+                     "status": workload.status},
+        **data, "url": f"{settings.PORTAL_URL}{path}"})

@@ -41,6 +41,7 @@ from ..kinds.base import (
     queued_by_kueue,
 )
 from ..models import Workload, WorkloadEvent
+from .notifications import workload_webhook
 
 logger = logging.getLogger(__name__)
 
@@ -261,5 +262,7 @@ def preemptions_record(view: KueueView, workload: Workload,
             WorkloadEvent.objects.create(workload=locked, kind=WorkloadEvent.Kind.TRANSITION,
                                          reason=PREEMPTED, message=words[key],
                                          demand=locked.demand)
+            workload_webhook(workload=locked, event_type="workload.preempted", reason=PREEMPTED,
+                             message=words[key])
     return len(new)
 

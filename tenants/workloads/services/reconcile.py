@@ -179,6 +179,8 @@ def _move(workload: Workload, target: str, *, reason: str, message: str) -> bool
               changes={"from": source, "reason": reason, "message": message[:500]})
     if first_ready or target == S.FAILED:
         notifications.workload_notify(workload=workload, event=target)
+        notifications.workload_webhook(workload=workload, event_type=f"workload.{target}",
+                                       reason=reason, message=message)
     return True
 
 

@@ -1,0 +1,131 @@
+"""Sending one webhook request, with care for where it goes (an adapter: no ORM).
+
+A hook's URL is a tenant's input, and the portal runs inside the fleet's network: a request must
+not reach the portal's own neighbours (server-side request forgery). So the host is resolved
+here, every address it resolves to must be public (not private, loopback, link-local, reserved
+or multicast), and the connection goes to the address checked (no second lookup a DNS answer
+could change in between), with TLS still verified against the host name. Redirects are not
+followed, timeouts are short and only the start of the answer is read.
+
+`allow_localhost` (WEBHOOK_ALLOW_INSECURE_LOCALHOST, tests and the demo) lets a hook reach
+127.0.0.1/localhost, over plain HTTP too; nothing else private.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import certifi
+import urllib3
+
+LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+MAX_ANSWER = 1000  # characters of the receiver's answer kept in the log
+
+
+class UnsafeUrl(ValueError):
+    """A URL the portal will not send to (its message says why, for people)."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int | None  # None: no HTTP answer (refused, timed out, unsafe)
+    body: str
+    error: str
+    duration_ms: int
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not None and 200 <= self.status < 300
+
+
+def url_check(url: str, *, allow_localhost: bool) -> None:
+    """Refuse a URL that is not HTTPS (HTTP only to localhost, when allowed), carries a
+    password, or names a non-public address literally. Names are resolved when sending."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if not host:
+        raise UnsafeUrl("Enter a full URL, e.g. https://hooks.example.com/portal.")
+    if parts.username or parts.password:
+        raise UnsafeUrl("Put no user name or password in the URL: the signature authenticates.")
+    local = allow_localhost and host in LOCAL_NAMES
+    if parts.scheme != "https" and not (parts.scheme == "http" and local):
+        raise UnsafeUrl("The URL must start with https://.")
+    try:
+        parts.port  # noqa: B018 - raises on a port out of range
+    except ValueError as exc:
+        raise UnsafeUrl("The port is not a number from 1 to 65535.") from exc
+    if host == "localhost" and not local:
+        raise UnsafeUrl("The URL must reach a public address, not this machine.")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return
+    _address_check(address, allow_localhost=allow_localhost)
+
+
+def _address_check(address, *, allow_localhost: bool) -> None:
+    if allow_localhost and address.is_loopback:
+        return
+    if not address.is_global or address.is_multicast:
+        raise UnsafeUrl(f"The URL reaches {address}, which is not a public address.")
+
+
+def resolve(host: str, port: int, *, allow_localhost: bool) -> str:
+    """One address of `host` to connect to, every one it resolves to being public."""
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise UnsafeUrl(f"{host} does not resolve: {exc}") from exc
+    addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in found]
+    for address in addresses:
+        _address_check(address, allow_localhost=allow_localhost)
+    return str(addresses[0])
+
+
+def post(url: str, *, body: bytes, headers: dict[str, str], timeout: float,
+         allow_localhost: bool) -> Answer:
+    """POST `body` to `url`; never raises for what the receiver or the network does."""
+    started = time.monotonic()
+
+    def answer(status: int | None, text: str = "", error: str = "") -> Answer:
+        return Answer(status, text[:MAX_ANSWER], error[:MAX_ANSWER],
+                      int((time.monotonic() - started) * 1000))
+
+    try:
+        url_check(url, allow_localhost=allow_localhost)
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        address = resolve(host, port, allow_localhost=allow_localhost)
+    except UnsafeUrl as exc:
+        return answer(None, error=f"Not sent: {exc}")
+    limits = urllib3.Timeout(connect=min(timeout, 5.0), read=timeout)
+    if parts.scheme == "https":
+        pool = urllib3.HTTPSConnectionPool(
+            address, port, timeout=limits, retries=False, server_hostname=host,
+            assert_hostname=host, cert_reqs="CERT_REQUIRED", ca_certs=certifi.where(),
+        )
+    else:
+        pool = urllib3.HTTPConnectionPool(address, port, timeout=limits, retries=False)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    host_header = host if parts.port is None else f"{host}:{parts.port}"
+    try:
+        response = pool.urlopen(
+            "POST", path, body=body, headers={**headers, "host": host_header,
+                                              "user-agent": "ai-factory-portal-webhooks"},
+            redirect=False, retries=False, preload_content=False,
+        )
+        try:
+            text = response.read(MAX_ANSWER * 4, decode_content=True).decode("utf-8", "replace")
+        finally:
+            response.release_conn()
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        return answer(None, error=f"{type(exc).__name__}: {exc}")
+    finally:
+        pool.close()
+    return answer(response.status, text, "" if 200 <= response.status < 300
+                  else f"The receiver answered HTTP {response.status}.")
