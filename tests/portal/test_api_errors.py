@@ -12,6 +12,7 @@ from drf_spectacular.generators import SchemaGenerator
 
 from core.models import ApiToken
 from inventory.models import HealthEvent
+from tenants.access.service_accounts import service_account_create, service_account_token_create
 from tenants.credentials.services import credential_create
 from tenants.models import Membership, RoleAssignment, Webhook
 from tenants.quota import services as quota_requests
@@ -80,6 +81,9 @@ def world():
                                        launched_by=member)
     key = EndpointKey.objects.create(workload=endpoint, name="ci", digest="y" * 64,
                                      hint="key_yyyy")
+    robot = service_account_create(actor=member, tenant=acme, name="ci-robot")
+    robot_token = service_account_token_create(actor=member, account=robot, name="ci",
+                                               scopes=["read"]).token
     ids = {
         "tokens": token.pk,
         "nodes": node.pk,
@@ -95,7 +99,8 @@ def world():
         "webhooks": Webhook.objects.create(tenant=acme, name="ci", url="https://a.example/",
                                            event_types=["budget.alert"], sealed_secret="x").pk,
     }
-    return {"admin": admin, "ids": ids, "member_id": membership.pk}
+    return {"admin": admin, "ids": ids, "member_id": membership.pk,
+            "service_account": robot.pk, "service_account_token": robot_token.pk}
 
 
 def _issued_invoice(tenant, actor):
@@ -128,6 +133,9 @@ def _url(path: str, world: dict | None) -> str:
     }
     if "{workload_pk}" in path:  # an endpoint's key
         values["id"] = world["ids"]["key"] if world else 987654
+    if "/service-accounts/" in path:  # a tenant's service account, and its token
+        values["id"] = world["service_account"] if world else 987654
+        values["token_id"] = world["service_account_token"] if world else 987654
     return re.sub(r"\{(\w+)\}", lambda m: str(values[m[1]]), path)
 
 
