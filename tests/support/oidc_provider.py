@@ -160,7 +160,9 @@ def start_provider(*, portal_urls: list[str], timeout: float = 15.0) -> OidcProv
     process = subprocess.Popen(
         ["node", "server.js"],
         cwd=PROVIDER_DIR,
-        env={**os.environ, "PORTAL_URLS": ",".join(portal_urls), "PORTAL_CLIENT_ID": CLIENT_ID},
+        # The device flow's clients poll each second (Keycloak's default is every 5).
+        env={**os.environ, "PORTAL_URLS": ",".join(portal_urls), "PORTAL_CLIENT_ID": CLIENT_ID,
+             "DEVICE_POLL_INTERVAL": "1"},
         stdout=log_file,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
