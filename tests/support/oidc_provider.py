@@ -9,6 +9,7 @@ plain HTTP with `requests` (fast) or in Chromium (tests/tenants/test_oidc_browse
 
 import base64
 import hashlib
+import html
 import json
 import os
 import re
@@ -320,3 +321,24 @@ def cli_access_token(provider: OidcProvider, username: str, *, resource: str = P
         )
         token.raise_for_status()
         return token.json()["access_token"]
+
+
+def _post_hidden_form(session: requests.Session, page: requests.Response) -> requests.Response:
+    """Submit the page's form with its hidden fields (xsrf, user_code, confirm) as they are."""
+    action = re.search(r'<form[^>]*method="post"[^>]*action="([^"]+)"', page.text)
+    assert action, page.text[:500]
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page.text))
+    return session.post(urljoin(page.url, html.unescape(action.group(1))), data=fields,
+                        allow_redirects=False, timeout=HTTP_TIMEOUT)
+
+
+def device_sign_in(verification_uri_complete: str, username: str) -> None:
+    """What the person does in a browser for the device flow: open the link the CLI showed,
+    confirm the code, sign in; the provider then says the device may go on."""
+    with requests.Session() as session:
+        page = session.get(verification_uri_complete, timeout=HTTP_TIMEOUT)
+        page = follow(session, _post_hidden_form(session, page))  # the code, carried in the link
+        assert 'id="kc-device-user-code"' in page.text, page.text[:500]
+        page = follow(session, _post_hidden_form(session, page))  # "Yes": grant access
+        page = follow(session, submit_login_form(session, page, username))
+        assert 'id="kc-device-success"' in page.text, page.text[:500]
