@@ -37,7 +37,8 @@ def stdout() -> Console:
 
 
 def stderr() -> Console:
-    return Console(file=sys.stderr, highlight=False)
+    # Soft-wrapped: a sign-in link must stay one line to be copied (or read by a script).
+    return Console(file=sys.stderr, highlight=False, soft_wrap=True)
 
 
 def _cell(value: Any) -> str:
