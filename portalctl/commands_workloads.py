@@ -13,6 +13,7 @@ import typer
 import yaml
 
 from .client import Client
+from .documents import yaml_mapping
 from .exits import CliError, Exit
 from .kubeconfig import merge_into_file
 from .operations import WORKLOAD_KINDS
@@ -109,6 +110,14 @@ def wait_for(client: Client, workload: dict[str, Any], *, target: Target, timeou
                 raise
 
 
+def _then(client: Client, workload: dict[str, Any], target: Target | None, timeout: float,
+          interval: float, output: Format) -> None:
+    """Print the workload an action answered with, first waiting for `target` if asked."""
+    if target is not None:
+        workload = wait_for(client, workload, target=target, timeout=timeout, interval=interval)
+    emit(workload, output, columns=SHOW_COLUMNS)
+
+
 @workloads_app.command("list")
 @command
 def workloads_list(
@@ -140,12 +149,7 @@ def _launch_body(file: Path | None, kind: str, name: str, sets: dict[str, Any],
     body: dict[str, Any] = {}
     if file is not None:
         text = sys.stdin.read() if str(file) == "-" else _read(file)
-        try:
-            loaded = yaml.safe_load(text) or {}
-        except yaml.YAMLError as exc:
-            raise CliError(f"{file} is not valid YAML: {exc}", Exit.USAGE) from exc
-        if not isinstance(loaded, dict):
-            raise CliError(f"{file} must hold a mapping (kind, name, spec…).", Exit.USAGE)
+        loaded = yaml_mapping(text, what=str(file), code=Exit.USAGE)
         unknown = set(loaded) - {"tenant", "kind", "name", "spec", "cluster"}
         if unknown:
             raise CliError(f"{file} has fields a launch does not take: {sorted(unknown)}.",
@@ -195,10 +199,7 @@ def workloads_launch(
                        Exit.USAGE)
     launched = client.call("workloads.launch", body=body)
     say(f"Launched {launched['kind_label']} {launched['name']} (id {launched['id']}).")
-    if wait:
-        launched = wait_for(client, launched, target=Target.ready, timeout=timeout,
-                            interval=interval)
-    emit(launched, output, columns=SHOW_COLUMNS)
+    _then(client, launched, Target.ready if wait else None, timeout, interval, output)
 
 
 @workloads_app.command("scale")
@@ -248,10 +249,7 @@ def workloads_delete(
     client, found = _target(workload, tenant)
     deleted = client.call("workloads.delete", id=found["id"])
     say(f"Deleting {deleted['name']}.")
-    if wait:
-        deleted = wait_for(client, deleted, target=Target.deleted, timeout=timeout,
-                           interval=interval)
-    emit(deleted, output, columns=SHOW_COLUMNS)
+    _then(client, deleted, Target.deleted if wait else None, timeout, interval, output)
 
 
 @workloads_app.command("wait")

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from .config import write_private
+from .documents import yaml_mapping
 from .exits import CliError, Exit
 
 
@@ -19,16 +20,6 @@ def kubeconfig_path() -> Path:
     """$KUBECONFIG's first file (kubectl writes new entries there too), else ~/.kube/config."""
     paths = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
     return Path(paths[0]).expanduser() if paths else Path.home() / ".kube" / "config"
-
-
-def _load(text: str, what: str) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise CliError(f"{what} is not valid YAML: {exc}", Exit.ERROR) from exc
-    if not isinstance(data, dict):
-        raise CliError(f"{what} is not a kubeconfig.", Exit.ERROR)
-    return data
 
 
 def _one(entries: Any, what: str) -> dict[str, Any]:
@@ -71,11 +62,12 @@ def merge_into_file(text: str, *, name: str, use: bool,
     """Merge kubeconfig `text` into the user's file; returns it and its backup (None when
     there was no file before)."""
     path = path or kubeconfig_path()
-    incoming = _load(text, "The vCluster's kubeconfig")
+    incoming = yaml_mapping(text, what="The vCluster's kubeconfig", code=Exit.ERROR)
     backup = None
     existing: dict[str, Any] = {}
     if path.exists():
-        existing = _load(path.read_text(encoding="utf-8"), str(path))
+        existing = yaml_mapping(path.read_text(encoding="utf-8"), what=str(path),
+                                code=Exit.ERROR)
         backup = path.with_name(path.name + ".portalctl.bak")
         shutil.copy2(path, backup)
         os.chmod(backup, 0o600)

@@ -146,7 +146,7 @@ def test_finance_lists_and_downloads_an_invoice(live_server, tenant, finance, po
 
 
 def test_exit_codes_and_the_apis_messages(live_server, fleet, tenant_member, tenant_viewer,
-                                          settings, portalctl):
+                                          settings, portalctl, tmp_path):
     member = {"token": api_token_create(user=tenant_member, name="ci").raw,
               "server": live_server.url}
     viewer = {"token": api_token_create(user=tenant_viewer, name="look").raw,
@@ -172,10 +172,17 @@ def test_exit_codes_and_the_apis_messages(live_server, fleet, tenant_member, ten
     assert portalctl("workloads", "launch", "-t", "acme", **member).code == 2
     assert portalctl("workloads", "wait", "x", "--for", "lunch", **member).code == 2
 
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kind: [vcluster")
+    assert portalctl("workloads", "launch", "-f", str(broken), "-t", "acme", **member).code == 2
+
     settings.FLEET_SIMULATED_READY_SECONDS = 3600
-    slow = portalctl("workloads", "launch", "vcluster", "slow", "-t", "acme", "-o", "json",
+    spec = tmp_path / "slow.yaml"
+    spec.write_text("kind: vcluster\nname: slow\nspec: {cpu: 2, memory_gib: 4}\n")
+    slow = portalctl("workloads", "launch", "-f", str(spec), "-t", "acme", "-o", "json",
                      **member)
     assert slow.code == 0, slow.stderr
+    assert slow.json()["name"] == "slow" and slow.json()["spec"]["memory_gib"] == 4
     timed_out = portalctl("workloads", "wait", str(slow.json()["id"]), "--interval", "0.2",
                           "--timeout", "1", **member)
     assert timed_out.code == 5 and "still" in timed_out.stderr
