@@ -25,12 +25,6 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )
-app.add_typer(tenants_app, name="tenants")
-app.add_typer(workloads_app, name="workloads")
-app.add_typer(invoices_app, name="invoices")
-app.command()(quota)
-app.command()(spend)
-app.command()(kubeconfig)
 
 ME_COLUMNS = ("server", "username", "name", "email", "roles", "tenants", "current_tenant")
 
@@ -134,3 +128,12 @@ def whoami(output: OutputOption = Format.table) -> None:
     """Who the portal sees: your name, roles, tenants and the current tenant."""
     config, client = signed_in()
     emit(_me(config, client), output, columns=ME_COLUMNS)
+
+
+# After sign-in in the help's list: the areas, then the tenant's figures and the kubeconfig.
+app.add_typer(tenants_app, name="tenants")
+app.add_typer(workloads_app, name="workloads")
+app.add_typer(invoices_app, name="invoices")
+app.command()(quota)
+app.command()(spend)
+app.command()(kubeconfig)

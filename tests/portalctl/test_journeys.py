@@ -125,6 +125,13 @@ def test_quota_spend_and_tenants_print_as_json_yaml_and_table(
     table = portalctl("tenants", "list", **run)
     assert table.code == 0 and "acme" in table.stdout and "Acme Labs" in table.stdout
 
+    # A token kept by login, for later commands without the environment.
+    kept = portalctl("login", "--server", live_server.url, "--token", token, "-o", "json")
+    assert kept.code == 0, kept.stderr
+    assert kept.json()["username"] == tenant_member.username
+    assert portalctl("tenants", "use", "acme").code == 0
+    assert portalctl("quota", "-o", "json").json() == quota.json()
+
 
 def test_finance_lists_and_downloads_an_invoice(live_server, tenant, finance, portalctl,
                                                 tmp_path):
@@ -171,6 +178,13 @@ def test_exit_codes_and_the_apis_messages(live_server, fleet, tenant_member, ten
 
     assert portalctl("workloads", "launch", "-t", "acme", **member).code == 2
     assert portalctl("workloads", "wait", "x", "--for", "lunch", **member).code == 2
+
+    failing = portalctl(
+        "workloads", "launch", "inference", "chat", "-t", "acme", "--wait", *FAST,
+        "--set", "model_uri=hf://acme/llama-does-not-exist", "--set", "gpu=gpu:nvidia-h100-80gb",
+        **member)
+    assert failing.code == 7, failing.stdout + failing.stderr
+    assert "chat is failed" in failing.stderr
 
     broken = tmp_path / "broken.yaml"
     broken.write_text("kind: [vcluster")
