@@ -75,6 +75,13 @@ def test_sign_in_launch_wait_merge_the_kubeconfig_and_delete(
     for name in ("config.json", "credentials.json"):
         assert stat.S_IMODE((folder / name).stat().st_mode) == 0o600
     assert portalctl("whoami", "-o", "json").json()["username"] == "olga"
+    # An access token about to expire is renewed with the refresh token, and kept.
+    credentials = folder / "credentials.json"
+    stored = json.loads(credentials.read_text())
+    credentials.write_text(json.dumps({**stored, "expires_at": 0}))
+    assert portalctl("whoami", "-o", "json").json()["username"] == "olga"
+    renewed = json.loads(credentials.read_text())
+    assert renewed["access_token"] != stored["access_token"] and renewed["expires_at"] > 0
 
     used = portalctl("tenants", "use", "acme")
     assert used.code == 0, used.stderr
