@@ -19,16 +19,12 @@ from tests.billing.finance_data import JAN, bill
 from tests.support.oidc_provider import device_sign_in
 from tests.tenants.workloads.conftest import gpu_pool, workload_quota  # noqa: F401
 
+from .test_kubeconfig_merge import MINE as PROD
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ("--interval", "0.2", "--timeout", "30")
-PROD = {
-    "apiVersion": "v1", "kind": "Config", "current-context": "prod",
-    "clusters": [{"name": "prod", "cluster": {"server": "https://prod.example.com"}}],
-    "users": [{"name": "prod", "user": {"token": "keep-me"}}],
-    "contexts": [{"name": "prod", "context": {"cluster": "prod", "user": "prod"}}],
-}
 
 
 @pytest.fixture
