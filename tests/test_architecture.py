@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-APPS = ("core", "portal", "tenants", "inventory", "billing", "demo", "bench")
+APPS = ("core", "portal", "tenants", "inventory", "billing", "demo", "bench", "portalctl")
 
 
 def test_the_import_contracts_are_kept():

@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tenants', '0024_tenants_span_clusters'),
+        ('tenants', '0025_service_accounts'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -262,7 +262,9 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
             spec=data["spec"], cluster=data.get("cluster") or None,
         )
         response = self._accepted(workload.pk)
-        response["Location"] = response.data["url"]
+        # A plain str: the serializer's URL is DRF's Hyperlink, which strict WSGI servers
+        # (wsgiref's header check) refuse as a header value.
+        response["Location"] = str(response.data["url"])
         return response
 
     @extend_schema(responses=WorkloadSerializer)

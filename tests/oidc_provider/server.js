@@ -205,11 +205,12 @@ const provider = new Provider(issuer, {
       token_endpoint_auth_method: 'client_secret_post',
     },
     {
-      // A public client for scripts (like a CLI with a loopback redirect).
+      // A public client for scripts and portalctl: a loopback redirect, or the device flow.
       client_id: 'portal-cli',
+      client_name: 'AI Factory Portal CLI',
       application_type: 'native',
       redirect_uris: ['http://127.0.0.1/callback'],
-      grant_types: ['authorization_code', 'refresh_token'],
+      grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
       response_types: ['code'],
       token_endpoint_auth_method: 'none',
     },
@@ -241,6 +242,10 @@ const provider = new Provider(issuer, {
     userinfo: `${oidcPath}/userinfo`,
     jwks: `${oidcPath}/certs`,
     end_session: `${oidcPath}/logout`,
+    // Keycloak's device authorization grant (RFC 8628): the client starts at /auth/device, the
+    // person enters or confirms the user code at <realm>/device.
+    device_authorization: `${oidcPath}/auth/device`,
+    code_verification: '/device',
     introspection: `${oidcPath}/token/introspect`,
     revocation: `${oidcPath}/revoke`,
   },
@@ -259,6 +264,23 @@ const provider = new Provider(issuer, {
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
     revocation: { enabled: true },
+    deviceFlow: {
+      enabled: true,
+      // Keycloak's pages, with its element ids: enter the code, confirm it, done.
+      async userCodeInputSource(ctx, form, out, err) {
+        const error = err ? `<span id="input-error" class="kc-feedback-text">${escapeHtml(err.message || 'Invalid code')}</span>` : '';
+        ctx.body = page('Device Login', `${form}${error}
+<button id="kc-login" type="submit" form="op.deviceInputForm">Submit</button>`);
+      },
+      async userCodeConfirmSource(ctx, form, client, deviceInfo, userCode) {
+        ctx.body = page('Device Login', `<p>Do you grant access to ${escapeHtml(client.clientName || client.clientId)}?</p>
+<p id="kc-device-user-code">${escapeHtml(userCode)}</p>${form}
+<button id="kc-login" type="submit" form="op.deviceConfirmForm">Yes</button>`);
+      },
+      async successSource(ctx) {
+        ctx.body = page('Device Login Successful', '<p id="kc-device-success">Device Login Successful. You may close this page.</p>');
+      },
+    },
     rpInitiatedLogout: {
       enabled: true,
       // Keycloak signs out without asking when the RP sends id_token_hint: submit the form.
@@ -364,6 +386,11 @@ provider.use(async (ctx, next) => {
   }
   if (ctx.path === `${oidcPath}/token/introspect`) counters.introspection += 1;
   await next();
+  if (ctx.path === `${oidcPath}/auth/device` && ctx.status === 200 && ctx.body?.device_code) {
+    // Keycloak says how often to poll (its realm's device polling interval, 5 s by default);
+    // the tests poll every DEVICE_POLL_INTERVAL seconds.
+    ctx.body = { ...ctx.body, interval: Number(process.env.DEVICE_POLL_INTERVAL || 5) };
+  }
   if (ctx.path === `${oidcPath}/token` && ctx.status === 200 && ctx.body?.id_token) {
     const { sub } = decodeJwt(ctx.body.id_token);
     const tamper = tampers.get(sub);

@@ -9,6 +9,7 @@ plain HTTP with `requests` (fast) or in Chromium (tests/tenants/test_oidc_browse
 
 import base64
 import hashlib
+import html
 import json
 import os
 import re
@@ -163,7 +164,9 @@ def start_provider(*, portal_urls: list[str], timeout: float = 15.0) -> OidcProv
     process = subprocess.Popen(
         ["node", "server.js"],
         cwd=PROVIDER_DIR,
-        env={**os.environ, "PORTAL_URLS": ",".join(portal_urls), "PORTAL_CLIENT_ID": CLIENT_ID},
+        # The device flow's clients poll each second (Keycloak's default is every 5).
+        env={**os.environ, "PORTAL_URLS": ",".join(portal_urls), "PORTAL_CLIENT_ID": CLIENT_ID,
+             "DEVICE_POLL_INTERVAL": "1"},
         stdout=log_file,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -337,3 +340,24 @@ def client_credentials_token(
     )
     token.raise_for_status()
     return token.json()["access_token"]
+
+
+def _post_hidden_form(session: requests.Session, page: requests.Response) -> requests.Response:
+    """Submit the page's form with its hidden fields (xsrf, user_code, confirm) as they are."""
+    action = re.search(r'<form[^>]*method="post"[^>]*action="([^"]+)"', page.text)
+    assert action, page.text[:500]
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page.text))
+    return session.post(urljoin(page.url, html.unescape(action.group(1))), data=fields,
+                        allow_redirects=False, timeout=HTTP_TIMEOUT)
+
+
+def device_sign_in(verification_uri_complete: str, username: str) -> None:
+    """What the person does in a browser for the device flow: open the link the CLI showed,
+    confirm the code, sign in; the provider then says the device may go on."""
+    with requests.Session() as session:
+        page = session.get(verification_uri_complete, timeout=HTTP_TIMEOUT)
+        page = follow(session, _post_hidden_form(session, page))  # the code, carried in the link
+        assert 'id="kc-device-user-code"' in page.text, page.text[:500]
+        page = follow(session, _post_hidden_form(session, page))  # "Yes": grant access
+        page = follow(session, submit_login_form(session, page, username))
+        assert 'id="kc-device-success"' in page.text, page.text[:500]
