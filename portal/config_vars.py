@@ -367,6 +367,9 @@ SECTIONS = (
             Var("OIDC_API_AUDIENCE", "",
                 "audience a Keycloak access token must carry to be accepted as an API bearer token",
                 shown="`OIDC_RP_CLIENT_ID`"),
+            Var("OIDC_CLI_CLIENT_ID", "portal-cli",
+                "the realm's public client that portalctl signs in with (device authorization "
+                "grant); published with the issuer at `/.well-known/portalctl.json`"),
             Var("KEYCLOAK_DIRECTORY_CLIENT_ID", "",
                 "the realm's service-account client for the directory sync (`realm-management` "
                 "roles `view-users`, `query-groups`; see [Identity](keycloak.md)); empty turns the "

@@ -53,6 +53,7 @@ urlpatterns = [
     path("fleet/", include((fleet_pages + inventory_urls.urlpatterns, "inventory"))),
     path("billing/", include("billing.urls")),
     path("favicon.ico", views.favicon, name="favicon"),
+    path(".well-known/portalctl.json", views.cli_discovery, name="cli-discovery"),
     path("healthz", ops.healthz, name="healthz"),
     path("readyz", ops.readyz, name="readyz"),
     path("metrics", ops.metrics, name="metrics"),

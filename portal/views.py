@@ -2,12 +2,13 @@
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponseServerError
+from django.http import HttpResponseServerError, JsonResponse
 from django.shortcuts import redirect, render
 from django.template import loader
 from django.templatetags.static import static
-from django.urls import Resolver404, resolve
+from django.urls import Resolver404, resolve, reverse
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET
 from django.views.defaults import page_not_found, permission_denied, server_error
 
 from core.api.errors import json_error_response
@@ -37,6 +38,18 @@ def no_access(request):
 def favicon(request):
     """/favicon.ico, which browsers ask for where a page names none (a JSON answer, a file)."""
     return redirect(static("favicon.svg"))
+
+
+@require_GET
+def cli_discovery(request):
+    """/.well-known/portalctl.json: where portalctl signs in for this portal (the issuer and
+    the public client), so that `portalctl login --server URL` needs nothing else. Public, as
+    the issuer's own discovery document is; an empty issuer means tokens only."""
+    return JsonResponse({
+        "issuer": settings.OIDC_ISSUER_URL,
+        "client_id": settings.OIDC_CLI_CLIENT_ID if settings.OIDC_ISSUER_URL else "",
+        "api": request.build_absolute_uri(reverse("api:index")),
+    })
 
 
 def _is_api(request) -> bool:

@@ -71,7 +71,8 @@ def login(
                                         envvar="PORTALCTL_SERVER")] = "",
     issuer: Annotated[str, typer.Option(
         help="The Keycloak realm's issuer URL, e.g. https://sso.example.com/realms/ai-factory "
-        "(kept for next time).", envvar="PORTALCTL_ISSUER")] = "",
+        "(kept for next time; by default the one the portal names).",
+        envvar="PORTALCTL_ISSUER")] = "",
     client_id: Annotated[str, typer.Option(help="The identity provider's public client for "
                                            "the CLI.")] = "",
     token: Annotated[str, typer.Option(help="Use this API token (afp_...) or access token "
@@ -88,9 +89,13 @@ def login(
     if token:
         credentials = Credentials(access_token=token.strip(), kind="token")
     else:
+        if not config.issuer:  # the portal says where its people sign in
+            found = auth.portal_sign_in(config.server)
+            config.issuer = str(found.get("issuer") or "").rstrip("/")
+            config.client_id = client_id or str(found.get("client_id") or config.client_id)
         if not config.issuer:
-            raise CliError("Give the identity provider's issuer URL: --issuer URL (or --token).",
-                           Exit.USAGE)
+            raise CliError(f"{config.server} has no sign-in provider: use --token with an API "
+                           f"token made in the portal.", Exit.USAGE)
         waiting = stderr().status("Waiting for you to sign in in the browser…")
 
         def show(grant: dict[str, Any]) -> None:

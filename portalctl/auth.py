@@ -33,6 +33,23 @@ def _oauth_error(response: requests.Response) -> str:
     return str(body.get("error_description") or body.get("error") or response.status_code)
 
 
+def portal_sign_in(server: str) -> dict[str, Any]:
+    """Where the portal at `server` says its people sign in: {"issuer", "client_id"} from its
+    /.well-known/portalctl.json (an empty issuer: tokens only)."""
+    url = server.rstrip("/") + "/.well-known/portalctl.json"
+    try:
+        response = requests.get(url, timeout=TIMEOUT, allow_redirects=False)
+        response.raise_for_status()
+        document = response.json()
+    except (requests.RequestException, ValueError) as exc:
+        raise CliError(f"Cannot read where {server} signs in ({url}): {exc}. Give --issuer URL "
+                       f"(or --token).", Exit.UNREACHABLE) from exc
+    if not isinstance(document, dict):
+        raise CliError(f"{url} is not the portal's sign-in document: is the server URL right?",
+                       Exit.ERROR)
+    return document
+
+
 def discover(issuer: str) -> dict[str, Any]:
     """The issuer's OpenID Connect discovery document."""
     url = issuer.rstrip("/") + "/.well-known/openid-configuration"

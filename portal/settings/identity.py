@@ -49,11 +49,14 @@ OIDC_ROLE_FINANCE = env.list("OIDC_ROLE_FINANCE", default=["finance"])
 OIDC_GROUP_PREFIX = env.str("OIDC_GROUP_PREFIX", default="/tenants/")
 # Bearer access tokens for the API must name this audience (Keycloak's audience mapper).
 OIDC_API_AUDIENCE = env.str("OIDC_API_AUDIENCE", default="") or OIDC_RP_CLIENT_ID
+# The public client portalctl signs in with, published with the issuer for it to find.
+OIDC_CLI_CLIENT_ID = env.str("OIDC_CLI_CLIENT_ID", default="portal-cli")
 OIDC_AUTHENTICATE_CLASS = "tenants.identity.views.KeycloakSignInView"
 OIDC_CALLBACK_CLASS = "tenants.identity.views.KeycloakCallbackView"
 OIDC_OP_LOGOUT_URL_METHOD = "tenants.identity.oidc.provider_logout_url"
 LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/failed/"
-OIDC_EXEMPT_URLS = ["oidc-failed", "login", "logout", "healthz", "readyz", "metrics"]
+OIDC_EXEMPT_URLS = ["oidc-failed", "login", "logout", "healthz", "readyz", "metrics",
+                    "cli-discovery"]
 
 # Failed sign-ins: lock a username+IP pair out after AXES_FAILURE_LIMIT tries.
 AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)

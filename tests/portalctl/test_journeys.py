@@ -40,8 +40,8 @@ def sign_in_by_device(live_server, keycloak, cli_home, username: str) -> dict:
     env = {**os.environ, "XDG_CONFIG_HOME": str(cli_home / "config")}
     env.pop("PORTALCTL_TOKEN", None)
     process = subprocess.Popen(
-        [sys.executable, "-m", "portalctl", "login", "--server", live_server.url,
-         "--issuer", keycloak.issuer, "-o", "json"],
+        # No --issuer: the portal names its issuer and client at /.well-known/portalctl.json.
+        [sys.executable, "-m", "portalctl", "login", "--server", live_server.url, "-o", "json"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
