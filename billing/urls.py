@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import cost_centers, exports, finance, pickers, tenant, usage
+from .views import cost, cost_centers, exports, finance, pickers, tenant, usage
 
 app_name = "billing"
 
@@ -10,6 +10,7 @@ urlpatterns = [
     path("", tenant.tenant_home, name="tenant"),
     path("t/<slug:slug>/", tenant.spend, name="tenant-spend"),
     path("t/<slug:slug>/card/", tenant.spend_card, name="tenant-spend-card"),
+    path("t/<slug:slug>/cost.csv", cost.cost_csv, name="tenant-cost-csv"),
     path("t/<slug:slug>/invoices/<int:pk>.pdf", tenant.invoice_pdf_download,
          name="tenant-invoice-pdf"),
     path("quote/", tenant.quote, name="quote"),
