@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 import re
-from datetime import UTC, date
+from datetime import UTC, date, timedelta
 
 from django import forms
 from django.http import HttpResponse
@@ -84,4 +84,23 @@ def breakdown_csv(result: CostBreakdown) -> HttpResponse:
     response = HttpResponse(out.getvalue(), content_type="text/csv; charset=utf-8")
     name = f"cost-by-{result.by}-{result.tenant.slug}-{result.start:%Y-%m}.csv"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
+
+
+class FocusMonthForm(forms.Form):
+    """The month a FOCUS export covers: last month by default (the month finance issues)."""
+
+    month = MonthField(label="Month")
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors and not data.get("month"):
+            this_month = timezone.now().astimezone(UTC).date().replace(day=1)
+            data["month"] = (this_month - timedelta(days=1)).replace(day=1)
+        return data
+
+
+def focus_response(text: str, month: date) -> HttpResponse:
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="focus-1.2-{month:%Y-%m}.csv"'
     return response

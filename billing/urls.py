@@ -22,6 +22,7 @@ urlpatterns = [
     path("invoices/issue/", finance.invoices_issue_bulk, name="invoices-issue"),
     path("invoices/draft-month/", finance.invoices_draft_month, name="invoices-draft-month"),
     path("invoices/export.<str:fmt>", finance.invoices_export, name="invoices-export"),
+    path("invoices/focus.csv", cost.focus_csv_download, name="invoices-focus"),
     path("invoices/exports/", exports.export_list, name="invoice-exports"),
     path("invoices/exports/<int:export_id>/download/", exports.export_download,
          name="invoice-export-download"),

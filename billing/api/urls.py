@@ -4,7 +4,7 @@ from django.urls import path
 
 from core.api.routers import PortalRouter
 
-from . import cost, exports, invoices, rates, spend, usage
+from . import cost, exports, focus, invoices, rates, spend, usage
 
 router = PortalRouter()
 router.register("billing/invoices", invoices.InvoiceViewSet, basename="invoice")
@@ -29,6 +29,8 @@ urlpatterns: list = [
          name="invoices-export-csv"),
     path("billing/invoices/export.xlsx", invoices.InvoiceListXlsxView.as_view(),
          name="invoices-export-xlsx"),
+    # A month's billed usage in the FinOps FOCUS format, for finance's tools.
+    path("billing/invoices/focus.csv", focus.FocusCsvView.as_view(), name="invoices-focus-csv"),
     path("billing/invoices/<int:pk>/export.csv", invoices.InvoiceCsvView.as_view(),
          name="invoice-export-csv"),
     path("billing/invoices/<int:pk>/export.xlsx", invoices.InvoiceXlsxView.as_view(),

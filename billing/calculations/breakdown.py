@@ -123,3 +123,42 @@ def breakdown(
     ).items():
         row(key).tax += share
     return rows
+
+
+class Piece(NamedTuple):
+    """One group's part of one invoice line (a usage line's share, or a whole credit line),
+    with its share of the discount: what a FOCUS row bills."""
+
+    line: int  # the line's index in the invoice's lines
+    key: Hashable
+    amount: Decimal
+    discount: Decimal
+    unit_seconds: int
+
+
+def line_pieces(
+    *, lines: list[BilledLine], usage: Iterable[GroupUsage], discount: Decimal
+) -> list[Piece]:
+    """Each line shared out between the groups that held it (as `breakdown` shares it), and the
+    discount shared out between all the pieces: their amounts and discounts add up to the
+    invoice's subtotal and discount exactly (the tax, on the whole invoice, stays apart)."""
+    held: dict[tuple[str, datetime], dict[Hashable, int]] = defaultdict(lambda: defaultdict(int))
+    for item in usage:
+        if item.unit_seconds:
+            held[item.resource, item.line_start][item.key] += item.unit_seconds
+    amounts: dict[tuple[int, Hashable], Decimal] = {}
+    seconds: dict[tuple[int, Hashable], int] = {}
+    for index, line in enumerate(lines):
+        if line.kind == "credit":
+            amounts[index, CREDIT] = line.amount
+            continue
+        weights = held.get((line.resource, line.period_start), {})
+        for key, share in apportion(line.amount, weights).items():
+            amounts[index, key] = share
+            seconds[index, key] = weights.get(key, 0)
+    discounts = apportion(discount, amounts)
+    return [
+        Piece(index, key, amount, discounts.get((index, key), Decimal("0.00")),
+              seconds.get((index, key), 0))
+        for (index, key), amount in amounts.items()
+    ]

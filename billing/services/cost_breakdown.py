@@ -136,30 +136,31 @@ def _months(start: datetime, end: datetime) -> list[datetime]:
     return months
 
 
-def _grouped_usage(tenant: Tenant, by: str, start: datetime, end: datetime
-                   ) -> dict[datetime, list[GroupUsage]]:
-    """Per month, each group's allocated unit-seconds per class and rate period (the rate in
-    force at the hour, as the invoices pick it), summed in one query."""
+def grouped_usage(*, tenant_ids: list[int], by: str, start: datetime, end: datetime
+                  ) -> dict[tuple[int, datetime], list[GroupUsage]]:
+    """Per tenant and month, each group's allocated unit-seconds per class and rate period (the
+    rate in force at the hour, as the invoices pick it), summed in one query."""
     in_force = Rate.objects.filter(
         resource=OuterRef("resource"), valid_from__lte=OuterRef("hour")
     ).filter(Q(valid_to__isnull=True) | Q(valid_to__gt=OuterRef("hour")))
     rows = (
         UsageRecord.objects.filter(
-            tenant=tenant, source=UsageRecord.Source.ALLOCATED, hour__gte=start, hour__lt=end
+            tenant_id__in=tenant_ids, source=UsageRecord.Source.ALLOCATED, hour__gte=start,
+            hour__lt=end,
         )
         .annotate(month=TruncMonth("hour", tzinfo=UTC),
                   rate_from=Subquery(in_force.values("valid_from")[:1]))
-        .values("month", By.COLUMN[by], "resource", "rate_from")
+        .values("tenant_id", "month", By.COLUMN[by], "resource", "rate_from")
         .annotate(seconds=Sum("unit_seconds"))
         .order_by()
     )
-    usage: dict[datetime, list[GroupUsage]] = defaultdict(list)
+    usage: dict[tuple[int, datetime], list[GroupUsage]] = defaultdict(list)
     for row in rows:
         month = row["month"].astimezone(UTC)
         if row["rate_from"] is None:
             continue  # no rate prices it: never billed, so it costs nothing here either
         key = row[By.COLUMN[by]]
-        usage[month].append(GroupUsage(
+        usage[row["tenant_id"], month].append(GroupUsage(
             UNATTRIBUTED if key in (None, "") else key, row["resource"],
             max(row["rate_from"], month), int(row["seconds"]),
         ))
@@ -249,7 +250,8 @@ def cost_breakdown(*, tenant: Tenant, by: str, start: datetime, end: datetime) -
     Raises RuleViolation when a month without an invoice cannot be priced (the rate card)."""
     if by not in By.COLUMN:
         raise RuleViolation(f"Break cost down by {', '.join(By.COLUMN)}, not “{by}”.")
-    usage = _grouped_usage(tenant, by, start, end)
+    usage = {month: rows for (_, month), rows in grouped_usage(
+        tenant_ids=[tenant.pk], by=by, start=start, end=end).items()}
     invoices = _invoices(tenant, start, end)
     totals: dict[Hashable, BreakdownRow] = {}
     invoiced, computed = [], []

@@ -1,23 +1,29 @@
 """The cost breakdown's card on the spend page and in the usage explorer, and its CSV: a
 tenant's cost by workload, person or label, as invoiced (`services.cost_breakdown`). The
-tenant comes from the access rules: another tenant's is a 404."""
+tenant comes from the access rules: another tenant's is a 404. And finance's FOCUS export of a
+month's billed usage (`services.focus_export`)."""
 
 from __future__ import annotations
 
 from datetime import date, timedelta
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
+from django.shortcuts import redirect
 from django.urls import reverse
+from django.views.decorators.http import require_GET
 
 from core.errors import RuleViolation
 from tenants.access import tenant_get_for_user, tenants_visible_to
 from tenants.models import Tenant
 
-from ..cost_filters import CostBreakdownForm, breakdown_csv
+from ..cost_filters import CostBreakdownForm, FocusMonthForm, breakdown_csv, focus_response
 from ..selectors.explorer import UsageFilter
 from ..services.cost_breakdown import By, cost_breakdown, month_range
 from ..services.exports import cost_export_record
+from ..services.focus_export import FOCUS_VERSION, focus_csv
+from .access import finance_required
 
 
 def _query_without(request, *names: str) -> str:
@@ -86,3 +92,20 @@ def cost_csv(request, slug: str) -> HttpResponse:
                        changes={"by": result.by, "start": f"{start:%Y-%m}",
                                 "end": f"{end:%Y-%m}", "format": "csv"})
     return breakdown_csv(result)
+
+
+@require_GET
+@finance_required
+def focus_csv_download(request) -> HttpResponse:
+    """The invoice list's FOCUS button: a month's billed usage as FOCUS 1.2 CSV (audited)."""
+    form = FocusMonthForm(request.GET)
+    if not form.is_valid():
+        messages.error(request, "FOCUS export: " + " ".join(
+            m for ms in form.errors.values() for m in ms))
+        return redirect("billing:invoices")
+    month = form.cleaned_data["month"]
+    text = focus_csv(month=month)
+    cost_export_record(actor=request.user, what="focus", changes={
+        "month": f"{month:%Y-%m}", "focus_version": FOCUS_VERSION,
+        "rows": text.count("\n") - 1})
+    return focus_response(text, month)
