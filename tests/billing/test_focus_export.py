@@ -142,7 +142,8 @@ def test_only_finance_exports_and_a_bad_month_is_a_field_error(as_user, login, f
 
 
 @pytest.mark.django_db
-def test_the_invoice_list_offers_the_focus_export(login, finance, billed, django_assert_max_num_queries):
+def test_the_invoice_list_offers_the_focus_export(login, finance, billed,
+                                                  django_assert_max_num_queries):
     client = login(finance)
     html = client.get("/billing/invoices/").content.decode()
     assert 'id="focus-export"' in html and 'id="export-focus"' in html
