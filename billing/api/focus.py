@@ -13,8 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..cost_filters import FocusMonthForm, focus_response
-from ..services.exports import cost_export_record
-from ..services.focus_export import FOCUS_VERSION, focus_csv
+from ..services.focus_export import FOCUS_VERSION, focus_export
 from .invoices import RENDERERS, FileViewMixin, _require_finance
 
 
@@ -44,8 +43,4 @@ class FocusCsvView(FileViewMixin, APIView):
             raise ValidationError({name: [str(m) for m in messages]
                                    for name, messages in form.errors.items()})
         month = form.cleaned_data["month"]
-        text = focus_csv(month=month)
-        cost_export_record(actor=request.user, what="focus", changes={
-            "month": f"{month:%Y-%m}", "focus_version": FOCUS_VERSION,
-            "rows": text.count("\n") - 1})
-        return focus_response(text, month)
+        return focus_response(focus_export(actor=request.user, month=month), month)

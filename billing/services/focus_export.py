@@ -37,6 +37,7 @@ from ..calculations.invoicing import quantity_unit
 from ..calculations.money import next_month
 from ..models import Invoice, InvoiceLine, InvoiceStatus
 from .cost_breakdown import By, grouped_usage
+from .exports import cost_export_record
 
 FOCUS_VERSION = "1.2"
 COLUMNS = [
@@ -201,3 +202,12 @@ def focus_csv(*, month: date) -> str:
     for row in focus_rows(month=month):
         writer.writerow([_cell(row[column]) for column in COLUMNS])
     return out.getvalue()
+
+
+def focus_export(*, actor, month: date) -> str:
+    """The month's FOCUS CSV for `actor` (finance), its export audited."""
+    text = focus_csv(month=month)
+    cost_export_record(actor=actor, what="focus", changes={
+        "month": f"{month:%Y-%m}", "focus_version": FOCUS_VERSION,
+        "rows": text.count("\n") - 1})
+    return text

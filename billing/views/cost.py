@@ -22,7 +22,7 @@ from ..cost_filters import CostBreakdownForm, FocusMonthForm, breakdown_csv, foc
 from ..selectors.explorer import UsageFilter
 from ..services.cost_breakdown import By, cost_breakdown, month_range
 from ..services.exports import cost_export_record
-from ..services.focus_export import FOCUS_VERSION, focus_csv
+from ..services.focus_export import focus_export
 from .access import finance_required
 
 
@@ -104,8 +104,4 @@ def focus_csv_download(request) -> HttpResponse:
             m for ms in form.errors.values() for m in ms))
         return redirect("billing:invoices")
     month = form.cleaned_data["month"]
-    text = focus_csv(month=month)
-    cost_export_record(actor=request.user, what="focus", changes={
-        "month": f"{month:%Y-%m}", "focus_version": FOCUS_VERSION,
-        "rows": text.count("\n") - 1})
-    return focus_response(text, month)
+    return focus_response(focus_export(actor=request.user, month=month), month)
