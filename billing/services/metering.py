@@ -89,9 +89,8 @@ def _insert(records: list[UsageRecord]) -> None:
 
 
 def _write_rows(rows: list[Row]) -> None:
-    """Write new usage records, each with what it copies from its workload or host (cluster,
-    launcher, label): with PostgreSQL's COPY (the same
-    constraints checked, at a fraction of an INSERT's cost per row), else with bulk_create."""
+    """Write new usage records, each with what it copies (cluster, launcher, label): with
+    PostgreSQL's COPY (the same constraints, a fraction of an INSERT's cost), or bulk_create."""
     if not rows:
         return
     rows, fields = with_copies(rows), (*COPIED_FIELDS, *COPIES)
