@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import cost_centers, exports, finance, pickers, tenant, usage
+from .views import cost, cost_centers, exports, finance, pickers, tenant, usage
 
 app_name = "billing"
 
@@ -10,6 +10,7 @@ urlpatterns = [
     path("", tenant.tenant_home, name="tenant"),
     path("t/<slug:slug>/", tenant.spend, name="tenant-spend"),
     path("t/<slug:slug>/card/", tenant.spend_card, name="tenant-spend-card"),
+    path("t/<slug:slug>/cost.csv", cost.cost_csv, name="tenant-cost-csv"),
     path("t/<slug:slug>/invoices/<int:pk>.pdf", tenant.invoice_pdf_download,
          name="tenant-invoice-pdf"),
     path("quote/", tenant.quote, name="quote"),
@@ -21,6 +22,7 @@ urlpatterns = [
     path("invoices/issue/", finance.invoices_issue_bulk, name="invoices-issue"),
     path("invoices/draft-month/", finance.invoices_draft_month, name="invoices-draft-month"),
     path("invoices/export.<str:fmt>", finance.invoices_export, name="invoices-export"),
+    path("invoices/focus.csv", cost.focus_csv_download, name="invoices-focus"),
     path("invoices/exports/", exports.export_list, name="invoice-exports"),
     path("invoices/exports/<int:export_id>/download/", exports.export_download,
          name="invoice-export-download"),

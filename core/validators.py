@@ -60,3 +60,15 @@ def validate_dns1123_label(value: str) -> None:
             "Use lowercase letters, digits and '-', starting and ending with a letter or digit.",
             code="dns1123",
         )
+
+
+# A free label people put on what they launch (a project, an experiment) to group its cost.
+COST_LABEL = re.compile(r"^[A-Za-z0-9_.\- ]{1,63}$")
+
+
+def validate_cost_label(value: str) -> None:
+    """Letters, digits, '-', '_', '.' and spaces, at most 63 characters; not only spaces."""
+    if value and (not COST_LABEL.match(value) or not value.strip()):
+        raise ValidationError(
+            "Use at most 63 letters, digits, spaces, '-', '_' or '.'.", code="cost_label"
+        )

@@ -65,6 +65,17 @@ H100_NEW_PRICE = D("2.80")
 H100_PRICE_CHANGE_DAY = 15
 
 
+# The cost labels the demo's workloads are launched with (a project or an experiment each), so
+# that the spend page's cost by label has something to show.
+COST_LABELS = {
+    "support-assistant": "support bot", "support-chat": "support bot",
+    "rerank-l40s": "search", "search-embeddings": "search",
+    "eval-34b": "evals", "eval-slurm": "evals", "eval-judge": "evals", "eval-analysis": "evals",
+    "pretrain-cluster": "pretrain-34b", "pretrain-34b": "pretrain-34b",
+    "lora-a100": "lora-adapters", "adapter-slurm": "lora-adapters",
+}
+
+
 @dataclass(frozen=True)
 class Step:
     """Something done to a workload `days` (and `hours`) before now, through the services."""
@@ -149,6 +160,7 @@ def _run_step(workload: Workload | None, history: History, step: Step, users: di
         workload = workloads.workload_launch(
             tenant=Tenant.objects.get(slug=history.tenant), actor=actor, kind=history.kind,
             name=history.name, spec=history.spec, cluster=history.cluster,
+            label=COST_LABELS.get(history.name, ""),
         )
         apply(workload.pk)
     elif step.action == "scale":

@@ -398,6 +398,7 @@ def _workloads(users: dict, items: tuple[DemoWorkload, ...]) -> list[int]:
         workload = workloads.workload_launch(
             tenant=tenant, actor=users[item.launched_by], kind=item.kind, name=item.name,
             spec=item.spec, cluster=item.cluster,
+            label=demo_billing.COST_LABELS.get(item.name, ""),
         )
         workloads.workload_reconcile(workload_id=workload.pk)
         if item.state == "fresh":

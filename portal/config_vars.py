@@ -249,6 +249,8 @@ SECTIONS = (
             Var("BILLING_TAX_PERCENT", "",
                 "tax charged on invoices, in percent of the discounted subtotal (e.g. `19`); empty:"
                 " no tax"),
+            Var("BILLING_PROVIDER_NAME", "AI Factory",
+                "who bills: the provider, publisher and invoice issuer a FOCUS export names"),
             Var("BILLING_PAYMENT_TERMS_DAYS", "30",
                 "days from an invoice's issue date to its due date"),
             Var("INVOICE_FILES_PRERENDER", "",

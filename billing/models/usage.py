@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import date
 
+from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
@@ -32,6 +33,14 @@ class UsageRecord(models.Model):
         Workload, null=True, blank=True, on_delete=models.PROTECT, related_name="usage_records"
     )
     hostname = models.CharField(max_length=253, blank=True)
+    # Who launched the workload and the label it was launched with, copied when metered (as
+    # the cluster is), so that cost is broken down by person and label from the records alone.
+    # Measured (per host) records have neither.
+    launched_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="+", db_index=False,
+    )
+    label = models.CharField(max_length=63, blank=True, default="", db_default="")
     # The cluster's slug, copied when metered (a workload's, a measured host's node's): kept
     # as text, so that a record outlives what it names. Resource classes are fleet-wide:
     # prices and invoices do not depend on it.

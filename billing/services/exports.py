@@ -23,3 +23,10 @@ def invoices_export_record(
         return
     audit(actor=actor, action="invoices.export",
           changes={"format": fmt, "invoices": invoice_count, "filters": filters or {}})
+
+
+@transaction.atomic
+def cost_export_record(*, actor, what: str, tenant=None, changes: dict) -> None:
+    """Record that `actor` exported a cost breakdown (`what`: "cost_breakdown") of `tenant`,
+    or a month's billed usage as FOCUS ("focus")."""
+    audit(actor=actor, action=f"billing.{what}_export", tenant=tenant, changes=changes)

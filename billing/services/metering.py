@@ -54,7 +54,7 @@ from ..models import (
 from .metering_allocated import allocated_rows, allocated_usage
 from .metering_allocated_sql import allocated_insert
 from .metering_caps import measured_capped, measured_flags_replace
-from .metering_clusters import with_clusters
+from .metering_clusters import COPIES, with_copies
 from .metering_measured import Measurement, cross_checks, measure_hour
 
 logger = logging.getLogger(__name__)
@@ -89,11 +89,11 @@ def _insert(records: list[UsageRecord]) -> None:
 
 
 def _write_rows(rows: list[Row]) -> None:
-    """Write new usage records, each with its cluster: with PostgreSQL's COPY (the same
-    constraints checked, at a fraction of an INSERT's cost per row), else with bulk_create."""
+    """Write new usage records, each with what it copies (cluster, launcher, label): with
+    PostgreSQL's COPY (the same constraints, a fraction of an INSERT's cost), or bulk_create."""
     if not rows:
         return
-    rows, fields = with_clusters(rows), (*COPIED_FIELDS, "cluster")
+    rows, fields = with_copies(rows), (*COPIED_FIELDS, *COPIES)
     if connection.vendor != "postgresql":
         UsageRecord.objects.bulk_create(
             [UsageRecord(**dict(zip(fields, row, strict=True))) for row in rows],

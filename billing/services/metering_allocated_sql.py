@@ -14,7 +14,7 @@ random histories), and nothing crosses the wire but the hours' totals:
   and the empty name, in whole units ≥ 0 as JSON writes integers (not 2.0, not true);
 - every interval is cut to whole seconds, then on UTC hour boundaries (Django's connection runs
   in UTC), unit-seconds summed per workload, hour and class, and kept where above zero;
-- each record carries its workload's cluster.
+- each record carries its workload's cluster, launcher and label.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _sql() -> str:
     usage = UsageRecord._meta.db_table
     return f"""
     WITH billed AS MATERIALIZED (
-        SELECT w.id, w.tenant_id, w.cluster_id, w.demand,
+        SELECT w.id, w.tenant_id, w.cluster_id, w.launched_by_id, w.label, w.demand,
                COALESCE((SELECT e.created_at FROM {event} e
                          WHERE e.workload_id = w.id AND e.kind = %(transition)s
                            AND e.to_status = %(ready)s
@@ -47,7 +47,7 @@ def _sql() -> str:
         FROM {workload} w
         WHERE w.deleted_at IS NULL OR w.deleted_at >= %(margin)s
     ), holding AS (
-        SELECT id, tenant_id, cluster_id, demand, billed_until,
+        SELECT id, tenant_id, cluster_id, launched_by_id, label, demand, billed_until,
                GREATEST(billed_from, %(start)s) AS since,
                LEAST(COALESCE(billed_until, %(end)s), %(end)s) AS until
         FROM billed
@@ -55,18 +55,20 @@ def _sql() -> str:
           AND NOT (billed_until IS NOT NULL
                    AND billed_until <= GREATEST(billed_from, %(start)s))
     ), changes AS (
-        SELECT h.id, h.tenant_id, h.cluster_id, h.since AS at, 0::bigint AS event_id,
+        SELECT h.id, h.tenant_id, h.cluster_id, h.launched_by_id, h.label, h.since AS at,
+               0::bigint AS event_id,
                COALESCE((SELECT e.demand FROM {event} e
                          WHERE e.workload_id = h.id AND e.created_at <= h.since
                          ORDER BY e.created_at DESC, e.id DESC LIMIT 1), h.demand) AS demand,
                h.billed_until
         FROM holding h
         UNION ALL
-        SELECT h.id, h.tenant_id, h.cluster_id, e.created_at, e.id, e.demand, h.billed_until
+        SELECT h.id, h.tenant_id, h.cluster_id, h.launched_by_id, h.label, e.created_at, e.id,
+               e.demand, h.billed_until
         FROM holding h JOIN {event} e ON e.workload_id = h.id
              AND e.created_at > h.since AND e.created_at < h.until
     ), intervals AS (
-        SELECT id, tenant_id, cluster_id, demand,
+        SELECT id, tenant_id, cluster_id, launched_by_id, label, demand,
                GREATEST(date_trunc('second', at), %(start)s) AS starts,
                LEAST(date_trunc('second', COALESCE(
                    LEAD(at) OVER (PARTITION BY id ORDER BY at, event_id),
@@ -74,7 +76,8 @@ def _sql() -> str:
                    %(end)s)), %(end)s) AS ends
         FROM changes
     ), held AS (
-        SELECT i.id, i.tenant_id, i.cluster_id, i.starts, i.ends, d.key AS resource,
+        SELECT i.id, i.tenant_id, i.cluster_id, i.launched_by_id, i.label, i.starts, i.ends,
+               d.key AS resource,
                (d.value #>> '{{}}')::numeric AS units
         FROM intervals i, jsonb_each(
             CASE WHEN jsonb_typeof(i.demand) = 'object' THEN i.demand ELSE '{{}}' END) d
@@ -82,17 +85,18 @@ def _sql() -> str:
           AND jsonb_typeof(d.value) = 'number' AND d.value::text ~ '^[0-9]+$'
           AND d.value::text !~ '^0+$'
     ), cut AS (
-        SELECT id, tenant_id, cluster_id, resource, h.hour,
+        SELECT id, tenant_id, cluster_id, launched_by_id, label, resource, h.hour,
                SUM(units * EXTRACT(EPOCH FROM LEAST(ends, h.hour + INTERVAL '1 hour')
                                              - GREATEST(starts, h.hour))) AS seconds
         FROM held, generate_series(date_trunc('hour', starts), ends - INTERVAL '1 second',
                                    INTERVAL '1 hour') AS h(hour)
-        GROUP BY id, tenant_id, cluster_id, resource, h.hour
+        GROUP BY id, tenant_id, cluster_id, launched_by_id, label, resource, h.hour
     ), written AS (
         INSERT INTO {usage} (tenant_id, workload_id, hostname, source, resource, hour,
-                             unit_seconds, busy_seconds, metered_at, cluster)
+                             unit_seconds, busy_seconds, metered_at, cluster, launched_by_id,
+                             label)
         SELECT tenant_id, id, '', %(source)s, resource, hour, seconds::bigint, 0, %(now)s,
-               cluster_id
+               cluster_id, launched_by_id, label
         FROM cut WHERE seconds > 0
         ORDER BY id, hour, resource
         RETURNING hour, unit_seconds, workload_id

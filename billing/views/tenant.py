@@ -29,6 +29,7 @@ from ..selectors.spend import (
     tenant_spend,
 )
 from ..services import invoice_files
+from .cost import spend_page_card
 
 QUOTE_TEMPLATE = "billing/tenant/_quote.html"
 
@@ -48,6 +49,7 @@ def spend(request, slug: str):
         "chart": month.chart(),
         "invoices": tenant_invoices(tenant=tenant),
         "switch_url": "billing:tenant-spend",
+        **spend_page_card(request, tenant),
     }
     return render(request, "billing/tenant/spend.html", context)
 

@@ -26,6 +26,7 @@ from ..selectors.explorer.filters import tenant_filter
 from ..selectors.rates import rate_card
 from ..selectors.tenant_filter import tenant_choice
 from ..usage_filters import UsageFilterForm
+from .cost import explorer_card
 
 CSV_COLUMNS = [
     "tenant", "tenant_name", "cost_center", "resource_class", "resource_label",
@@ -109,6 +110,8 @@ def usage(request):
                                     now=timezone.now(),
                                     where=tenant_filter(usage_filter, "workload__")),
         "currency": settings.BILLING_CURRENCY,
+        # One tenant's cost by workload, person or label (none while every tenant shows).
+        **explorer_card(request, usage_filter),
     }
     return render(request, "billing/usage/explorer.html", context)
 

@@ -18,6 +18,8 @@ except ArithmeticError as _error:
     raise environ.ImproperlyConfigured("BILLING_TAX_PERCENT must be a number, e.g. 19.") from _error
 if BILLING_TAX_PERCENT is not None and not (0 <= BILLING_TAX_PERCENT <= 100):
     raise environ.ImproperlyConfigured("BILLING_TAX_PERCENT must be between 0 and 100.")
+# Who bills: the provider, publisher and invoice issuer that FOCUS exports name.
+BILLING_PROVIDER_NAME = env.str("BILLING_PROVIDER_NAME", default="AI Factory")
 # Days from an invoice's issue date to its due date.
 BILLING_PAYMENT_TERMS_DAYS = env.int("BILLING_PAYMENT_TERMS_DAYS", default=30)
 # An issued, paid or voided invoice's PDF, CSV and XLSX are rendered by a worker right after the

@@ -81,6 +81,7 @@ LAUNCH_EXAMPLES = [
             "tenant": "acme",
             "kind": "inference",
             "name": "chat",
+            "label": "support-bot",
             "spec": {"model_uri": "hf://meta-llama/Llama-3.1-8B-Instruct", "gpu": H100,
                      "gpus_per_replica": 1, "min_replicas": 1, "max_replicas": 2},
         },
@@ -153,10 +154,11 @@ class WorkloadFilter(FormOnceFilterSet):
         choices=WorkloadStatus.choices, help_text="Deleted workloads are listed only with "
         "status=deleted."
     )
+    label = django_filters.CharFilter(help_text="The label it was launched with (exactly).")
 
     class Meta:
         model = Workload
-        fields = ["tenant", "kind", "cluster", "status"]
+        fields = ["tenant", "kind", "cluster", "status", "label"]
 
     def filter_queryset(self, queryset: QuerySet[Workload]) -> QuerySet[Workload]:
         workloads = super().filter_queryset(queryset)
@@ -260,6 +262,7 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         workload = services.workload_launch(
             tenant=tenant, actor=request.user, kind=data["kind"], name=data["name"],
             spec=data["spec"], cluster=data.get("cluster") or None,
+            label=data.get("label", ""),
         )
         response = self._accepted(workload.pk)
         # A plain str: the serializer's URL is DRF's Hyperlink, which strict WSGI servers

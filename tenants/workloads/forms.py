@@ -60,12 +60,18 @@ def _hami_cores(label: str):
 
 
 class WorkloadForm(forms.Form):
-    """The fields common to every launch: the name. Kinds add theirs."""
+    """The fields common to every launch: the name and a cost label. Kinds add theirs."""
 
     name = forms.CharField(
         max_length=63, help_text="Lowercase letters, digits and '-': it names the objects on "
         "the cluster, and must be unique in your tenant.",
         widget=forms.TextInput(attrs={**TEXT, "placeholder": "e.g. chat-prod"}),
+    )
+    label = forms.CharField(
+        required=False, max_length=63, label="Cost label",
+        help_text="Optional: a project or experiment. Cost is broken down by it on the spend "
+        "page.",
+        widget=forms.TextInput(attrs={**TEXT, "placeholder": "e.g. llama-finetune"}),
     )
     SPEC_FIELDS: tuple[str, ...] = ()
 

@@ -14,7 +14,7 @@ from django.utils import timezone
 from core.choices import ColoredChoices, colored
 from core.reconcile import Reconciled
 from core.state_machine import transition
-from core.validators import validate_dns1123_label
+from core.validators import validate_cost_label, validate_dns1123_label
 from inventory.models import DEFAULT_CLUSTER, Cluster
 
 from ..access.models import Tenant
@@ -134,6 +134,10 @@ class Workload(Reconciled):
         on_delete=models.SET_NULL,
         related_name="workloads_launched",
     )
+    # Set at launch to group its cost (a project, an experiment); copied onto its usage.
+    label = models.CharField(max_length=63, blank=True, default="", db_default="",
+                             validators=[validate_cost_label],
+                             help_text="A free label grouping its cost (project, experiment).")
     # The clean spec the kind validated (what the person asked for), and what it holds.
     spec = models.JSONField(default=dict)
     demand = models.JSONField(default=dict, help_text="Resource class → units held.")

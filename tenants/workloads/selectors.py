@@ -65,7 +65,7 @@ WORKLOAD_API_FIELDS = (
     "status_reason", "status_message", "observed", "created_at", "ready_at",
     "deleted_at", "desired_version", "applied_version", "applied_at", "reconcile_error",
     "reconcile_failed_at", "gpu_utilization", "gpu_measured_at", "keep_running_reason",
-    "cluster_id", *CLUSTER_FIELDS,
+    "cluster_id", "label", *CLUSTER_FIELDS,
 )
 
 
@@ -84,11 +84,13 @@ def workload_get_for_user(*, user, workload_id: int) -> Workload:
 
 def tenant_workloads(
     *, tenant: Tenant, kind: str | None = None, status: str | None = None,
-    include_deleted: bool = False, cluster: str | None = None,
+    include_deleted: bool = False, cluster: str | None = None, label: str | None = None,
 ) -> QuerySet[Workload]:
     workloads = Workload.objects.filter(tenant=tenant).select_related(
         "tenant", "launched_by", "cluster"
     )
+    if label:
+        workloads = workloads.filter(label=label)
     if kind:
         workloads = workloads.filter(kind=kind)
     if cluster:
@@ -105,13 +107,14 @@ def tenant_workloads(
 LIST_FIELDS = (
     "id", "tenant_id", "kind", "name", "status", "status_reason", "status_message", "demand",
     "cluster_id", "created_at", "desired_version", "applied_version", "reconcile_error",
-    "launched_by", "gpu_utilization", "gpu_measured_at", "keep_running_reason", *CLUSTER_FIELDS,
+    "launched_by", "gpu_utilization", "gpu_measured_at", "keep_running_reason", "label",
+    *CLUSTER_FIELDS,
 )
 
 
 def tenant_workloads_for_list(
     *, tenant: Tenant, kind: str | None = None, status: str | None = None,
-    cluster: str | None = None,
+    cluster: str | None = None, label: str | None = None,
 ) -> QuerySet[Workload]:
     """`tenant_workloads` with only what the list's rows show; its launcher's names as
     `launched_by_username`, `launched_by_first_name` and `launched_by_last_name` (joined), not
@@ -119,7 +122,7 @@ def tenant_workloads_for_list(
     open_idle = IdleEpisode.objects.filter(workload=OuterRef("pk"),
                                            state__in=OPEN_EPISODE_STATES).values("state")[:1]
     return (
-        tenant_workloads(tenant=tenant, kind=kind, status=status, cluster=cluster)
+        tenant_workloads(tenant=tenant, kind=kind, status=status, cluster=cluster, label=label)
         .select_related(None)
         .select_related("cluster")
         .only(*LIST_FIELDS)

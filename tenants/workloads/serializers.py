@@ -250,6 +250,7 @@ class WorkloadSerializer(serializers.ModelSerializer):
             "ready_at",
             "deleted_at",
             "launched_by",
+            "label",
         ]
         read_only_fields = fields
 
@@ -330,6 +331,11 @@ class WorkloadLaunchSerializer(_SpecBody):
         help_text="The slug of the cluster to run on, one of those where the tenant has quota "
         "and room for it; left out: the portal picks (the tenant's reserved nodes first, then "
         "the most free room). It stays there.",
+    )
+    label = TextField(
+        required=False, allow_blank=True, max_length=63,
+        help_text="A free label grouping its cost (a project, an experiment): letters, digits, "
+        "spaces, '-', '_' and '.'. Cost is broken down by it.",
     )
 
 

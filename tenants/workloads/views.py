@@ -90,6 +90,7 @@ def workload_list(request, slug: str):
     kind = request.GET.get("kind", "")
     status = request.GET.get("status", "")
     cluster = request.GET.get("cluster", "")
+    label = request.GET.get("label", "")[:63]
     clusters = cluster_choices()
     if kind and kind not in KINDS:
         messages.warning(request, f"There is no workload kind “{kind[:40]}”: showing every kind.")
@@ -102,7 +103,7 @@ def workload_list(request, slug: str):
         cluster = ""
     page = Paginator(
         tenant_workloads_for_list(tenant=tenant, kind=kind or None, status=status or None,
-                                  cluster=cluster or None),
+                                  cluster=cluster or None, label=label or None),
         PAGE_SIZE,
     ).get_page(request.GET.get("page"))
     workloads = list(page.object_list)
@@ -121,12 +122,13 @@ def workload_list(request, slug: str):
         "status": status,
         "clusters": clusters,
         "cluster": cluster,
+        "label": label,
         "any_in_progress": any(w.in_progress for w in workloads),
         # Each row links to its workload: the prefix reversed once, not once per row.
         "workload_prefix": reverse("tenants:workload-list", args=[tenant.slug]),
         # The filters as understood (an unknown kind or state is dropped), not the poll's switch.
         "page_params": QueryDict(urlencode({k: v for k, v in (
-            ("kind", kind), ("status", status), ("cluster", cluster)) if v})),
+            ("kind", kind), ("status", status), ("cluster", cluster), ("label", label)) if v})),
     }
     if request.htmx and request.GET.get("rows"):
         return render(request, "tenants/workloads/list.html#rows", context)
@@ -207,6 +209,7 @@ def workload_launch(request, slug: str, kind: str):
                 workload = services.workload_launch(
                     tenant=tenant, actor=request.user, kind=kind,
                     name=form.cleaned_data["name"], spec=form.spec(), cluster=form.cluster,
+                    label=form.cleaned_data.get("label", ""),
                 )
             except ValidationError as exc:
                 form.add_service_errors(exc)

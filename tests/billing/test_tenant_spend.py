@@ -303,4 +303,6 @@ def test_the_spend_page_makes_the_same_queries_at_two_sizes(login, tenant_owner,
     large = _queries(client, path)
 
     assert small == large
-    assert large <= 16, large
+    # The page's cost breakdown card reads its usage grouped, its invoices and (this month, not
+    # invoiced yet) the draft's few reads: a constant number too.
+    assert large <= (17 if path == "/billing/t/acme/" else 16), large

@@ -23,7 +23,7 @@ from core.errors import RuleViolation, Unavailable
 from core.fleet import FleetError, get_gateway
 from core.queueing import enqueue_on_commit
 from core.reconcile import reconcile_bump
-from core.validators import validate_dns1123_label
+from core.validators import validate_cost_label, validate_dns1123_label
 from inventory.models import DEFAULT_CLUSTER
 
 from ...access.changes import tenant_mark_changed
@@ -113,11 +113,12 @@ def workload_validate(
 @transaction.atomic
 def workload_launch(
     *, tenant: Tenant, actor, kind: str, name: str, spec: Mapping[str, Any],
-    cluster: str | None = None,
+    cluster: str | None = None, label: str = "",
 ) -> Workload:
     """An owner or member launches a workload; it is admitted against the tenant's quota and
     placed (on `cluster` if it is one of the options, else on the portal's choice: see
-    `placement`) under the tenant's lock, and provisioned there after commit."""
+    `placement`) under the tenant's lock, and provisioned there after commit. `label` (a
+    project, an experiment) groups its cost."""
     _operated(actor, tenant, "launch workloads")
     if tenant.status != Tenant.Status.ACTIVE:
         raise ValidationError({"tenant": ["The tenant is suspended: nothing new is launched."]})
@@ -127,6 +128,11 @@ def workload_launch(
         name = _check_name(tenant, name)
     except ValidationError as exc:
         errors |= exc.message_dict
+    label = (label or "").strip()
+    try:
+        validate_cost_label(label)
+    except ValidationError as exc:
+        errors["label"] = exc.messages
     try:
         clean, demand = workload_validate(tenant=tenant, kind=kind, spec=spec,
                                           person=actor.get_username())
@@ -154,7 +160,7 @@ def workload_launch(
     admission_check(tenant=tenant, demand=demand, cluster=cluster)
     workload = Workload(
         tenant=tenant, kind=kind, name=name, launched_by=actor, spec=clean, demand=demand,
-        cluster_id=cluster,
+        cluster_id=cluster, label=label,
     )
     try:
         with transaction.atomic():
@@ -166,7 +172,7 @@ def workload_launch(
     _event(workload, WorkloadEvent.Kind.LAUNCHED, actor=actor, to_status=WorkloadStatus.PENDING)
     audit(actor=actor, action="workload.launch", obj=workload, tenant=tenant,
           changes={"kind": kind, "name": name, "spec": clean, "demand": demand,
-                   "cluster": cluster})
+                   "cluster": cluster, "label": label})
     enqueue_on_commit(RECONCILE, workload.pk, cluster=cluster)
     return workload
 
