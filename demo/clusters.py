@@ -8,6 +8,11 @@ fleet-wide (so each tenant is on both), and the demo's workloads are launched on
 (Helix's on Frankfurt, where its reserved H200 nodes are).
 """
 
+from datetime import timedelta
+
+from django.utils import timezone
+
+from core.models import SimulatedObject
 from inventory.models import DEFAULT_CLUSTER, Cluster, Site
 from tenants.enforcement.presence import reconcile_targets
 from tenants.enforcement.services import tenant_reconcile
@@ -41,6 +46,19 @@ def tenants_on_their_clusters() -> None:
     simulated controllers report their status), so that what the rest of the load reads is
     settled, and a second load finds nothing to change."""
     ids = list(Tenant.objects.order_by("pk").values_list("pk", flat=True))
-    for _ in range(2):
+    for sweep in (False, True):
+        if sweep:
+            _queues_settled()
         for tenant_id, cluster in reconcile_targets(ids):
             tenant_reconcile(tenant_id=tenant_id, cluster=cluster)
+
+
+def _queues_settled() -> None:
+    """The Kueue queues just applied (the tenants', their endpoints'), dated as if applied long
+    ago: a real Kueue has them active by the time anyone looks, and so the sweep's read finds
+    them, whether a load takes more or less than the simulated controllers' delay."""
+    long_ago = timezone.now() - timedelta(minutes=10)
+    SimulatedObject.objects.filter(
+        api_version__startswith="kueue.x-k8s.io/", kind__in=("ClusterQueue", "LocalQueue"),
+        updated_at__gt=long_ago,
+    ).update(created_at=long_ago, updated_at=long_ago)
