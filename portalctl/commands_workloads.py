@@ -31,10 +31,11 @@ class Target(StrEnum):
     deleted = "deleted"
 
 
-LIST_COLUMNS = ("id", "name", "kind", "status_label", "tenant", "status_message", "created_at")
+LIST_COLUMNS = ("id", "name", "kind", "status_label", "tenant", "label", "status_message",
+                "created_at")
 SHOW_COLUMNS = ("id", "name", "tenant", "kind_label", "status", "status_label", "status_message",
                 "status_detail", "in_progress", "spec", "demand", "connection", "launched_by",
-                "created_at", "ready_at", "url")
+                "label", "created_at", "ready_at", "url")
 # Statuses a wait for "ready" cannot get out of.
 DEAD_ENDS = {"failed", "deleting", "deleted"}
 
@@ -124,6 +125,7 @@ def workloads_list(
     tenant: TenantOption = "",
     kind: Annotated[Kind | None, typer.Option(help="Only this kind.")] = None,
     status: Annotated[str, typer.Option(help="Only this status (deleted ones only so).")] = "",
+    label: Annotated[str, typer.Option(help="Only those with this cost label.")] = "",
     all_tenants: Annotated[bool, typer.Option("--all-tenants", "-A",
                                               help="Every tenant you may see.")] = False,
     output: OutputOption = Format.table,
@@ -131,7 +133,8 @@ def workloads_list(
     """The workloads of the current tenant (or of every tenant you may see)."""
     config, client = signed_in()
     slug = "" if all_tenants else config.require_tenant(tenant)
-    params = {"tenant": slug, "kind": kind.value if kind else "", "status": status}
+    params = {"tenant": slug, "kind": kind.value if kind else "", "status": status,
+              "label": label}
     emit(list(client.pages("workloads.list", params=params)), output, columns=LIST_COLUMNS)
 
 
@@ -144,20 +147,24 @@ def workloads_show(workload: WorkloadArgument, tenant: TenantOption = "",
     emit(found, output, columns=SHOW_COLUMNS)
 
 
+LAUNCH_FIELDS = {"tenant", "kind", "name", "spec", "cluster", "label"}
+
+
 def _launch_body(file: Path | None, kind: str, name: str, sets: dict[str, Any],
-                 cluster: str) -> dict[str, Any]:
+                 cluster: str, label: str = "") -> dict[str, Any]:
     body: dict[str, Any] = {}
     if file is not None:
         text = sys.stdin.read() if str(file) == "-" else _read(file)
         loaded = yaml_mapping(text, what=str(file), code=Exit.USAGE)
-        unknown = set(loaded) - {"tenant", "kind", "name", "spec", "cluster"}
+        unknown = set(loaded) - LAUNCH_FIELDS
         if unknown:
             raise CliError(f"{file} has fields a launch does not take: {sorted(unknown)}.",
                            Exit.USAGE)
         body.update(loaded)
     spec = dict(body.get("spec") or {})
     spec.update(sets)
-    body.update({k: v for k, v in (("kind", kind), ("name", name), ("cluster", cluster)) if v})
+    flags = (("kind", kind), ("name", name), ("cluster", cluster), ("label", label))
+    body.update({k: v for k, v in flags if v})
     body["spec"] = spec
     for required in ("kind", "name"):
         if not body.get(required):
@@ -178,11 +185,14 @@ def _read(file: Path) -> str:
 def workloads_launch(
     kind: Annotated[str, typer.Argument(help="vcluster, inference, vm, slurm or notebook.")] = "",
     name: Annotated[str, typer.Argument(help="Its name (a DNS-1123 label).")] = "",
-    file: Annotated[Path | None, typer.Option("--file", "-f", help="A YAML file with kind, name, "
-                                              "spec (and cluster, tenant); - reads stdin.")] = None,
+    file: Annotated[Path | None, typer.Option(
+        "--file", "-f", help="A YAML file with kind, name, spec (and cluster, label, tenant); - "
+        "reads stdin.")] = None,
     sets: SetOption = None,
     cluster: Annotated[str, typer.Option(help="The cluster to run on (default: the portal "
                                          "picks).")] = "",
+    label: Annotated[str, typer.Option(help="A cost label (project or experiment): its cost "
+                                       "shows by label on the spend page.")] = "",
     tenant: TenantOption = "",
     wait: Annotated[bool, typer.Option("--wait", help="Wait until it is ready.")] = False,
     timeout: TimeoutOption = 900.0,
@@ -192,7 +202,7 @@ def workloads_launch(
     """Launch a workload from flags (--set NAME=VALUE per spec field) or a YAML file (-f);
     flags win over the file. Admitted against the tenant's quota."""
     config, client = signed_in()
-    body = _launch_body(file, kind, name, parse_sets(sets), cluster)
+    body = _launch_body(file, kind, name, parse_sets(sets), cluster, label)
     body["tenant"] = config.require_tenant(tenant or body.get("tenant", ""))
     if body["kind"] not in WORKLOAD_KINDS:
         raise CliError(f"Unknown kind {body['kind']!r}: one of {', '.join(WORKLOAD_KINDS)}.",

@@ -27,7 +27,7 @@ TENANT_FIELDS = ("slug", "name", "cost_center", "isolation", "status", "namespac
 WORKLOAD_FIELDS = (
     "id", "url", "tenant", "kind", "kind_label", "name", "status", "status_label",
     "status_reason", "status_message", "status_detail", "in_progress", "spec", "demand",
-    "cluster", "connection", "created_at", "ready_at", "deleted_at", "launched_by",
+    "cluster", "connection", "created_at", "ready_at", "deleted_at", "launched_by", "label",
 )
 INVOICE_FIELDS = (
     "id", "number", "status", "tenant", "tenant_name", "period_start", "period_end", "currency",
@@ -50,12 +50,12 @@ OPERATIONS: dict[str, Operation] = {
                 "budget", "budget_percent", "budget_state", "lines"),
     ),
     "workloads.list": Operation(
-        "GET", "/api/v1/workloads/", query=("tenant", "kind", "status", "cluster", *PAGE),
+        "GET", "/api/v1/workloads/", query=("tenant", "kind", "status", "cluster", "label", *PAGE),
         fields=WORKLOAD_FIELDS, paginated=True,
     ),
     "workloads.get": Operation("GET", "/api/v1/workloads/{id}/", fields=WORKLOAD_FIELDS),
     "workloads.launch": Operation(
-        "POST", "/api/v1/workloads/", body=("tenant", "kind", "name", "spec", "cluster"),
+        "POST", "/api/v1/workloads/", body=("tenant", "kind", "name", "spec", "cluster", "label"),
         fields=WORKLOAD_FIELDS,
     ),
     "workloads.scale": Operation("POST", "/api/v1/workloads/{id}/scale/", body=("changes",),

@@ -84,10 +84,15 @@ def test_sign_in_launch_wait_merge_the_kubeconfig_and_delete(
     assert json.loads((folder / "config.json").read_text())["tenant"] == "acme"
     assert json.loads((folder / "config.json").read_text())["server"] == live_server.url
 
-    launched = portalctl("workloads", "launch", "vcluster", "dev", "--set", "cpu=2", "-o", "json")
+    launched = portalctl("workloads", "launch", "vcluster", "dev", "--set", "cpu=2",
+                         "--label", "llm-finetune", "-o", "json")
     assert launched.code == 0, launched.stderr
     assert launched.json()["status"] in {"pending", "provisioning"}
     assert launched.json()["spec"]["cpu"] == 2
+    assert launched.json()["label"] == "llm-finetune"
+    by_label = portalctl("workloads", "list", "--label", "llm-finetune", "-o", "json")
+    assert [w["name"] for w in by_label.json()] == ["dev"]
+    assert portalctl("workloads", "list", "--label", "other", "-o", "json").json() == []
 
     ready = portalctl("workloads", "wait", "dev", *FAST, "-o", "json")
     assert ready.code == 0, ready.stderr
