@@ -11,6 +11,7 @@ from rest_framework.test import APIClient
 from tenants.models import Membership, RoleAssignment
 
 from .factories import MembershipFactory, RoleAssignmentFactory, TenantFactory, UserFactory
+from .support.scheduling import slowest_modules_first
 
 # Each real part the suite starts has its own fixture module.
 pytest_plugins = [
@@ -21,6 +22,10 @@ pytest_plugins = [
     "tests.support.fixtures_celery",
     "tests.support.fixtures_redis",  # redis_url, own_redis; the suite's Redis flushed at the end
 ]
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    slowest_modules_first(items)
 
 
 @pytest.fixture(scope="session", autouse=True)
