@@ -40,6 +40,19 @@ def _suite_runs_on_postgresql(django_db_blocker):
         )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _test_database_commits_without_waiting_for_the_disk(django_db_setup, django_db_blocker):
+    """The processes a test starts (Celery workers, beat, gunicorn) commit to the test database
+    as the test process does (portal/settings/test.py): without waiting for the disk."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        name = connection.ops.quote_name(connection.settings_dict["NAME"])
+        cursor.execute(f"ALTER DATABASE {name} SET synchronous_commit TO off")
+
+
 # Every database connection the test process opens. asgiref's context-local `connections` gives
 # code running in another context (Playwright's greenlet, subtests) a connection of its own on
 # the main thread, which nothing closes: the test database could not be dropped at the end.
