@@ -11,6 +11,8 @@ from rest_framework.test import APIClient
 from tenants.models import Membership, RoleAssignment
 
 from .factories import MembershipFactory, RoleAssignmentFactory, TenantFactory, UserFactory
+from .support.flush import delete_instead_of_truncate
+from .support.scheduling import slowest_modules_first
 
 # Each real part the suite starts has its own fixture module.
 pytest_plugins = [
@@ -23,6 +25,10 @@ pytest_plugins = [
 ]
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    slowest_modules_first(items)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _suite_runs_on_postgresql(django_db_blocker):
     """The suite is meant for PostgreSQL (`make test`); say so instead of passing on SQLite."""
@@ -33,6 +39,29 @@ def _suite_runs_on_postgresql(django_db_blocker):
             "Tests run on PostgreSQL: use `make test`, or set DATABASE_URL=postgres://…",
             returncode=2,
         )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _test_database_commits_without_waiting_for_the_disk(django_db_setup, django_db_blocker):
+    """The processes a test starts (Celery workers, beat, gunicorn) commit to the test database
+    as the test process does (portal/settings/test.py): without waiting for the disk."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        name = connection.ops.quote_name(connection.settings_dict["NAME"])
+        cursor.execute(f"ALTER DATABASE {name} SET synchronous_commit TO off")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _test_database_emptied_with_delete(django_db_setup, django_db_blocker):
+    """Between the tests that commit, the tables are emptied with DELETE (support/flush.py)."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        with django_db_blocker.unblock():
+            delete_instead_of_truncate(connection)
 
 
 # Every database connection the test process opens. asgiref's context-local `connections` gives

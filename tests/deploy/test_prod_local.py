@@ -128,7 +128,7 @@ def prod_local(member_with_quota, redis_url, tmp_path):
             return False
 
     try:
-        wait_until(serving, timeout=90, every=0.5)
+        wait_until(serving, timeout=90, every=0.1)
         yield process, url, log
     finally:
         if process.poll() is None:
@@ -173,7 +173,7 @@ def test_prod_local_serves_signs_in_launches_to_ready_and_stops_cleanly(prod_loc
     def status() -> str:
         return session.get(detail, timeout=10).json()["status"]
 
-    wait_until(lambda: status() == "ready", timeout=40, every=0.5)
+    wait_until(lambda: status() == "ready", timeout=40, every=0.1)
     text = log.read_text(errors="replace")
     assert "beat: took the beat lock" in text
     assert "workload_reconcile_task" in text  # the worker did the work
@@ -188,5 +188,5 @@ def test_prod_local_serves_signs_in_launches_to_ready_and_stops_cleanly(prod_loc
         assert f"{name}.1 stopped (rc=0)" in stopped, stopped[-2000:]
     deadline = time.monotonic() + 10
     while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.05)
     assert not [pid for pid in children if _alive(pid)]

@@ -12,6 +12,7 @@ from core.models import AuditEvent, OutboxEmail, SimulatedObject
 from inventory.models import GPU, Cluster, Node, Site
 from tenants.access import access_for
 from tenants.models import Membership, Quota, Tenant
+from tenants.workloads.models import VmImage, Workload
 
 
 @pytest.mark.django_db
@@ -26,6 +27,9 @@ def test_demo_data_is_complete_and_idempotent():
         Membership.objects.count(),
         Quota.objects.count(),
         AuditEvent.objects.count(),
+        Workload.objects.count(),
+        VmImage.objects.count(),
+        OutboxEmail.objects.count(),
     )
     cluster = dict(SimulatedObject.objects.values_list("pk", "resource_version"))
     call_command("load_demo", stdout=StringIO())
@@ -39,6 +43,9 @@ def test_demo_data_is_complete_and_idempotent():
         Membership.objects.count(),
         Quota.objects.count(),
         AuditEvent.objects.count(),
+        Workload.objects.count(),
+        VmImage.objects.count(),
+        OutboxEmail.objects.count(),
     )
     assert counts == again
     assert counts[:4] == (2, 40, 320, 4)

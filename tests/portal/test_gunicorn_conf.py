@@ -50,7 +50,7 @@ def _first_answer(server: subprocess.Popen, port: int) -> int:
         try:
             return int(_get(port))
         except OSError:
-            time.sleep(0.2)
+            time.sleep(0.05)
     raise AssertionError("gunicorn did not answer")
 
 

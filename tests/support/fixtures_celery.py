@@ -80,7 +80,7 @@ class Worker:
         return self.process.stdout.read().decode(errors="replace") if self.process.stdout else ""
 
 
-def wait_until(condition: Callable[[], object], *, timeout: float, every: float = 0.25) -> object:
+def wait_until(condition: Callable[[], object], *, timeout: float, every: float = 0.05) -> object:
     """Poll `condition` until it is truthy (and return it), or fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

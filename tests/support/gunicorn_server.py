@@ -61,7 +61,7 @@ def wait_until_serving(server: subprocess.Popen, port: int, *, timeout: float = 
             get(port, "/healthz")
             return
         except OSError:
-            time.sleep(0.2)
+            time.sleep(0.05)
     raise AssertionError("gunicorn did not answer")
 
 

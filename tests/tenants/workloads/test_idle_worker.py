@@ -72,7 +72,7 @@ def test_beat_and_a_worker_warn_then_give_back_and_the_undo_is_applied(
         return IdleEpisode.objects.filter(workload=chat).first()
 
     try:
-        wait_until(lambda: episode() and episode().state == E.ACTED, timeout=90, every=0.5)
+        wait_until(lambda: episode() and episode().state == E.ACTED, timeout=90, every=0.1)
     except AssertionError:
         raise AssertionError(f"worker: {worker.output()}\nbeat: {beat.read_text()}") from None
 

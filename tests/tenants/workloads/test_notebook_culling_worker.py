@@ -59,7 +59,7 @@ def test_beat_and_a_worker_stop_the_unused_notebook_and_start_undoes_it(
 
     try:
         wait_until(lambda: not Workload.objects.get(pk=lab.pk).spec["running"], timeout=90,
-                   every=0.5)
+                   every=0.1)
         # The worker applied the stop on the cluster.
         wait_until(lambda: Workload.objects.get(pk=lab.pk).in_sync, timeout=60)
     except AssertionError:
