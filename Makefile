@@ -88,7 +88,7 @@ lint: install-test
 # starts (each test process, and each Celery worker, beat, gunicorn and manage.py a test runs);
 # the suite keeps its compiled test modules for the next run even where the environment sets
 # PYTHONDONTWRITEBYTECODE (everything it writes is under the gitignored __pycache__/).
-PORTAL_PACKAGES := core portal tenants inventory billing demo bench
+PORTAL_PACKAGES := core portal tenants inventory billing demo bench portalctl
 test: install-test
 	$(VENV)/bin/ruff check .
 	$(PY) -m compileall -q -j 0 $(PORTAL_PACKAGES)
