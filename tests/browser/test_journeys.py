@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 TENANT_NAV = {"Dashboard", "Workloads", "Quota", "Usage & invoices"}
 FINANCE_NAV = {"Invoices", "Cost centers", "Usage", "Tenants"}
-ADMIN_NAV = {"Fleet", "Requests", "Tenants", "Django admin"}
+ADMIN_NAV = {"Fleet", "Requests", "Tenants", "Webhooks", "Django admin"}
 
 JOURNEYS = [
     # username, password, landing path, navigation, active item, what proves the page rendered

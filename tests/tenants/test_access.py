@@ -89,7 +89,7 @@ def test_dashboard_writes_the_session_only_when_the_current_tenant_changes(
 NAV = {
     "tenant_member": ["Dashboard", "Workloads", "Quota", "Usage & invoices"],
     "finance": ["Invoices", "Cost centers", "Usage", "Tenants"],
-    "platform_admin": ["Fleet", "Requests", "Tenants", "Django admin"],
+    "platform_admin": ["Fleet", "Requests", "Tenants", "Webhooks", "Django admin"],
 }
 
 
