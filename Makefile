@@ -10,8 +10,10 @@ PORTAL_URL ?= http://$(HOST):$(PORT)
 # The suite runs on PostgreSQL and Redis (see README); override to point elsewhere.
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/portal
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
-# The suite runs in parallel (pytest-xdist), one process per core; TEST_WORKERS=0 runs it in one.
-TEST_WORKERS ?= auto
+# The suite runs in parallel (pytest-xdist), one process more than the cores: its tests spend
+# much of their time waiting on the servers, workers and browsers they start, which leaves a core
+# idle with one process per core. TEST_WORKERS=0 runs it in one.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 TEST_DEBIAN_PACKAGES := chromium prometheus poppler-utils
 
 .PHONY: demo serve install install-test debian-packages test test-smoke lint docs bench clean \
