@@ -7,6 +7,8 @@ and a broker that is down.
 - `celery_worker`: a factory starting real `celery worker` processes on Redis and the test
   database, consuming a queue of the test's own (the test process sends there too), so that
   no test's messages reach another test's worker.
+- every test starts with Celery's "a task is running here" flag clear (see
+  `_results_can_be_waited_on`).
 - `celery_beat`: a factory starting a real `celery beat` sending one periodic sweep every
   second to the worker's queue (every other one waits an hour).
 """
@@ -24,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from celery._state import _set_task_join_will_block
 from django.conf import settings
 from django.test import override_settings
 
@@ -47,6 +50,15 @@ def celery_broker(url: str, *, queue: str = "celery") -> Iterator[None]:
     finally:
         celery_app.conf.update(saved)
         celery_app._after_fork()
+
+
+@pytest.fixture(autouse=True)
+def _results_can_be_waited_on() -> None:
+    """Celery refuses `result.get()` inside a task through one process-wide flag, which each
+    eager task sets on entry and puts back on exit. Two eager tasks overlapping in threads (the
+    live server's, a test's own) put it back out of order and leave it set, so a later test's
+    `.delay(...).get()` in the same process would be refused: each test starts with it clear."""
+    _set_task_join_will_block(False)
 
 
 @pytest.fixture
