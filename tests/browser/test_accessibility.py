@@ -11,14 +11,13 @@
 import re
 from collections.abc import Iterator
 from contextlib import suppress
-from io import StringIO
 from urllib.parse import urlsplit
 
 import pytest
-from django.core.management import call_command
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.support.axe import axe_violations, describe, id_problems
+from tests.support.demo_data import demo_loaded
 from tests.support.fixtures_browser import fresh_page, screenshot, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -98,7 +97,7 @@ def _crawl(
 # runs share them out.
 @pytest.mark.parametrize(("username", "password"), ROLES, ids=[name for name, _ in ROLES])
 def test_no_page_scrolls_sideways_on_a_phone(browser, live_server, username, password):
-    call_command("load_demo", stdout=StringIO())
+    demo_loaded()
     with fresh_page(browser, live_server, viewport={"width": 375, "height": 800}) as page:
         sign_in(page, username, password)
         too_wide, kinds = {}, []
@@ -117,11 +116,15 @@ AXE_SKIP = re.compile(
     r"|/export/|/delete/|/history/"
 )
 ADMIN_REVIEW_QUEUE = ("/admin/tenants/quotarequest/",)
+# No part of the page is on its way: htmx marks an element `htmx-request` from the moment its
+# request leaves (a part loaded with the page does so before the page's load event) until the
+# answer is in, then `htmx-swapping` and `htmx-settling` while it is put in place.
+HTMX_SETTLED = "() => !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
 
 
 @pytest.mark.parametrize(("username", "password"), ROLES, ids=[name for name, _ in ROLES])
 def test_axe_finds_no_serious_violation_on_any_page(browser, live_server, username, password):
-    call_command("load_demo", stdout=StringIO())
+    demo_loaded()
     with fresh_page(browser, live_server) as page:
         sign_in(page, username, password)
         extra = ADMIN_REVIEW_QUEUE if username == "adam" else ()
@@ -131,7 +134,7 @@ def test_axe_finds_no_serious_violation_on_any_page(browser, live_server, userna
         ):
             kinds.append(kind)
             with suppress(PlaywrightTimeout):  # a part loaded by htmx (the spend card)
-                page.wait_for_load_state("networkidle", timeout=3_000)
+                page.wait_for_function(HTMX_SETTLED, timeout=3_000)
             if violations := axe_violations(page):
                 found[path] = violations
                 screenshot(page, f"axe-{username}-{kind}")
@@ -214,7 +217,7 @@ def _assert_focus_visible(state: dict) -> None:
 def test_tab_reaches_the_skip_link_first_then_every_navbar_item_with_a_visible_outline(
     browser, live_server, username
 ):
-    call_command("load_demo", stdout=StringIO())
+    demo_loaded()
     password = dict(ROLES)[username]
     with fresh_page(browser, live_server) as page:
         sign_in(page, username, password)
@@ -274,7 +277,7 @@ def _assert_clean(page, name: str) -> None:
 def test_a_failed_launch_focuses_its_first_error_and_the_delete_confirmation_its_field(
     browser, live_server
 ):
-    call_command("load_demo", stdout=StringIO())
+    demo_loaded()
     with fresh_page(browser, live_server) as page:
         sign_in(page, "olivia", "olivia-owner-demo")
         page.goto("/t/helix/workloads/new/vcluster/")
@@ -319,7 +322,7 @@ def test_a_failed_launch_focuses_its_first_error_and_the_delete_confirmation_its
 def test_the_admin_review_page_is_labelled_and_a_refused_decision_focuses_its_error(
     browser, live_server
 ):
-    call_command("load_demo", stdout=StringIO())
+    demo_loaded()
     from tenants.quota.models import QuotaRequest
 
     pending = QuotaRequest.objects.filter(status=QuotaRequest.Status.SUBMITTED).first()

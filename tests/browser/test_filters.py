@@ -8,12 +8,11 @@ what the defaults listed. On the node list (htmx), an answer the server refuses 
 above the table and a failed request leaves no rows under the new choice.
 """
 
-from io import StringIO
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from django.core.management import call_command
 
+from tests.support.demo_data import demo_loaded
 from tests.support.fixtures_browser import fresh_page, screenshot, sign_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -96,7 +95,7 @@ def _assert_rows_match(page, path: str, rows: str, name: str, value: str) -> Non
 
 def test_every_filter_form_of_every_list_answers_each_choice_and_any(browser, live_server,
                                                                       subtests):
-    call_command("load_demo", stdout=StringIO())
+    demo_loaded()
     for username, path, form, rows, count in LISTS:
         with subtests.test(list=path), fresh_page(browser, live_server) as page:
             sign_in(page, username, PASSWORDS[username], next_url=path)
@@ -152,7 +151,7 @@ def test_every_filter_form_of_every_list_answers_each_choice_and_any(browser, li
 
 
 def test_a_refused_or_failed_node_filter_shows_its_error_and_no_stale_rows(browser, live_server):
-    call_command("load_demo", stdout=StringIO())
+    demo_loaded()
     with fresh_page(browser, live_server) as page:
         sign_in(page, "adam", PASSWORDS["adam"], next_url="/fleet/nodes/")
         rows = "#node-table tbody tr[data-node]"

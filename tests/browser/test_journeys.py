@@ -3,14 +3,13 @@
 Every landing page is saved under artifacts/screenshots/ for a human to look at.
 """
 
-from io import StringIO
 
 import pytest
 from django.conf import settings
-from django.core.management import call_command
 
 from tests.factories import TEST_PASSWORD
 from tests.support.axe import axe_violations, describe
+from tests.support.demo_data import demo_loaded
 from tests.support.fixtures_browser import fresh_page, screenshot, sign_in, sign_out
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -43,7 +42,7 @@ def session_cookie(page):
 
 def test_each_demo_role_signs_in_sees_its_navigation_and_signs_out(browser, live_server, subtests):
     # One demo load for the four roles (it is the slow part); each role gets a fresh browser.
-    call_command("load_demo", stdout=StringIO())
+    demo_loaded()
     for username, password, landing, nav, active, landmark in JOURNEYS:
         with subtests.test(role=username), fresh_page(browser, live_server) as page:
             sign_in(page, username, password)

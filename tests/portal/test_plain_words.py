@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import re
 from html.parser import HTMLParser
-from io import StringIO
 from urllib.parse import urldefrag, urlsplit
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
+
+from tests.support.demo_data import demo_loaded
 
 # What a person should never read on a page.
 RAW = [
@@ -125,7 +125,7 @@ def _crawl(client, start: list[str], limit: int) -> dict[str, list[str]]:
 
 @pytest.fixture
 def demo(db, settings):
-    call_command("load_demo", stdout=StringIO())
+    demo_loaded()
 
 
 @pytest.mark.django_db
