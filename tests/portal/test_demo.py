@@ -13,6 +13,7 @@ from inventory.models import GPU, Cluster, Node, Site
 from tenants.access import access_for
 from tenants.models import Membership, Quota, Tenant
 from tenants.workloads.models import VmImage, Workload
+from tests.support.demo_data import demo_loaded
 
 
 @pytest.mark.django_db
@@ -74,7 +75,7 @@ def test_demo_data_is_complete_and_idempotent():
 
 @pytest.mark.django_db
 def test_each_demo_account_signs_in_with_its_role():
-    call_command("load_demo", stdout=StringIO())
+    demo_loaded()
     owner = authenticate(
         RequestFactory().post("/"), username="olivia", password="olivia-owner-demo"
     )
