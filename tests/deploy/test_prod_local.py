@@ -124,7 +124,7 @@ def prod_local(member_with_quota, redis_url, tmp_path):
         assert process.poll() is None, log.read_text(errors="replace")[-3000:]
         try:
             return requests.get(f"{url}/readyz", timeout=2).status_code == 200
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not up, or still starting
             return False
 
     try:

@@ -156,7 +156,7 @@ def test_the_demo_server_shows_the_portals_404_and_still_serves_static_files(
             try:
                 status, css = get("/static/css/portal.css")
                 break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not up, or still starting
                 assert time.monotonic() < deadline, "the demo server did not start"
                 time.sleep(0.3)
         status_404, page = get("/no-such-page/")
