@@ -60,8 +60,9 @@ def _show_code(grant: dict[str, Any]) -> None:
     console = stderr()
     console.print("To sign in, open this page in a browser:", highlight=False)
     console.print(f"  {grant.get('verification_uri_complete') or grant['verification_uri']}",
-                  highlight=False)
-    console.print(f"and check that it shows the code {grant['user_code']}.", highlight=False)
+                  highlight=False, markup=False)
+    console.print(f"and check that it shows the code {grant['user_code']}.", highlight=False,
+                  markup=False)
 
 
 @app.command()

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import typer
+from rich.text import Text
 
 from .auth import fresh
 from .client import Client
@@ -29,10 +30,11 @@ def signed_in() -> tuple[Config, Client]:
 
 def print_error(error: CliError) -> None:
     console = stderr()
-    console.print(f"[bold red]Error:[/] {error}", markup=True, highlight=False)
+    # Styled prefix only: the message is the API's (or a file's) text, printed as it is.
+    console.print(Text.assemble(("Error:", "bold red"), " ", str(error)), highlight=False)
     for field, problems in error.fields.items():
         text = "; ".join(str(p) for p in problems) if isinstance(problems, list) else problems
-        console.print(f"  {field}: {text}", markup=False)
+        console.print(f"  {field}: {text}", markup=False, highlight=False)
 
 
 def command(function: F) -> F:
