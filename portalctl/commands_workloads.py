@@ -178,7 +178,7 @@ def _launch_body(file: Path | None, kind: str, name: str, sets: dict[str, Any],
 def _read(file: Path) -> str:
     try:
         return file.read_text(encoding="utf-8")
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise CliError(f"Cannot read {file}: {exc}", Exit.USAGE) from exc
 
 

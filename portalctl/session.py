@@ -1,5 +1,8 @@
 """What every command starts from: the stored configuration, a client signed in as the stored
-(or PORTALCTL_TOKEN's) credentials, and one way errors leave: the message, the exit code."""
+(or PORTALCTL_TOKEN's) credentials, and one way errors leave: the message, the exit code.
+
+Stored credentials go only to the portal they were given for: with PORTALCTL_SERVER (or a
+config) naming another, a command refuses (exit 4) rather than send them there."""
 
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ def signed_in() -> tuple[Config, Client]:
     credentials = Credentials.load()
     if credentials is None:
         raise CliError("Not signed in: run portalctl login (or set PORTALCTL_TOKEN).", Exit.AUTH)
+    credentials.check_server(server)
     return config, Client(server, lambda: fresh(credentials, config.client_id).access_token)
 
 
