@@ -40,3 +40,36 @@ def test_waiting_shows_a_status_message_with_brackets(portal, portalctl):
                        token="afp_x", server=portal.url)
 
     assert waited.code == 5 and "still provisioning" in waited.stderr
+
+
+def test_a_later_page_that_is_not_json_is_an_error(portal, portalctl):
+    portal.answer("GET", "/api/v1/workloads/",
+                  {"count": 2, "next": f"{portal.url}/api/v1/workloads/?page=2",
+                   "results": [WORKLOAD]},
+                  (200, b"<html>proxy error</html>", {"Content-Type": "text/html"}))
+
+    out = portalctl("workloads", "list", "-t", "acme", token="afp_x", server=portal.url)
+
+    assert out.code == 1 and "not JSON" in out.stderr
+
+
+def test_a_page_without_results_is_an_error(portal, portalctl):
+    portal.answer("GET", "/api/v1/workloads/", {"detail": "something else"})
+
+    out = portalctl("workloads", "list", "-t", "acme", token="afp_x", server=portal.url)
+
+    assert out.code == 1 and "not a page of results" in out.stderr
+
+
+def test_the_next_page_is_asked_of_the_portal_itself(portal, portalctl):
+    # Behind a proxy the portal may name another host: the token is sent to the portal only.
+    portal.answer("GET", "/api/v1/workloads/",
+                  {"count": 2, "next": "http://inner-host.invalid:8000/api/v1/workloads/?page=2",
+                   "results": [WORKLOAD]},
+                  {"count": 2, "next": None, "results": [{**WORKLOAD, "id": 6, "name": "b"}]})
+
+    out = portalctl("workloads", "list", "-t", "acme", "-o", "json", token="afp_x",
+                    server=portal.url)
+
+    assert out.code == 0, out.stderr
+    assert [w["name"] for w in out.json()] == ["dev", "b"]
