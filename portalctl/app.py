@@ -60,8 +60,9 @@ def _show_code(grant: dict[str, Any]) -> None:
     console = stderr()
     console.print("To sign in, open this page in a browser:", highlight=False)
     console.print(f"  {grant.get('verification_uri_complete') or grant['verification_uri']}",
-                  highlight=False)
-    console.print(f"and check that it shows the code {grant['user_code']}.", highlight=False)
+                  highlight=False, markup=False)
+    console.print(f"and check that it shows the code {grant['user_code']}.", highlight=False,
+                  markup=False)
 
 
 @app.command()
@@ -81,13 +82,16 @@ def login(
 ) -> None:
     """Sign in: Keycloak's device authorization grant (open a link, confirm the code), or a
     token given with --token. Credentials are kept mode 0600 in the config folder."""
-    config = Config.load()
+    config = Config.load(environment=False)  # --server is PORTALCTL_SERVER already
+    previous = config.server
     config.server = (server or config.server).rstrip("/")
+    if config.server != previous:  # another portal: its own issuer, client and tenants
+        config.issuer, config.client_id, config.tenant = "", "", ""
     config.issuer = (issuer or config.issuer).rstrip("/")
     config.client_id = client_id or config.client_id or DEFAULT_CLIENT_ID
     config.require_server()
     if token:
-        credentials = Credentials(access_token=token.strip(), kind="token")
+        credentials = Credentials(access_token=token.strip(), kind="token", server=config.server)
     else:
         if not config.issuer:  # the portal says where its people sign in
             found = auth.portal_sign_in(config.server)
@@ -107,6 +111,7 @@ def login(
                                               show=show)
         finally:
             waiting.stop()
+        credentials.server = config.server
     me = _me(config, Client(config.server, credentials.access_token))
     config.save()
     credentials.save()
@@ -118,10 +123,13 @@ def login(
 @command
 def logout(output: OutputOption = Format.table) -> None:
     """Forget the stored credentials (and revoke a Keycloak sign-in's tokens)."""
-    config = Config.load()
-    credentials = Credentials.load()
+    try:
+        client_id = Config.load().client_id
+        credentials = Credentials.load()
+    except CliError:  # an unreadable file: nothing to revoke, still forgotten
+        credentials = None
     if credentials is not None and credentials.kind == "oidc":
-        auth.revoke(credentials, config.client_id)
+        auth.revoke(credentials, client_id)
     forgotten = Credentials.forget()
     say("Signed out." if forgotten else "Not signed in.")
     emit({"signed_out": forgotten}, output)

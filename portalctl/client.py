@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import requests
 
@@ -28,7 +28,14 @@ def api_error(response: requests.Response) -> CliError:
     except (ValueError, AttributeError):
         error = None
     if isinstance(error, dict) and error.get("message"):
-        return CliError(str(error["message"]), code, fields=error.get("fields") or {})
+        fields = error.get("fields")
+        return CliError(str(error["message"]), code,
+                        fields=fields if isinstance(fields, dict) else {})
+    if response.is_redirect:  # never followed (the token would go along): say where it leads
+        location = response.headers.get("Location", "")
+        return CliError(f"The portal answered {response.status_code} {response.reason}, a "
+                        f"redirect to {location or 'nowhere named'}: is the server URL right?",
+                        code)
     return CliError(f"The portal answered {response.status_code} {response.reason}.", code)
 
 
@@ -75,7 +82,10 @@ class Client:
     def call(self, name: str, *, params: dict[str, Any] | None = None,
              body: dict[str, Any] | None = None, **path: Any) -> Any:
         """The answer's JSON (None for an empty one)."""
-        response = self.request(name, params=params, body=body, **path)
+        return self._json(self.request(name, params=params, body=body, **path))
+
+    @staticmethod
+    def _json(response: requests.Response) -> Any:
         if not response.content:
             return None
         try:
@@ -84,12 +94,29 @@ class Client:
             raise CliError("The portal's answer is not JSON: is the server URL right?",
                            Exit.ERROR) from exc
 
+    def _page(self, answer: Any) -> dict[str, Any]:
+        results = answer.get("results") if isinstance(answer, dict) else None
+        if not isinstance(results, list) or not all(isinstance(r, dict) for r in results):
+            raise CliError("The portal's answer is not a page of results: is the server URL "
+                           "right?", Exit.ERROR)
+        following = answer.get("next")
+        if following and not isinstance(following, str):
+            raise CliError("The portal's answer is not a page of results (its next is not a "
+                           "URL).", Exit.ERROR)
+        return answer
+
+    def _on_server(self, url: str) -> str:
+        """A page's `next` on the portal's own scheme and host: the token goes along with it
+        (a proxy may make the portal name itself http:// or by an inner host name)."""
+        server, page = urlsplit(self.server), urlsplit(url)
+        return page._replace(scheme=server.scheme, netloc=server.netloc).geturl()
+
     def pages(self, name: str, *, params: dict[str, Any] | None = None,
               **path: Any) -> Iterator[dict[str, Any]]:
         """Every item of a paginated list, page after page."""
-        page = self.call(name, params={**(params or {}), "page_size": 500}, **path)
+        page = self._page(self.call(name, params={**(params or {}), "page_size": 500}, **path))
         for _ in range(MAX_PAGES):
-            yield from page.get("results", [])
+            yield from page["results"]
             if not page.get("next"):
                 return
-            page = self.request(name, url=page["next"]).json()
+            page = self._page(self._json(self.request(name, url=self._on_server(page["next"]))))

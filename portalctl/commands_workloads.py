@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 import yaml
+from rich.text import Text
 
 from .client import Client
 from .documents import yaml_mapping
@@ -86,7 +87,8 @@ def wait_for(client: Client, workload: dict[str, Any], *, target: Target, timeou
     when it failed, 5 when `timeout` passed first."""
     started = time.monotonic()
     name = workload["name"]
-    with stderr().status(f"{name}: {workload['status_label']}") as status:
+    # Text, not markup: a status message such as "[vcluster syncer] …" is shown as it is.
+    with stderr().status(Text(f"{name}: {workload['status_label']}")) as status:
         while True:
             state = workload["status"]
             if state == target.value or (target is Target.ready and state == "degraded"):
@@ -100,8 +102,8 @@ def wait_for(client: Client, workload: dict[str, Any], *, target: Target, timeou
                 raise CliError(f"{name} is still {workload['status_label'].lower()} after "
                                f"{timeout:g} s.", Exit.TIMEOUT)
             message = workload.get("status_message") or ""
-            status.update(f"{name}: {workload['status_label']} ({elapsed:.0f} s)"
-                          + (f" — {message}" if message else ""))
+            status.update(Text(f"{name}: {workload['status_label']} ({elapsed:.0f} s)"
+                               + (f" — {message}" if message else "")))
             time.sleep(min(interval, max(0.0, timeout - elapsed)))
             try:
                 workload = client.call("workloads.get", id=workload["id"])
@@ -176,7 +178,7 @@ def _launch_body(file: Path | None, kind: str, name: str, sets: dict[str, Any],
 def _read(file: Path) -> str:
     try:
         return file.read_text(encoding="utf-8")
-    except OSError as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         raise CliError(f"Cannot read {file}: {exc}", Exit.USAGE) from exc
 
 

@@ -8,8 +8,9 @@ class Exit(IntEnum):
     ERROR = 1  # anything else: the server failed (5xx), an unexpected answer
     USAGE = 2  # the command line is wrong (Click's own code for usage errors)
     NOT_FOUND = 3  # no such tenant, workload or invoice (or another tenant's)
-    AUTH = 4  # not signed in, the token is refused (401) or the role does not allow it (403)
-    TIMEOUT = 5  # `wait` gave up before the workload got there
+    AUTH = 4  # not signed in (or to another portal), the token is refused (401), the role does
+    # not allow it (403), the sign-in was refused
+    TIMEOUT = 5  # `wait` gave up before the workload got there; the sign-in code expired
     REFUSED = 6  # the portal refused the request: invalid fields (400), a conflict (409)
     FAILED = 7  # `wait`: the workload failed
     UNREACHABLE = 8  # the portal (or the identity provider) could not be reached

@@ -16,6 +16,7 @@ import typer
 import yaml
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 class Format(StrEnum):
@@ -41,14 +42,15 @@ def stderr() -> Console:
     return Console(file=sys.stderr, highlight=False, soft_wrap=True)
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any) -> Text:
+    """A table cell: the value's text as it is (a Text, never read as Rich markup)."""
     if value is None:
-        return ""
+        return Text("")
     if isinstance(value, bool):
-        return "yes" if value else "no"
+        return Text("yes" if value else "no")
     if isinstance(value, dict | list):
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    return str(value)
+        return Text(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+    return Text(str(value))
 
 
 def emit(data: Any, fmt: Format, *, columns: Sequence[str] = (), title: str = "") -> None:
@@ -61,8 +63,9 @@ def emit(data: Any, fmt: Format, *, columns: Sequence[str] = (), title: str = ""
         sys.stdout.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
         return
     console = stdout()
+    caption = Text(title) if title else None
     if isinstance(data, list):
-        table = Table(title=title or None, show_lines=False, header_style="bold")
+        table = Table(title=caption, show_lines=False, header_style="bold")
         for column in columns:
             table.add_column(column.upper().replace("_", " "), overflow="fold")
         for row in data:
@@ -71,14 +74,15 @@ def emit(data: Any, fmt: Format, *, columns: Sequence[str] = (), title: str = ""
         if not data:
             stderr().print("Nothing to show.")
         return
-    table = Table(title=title or None, show_header=False, box=None)
+    table = Table(title=caption, show_header=False, box=None)
     table.add_column(style="bold")
     table.add_column(overflow="fold")
     for key in columns or list(data):
-        table.add_row(key, _cell(data.get(key)))
+        table.add_row(Text(str(key)), _cell(data.get(key)))
     console.print(table)
 
 
 def say(message: str) -> None:
-    """A message for the person (stderr)."""
-    stderr().print(message)
+    """A message for the person (stderr), printed as it is: names and the API's words may hold
+    brackets, which are not Rich markup here."""
+    stderr().print(message, markup=False)

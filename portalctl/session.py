@@ -1,5 +1,8 @@
 """What every command starts from: the stored configuration, a client signed in as the stored
-(or PORTALCTL_TOKEN's) credentials, and one way errors leave: the message, the exit code."""
+(or PORTALCTL_TOKEN's) credentials, and one way errors leave: the message, the exit code.
+
+Stored credentials go only to the portal they were given for: with PORTALCTL_SERVER (or a
+config) naming another, a command refuses (exit 4) rather than send them there."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import typer
+from rich.text import Text
 
 from .auth import fresh
 from .client import Client
@@ -24,15 +28,17 @@ def signed_in() -> tuple[Config, Client]:
     credentials = Credentials.load()
     if credentials is None:
         raise CliError("Not signed in: run portalctl login (or set PORTALCTL_TOKEN).", Exit.AUTH)
+    credentials.check_server(server)
     return config, Client(server, lambda: fresh(credentials, config.client_id).access_token)
 
 
 def print_error(error: CliError) -> None:
     console = stderr()
-    console.print(f"[bold red]Error:[/] {error}", markup=True, highlight=False)
+    # Styled prefix only: the message is the API's (or a file's) text, printed as it is.
+    console.print(Text.assemble(("Error:", "bold red"), " ", str(error)), highlight=False)
     for field, problems in error.fields.items():
         text = "; ".join(str(p) for p in problems) if isinstance(problems, list) else problems
-        console.print(f"  {field}: {text}", markup=False)
+        console.print(f"  {field}: {text}", markup=False, highlight=False)
 
 
 def command(function: F) -> F:

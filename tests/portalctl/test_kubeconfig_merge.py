@@ -88,3 +88,59 @@ def test_a_broken_kubeconfig_is_left_alone(kubeconfig):
         merge_into_file(VCLUSTER, name="acme-dev", use=False)
 
     assert kubeconfig.read_text() == "clusters: [unclosed"
+
+
+def test_a_symlinked_kubeconfig_stays_a_link_and_its_target_is_written(tmp_path, monkeypatch):
+    real = tmp_path / "dotfiles" / "kubeconfig"
+    real.parent.mkdir()
+    real.write_text(yaml.safe_dump(MINE))
+    link = tmp_path / "kube" / "config"
+    link.parent.mkdir()
+    link.symlink_to(real)
+    monkeypatch.setenv("KUBECONFIG", str(link))
+
+    _, backup = merge_into_file(VCLUSTER, name="acme-dev", use=False)
+
+    assert link.is_symlink() and link.resolve() == real
+    assert "acme-dev" in [c["name"] for c in yaml.safe_load(real.read_text())["contexts"]]
+    assert backup == real.with_name("kubeconfig.portalctl.bak")
+    assert yaml.safe_load(backup.read_text()) == MINE
+    assert sorted(p.name for p in link.parent.iterdir()) == ["config"]
+    assert stat.S_IMODE(real.stat().st_mode) == 0o600
+
+
+def test_the_first_backup_is_kept_by_later_merges(kubeconfig):
+    merge_into_file(VCLUSTER, name="acme-dev", use=False)
+
+    _, backup = merge_into_file(VCLUSTER, name="acme-other", use=True)
+
+    assert yaml.safe_load(backup.read_text()) == MINE
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize("entries", [{"prod": {"token": "x"}}, ["prod"], "prod"])
+def test_a_kubeconfig_whose_entries_are_not_mappings_is_an_error(kubeconfig, entries):
+    kubeconfig.write_text(yaml.safe_dump({**MINE, "users": entries}))
+
+    with pytest.raises(CliError, match="users must be a list of mappings"):
+        merge_into_file(VCLUSTER, name="acme-dev", use=False)
+
+
+def test_a_vcluster_kubeconfig_whose_context_is_not_a_mapping_is_an_error(kubeconfig):
+    broken = VCLUSTER.replace(
+        "context: {cluster: my-vcluster, user: my-vcluster, namespace: default}",
+        "context: my-vcluster")
+
+    with pytest.raises(CliError, match="context must be a mapping"):
+        merge_into_file(broken, name="acme-dev", use=False)
+
+
+def test_a_kubeconfig_that_cannot_be_read_is_an_error(kubeconfig):
+    kubeconfig.write_bytes(b"\xff\xfe not utf-8")
+    with pytest.raises(CliError, match="Cannot read"):
+        merge_into_file(VCLUSTER, name="acme-dev", use=False)
+
+    kubeconfig.unlink()
+    kubeconfig.mkdir()
+    with pytest.raises(CliError, match="Cannot read"):
+        merge_into_file(VCLUSTER, name="acme-dev", use=False)
