@@ -45,8 +45,12 @@ class Answer:
 def url_check(url: str, *, allow_localhost: bool) -> None:
     """Refuse a URL that is not HTTPS (HTTP only to localhost, when allowed), carries a
     password, or names a non-public address literally. Names are resolved when sending."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError as exc:  # a malformed [bracketed] host: "[x]", "[::1" ...
+        raise UnsafeUrl("The host is not a valid name or address: put an IPv6 address in "
+                        "brackets, e.g. https://[2001:db8::1]/portal.") from exc
     if not host:
         raise UnsafeUrl("Enter a full URL, e.g. https://hooks.example.com/portal.")
     if parts.username or parts.password:

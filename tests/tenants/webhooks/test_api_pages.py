@@ -53,6 +53,8 @@ def test_an_owner_registers_a_hook_over_the_api_and_sees_its_secret_once(
 @pytest.mark.parametrize(("body", "field"), [
     ({"url": "http://hooks.example.com/x"}, "url"),
     ({"url": "https://192.168.1.10/x"}, "url"),
+    ({"url": "https://[x]/"}, "url"),
+    ({"url": "https://[::1/"}, "url"),
     ({"event_types": []}, "event_types"),
     ({"event_types": ["webhook.test"]}, "event_types"),
     ({"event_types": "workload.ready"}, "event_types"),
@@ -150,6 +152,11 @@ def test_the_owner_registers_a_hook_on_the_page_and_sees_the_secret_once(
                                                 "event_types": ["budget.alert"],
                                                 "format": "standard"})
     assert refused.status_code == 200 and "not a public address" in refused.content.decode()
+    malformed = client.post("/t/acme/webhooks/", {"name": "x", "url": "https://[::1/",
+                                                  "event_types": ["budget.alert"],
+                                                  "format": "standard"})
+    assert malformed.status_code == 200
+    assert "not a valid name or address" in malformed.content.decode()
     assert Webhook.objects.count() == 1
 
 

@@ -193,6 +193,9 @@ def test_the_sender_claims_a_delivery_with_a_row_lock_that_skips_one_already_cla
     ("https://localhost/x", "not this machine"),
     ("https://user:pw@hooks.example.com/x", "no user name or password"),
     ("hooks.example.com", "full URL"),
+    ("https://[x]/hook", "not a valid name or address"),
+    ("https://[::1/hook", "not a valid name or address"),
+    ("https://::1]/hook", "not a valid name or address"),
 ])
 def test_a_url_that_is_not_public_https_is_refused(url, words, settings):
     settings.WEBHOOK_ALLOW_INSECURE_LOCALHOST = False
