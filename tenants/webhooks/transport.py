@@ -71,11 +71,39 @@ def url_check(url: str, *, allow_localhost: bool) -> None:
     _address_check(address, allow_localhost=allow_localhost)
 
 
+# IPv6 ranges that carry an IPv4 address the traffic ends up at, which Python counts as global
+# whatever that address is: NAT64's well-known prefix (RFC 6052; the IPv4 address in the last
+# 32 bits) and 6to4 (RFC 3056). NAT64's local-use prefix (RFC 8215) is the operator's own
+# translator, never public; IPv4-compatible addresses (::a.b.c.d) are deprecated.
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def _embedded_ipv4(address) -> ipaddress.IPv4Address | None:
+    if address.version != 6:
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def _address_check(address, *, allow_localhost: bool) -> None:
     if allow_localhost and address.is_loopback:
         return
+    refused = UnsafeUrl(f"The URL reaches {address}, which is not a public address.")
     if not address.is_global or address.is_multicast:
-        raise UnsafeUrl(f"The URL reaches {address}, which is not a public address.")
+        raise refused
+    if address.version == 6 and (address in NAT64_LOCAL or address in IPV4_COMPATIBLE):
+        raise refused
+    inner = _embedded_ipv4(address)
+    if inner is not None and (not inner.is_global or inner.is_multicast):
+        raise UnsafeUrl(f"The URL reaches {address}, which leads to {inner}, "
+                        "not a public address.")
 
 
 def resolve(host: str, port: int, *, allow_localhost: bool) -> str:

@@ -196,11 +196,27 @@ def test_the_sender_claims_a_delivery_with_a_row_lock_that_skips_one_already_cla
     ("https://[x]/hook", "not a valid name or address"),
     ("https://[::1/hook", "not a valid name or address"),
     ("https://::1]/hook", "not a valid name or address"),
+    # IPv6 addresses that lead to a private IPv4 one: NAT64, 6to4, IPv4-mapped, -compatible.
+    ("https://[64:ff9b::a9fe:a9fe]/x", "leads to 169.254.169.254"),
+    ("https://[64:ff9b::10.1.2.3]/x", "leads to 10.1.2.3"),
+    ("https://[64:ff9b:1::a00:1]/x", "not a public address"),
+    ("https://[2002:7f00:1::1]/x", "leads to 127.0.0.1"),
+    ("https://[2002:c0a8:10a::]/x", "leads to 192.168.1.10"),
+    ("https://[::ffff:10.1.2.3]/x", "not a public address"),
+    ("https://[::10.1.2.3]/x", "not a public address"),
 ])
 def test_a_url_that_is_not_public_https_is_refused(url, words, settings):
     settings.WEBHOOK_ALLOW_INSECURE_LOCALHOST = False
     with pytest.raises(transport.UnsafeUrl, match=words):
         transport.url_check(url, allow_localhost=False)
+
+
+@pytest.mark.parametrize("url", [
+    "https://hooks.example.com/x", "https://[2606:4700::1111]/x", "https://8.8.8.8/x",
+    "https://[64:ff9b::8.8.8.8]/x", "https://[2002:808:808::1]/x",
+])
+def test_a_public_address_and_nat64_or_6to4_to_a_public_one_are_accepted(url):
+    transport.url_check(url, allow_localhost=False)
 
 
 def test_a_name_is_resolved_and_each_address_it_has_must_be_public():
