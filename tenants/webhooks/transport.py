@@ -144,7 +144,8 @@ def post(url: str, *, body: bytes, headers: dict[str, str], timeout: float,
     else:
         pool = urllib3.HTTPConnectionPool(address, port, timeout=limits, retries=False)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    host_header = host if parts.port is None else f"{host}:{parts.port}"
+    named = f"[{host}]" if ":" in host else host  # an IPv6 literal keeps its brackets
+    host_header = named if parts.port is None else f"{named}:{parts.port}"
     try:
         response = pool.urlopen(
             "POST", path, body=body, headers={**headers, "host": host_header,

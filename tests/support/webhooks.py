@@ -8,6 +8,7 @@ import base64
 import hashlib
 import hmac
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -54,8 +55,9 @@ class Receiver:
     received: list[Received] = field(default_factory=list)
 
 
-def start_receiver(secret: str = SECRET, path: str = "/hook"):
-    """A server on 127.0.0.1 that verifies and records each POST; returns (receiver, stop)."""
+def start_receiver(secret: str = SECRET, path: str = "/hook", host: str = "127.0.0.1"):
+    """A server on `host` (127.0.0.1, or ::1) that verifies and records each POST; returns
+    (receiver, stop)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
@@ -77,8 +79,12 @@ def start_receiver(secret: str = SECRET, path: str = "/hook"):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    receiver = Receiver(url=f"http://127.0.0.1:{server.server_address[1]}{path}", secret=secret)
+    class Server(ThreadingHTTPServer):
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+    server = Server((host, 0), Handler)
+    named = f"[{host}]" if ":" in host else host
+    receiver = Receiver(url=f"http://{named}:{server.server_address[1]}{path}", secret=secret)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
 

@@ -14,7 +14,7 @@ from core.models import AuditEvent, OutboxEmail
 from tenants.webhooks import services, transport
 from tenants.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
 from tenants.webhooks.services.delivery import webhook_deliveries_due
-from tests.support.webhooks import hook_for
+from tests.support.webhooks import hook_for, start_receiver
 
 pytestmark = pytest.mark.django_db
 
@@ -233,6 +233,17 @@ def test_a_redirect_is_not_followed(receiver):
     answer = transport.post(receiver.url, body=b"{}", headers={}, timeout=2,
                             allow_localhost=True)
     assert answer.status == 302 and not answer.ok and len(receiver.received) == 1
+
+
+def test_the_host_header_of_an_ipv6_address_keeps_its_brackets():
+    receiver, stop = start_receiver(host="::1")
+    try:
+        answer = transport.post(receiver.url, body=b"{}", headers={}, timeout=2,
+                                allow_localhost=True)
+    finally:
+        stop()
+    port = receiver.url.split("]:")[1].split("/")[0]
+    assert answer.ok and receiver.received[0].headers["host"] == f"[::1]:{port}"
 
 
 def test_a_broker_that_is_down_loses_no_delivery(
