@@ -118,13 +118,19 @@ def resolve(host: str, port: int, *, allow_localhost: bool) -> str:
     return str(addresses[0])
 
 
+def _storable(text: str) -> str:
+    """The receiver's words as PostgreSQL text can hold them: no NUL character (saving one
+    fails, and the delivery would be sent again for ever), at most MAX_ANSWER characters."""
+    return text.replace("\x00", "\ufffd")[:MAX_ANSWER]
+
+
 def post(url: str, *, body: bytes, headers: dict[str, str], timeout: float,
          allow_localhost: bool) -> Answer:
     """POST `body` to `url`; never raises for what the receiver or the network does."""
     started = time.monotonic()
 
     def answer(status: int | None, text: str = "", error: str = "") -> Answer:
-        return Answer(status, text[:MAX_ANSWER], error[:MAX_ANSWER],
+        return Answer(status, _storable(text), _storable(error),
                       int((time.monotonic() - started) * 1000))
 
     try:

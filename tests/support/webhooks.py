@@ -47,11 +47,12 @@ class Received:
 @dataclass
 class Receiver:
     """What the receiver got, and what it answers next (`answers`: status codes, in turn;
-    the last one repeats)."""
+    the last one repeats; `body`, when set, the body of each answer)."""
 
     url: str
     secret: str
     answers: list[int] = field(default_factory=lambda: [200])
+    body: bytes | None = None  # what it answers (None: a short text that suits the status)
     received: list[Received] = field(default_factory=list)
 
 
@@ -70,7 +71,8 @@ def start_receiver(secret: str = SECRET, path: str = "/hook", host: str = "127.0
                 received = Received(headers, body, None, str(exc))
             receiver.received.append(received)
             status = receiver.answers[min(len(receiver.received), len(receiver.answers)) - 1]
-            answer = b'{"ok": true}' if status < 300 else b"receiver is down for maintenance"
+            answer = receiver.body if receiver.body is not None else (
+                b'{"ok": true}' if status < 300 else b"receiver is down for maintenance")
             self.send_response(status)
             self.send_header("content-length", str(len(answer)))
             self.end_headers()

@@ -115,6 +115,21 @@ def test_a_500_is_retried_after_a_backoff_then_delivered_by_the_sweep(
     assert hook.consecutive_failures == 0
 
 
+@pytest.mark.parametrize(("status", "state"), [(200, DeliveryStatus.SUCCEEDED),
+                                               (500, DeliveryStatus.PENDING)])
+def test_a_nul_character_in_the_answer_is_kept_as_a_replacement_character(
+    tenant, receiver, status, state, django_capture_on_commit_callbacks,
+):
+    """PostgreSQL's text holds no NUL: saving one failed, which rolled the attempt back and
+    left the delivery due for ever."""
+    receiver.answers, receiver.body = [status], b"ok\x00\x00done"
+    hook_for(tenant, url=receiver.url)
+    [delivery] = _emit(tenant, django_capture_on_commit_callbacks)
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.response_code) == (state, 1, status)
+    assert delivery.response_body == "ok\ufffd\ufffddone"
+
+
 def test_the_backoff_doubles_up_to_its_cap(settings):
     settings.WEBHOOK_RETRY_MAX_SECONDS = 3600
     for attempts, base in ((1, 30), (2, 60), (3, 120), (6, 960)):
