@@ -112,7 +112,8 @@ SECTIONS = (
         "Tenants' and platform admins' webhooks ([Webhooks](webhooks.md)).",
         (
             Var("WEBHOOK_TIMEOUT_SECONDS", "10",
-                "how long a receiver has to answer a delivery (connecting: at most 5 s)"),
+                "how long one try of a delivery may take in all: connecting (at most 5 s), "
+                "sending and reading the answer; a slower answer is a failed try"),
             Var("WEBHOOK_MAX_ATTEMPTS", "10",
                 "tries of one delivery before it is marked failed (it can be redelivered)"),
             Var("WEBHOOK_RETRY_MAX_SECONDS", "21600",

@@ -97,6 +97,45 @@ def start_receiver(secret: str = SECRET, path: str = "/hook", host: str = "127.0
     return receiver, stop
 
 
+def start_trickler(*, part: str, every: float = 0.2, lasting: float = 3.0):
+    """A server on 127.0.0.1 that reads a request and answers one byte every `every` seconds
+    for `lasting` seconds: of its status line and headers (`part="headers"`), or of its body
+    after a prompt 200 (`part="body"`). Returns (url, stop)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stopped = threading.Event()
+
+    def serve():
+        while not stopped.is_set():
+            try:
+                peer, _ = listener.accept()
+            except OSError:
+                return
+            with peer:
+                peer.recv(65536)
+                length = int(lasting / every)
+                head = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % length
+                slow = head + b"x" * length if part == "headers" else b"x" * length
+                try:
+                    if part == "body":
+                        peer.sendall(head)
+                    for byte in slow:
+                        if stopped.wait(every):
+                            break
+                        peer.sendall(bytes([byte]))
+                except OSError:
+                    pass  # the portal hung up: what the test wants
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    def stop():
+        stopped.set()
+        listener.close()
+        thread.join(5)
+
+    return f"http://127.0.0.1:{listener.getsockname()[1]}/hook", stop
+
+
 def hook_for(tenant, *, url: str, events=None, format: str = Webhook.Format.STANDARD,
              secret: str = SECRET, name: str = "ci") -> Webhook:
     """A hook of `tenant` (None: for every tenant) hearing about `events` (default: all)."""

@@ -3,6 +3,7 @@ after commit to a real receiver on 127.0.0.1 that verifies the Standard Webhooks
 itself; retries with capped backoff after a 500 or a refused connection; the row lock; a hook
 that keeps failing is disabled and its owners told; the sweep; where a hook may not point."""
 
+import time
 from datetime import timedelta
 
 import pytest
@@ -14,7 +15,7 @@ from core.models import AuditEvent, OutboxEmail
 from tenants.webhooks import services, transport
 from tenants.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
 from tenants.webhooks.services.delivery import webhook_deliveries_due
-from tests.support.webhooks import hook_for, start_receiver
+from tests.support.webhooks import hook_for, start_receiver, start_trickler
 
 pytestmark = pytest.mark.django_db
 
@@ -248,6 +249,40 @@ def test_a_redirect_is_not_followed(receiver):
     answer = transport.post(receiver.url, body=b"{}", headers={}, timeout=2,
                             allow_localhost=True)
     assert answer.status == 302 and not answer.ok and len(receiver.received) == 1
+
+
+@pytest.mark.parametrize("part", ["headers", "body"])
+def test_a_receiver_answering_a_byte_at_a_time_times_out_at_the_deadline(part):
+    """Each byte comes well within the timeout, but the answer as a whole does not."""
+    url, stop = start_trickler(part=part, every=0.2, lasting=3.0)
+    try:
+        started = time.monotonic()
+        answer = transport.post(url, body=b"{}", headers={}, timeout=1, allow_localhost=True)
+        took = time.monotonic() - started
+    finally:
+        stop()
+    assert answer.status is None and not answer.ok
+    assert answer.error == ("Timed out: no complete answer within 1 s (connecting, sending and "
+                            "reading together).")
+    assert 1 <= took < 2 and 1000 <= answer.duration_ms < 2000
+
+
+def test_a_delivery_to_a_trickling_receiver_is_a_failed_attempt(
+    tenant, settings, django_capture_on_commit_callbacks,
+):
+    settings.WEBHOOK_TIMEOUT_SECONDS = 1
+    url, stop = start_trickler(part="headers", every=0.2, lasting=3.0)
+    try:
+        hook = hook_for(tenant, url=url)
+        [delivery] = _emit(tenant, django_capture_on_commit_callbacks)
+    finally:
+        stop()
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.response_code) == (
+        DeliveryStatus.PENDING, 1, None)
+    assert delivery.last_error.startswith("Timed out: no complete answer within 1 s")
+    hook.refresh_from_db()
+    assert hook.consecutive_failures == 1
 
 
 def test_the_host_header_of_an_ipv6_address_keeps_its_brackets():
