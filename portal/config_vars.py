@@ -121,7 +121,11 @@ SECTIONS = (
                 "spread by 25 %)"),
             Var("WEBHOOK_DISABLE_AFTER_FAILURES", "15",
                 "failed tries in a row (of any of its deliveries) after which a hook is "
-                "disabled and its owners are mailed"),
+                "disabled and its owners are mailed, once they have lasted "
+                "`WEBHOOK_DISABLE_AFTER_HOURS` too"),
+            Var("WEBHOOK_DISABLE_AFTER_HOURS", "24",
+                "how long a hook's failures in a row must have lasted (since the first of them) "
+                "before it is disabled: a short outage during a burst of events does not"),
             Var("WEBHOOK_SWEEP_SECONDS", "30",
                 "how often deliveries that are due (retries, or owed while the broker was down) "
                 "are sent"),

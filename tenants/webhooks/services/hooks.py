@@ -122,15 +122,15 @@ def webhook_disable(*, actor: Any, webhook: Webhook) -> Webhook:
 
 @transaction.atomic
 def webhook_enable(*, actor: Any, webhook: Webhook) -> Webhook:
-    """Enable the hook again, its failure count from zero (deliveries failed while it was
-    disabled stay failed: redeliver those wanted)."""
+    """Enable the hook again, its failure count (and how long they have lasted) from zero
+    (deliveries failed while it was disabled stay failed: redeliver those wanted)."""
     _managed(actor, webhook.tenant)
     hook = Webhook.objects.select_for_update().get(pk=webhook.pk)
     if hook.enabled:
         return hook
     was = hook.disabled_reason
     hook.enabled, hook.disabled_at, hook.disabled_reason = True, None, ""
-    hook.consecutive_failures, hook.updated_at = 0, timezone.now()
+    hook.consecutive_failures, hook.failing_since, hook.updated_at = 0, None, timezone.now()
     hook.save()
     audit(actor=actor, action="webhook.enable", obj=hook, tenant=hook.tenant,
           changes={"disabled_reason": was})

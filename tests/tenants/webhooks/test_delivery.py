@@ -4,7 +4,7 @@ itself; retries with capped backoff after a 500 or a refused connection; the row
 that keeps failing is disabled and its owners told; the sweep; where a hook may not point."""
 
 import time
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
 from django.db import connection
@@ -158,13 +158,16 @@ def test_a_hook_that_keeps_failing_is_disabled_and_its_owners_are_told(
     django_capture_on_commit_callbacks,
 ):
     settings.WEBHOOK_DISABLE_AFTER_FAILURES = 3
+    settings.WEBHOOK_DISABLE_AFTER_HOURS = 0  # the count alone decides here
     receiver.answers = [500]
     hook = hook_for(tenant, url=receiver.url)
     for _ in range(3):
         _emit(tenant, django_capture_on_commit_callbacks)
     hook.refresh_from_db()
     assert not hook.enabled and hook.disabled_at is not None
-    assert hook.disabled_reason.startswith("3 deliveries in a row failed; the last: The receiver")
+    since = hook.failing_since.astimezone(UTC)
+    assert hook.disabled_reason.startswith(
+        f"3 deliveries in a row failed since {since:%Y-%m-%d %H:%M} UTC; the last: The receiver")
     assert set(hook.deliveries.values_list("status", flat=True)) == {DeliveryStatus.FAILED}
     [mail] = OutboxEmail.objects.filter(topic="webhook.disabled")
     assert mail.to == ["owner@example.com"]
@@ -183,7 +186,43 @@ def test_a_hook_that_keeps_failing_is_disabled_and_its_owners_are_told(
     client.post(f"/t/acme/webhooks/{hook.pk}/enable/")
     hook.refresh_from_db()
     assert hook.enabled and hook.consecutive_failures == 0 and hook.disabled_reason == ""
+    assert hook.failing_since is None
     assert AuditEvent.objects.filter(action="webhook.enable", actor=tenant_owner).exists()
+
+
+def test_a_short_outage_during_a_burst_does_not_disable_the_hook(
+    tenant, receiver, settings, django_capture_on_commit_callbacks,
+):
+    """The count is reached within minutes, but the failures have not lasted: the hook stays.
+    A delivered try ends the run; a run that lasts the whole time disables it."""
+    settings.WEBHOOK_DISABLE_AFTER_FAILURES = 3
+    settings.WEBHOOK_DISABLE_AFTER_HOURS = 24
+    receiver.answers = [500]
+    hook = hook_for(tenant, url=receiver.url)
+    before = timezone.now()
+    for _ in range(5):
+        _emit(tenant, django_capture_on_commit_callbacks)
+    hook.refresh_from_db()
+    assert hook.enabled and hook.consecutive_failures == 5
+    assert before <= hook.failing_since <= timezone.now()
+    assert set(hook.deliveries.values_list("status", flat=True)) == {DeliveryStatus.PENDING}
+
+    receiver.answers = [200]  # the receiver is back: the run ends
+    _emit(tenant, django_capture_on_commit_callbacks)
+    hook.refresh_from_db()
+    assert (hook.consecutive_failures, hook.failing_since) == (0, None)
+
+    receiver.answers = [500]  # down again, for good this time
+    for _ in range(3):
+        _emit(tenant, django_capture_on_commit_callbacks)
+    hook.refresh_from_db()
+    assert hook.enabled and hook.consecutive_failures == 3
+    Webhook.objects.filter(pk=hook.pk).update(
+        failing_since=timezone.now() - timedelta(hours=24, minutes=1))  # a day later
+    _emit(tenant, django_capture_on_commit_callbacks)
+    hook.refresh_from_db()
+    assert not hook.enabled and hook.disabled_reason.startswith("4 deliveries in a row failed")
+    assert AuditEvent.objects.get(action="webhook.disable").changes["consecutive_failures"] == 4
 
 
 def test_the_sender_claims_a_delivery_with_a_row_lock_that_skips_one_already_claimed(
