@@ -171,8 +171,12 @@ def webhook_delivery_redeliver(*, actor: Any, delivery: WebhookDelivery) -> Webh
     """Send a delivery again, as it was (the same webhook-id: receivers may deduplicate), with
     a fresh round of retries."""
     _managed(actor, delivery.webhook.tenant)
-    locked = (WebhookDelivery.objects.select_for_update().select_related("webhook")
-              .get(pk=delivery.pk))
+    # The delivery's row only (the sender locks the hook's row while holding the delivery's),
+    # and without waiting: a worker holds it while sending, for up to WEBHOOK_TIMEOUT_SECONDS.
+    locked = (WebhookDelivery.objects.select_for_update(of=("self",), skip_locked=True)
+              .select_related("webhook").filter(pk=delivery.pk).first())
+    if locked is None:
+        raise RuleViolation("That delivery is being sent right now: try again in a moment.")
     _enabled(locked.webhook)
     if locked.status == DeliveryStatus.PENDING:
         raise RuleViolation("That delivery is still being tried.")
