@@ -112,7 +112,8 @@ SECTIONS = (
         "Tenants' and platform admins' webhooks ([Webhooks](webhooks.md)).",
         (
             Var("WEBHOOK_TIMEOUT_SECONDS", "10",
-                "how long a receiver has to answer a delivery (connecting: at most 5 s)"),
+                "how long one try of a delivery may take in all: connecting (at most 5 s), "
+                "sending and reading the answer; a slower answer is a failed try"),
             Var("WEBHOOK_MAX_ATTEMPTS", "10",
                 "tries of one delivery before it is marked failed (it can be redelivered)"),
             Var("WEBHOOK_RETRY_MAX_SECONDS", "21600",
@@ -120,7 +121,11 @@ SECTIONS = (
                 "spread by 25 %)"),
             Var("WEBHOOK_DISABLE_AFTER_FAILURES", "15",
                 "failed tries in a row (of any of its deliveries) after which a hook is "
-                "disabled and its owners are mailed"),
+                "disabled and its owners are mailed, once they have lasted "
+                "`WEBHOOK_DISABLE_AFTER_HOURS` too"),
+            Var("WEBHOOK_DISABLE_AFTER_HOURS", "24",
+                "how long a hook's failures in a row must have lasted (since the first of them) "
+                "before it is disabled: a short outage during a burst of events does not"),
             Var("WEBHOOK_SWEEP_SECONDS", "30",
                 "how often deliveries that are due (retries, or owed while the broker was down) "
                 "are sent"),

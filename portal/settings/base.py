@@ -346,13 +346,15 @@ IDLE_GPU_WINDOW_MINUTES = env.int("IDLE_GPU_WINDOW_MINUTES", default=60)
 IDLE_GPU_GRACE_MINUTES = env.int("IDLE_GPU_GRACE_MINUTES", default=60)
 
 # Webhooks (docs/webhooks.md): how long a receiver has to answer, how often a delivery is tried
-# (doubling from 30 s up to the cap), and after how many failures in a row a hook is disabled.
+# (doubling from 30 s up to the cap), and after how many failures in a row, lasting how long, a
+# hook is disabled.
 # Plain HTTP to 127.0.0.1/localhost only for tests and the demo: otherwise HTTPS to public
 # addresses only.
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
 WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=10)
 WEBHOOK_RETRY_MAX_SECONDS = env.int("WEBHOOK_RETRY_MAX_SECONDS", default=21600)
 WEBHOOK_DISABLE_AFTER_FAILURES = env.int("WEBHOOK_DISABLE_AFTER_FAILURES", default=15)
+WEBHOOK_DISABLE_AFTER_HOURS = env.float("WEBHOOK_DISABLE_AFTER_HOURS", default=24.0)
 WEBHOOK_ALLOW_INSECURE_LOCALHOST = env.bool("WEBHOOK_ALLOW_INSECURE_LOCALHOST", default=False)
 if PRODUCTION and WEBHOOK_ALLOW_INSECURE_LOCALHOST:
     raise environ.ImproperlyConfigured("WEBHOOK_ALLOW_INSECURE_LOCALHOST is for tests, the demo.")

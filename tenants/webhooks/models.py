@@ -48,6 +48,9 @@ class Webhook(models.Model):
     disabled_at = models.DateTimeField(null=True, blank=True)
     disabled_reason = models.CharField(max_length=300, blank=True)
     consecutive_failures = models.PositiveIntegerField(default=0)
+    # When the current run of failed tries began (None: the last try succeeded): a hook is
+    # disabled only once its failures have lasted WEBHOOK_DISABLE_AFTER_HOURS too.
+    failing_since = models.DateTimeField(null=True, blank=True)
     last_success_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")

@@ -5,7 +5,8 @@ not reach the portal's own neighbours (server-side request forgery). So the host
 here, every address it resolves to must be public (not private, loopback, link-local, reserved
 or multicast), and the connection goes to the address checked (no second lookup a DNS answer
 could change in between), with TLS still verified against the host name. Redirects are not
-followed, timeouts are short and only the start of the answer is read.
+followed, only the start of the answer is read, and the whole send (connecting, sending, reading
+the answer) has one deadline: a receiver cannot hold a worker by answering a byte at a time.
 
 `allow_localhost` (WEBHOOK_ALLOW_INSECURE_LOCALHOST, tests and the demo) lets a hook reach
 127.0.0.1/localhost, over plain HTTP too; nothing else private.
@@ -13,14 +14,18 @@ followed, timeouts are short and only the start of the answer is read.
 
 from __future__ import annotations
 
+import contextlib
+import http.client
 import ipaddress
 import socket
+import threading
 import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import certifi
 import urllib3
+import urllib3.connection
 
 LOCAL_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 MAX_ANSWER = 1000  # characters of the receiver's answer kept in the log
@@ -45,8 +50,12 @@ class Answer:
 def url_check(url: str, *, allow_localhost: bool) -> None:
     """Refuse a URL that is not HTTPS (HTTP only to localhost, when allowed), carries a
     password, or names a non-public address literally. Names are resolved when sending."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
+    try:
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError as exc:  # a malformed [bracketed] host: "[x]", "[::1" ...
+        raise UnsafeUrl("The host is not a valid name or address: put an IPv6 address in "
+                        "brackets, e.g. https://[2001:db8::1]/portal.") from exc
     if not host:
         raise UnsafeUrl("Enter a full URL, e.g. https://hooks.example.com/portal.")
     if parts.username or parts.password:
@@ -67,11 +76,39 @@ def url_check(url: str, *, allow_localhost: bool) -> None:
     _address_check(address, allow_localhost=allow_localhost)
 
 
+# IPv6 ranges that carry an IPv4 address the traffic ends up at, which Python counts as global
+# whatever that address is: NAT64's well-known prefix (RFC 6052; the IPv4 address in the last
+# 32 bits) and 6to4 (RFC 3056). NAT64's local-use prefix (RFC 8215) is the operator's own
+# translator, never public; IPv4-compatible addresses (::a.b.c.d) are deprecated.
+NAT64 = ipaddress.ip_network("64:ff9b::/96")
+NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def _embedded_ipv4(address) -> ipaddress.IPv4Address | None:
+    if address.version != 6:
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
 def _address_check(address, *, allow_localhost: bool) -> None:
     if allow_localhost and address.is_loopback:
         return
+    refused = UnsafeUrl(f"The URL reaches {address}, which is not a public address.")
     if not address.is_global or address.is_multicast:
-        raise UnsafeUrl(f"The URL reaches {address}, which is not a public address.")
+        raise refused
+    if address.version == 6 and (address in NAT64_LOCAL or address in IPV4_COMPATIBLE):
+        raise refused
+    inner = _embedded_ipv4(address)
+    if inner is not None and (not inner.is_global or inner.is_multicast):
+        raise UnsafeUrl(f"The URL reaches {address}, which leads to {inner}, "
+                        "not a public address.")
 
 
 def resolve(host: str, port: int, *, allow_localhost: bool) -> str:
@@ -86,13 +123,52 @@ def resolve(host: str, port: int, *, allow_localhost: bool) -> str:
     return str(addresses[0])
 
 
+def _storable(text: str) -> str:
+    """The receiver's words as PostgreSQL text can hold them: no NUL character (saving one
+    fails, and the delivery would be sent again for ever), at most MAX_ANSWER characters."""
+    return text.replace("\x00", "\ufffd")[:MAX_ANSWER]
+
+
+class _Deadline:
+    """Shuts the connection's socket down once the send has used its whole time: a socket's
+    timeout counts per read, so a receiver answering a byte at a time would otherwise hold the
+    worker (and the delivery's row lock) for as long as it likes."""
+
+    def __init__(self, connection, seconds: float) -> None:
+        self.expired = False
+        self._connection, self._over, self._lock = connection, False, threading.Lock()
+        self._timer = threading.Timer(max(0.0, seconds), self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        with self._lock:  # after this the timer touches nothing: the socket may be closed
+            self._over = True
+        self._timer.cancel()
+
+    def _expire(self) -> None:
+        with self._lock:
+            if self._over:
+                return
+            self.expired = True
+            sock = self._connection.sock
+            if isinstance(sock, socket.socket):
+                # Wakes the blocked read (TLS or not) with an end of stream or an error.
+                with contextlib.suppress(OSError):
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
 def post(url: str, *, body: bytes, headers: dict[str, str], timeout: float,
          allow_localhost: bool) -> Answer:
-    """POST `body` to `url`; never raises for what the receiver or the network does."""
+    """POST `body` to `url` within `timeout` seconds in all (resolving, connecting, sending and
+    reading the answer); never raises for what the receiver or the network does."""
     started = time.monotonic()
 
     def answer(status: int | None, text: str = "", error: str = "") -> Answer:
-        return Answer(status, text[:MAX_ANSWER], error[:MAX_ANSWER],
+        return Answer(status, _storable(text), _storable(error),
                       int((time.monotonic() - started) * 1000))
 
     try:
@@ -103,29 +179,42 @@ def post(url: str, *, body: bytes, headers: dict[str, str], timeout: float,
         address = resolve(host, port, allow_localhost=allow_localhost)
     except UnsafeUrl as exc:
         return answer(None, error=f"Not sent: {exc}")
-    limits = urllib3.Timeout(connect=min(timeout, 5.0), read=timeout)
+    timed_out = (f"Timed out: no complete answer within {timeout:g} s (connecting, sending "
+                 "and reading together).")
+    remaining = timeout - (time.monotonic() - started)
+    if remaining <= 0:
+        return answer(None, error=timed_out)
     if parts.scheme == "https":
-        pool = urllib3.HTTPSConnectionPool(
-            address, port, timeout=limits, retries=False, server_hostname=host,
+        connection = urllib3.connection.HTTPSConnection(
+            address, port, timeout=min(remaining, 5.0), server_hostname=host,
             assert_hostname=host, cert_reqs="CERT_REQUIRED", ca_certs=certifi.where(),
         )
     else:
-        pool = urllib3.HTTPConnectionPool(address, port, timeout=limits, retries=False)
+        connection = urllib3.connection.HTTPConnection(address, port,
+                                                       timeout=min(remaining, 5.0))
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    host_header = host if parts.port is None else f"{host}:{parts.port}"
+    named = f"[{host}]" if ":" in host else host  # an IPv6 literal keeps its brackets
+    host_header = named if parts.port is None else f"{named}:{parts.port}"
     try:
-        response = pool.urlopen(
-            "POST", path, body=body, headers={**headers, "host": host_header,
-                                              "user-agent": "ai-factory-portal-webhooks"},
-            redirect=False, retries=False, preload_content=False,
-        )
-        try:
-            text = response.read(MAX_ANSWER * 4, decode_content=True).decode("utf-8", "replace")
-        finally:
-            response.release_conn()
-    except (urllib3.exceptions.HTTPError, OSError) as exc:
-        return answer(None, error=f"{type(exc).__name__}: {exc}")
+        with _Deadline(connection, remaining) as deadline:
+            try:
+                connection.connect()
+                connection.sock.settimeout(max(0.001, timeout - (time.monotonic() - started)))
+                connection.request(
+                    "POST", path, body=body, preload_content=False,
+                    headers={**headers, "host": host_header,
+                             "user-agent": "ai-factory-portal-webhooks"},
+                )
+                response = connection.getresponse()
+                text = response.read(MAX_ANSWER * 4, decode_content=True).decode("utf-8",
+                                                                                 "replace")
+            except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as exc:
+                if deadline.expired:
+                    return answer(None, error=timed_out)
+                return answer(None, error=f"{type(exc).__name__}: {exc}")
+        if deadline.expired:  # what was read before the socket was shut is not an answer
+            return answer(None, error=timed_out)
     finally:
-        pool.close()
+        connection.close()
     return answer(response.status, text, "" if 200 <= response.status < 300
                   else f"The receiver answered HTTP {response.status}.")

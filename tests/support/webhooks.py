@@ -8,6 +8,7 @@ import base64
 import hashlib
 import hmac
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -46,16 +47,18 @@ class Received:
 @dataclass
 class Receiver:
     """What the receiver got, and what it answers next (`answers`: status codes, in turn;
-    the last one repeats)."""
+    the last one repeats; `body`, when set, the body of each answer)."""
 
     url: str
     secret: str
     answers: list[int] = field(default_factory=lambda: [200])
+    body: bytes | None = None  # what it answers (None: a short text that suits the status)
     received: list[Received] = field(default_factory=list)
 
 
-def start_receiver(secret: str = SECRET, path: str = "/hook"):
-    """A server on 127.0.0.1 that verifies and records each POST; returns (receiver, stop)."""
+def start_receiver(secret: str = SECRET, path: str = "/hook", host: str = "127.0.0.1"):
+    """A server on `host` (127.0.0.1, or ::1) that verifies and records each POST; returns
+    (receiver, stop)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
@@ -68,7 +71,8 @@ def start_receiver(secret: str = SECRET, path: str = "/hook"):
                 received = Received(headers, body, None, str(exc))
             receiver.received.append(received)
             status = receiver.answers[min(len(receiver.received), len(receiver.answers)) - 1]
-            answer = b'{"ok": true}' if status < 300 else b"receiver is down for maintenance"
+            answer = receiver.body if receiver.body is not None else (
+                b'{"ok": true}' if status < 300 else b"receiver is down for maintenance")
             self.send_response(status)
             self.send_header("content-length", str(len(answer)))
             self.end_headers()
@@ -77,8 +81,12 @@ def start_receiver(secret: str = SECRET, path: str = "/hook"):
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    receiver = Receiver(url=f"http://127.0.0.1:{server.server_address[1]}{path}", secret=secret)
+    class Server(ThreadingHTTPServer):
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+    server = Server((host, 0), Handler)
+    named = f"[{host}]" if ":" in host else host
+    receiver = Receiver(url=f"http://{named}:{server.server_address[1]}{path}", secret=secret)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
 
@@ -87,6 +95,45 @@ def start_receiver(secret: str = SECRET, path: str = "/hook"):
         server.server_close()
 
     return receiver, stop
+
+
+def start_trickler(*, part: str, every: float = 0.2, lasting: float = 3.0):
+    """A server on 127.0.0.1 that reads a request and answers one byte every `every` seconds
+    for `lasting` seconds: of its status line and headers (`part="headers"`), or of its body
+    after a prompt 200 (`part="body"`). Returns (url, stop)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stopped = threading.Event()
+
+    def serve():
+        while not stopped.is_set():
+            try:
+                peer, _ = listener.accept()
+            except OSError:
+                return
+            with peer:
+                peer.recv(65536)
+                length = int(lasting / every)
+                head = b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % length
+                slow = head + b"x" * length if part == "headers" else b"x" * length
+                try:
+                    if part == "body":
+                        peer.sendall(head)
+                    for byte in slow:
+                        if stopped.wait(every):
+                            break
+                        peer.sendall(bytes([byte]))
+                except OSError:
+                    pass  # the portal hung up: what the test wants
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+
+    def stop():
+        stopped.set()
+        listener.close()
+        thread.join(5)
+
+    return f"http://127.0.0.1:{listener.getsockname()[1]}/hook", stop
 
 
 def hook_for(tenant, *, url: str, events=None, format: str = Webhook.Format.STANDARD,

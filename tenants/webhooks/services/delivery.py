@@ -10,8 +10,10 @@ start, sends what is due).
 never send the same one at once), signs and sends it, and records the answer. A failure is
 tried again after a capped exponential backoff with jitter, up to WEBHOOK_MAX_ATTEMPTS; every
 failed attempt counts against the hook, and WEBHOOK_DISABLE_AFTER_FAILURES failures in a row
-disable it (its people are mailed and its page says why). Delivery is at least once: receivers
-deduplicate by the webhook-id header.
+disable it (its people are mailed and its page says why) once they have lasted
+WEBHOOK_DISABLE_AFTER_HOURS since the first of them: a burst of events during a short outage
+reaches the count quickly, and must not. Delivery is at least once: receivers deduplicate by
+the webhook-id header.
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ import logging
 import random
 import time
 import uuid
-from datetime import timedelta
+from datetime import UTC, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 from django.urls import reverse
 from django.utils import timezone
 
@@ -134,7 +137,8 @@ def webhook_disable_now(*, hook: Webhook, actor: Any | None, reason: str) -> Non
         status=DeliveryStatus.FAILED, last_error="Not sent: the webhook was disabled.")
     audit(actor=actor, action="webhook.disable", obj=hook, tenant=hook.tenant,
           changes={"reason": hook.disabled_reason,
-                   "consecutive_failures": hook.consecutive_failures})
+                   "consecutive_failures": hook.consecutive_failures,
+                   "failing_since": hook.failing_since and hook.failing_since.isoformat()})
     if actor is not None:
         return
     whose = hook.tenant.name if hook.tenant is not None else "every tenant"
@@ -155,17 +159,22 @@ def _record_failure(delivery: WebhookDelivery, hook: Webhook, now) -> None:
         delivery.status = DeliveryStatus.FAILED
     else:
         delivery.next_attempt_at = now + retry_delay(delivery.attempts)
-    Webhook.objects.filter(pk=hook.pk).update(consecutive_failures=F("consecutive_failures") + 1)
+    Webhook.objects.filter(pk=hook.pk).update(
+        consecutive_failures=F("consecutive_failures") + 1,
+        failing_since=Coalesce(F("failing_since"), Value(now)))
     limit = settings.WEBHOOK_DISABLE_AFTER_FAILURES
+    lasted_from = now - timedelta(hours=settings.WEBHOOK_DISABLE_AFTER_HOURS)
     # Under the hook's row lock: of two deliveries failing at once, one disables it.
     locked = (Webhook.objects.select_for_update(of=("self",)).select_related("tenant")
-              .filter(pk=hook.pk, enabled=True, consecutive_failures__gte=limit).first())
+              .filter(pk=hook.pk, enabled=True, consecutive_failures__gte=limit,
+                      failing_since__lte=lasted_from).first())
     if locked is not None:
         delivery.status = DeliveryStatus.FAILED
         delivery.save()
+        since = locked.failing_since.astimezone(UTC)
         webhook_disable_now(hook=locked, actor=None, reason=(
-            f"{locked.consecutive_failures} deliveries in a row failed; the last: "
-            f"{delivery.last_error}"))
+            f"{locked.consecutive_failures} deliveries in a row failed since "
+            f"{since:%Y-%m-%d %H:%M} UTC; the last: {delivery.last_error}"))
 
 
 def webhook_delivery_send(*, delivery_id: int) -> str | None:
@@ -200,7 +209,7 @@ def webhook_delivery_send(*, delivery_id: int) -> str | None:
         delivery.last_error = answer.error
         if answer.ok:
             delivery.status, delivery.delivered_at = DeliveryStatus.SUCCEEDED, now
-            Webhook.objects.filter(pk=hook.pk).update(consecutive_failures=0,
+            Webhook.objects.filter(pk=hook.pk).update(consecutive_failures=0, failing_since=None,
                                                       last_success_at=now)
         else:
             logger.warning("Webhook %s: delivery %s failed: %s", hook.pk, delivery.event_id,

@@ -122,15 +122,15 @@ def webhook_disable(*, actor: Any, webhook: Webhook) -> Webhook:
 
 @transaction.atomic
 def webhook_enable(*, actor: Any, webhook: Webhook) -> Webhook:
-    """Enable the hook again, its failure count from zero (deliveries failed while it was
-    disabled stay failed: redeliver those wanted)."""
+    """Enable the hook again, its failure count (and how long they have lasted) from zero
+    (deliveries failed while it was disabled stay failed: redeliver those wanted)."""
     _managed(actor, webhook.tenant)
     hook = Webhook.objects.select_for_update().get(pk=webhook.pk)
     if hook.enabled:
         return hook
     was = hook.disabled_reason
     hook.enabled, hook.disabled_at, hook.disabled_reason = True, None, ""
-    hook.consecutive_failures, hook.updated_at = 0, timezone.now()
+    hook.consecutive_failures, hook.failing_since, hook.updated_at = 0, None, timezone.now()
     hook.save()
     audit(actor=actor, action="webhook.enable", obj=hook, tenant=hook.tenant,
           changes={"disabled_reason": was})
@@ -171,8 +171,12 @@ def webhook_delivery_redeliver(*, actor: Any, delivery: WebhookDelivery) -> Webh
     """Send a delivery again, as it was (the same webhook-id: receivers may deduplicate), with
     a fresh round of retries."""
     _managed(actor, delivery.webhook.tenant)
-    locked = (WebhookDelivery.objects.select_for_update().select_related("webhook")
-              .get(pk=delivery.pk))
+    # The delivery's row only (the sender locks the hook's row while holding the delivery's),
+    # and without waiting: a worker holds it while sending, for up to WEBHOOK_TIMEOUT_SECONDS.
+    locked = (WebhookDelivery.objects.select_for_update(of=("self",), skip_locked=True)
+              .select_related("webhook").filter(pk=delivery.pk).first())
+    if locked is None:
+        raise RuleViolation("That delivery is being sent right now: try again in a moment.")
     _enabled(locked.webhook)
     if locked.status == DeliveryStatus.PENDING:
         raise RuleViolation("That delivery is still being tried.")

@@ -21,5 +21,6 @@ def receiver(_receiver_server):
     """The module's receiver, emptied and answering 200 for each test."""
     _receiver_server.received.clear()
     _receiver_server.answers = [200]
+    _receiver_server.body = None
     _receiver_server.secret = SECRET
     return _receiver_server

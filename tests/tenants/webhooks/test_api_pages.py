@@ -3,7 +3,10 @@ and the hooks for every tenant; another tenant's hook is a 404 everywhere, a mem
 403; the secret is shown once (and revealed on request, audited); the test button and
 redelivery; the delivery log's filters and its bounded queries."""
 
+import threading
+
 import pytest
+from django.db import connection, transaction
 from django.utils import timezone
 
 from core.models import AuditEvent
@@ -53,6 +56,8 @@ def test_an_owner_registers_a_hook_over_the_api_and_sees_its_secret_once(
 @pytest.mark.parametrize(("body", "field"), [
     ({"url": "http://hooks.example.com/x"}, "url"),
     ({"url": "https://192.168.1.10/x"}, "url"),
+    ({"url": "https://[x]/"}, "url"),
+    ({"url": "https://[::1/"}, "url"),
     ({"event_types": []}, "event_types"),
     ({"event_types": ["webhook.test"]}, "event_types"),
     ({"event_types": "workload.ready"}, "event_types"),
@@ -150,6 +155,11 @@ def test_the_owner_registers_a_hook_on_the_page_and_sees_the_secret_once(
                                                 "event_types": ["budget.alert"],
                                                 "format": "standard"})
     assert refused.status_code == 200 and "not a public address" in refused.content.decode()
+    malformed = client.post("/t/acme/webhooks/", {"name": "x", "url": "https://[::1/",
+                                                  "event_types": ["budget.alert"],
+                                                  "format": "standard"})
+    assert malformed.status_code == 200
+    assert "not a valid name or address" in malformed.content.decode()
     assert Webhook.objects.count() == 1
 
 
@@ -176,6 +186,50 @@ def test_test_button_and_redelivery_on_the_page(
                      headers={"HX-Request": "true"}).content.decode()
     assert log.strip().startswith('<div class="card" id="delivery-log"')
     assert log.count('data-status="succeeded"') == 2 and 'data-status="failed"' not in log
+
+
+@pytest.mark.django_db(transaction=True)
+def test_redelivery_neither_waits_for_a_delivery_being_sent_nor_for_its_hook(
+    tenant, tenant_owner, login,
+):
+    """A worker sending a delivery holds its row (and may lock its hook's row to count the
+    failure): redelivering it answers at once that it is being sent; redelivering another
+    delivery of a hook whose row is held goes through without waiting."""
+    hook = hook_for(tenant, url="https://hooks.example.com/x")
+    _deliveries(hook, 2)
+    sending, other = hook.deliveries.order_by("pk")
+    client, page = login(tenant_owner), f"/t/acme/webhooks/{hook.pk}/"
+    with connection.cursor() as cursor:
+        cursor.execute("SET lock_timeout = '2s'")  # a wait fails the request here
+    held, release = threading.Event(), threading.Event()
+
+    def worker(model, pk):
+        try:
+            with transaction.atomic():
+                model.objects.select_for_update().get(pk=pk)
+                held.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    for model, pk, target, says in (
+        (WebhookDelivery, sending.pk, sending, "That delivery is being sent right now"),
+        (Webhook, hook.pk, other, "is sent again"),
+    ):
+        held.clear(), release.clear()
+        thread = threading.Thread(target=worker, args=(model, pk))
+        thread.start()
+        try:
+            assert held.wait(10)
+            answer = client.post(f"{page}deliveries/{target.pk}/redeliver/", follow=True,
+                                 headers={"referer": f"http://testserver{page}"})
+        finally:
+            release.set()
+            thread.join()
+        assert answer.status_code == 200 and says in answer.content.decode()
+    sending.refresh_from_db(), other.refresh_from_db()
+    assert (sending.status, other.status) == (DeliveryStatus.FAILED, DeliveryStatus.PENDING)
+    assert AuditEvent.objects.filter(action="webhook.redeliver").count() == 1
 
 
 def test_disable_then_delete_on_the_page(tenant, tenant_owner, login):

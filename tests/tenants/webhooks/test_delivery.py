@@ -3,7 +3,8 @@ after commit to a real receiver on 127.0.0.1 that verifies the Standard Webhooks
 itself; retries with capped backoff after a 500 or a refused connection; the row lock; a hook
 that keeps failing is disabled and its owners told; the sweep; where a hook may not point."""
 
-from datetime import timedelta
+import time
+from datetime import UTC, timedelta
 
 import pytest
 from django.db import connection
@@ -14,7 +15,7 @@ from core.models import AuditEvent, OutboxEmail
 from tenants.webhooks import services, transport
 from tenants.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
 from tenants.webhooks.services.delivery import webhook_deliveries_due
-from tests.support.webhooks import hook_for
+from tests.support.webhooks import hook_for, start_receiver, start_trickler
 
 pytestmark = pytest.mark.django_db
 
@@ -115,6 +116,21 @@ def test_a_500_is_retried_after_a_backoff_then_delivered_by_the_sweep(
     assert hook.consecutive_failures == 0
 
 
+@pytest.mark.parametrize(("status", "state"), [(200, DeliveryStatus.SUCCEEDED),
+                                               (500, DeliveryStatus.PENDING)])
+def test_a_nul_character_in_the_answer_is_kept_as_a_replacement_character(
+    tenant, receiver, status, state, django_capture_on_commit_callbacks,
+):
+    """PostgreSQL's text holds no NUL: saving one failed, which rolled the attempt back and
+    left the delivery due for ever."""
+    receiver.answers, receiver.body = [status], b"ok\x00\x00done"
+    hook_for(tenant, url=receiver.url)
+    [delivery] = _emit(tenant, django_capture_on_commit_callbacks)
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.response_code) == (state, 1, status)
+    assert delivery.response_body == "ok\ufffd\ufffddone"
+
+
 def test_the_backoff_doubles_up_to_its_cap(settings):
     settings.WEBHOOK_RETRY_MAX_SECONDS = 3600
     for attempts, base in ((1, 30), (2, 60), (3, 120), (6, 960)):
@@ -142,13 +158,16 @@ def test_a_hook_that_keeps_failing_is_disabled_and_its_owners_are_told(
     django_capture_on_commit_callbacks,
 ):
     settings.WEBHOOK_DISABLE_AFTER_FAILURES = 3
+    settings.WEBHOOK_DISABLE_AFTER_HOURS = 0  # the count alone decides here
     receiver.answers = [500]
     hook = hook_for(tenant, url=receiver.url)
     for _ in range(3):
         _emit(tenant, django_capture_on_commit_callbacks)
     hook.refresh_from_db()
     assert not hook.enabled and hook.disabled_at is not None
-    assert hook.disabled_reason.startswith("3 deliveries in a row failed; the last: The receiver")
+    since = hook.failing_since.astimezone(UTC)
+    assert hook.disabled_reason.startswith(
+        f"3 deliveries in a row failed since {since:%Y-%m-%d %H:%M} UTC; the last: The receiver")
     assert set(hook.deliveries.values_list("status", flat=True)) == {DeliveryStatus.FAILED}
     [mail] = OutboxEmail.objects.filter(topic="webhook.disabled")
     assert mail.to == ["owner@example.com"]
@@ -167,7 +186,43 @@ def test_a_hook_that_keeps_failing_is_disabled_and_its_owners_are_told(
     client.post(f"/t/acme/webhooks/{hook.pk}/enable/")
     hook.refresh_from_db()
     assert hook.enabled and hook.consecutive_failures == 0 and hook.disabled_reason == ""
+    assert hook.failing_since is None
     assert AuditEvent.objects.filter(action="webhook.enable", actor=tenant_owner).exists()
+
+
+def test_a_short_outage_during_a_burst_does_not_disable_the_hook(
+    tenant, receiver, settings, django_capture_on_commit_callbacks,
+):
+    """The count is reached within minutes, but the failures have not lasted: the hook stays.
+    A delivered try ends the run; a run that lasts the whole time disables it."""
+    settings.WEBHOOK_DISABLE_AFTER_FAILURES = 3
+    settings.WEBHOOK_DISABLE_AFTER_HOURS = 24
+    receiver.answers = [500]
+    hook = hook_for(tenant, url=receiver.url)
+    before = timezone.now()
+    for _ in range(5):
+        _emit(tenant, django_capture_on_commit_callbacks)
+    hook.refresh_from_db()
+    assert hook.enabled and hook.consecutive_failures == 5
+    assert before <= hook.failing_since <= timezone.now()
+    assert set(hook.deliveries.values_list("status", flat=True)) == {DeliveryStatus.PENDING}
+
+    receiver.answers = [200]  # the receiver is back: the run ends
+    _emit(tenant, django_capture_on_commit_callbacks)
+    hook.refresh_from_db()
+    assert (hook.consecutive_failures, hook.failing_since) == (0, None)
+
+    receiver.answers = [500]  # down again, for good this time
+    for _ in range(3):
+        _emit(tenant, django_capture_on_commit_callbacks)
+    hook.refresh_from_db()
+    assert hook.enabled and hook.consecutive_failures == 3
+    Webhook.objects.filter(pk=hook.pk).update(
+        failing_since=timezone.now() - timedelta(hours=24, minutes=1))  # a day later
+    _emit(tenant, django_capture_on_commit_callbacks)
+    hook.refresh_from_db()
+    assert not hook.enabled and hook.disabled_reason.startswith("4 deliveries in a row failed")
+    assert AuditEvent.objects.get(action="webhook.disable").changes["consecutive_failures"] == 4
 
 
 def test_the_sender_claims_a_delivery_with_a_row_lock_that_skips_one_already_claimed(
@@ -193,11 +248,30 @@ def test_the_sender_claims_a_delivery_with_a_row_lock_that_skips_one_already_cla
     ("https://localhost/x", "not this machine"),
     ("https://user:pw@hooks.example.com/x", "no user name or password"),
     ("hooks.example.com", "full URL"),
+    ("https://[x]/hook", "not a valid name or address"),
+    ("https://[::1/hook", "not a valid name or address"),
+    ("https://::1]/hook", "not a valid name or address"),
+    # IPv6 addresses that lead to a private IPv4 one: NAT64, 6to4, IPv4-mapped, -compatible.
+    ("https://[64:ff9b::a9fe:a9fe]/x", "leads to 169.254.169.254"),
+    ("https://[64:ff9b::10.1.2.3]/x", "leads to 10.1.2.3"),
+    ("https://[64:ff9b:1::a00:1]/x", "not a public address"),
+    ("https://[2002:7f00:1::1]/x", "leads to 127.0.0.1"),
+    ("https://[2002:c0a8:10a::]/x", "leads to 192.168.1.10"),
+    ("https://[::ffff:10.1.2.3]/x", "not a public address"),
+    ("https://[::10.1.2.3]/x", "not a public address"),
 ])
 def test_a_url_that_is_not_public_https_is_refused(url, words, settings):
     settings.WEBHOOK_ALLOW_INSECURE_LOCALHOST = False
     with pytest.raises(transport.UnsafeUrl, match=words):
         transport.url_check(url, allow_localhost=False)
+
+
+@pytest.mark.parametrize("url", [
+    "https://hooks.example.com/x", "https://[2606:4700::1111]/x", "https://8.8.8.8/x",
+    "https://[64:ff9b::8.8.8.8]/x", "https://[2002:808:808::1]/x",
+])
+def test_a_public_address_and_nat64_or_6to4_to_a_public_one_are_accepted(url):
+    transport.url_check(url, allow_localhost=False)
 
 
 def test_a_name_is_resolved_and_each_address_it_has_must_be_public():
@@ -214,6 +288,51 @@ def test_a_redirect_is_not_followed(receiver):
     answer = transport.post(receiver.url, body=b"{}", headers={}, timeout=2,
                             allow_localhost=True)
     assert answer.status == 302 and not answer.ok and len(receiver.received) == 1
+
+
+@pytest.mark.parametrize("part", ["headers", "body"])
+def test_a_receiver_answering_a_byte_at_a_time_times_out_at_the_deadline(part):
+    """Each byte comes well within the timeout, but the answer as a whole does not."""
+    url, stop = start_trickler(part=part, every=0.2, lasting=3.0)
+    try:
+        started = time.monotonic()
+        answer = transport.post(url, body=b"{}", headers={}, timeout=1, allow_localhost=True)
+        took = time.monotonic() - started
+    finally:
+        stop()
+    assert answer.status is None and not answer.ok
+    assert answer.error == ("Timed out: no complete answer within 1 s (connecting, sending and "
+                            "reading together).")
+    assert 1 <= took < 2 and 1000 <= answer.duration_ms < 2000
+
+
+def test_a_delivery_to_a_trickling_receiver_is_a_failed_attempt(
+    tenant, settings, django_capture_on_commit_callbacks,
+):
+    settings.WEBHOOK_TIMEOUT_SECONDS = 1
+    url, stop = start_trickler(part="headers", every=0.2, lasting=3.0)
+    try:
+        hook = hook_for(tenant, url=url)
+        [delivery] = _emit(tenant, django_capture_on_commit_callbacks)
+    finally:
+        stop()
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts, delivery.response_code) == (
+        DeliveryStatus.PENDING, 1, None)
+    assert delivery.last_error.startswith("Timed out: no complete answer within 1 s")
+    hook.refresh_from_db()
+    assert hook.consecutive_failures == 1
+
+
+def test_the_host_header_of_an_ipv6_address_keeps_its_brackets():
+    receiver, stop = start_receiver(host="::1")
+    try:
+        answer = transport.post(receiver.url, body=b"{}", headers={}, timeout=2,
+                                allow_localhost=True)
+    finally:
+        stop()
+    port = receiver.url.split("]:")[1].split("/")[0]
+    assert answer.ok and receiver.received[0].headers["host"] == f"[::1]:{port}"
 
 
 def test_a_broker_that_is_down_loses_no_delivery(
