@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from core.models import AuditEvent, OidcIdentity
 from tenants.access import service_accounts
 from tenants.models import Membership, RoleAssignment, ServiceAccount
-from tests.factories import MembershipFactory, UserFactory
+from tests.factories import MembershipFactory, RoleAssignmentFactory, UserFactory
 from tests.support.oidc_provider import (
     CI_CLIENT_ID,
     DIRECTORY_CLIENT_ID,
@@ -24,12 +24,22 @@ User = get_user_model()
 
 
 @pytest.fixture
-def ci_account(acme):
+def platform_admin(transactional_db):
+    return RoleAssignmentFactory(user=UserFactory(username="platform-admin"),
+                                 role=RoleAssignment.Role.PLATFORM_ADMIN).user
+
+
+@pytest.fixture
+def ci_account(acme, platform_admin):
+    """acme's CI account, its owner's; a platform admin links the portal-ci client to it."""
     owner = MembershipFactory(tenant=acme, role=Membership.Role.OWNER,
                               user=UserFactory(username="owner")).user
-    return service_accounts.service_account_create(
+    account = service_accounts.service_account_create(
         actor=owner, tenant=acme, name="ci", role="member", scopes=["read"],
-        keycloak_client_id=CI_CLIENT_ID,
+    )
+    return service_accounts.service_account_update(
+        actor=platform_admin, account=account, keycloak_client_id=CI_CLIENT_ID,
+        change_client_id=True,
     )
 
 
