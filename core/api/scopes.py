@@ -24,9 +24,10 @@ class Scope(models.TextChoices):
 
 
 SCOPE_HELP = {
-    Scope.READ: "Every read outside billing: tenants, quota, workloads, inventory.",
+    Scope.READ: "Every read outside billing: tenants, quota, workloads, inventory (not a "
+    "vCluster's kubeconfig).",
     Scope.WORKLOADS: "Launch, scale, stop and delete workloads and what they own (their "
-    "endpoint keys); includes read.",
+    "endpoint keys), download a vCluster's kubeconfig; includes read.",
     Scope.BILLING_READ: "Billing reads: spend, usage, rates, invoices and their exports.",
     Scope.ADMIN: "Everything your role allows, including the other scopes.",
 }

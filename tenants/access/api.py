@@ -1,7 +1,8 @@
 """/api/v1/tenants/<slug>/service-accounts/[<id>/[tokens/[<token_id>/]]]: a tenant's service
 accounts and their tokens. Everyone who sees the tenant reads them (never a token's value);
-its owners create, change, disable, enable and delete them and issue and revoke their tokens.
-Another tenant's service account is a 404."""
+its owners create, change, disable, enable and delete them and issue and revoke their tokens;
+platform admins alone link one to a Keycloak client. Another tenant's service account is a
+404."""
 
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
@@ -48,8 +49,12 @@ class ServiceAccountCreateSerializer(serializers.ModelSerializer):
     scopes = SCOPES_FIELD
     # The service validates the name (a DNS-1123 label) and its uniqueness: its field errors.
     name = serializers.CharField(max_length=63)
-    keycloak_client_id = serializers.CharField(max_length=255, required=False, allow_null=True,
-                                               allow_blank=True)
+    keycloak_client_id = serializers.CharField(
+        max_length=255, required=False, allow_null=True, allow_blank=True,
+        help_text="The Keycloak client whose client-credentials tokens act as this account: "
+        "platform admins only link or change it (anyone else changing it gets a 400 field "
+        "error).",
+    )
 
     class Meta:
         model = ServiceAccount
@@ -104,7 +109,8 @@ class ServiceAccountViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     @extend_schema(request=ServiceAccountChangeSerializer, responses=ServiceAccountSerializer)
     def partial_update(self, request: Request, *args, **kwargs) -> Response:
-        """Change its role, its Keycloak client or that client's scopes."""
+        """Change its role, its Keycloak client's scopes, or (platform admins only) its
+        Keycloak client."""
         account = self._account()
         body = ServiceAccountChangeSerializer(data=request.data, partial=True)
         body.is_valid(raise_exception=True)

@@ -28,7 +28,7 @@ class MemberRoleForm(forms.Form):
 
 class ServiceAccountForm(forms.Form):
     """A new service account (the service checks the name: a DNS-1123 label, free in the
-    tenant)."""
+    tenant). The Keycloak client field is a platform admin's only (`link_keycloak`)."""
 
     name = forms.CharField(max_length=63, help_text="Lowercase letters, digits and '-', e.g. "
                            "ci-deploy.")
@@ -40,3 +40,8 @@ class ServiceAccountForm(forms.Form):
     )
     scopes = forms.MultipleChoiceField(choices=Scope.choices, required=False,
                                        initial=[Scope.READ])
+
+    def __init__(self, *args, link_keycloak: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if not link_keycloak:
+            del self.fields["keycloak_client_id"]

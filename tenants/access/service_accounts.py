@@ -1,5 +1,6 @@
 """Service accounts (services): a tenant's owners create, change, disable and delete them, and
-issue and revoke their API tokens. Each write in one transaction, audited in the tenant's trail.
+issue and revoke their API tokens; only platform admins link one to a Keycloak client. Each write
+in one transaction, audited in the tenant's trail.
 
 A service account is a user of its own (no password, no Keycloak identity: it cannot sign in in
 the browser) holding one membership in its tenant, so every access rule applies to it as to a
@@ -23,7 +24,7 @@ from core.models import ApiToken
 from core.tokens import IssuedToken, api_token_create, api_token_revoke
 
 from .models import Membership, ServiceAccount, Tenant, service_account_username
-from .rules import forget_access, tenants_managed_by
+from .rules import forget_access, is_platform_admin, tenants_managed_by
 from .services import membership_set
 
 User = get_user_model()
@@ -44,6 +45,19 @@ def _client_id(value: str | None) -> str | None:
     return (value or "").strip() or None
 
 
+LINK_REFUSED = ("A platform admin links Keycloak clients to service accounts: ask one to link "
+                "this account's client.")
+
+
+def _may_link(actor) -> None:
+    """Only platform admins link a Keycloak client: the client's tokens then act in the tenant,
+    and a client id is the realm's, not the tenant's (an owner claiming another tenant's CI
+    client would take over its tokens). Checked before the client id's uniqueness, which
+    would tell an owner which client ids are taken."""
+    if not is_platform_admin(actor):
+        raise ValidationError({"keycloak_client_id": [LINK_REFUSED]})
+
+
 @transaction.atomic
 def service_account_create(
     *,
@@ -55,6 +69,8 @@ def service_account_create(
     keycloak_client_id: str | None = None,
 ) -> ServiceAccount:
     _managed(actor, tenant)
+    if _client_id(keycloak_client_id) is not None:
+        _may_link(actor)
     name = name.strip()
     account = ServiceAccount(
         tenant=tenant, name=name, role=_role_checked(role),
@@ -97,9 +113,12 @@ def service_account_update(
     keycloak_client_id: str | None = None,
     change_client_id: bool = False,
 ) -> ServiceAccount:
-    """Change the role, the Keycloak tokens' scopes or the Keycloak client (given ones only)."""
+    """Change the role, the Keycloak tokens' scopes or (platform admins only) the Keycloak
+    client, given ones only."""
     _managed(actor, account.tenant)
     account = _locked(account)
+    if change_client_id and _client_id(keycloak_client_id) != account.keycloak_client_id:
+        _may_link(actor)
     before = {"role": account.role, "scopes": account.scopes,
               "keycloak_client_id": account.keycloak_client_id}
     if role is not None:

@@ -1,4 +1,5 @@
-"""Django admin for tenants, their members and platform roles.
+"""Django admin for tenants, their members, their service accounts' Keycloak clients and
+platform roles.
 
 Every write goes through a service (audit event, reconcile after commit); the admin only parses
 input.
@@ -12,9 +13,9 @@ from core.admin_filters import DistinctValuesListFilter, RelatedByNameListFilter
 from core.admin_lists import RowCheckboxAdmin, RowLinksChangeList
 from core.choices import admin_badge
 
-from ..access import services
+from ..access import service_accounts, services
 from ..access.changes import tenant_mark_changed
-from ..access.models import Membership, RoleAssignment, Tenant
+from ..access.models import Membership, RoleAssignment, ServiceAccount, Tenant
 from ..quota import services as quota_services
 from ..quota.admin import QuotaInline
 from ..quota.models import Quota
@@ -217,3 +218,34 @@ class RoleAssignmentAdmin(admin.ModelAdmin):
     def delete_queryset(self, request, queryset):
         for assignment in queryset.select_related("user"):
             services.role_revoke(actor=request.user, assignment=assignment)
+
+
+@admin.register(ServiceAccount)
+class ServiceAccountAdmin(admin.ModelAdmin):
+    """Where platform admins link a service account to a Keycloak client (its client-credentials
+    tokens then act as the account), through the service: audited in the tenant's trail.
+    Tenant owners create, disable and delete service accounts on the tenant's page."""
+
+    list_display = ["name", "tenant", "role", "disabled", "keycloak_client_id"]
+    list_filter = ["role", ("tenant", RelatedByNameListFilter)]
+    search_fields = ["name", "tenant__slug", "keycloak_client_id"]
+    list_select_related = ["tenant"]
+    fields = ["tenant", "name", "user", "role", "scopes", "keycloak_client_id",
+              "keycloak_last_used_at", "created_by", "created_at", "disabled_at"]
+    readonly_fields = [f for f in fields if f != "keycloak_client_id"]
+
+    @admin.display(boolean=True, description="disabled", ordering="disabled_at")
+    def disabled(self, obj: ServiceAccount) -> bool:
+        return obj.disabled_at is not None
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def save_model(self, request, obj, form, change):
+        service_accounts.service_account_update(
+            actor=request.user, account=obj, keycloak_client_id=obj.keycloak_client_id,
+            change_client_id=True,
+        )

@@ -17,6 +17,7 @@ from core.confirmation import confirmation_page, is_confirmed
 
 from ..access import service_accounts as services
 from ..access.forms import ServiceAccountForm
+from ..access.rules import is_platform_admin
 from ..access.selectors import service_account_get, tenant_service_accounts
 from ..pages import tenant_page
 
@@ -30,9 +31,11 @@ def _errors_onto(form, exc: ValidationError) -> None:
 
 def _page(request, tenant, context, *, form=None, token_form=None, token_for=None, issued=None,
           status=200):
-    form = form or ServiceAccountForm()
+    link_keycloak = is_platform_admin(request.user)
+    form = form or ServiceAccountForm(link_keycloak=link_keycloak)
     token_form = token_form or ApiTokenForm()
     context |= {
+        "link_keycloak": link_keycloak,
         "accounts": tenant_service_accounts(tenant=tenant),
         "form": form,
         "account_scopes": scope_choices(form),
@@ -53,13 +56,13 @@ def service_account_list(request, slug: str):
         return _page(request, tenant, context)
     if not context["can_manage"]:
         raise PermissionDenied
-    form = ServiceAccountForm(request.POST)
+    form = ServiceAccountForm(request.POST, link_keycloak=is_platform_admin(request.user))
     if form.is_valid():
         try:
             account = services.service_account_create(
                 actor=request.user, tenant=tenant, name=form.cleaned_data["name"],
                 role=form.cleaned_data["role"], scopes=form.cleaned_data["scopes"],
-                keycloak_client_id=form.cleaned_data["keycloak_client_id"],
+                keycloak_client_id=form.cleaned_data.get("keycloak_client_id"),
             )
         except ValidationError as exc:
             _errors_onto(form, exc)

@@ -211,17 +211,36 @@ class ProviderUnavailableError(exceptions.APIException):
     default_code = "provider_unavailable"
 
 
+SERVICE_ACCOUNT_USER_PREFIX = "service-account-"
+
+
+class NotAServiceAccount(Exception):
+    """A Keycloak client's own token (client-credentials grant) that no service account of
+    the portal takes: it must not be synced as a person."""
+
+
 def _service_account_of(claims: dict[str, Any]):
     """The service account whose Keycloak client got this token by the client-credentials
-    grant, or None. Keycloak names the client in `azp`, and the token's user is the client's
-    own service-account-<client id> (older Keycloaks add `clientId`; RFC 9068 tokens name the
-    client as their `sub`). A person's token from that client is never the service account."""
-    client = str(claims.get("azp") or claims.get("client_id") or "")
-    if not client:
+    grant, or None for a person's token.
+
+    Keycloak names the client in `azp` (Keycloak 26 adds `client_id`, older ones `clientId`),
+    and the token's user is the client's own `service-account-<client id>`, lowercased by
+    Keycloak whatever the client id's case; RFC 9068 tokens name the client as their `sub`.
+    A person's token from that client is never the service account. A client's own token that
+    no service account names (or one that was deleted) raises NotAServiceAccount: it is no
+    person either, and the account's deletion promised its tokens stop working."""
+    client = str(claims.get("azp") or claims.get("client_id") or claims.get("clientId") or "")
+    username = str(claims.get("preferred_username") or "").lower()
+    marked = bool(client) and (
+        username == f"{SERVICE_ACCOUNT_USER_PREFIX}{client}".lower()
+        or claims.get("clientId") == client or claims.get("sub") == client
+    )
+    if not marked and not username.startswith(SERVICE_ACCOUNT_USER_PREFIX):
         return None
-    marked = (claims.get("preferred_username") == f"service-account-{client}"
-              or claims.get("clientId") == client or claims.get("sub") == client)
-    return service_account_for_client(client_id=client) if marked else None
+    account = service_account_for_client(client_id=client) if marked else None
+    if account is None:
+        raise NotAServiceAccount(client)
+    return account
 
 
 class KeycloakBearerAuthentication(authentication.BaseAuthentication):
@@ -253,7 +272,13 @@ class KeycloakBearerAuthentication(authentication.BaseAuthentication):
         except ProviderUnavailable as exc:
             logger.warning("Keycloak unreachable to verify a bearer token: %s", exc)
             raise ProviderUnavailableError() from exc
-        account = _service_account_of(claims)
+        try:
+            account = _service_account_of(claims)
+        except NotAServiceAccount as exc:
+            raise exceptions.AuthenticationFailed(
+                "This Keycloak client's tokens act as no portal service account: a platform "
+                "admin links the client to one."
+            ) from exc
         if account is not None:
             # A client-credentials token of a service account's Keycloak client: it acts as
             # that account, with the scopes the account gives it; no Keycloak sync.

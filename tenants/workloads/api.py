@@ -184,6 +184,9 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     delete them; viewers and finance read."""
 
     write_scope = Scope.WORKLOADS
+    # A vCluster's kubeconfig is its admin credential: downloading it is operating the
+    # workload, never a read.
+    action_scopes = {"kubeconfig": Scope.WORKLOADS}
 
     serializer_class = WorkloadSerializer
     filterset_class = WorkloadFilter
@@ -387,7 +390,8 @@ class WorkloadViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
             filter_backends=[])
     def kubeconfig(self, request: Request, pk: str) -> Response:
         """A ready vCluster's kubeconfig, read from the cluster now (every download is
-        audited). Owners and members only."""
+        audited). Owners and members only; a token needs the `workloads` scope (it is the
+        vCluster's admin credential)."""
         workload = self._operated(pk, "download kubeconfigs")
         kubeconfig = services.workload_kubeconfig(workload=workload, actor=request.user)
         return Response(kubeconfig, headers={

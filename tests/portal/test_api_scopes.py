@@ -74,6 +74,8 @@ def test_billing_reads_need_billing_read_and_workload_writes_need_workloads():
     assert scopes[("get", "/api/v1/workloads/")] == Scope.READ
     assert scopes[("post", "/api/v1/workloads/{id}/scale/")] == Scope.WORKLOADS
     assert scopes[("post", "/api/v1/tokens/")] == Scope.ADMIN
+    # A vCluster's kubeconfig is its admin credential: a GET, yet not a read.
+    assert scopes[("get", "/api/v1/workloads/{id}/kubeconfig/")] == Scope.WORKLOADS
 
 
 def test_every_billing_read_needs_billing_read():

@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 
 from core.models import ApiToken, AuditEvent
 from inventory.models import Rack, Site
-from tenants.models import Membership, Quota, RoleAssignment
+from tenants.models import Membership, Quota, RoleAssignment, ServiceAccount
 from tenants.quota import services as quota_requests
 from tests.factories import (
     MembershipFactory,
@@ -144,6 +144,14 @@ def grow_owner_tokens(people, n: int) -> None:
         )
 
 
+def grow_service_accounts(people, n: int) -> None:
+    for _ in range(n):
+        i = next(_serial)
+        tenant = TenantFactory(slug=f"qc-sa{i}")
+        ServiceAccount.objects.create(tenant=tenant, name="ci", keycloak_client_id=f"qc-ci-{i}",
+                                      user=UserFactory(username=f"sa.qc-sa{i}.ci"))
+
+
 @dataclass(frozen=True)
 class Case:
     url: str
@@ -166,6 +174,8 @@ CASES = {
     ),
     "admin-tenants": Case("/admin/tenants/tenant/", "admin", grow_tenants),
     "admin-memberships": Case("/admin/tenants/membership/", "admin", grow_tenants),
+    "admin-service-accounts": Case("/admin/tenants/serviceaccount/", "admin",
+                                   grow_service_accounts),
     "admin-quota-requests": Case("/admin/tenants/quotarequest/", "admin", grow_requests),
     "admin-quota-requests-all": Case(
         "/admin/tenants/quotarequest/?status__exact=submitted&all=", "admin", grow_requests

@@ -106,8 +106,8 @@ def test_its_token_works_within_its_scopes_and_disabling_stops_it(ci, tenant_own
 def test_the_api_creates_lists_issues_revokes_and_deletes(api_client, tenant_owner, tenant):
     api_client.force_login(tenant_owner)
 
-    created = api_client.post(API, {"name": "deploy", "role": "viewer", "scopes": ["read"],
-                                    "keycloak_client_id": "gitlab-ci"}, format="json")
+    created = api_client.post(API, {"name": "deploy", "role": "viewer", "scopes": ["read"]},
+                              format="json")
     assert created.status_code == 201, created.content
     account = created.json()
     assert (account["username"], account["role"], account["active"]) == (
@@ -218,3 +218,123 @@ def test_the_list_api_and_page_read_a_fixed_number_of_queries(api_client, login,
     _grow(tenant_owner, tenant, 1, 4)
 
     assert counts() == small
+
+
+# --- linking a Keycloak client: platform admins only -------------------------------------------
+
+
+@pytest.fixture
+def globex_ci(other_tenant, platform_admin):
+    """Another tenant's CI account, its Keycloak client linked by a platform admin."""
+    return services.service_account_create(actor=platform_admin, tenant=other_tenant, name="ci",
+                                           keycloak_client_id="globex-ci")
+
+
+def test_an_owner_cannot_claim_a_keycloak_client_nor_learn_which_are_taken(
+    api_client, tenant_owner, ci, globex_ci
+):
+    api_client.force_login(tenant_owner)
+    refused = {
+        "taken": api_client.post(API, {"name": "hijack", "keycloak_client_id": "globex-ci"},
+                                 format="json"),
+        "free": api_client.post(API, {"name": "mine", "keycloak_client_id": "acme-ci"},
+                                format="json"),
+        "change": api_client.patch(f"{API}{ci.pk}/", {"keycloak_client_id": "globex-ci"},
+                                   format="json"),
+    }
+
+    for response in refused.values():
+        assert response.status_code == 400, response.content
+        assert response.json()["error"]["fields"] == {"keycloak_client_id": [
+            services.LINK_REFUSED]}
+    assert list(ServiceAccount.objects.order_by("pk").values_list(
+        "tenant__slug", "name", "keycloak_client_id")) == [
+        ("acme", "ci", None), ("globex", "ci", "globex-ci")]
+    assert not AuditEvent.objects.filter(action="service_account.update").exists()
+    # The client id it holds is shown, and sending it back unchanged is no change.
+    same = api_client.patch(f"{API}{ci.pk}/", {"keycloak_client_id": None, "role": "viewer"},
+                            format="json")
+    assert same.status_code == 200, same.content
+    assert same.json()["keycloak_client_id"] is None
+
+
+def test_a_platform_admin_links_a_keycloak_client_in_the_api_audited(
+    api_client, platform_admin, ci, globex_ci
+):
+    api_client.force_login(platform_admin)
+
+    linked = api_client.patch(f"{API}{ci.pk}/", {"keycloak_client_id": "acme-ci"},
+                              format="json")
+    taken = api_client.patch(f"{API}{ci.pk}/", {"keycloak_client_id": "globex-ci"},
+                             format="json")
+
+    assert linked.status_code == 200, linked.content
+    assert linked.json()["keycloak_client_id"] == "acme-ci"
+    assert taken.status_code == 400
+    assert "keycloak_client_id" in taken.json()["error"]["fields"]
+    event = AuditEvent.objects.get(action="service_account.update")
+    assert event.actor == platform_admin and event.tenant_slug == "acme"
+    assert event.changes == {"keycloak_client_id": [None, "acme-ci"]}
+
+
+def test_the_page_offers_the_keycloak_client_to_platform_admins_only(
+    login, tenant_owner, platform_admin, tenant
+):
+    owner = login(tenant_owner)
+    page = owner.get(PAGE).content.decode()
+    assert 'name="keycloak_client_id"' not in page
+    assert "ask a platform admin to link the client" in page
+
+    created = owner.post(PAGE, {"name": "nightly", "role": "member", "scopes": ["read"],
+                                "keycloak_client_id": "someone-elses-ci"})
+    assert created.status_code == 302
+    assert ServiceAccount.objects.get(name="nightly").keycloak_client_id is None
+
+    admin_page = login(platform_admin).get(PAGE).content.decode()
+    assert 'name="keycloak_client_id"' in admin_page
+    created = login(platform_admin).post(PAGE, {"name": "gitlab", "role": "member",
+                                                "scopes": ["read"],
+                                                "keycloak_client_id": "acme-gitlab"})
+    assert created.status_code == 302
+    linked = ServiceAccount.objects.get(name="gitlab")
+    assert linked.keycloak_client_id == "acme-gitlab"
+    shown = login(tenant_owner).get(PAGE).content.decode()
+    assert "<code>acme-gitlab</code>" in shown and 'name="keycloak_client_id"' not in shown
+
+
+def test_platform_admins_link_a_keycloak_client_in_django_admin_audited(
+    login, platform_admin, tenant_owner, ci, globex_ci
+):
+    change = f"/admin/tenants/serviceaccount/{ci.pk}/change/"
+    client = login(platform_admin)
+
+    listed = client.get("/admin/tenants/serviceaccount/")
+    assert listed.status_code == 200
+    assert "globex-ci" in listed.content.decode()
+    taken = client.post(change, {"keycloak_client_id": "globex-ci"})
+    assert taken.status_code == 200  # the form again, with its field error
+    saved = client.post(change, {"keycloak_client_id": "acme-ci"})
+    assert saved.status_code == 302, saved.content.decode()[:2000]
+
+    ci.refresh_from_db()
+    assert ci.keycloak_client_id == "acme-ci"
+    event = AuditEvent.objects.get(action="service_account.update")
+    assert event.actor == platform_admin
+    assert event.changes == {"keycloak_client_id": [None, "acme-ci"]}
+    # A tenant owner has no Django admin.
+    owner = login(tenant_owner)
+    assert owner.post(change, {"keycloak_client_id": "globex-ci"}).status_code in (302, 403)
+    ci.refresh_from_db()
+    assert ci.keycloak_client_id == "acme-ci"
+
+
+def test_the_service_refuses_an_owners_link_whatever_the_interface(tenant_owner, ci, tenant):
+    with pytest.raises(ValidationError) as refused:
+        services.service_account_update(actor=tenant_owner, account=ci,
+                                        keycloak_client_id="acme-ci", change_client_id=True)
+    assert refused.value.message_dict == {"keycloak_client_id": [services.LINK_REFUSED]}
+    with pytest.raises(ValidationError):
+        services.service_account_create(actor=tenant_owner, tenant=tenant, name="other",
+                                        keycloak_client_id="acme-ci")
+    assert list(ServiceAccount.objects.values_list("name", "keycloak_client_id")) == [
+        ("ci", None)]

@@ -8,8 +8,10 @@ import json
 
 import pytest
 from drf_spectacular.generators import SchemaGenerator
+from rest_framework.test import APIClient
 
 from core.models import AuditEvent
+from core.tokens import api_token_create
 from tenants.models import Membership
 from tenants.workloads import services
 from tenants.workloads.kinds import vcluster
@@ -613,6 +615,27 @@ def test_a_ready_vcluster_gives_its_kubeconfig_as_yaml_and_it_is_audited(
     assert response.content.decode() == KUBECONFIG
     download = AuditEvent.objects.get(action="workload.kubeconfig_download")
     assert download.object_id == str(dev.pk) and download.actor == tenant_member
+
+
+def test_a_read_token_gets_no_kubeconfig_a_workloads_token_does(tenant_member, dev):
+    # The kubeconfig is the vCluster's admin credential: a read-only token must not get it.
+    def download(scope: str):
+        raw = api_token_create(user=tenant_member, name=f"only-{scope}", scopes=[scope]).raw
+        return APIClient().get(f"/api/v1/workloads/{dev.pk}/kubeconfig/",
+                               HTTP_AUTHORIZATION=f"Bearer {raw}")
+
+    refused = download("read")
+
+    assert refused.status_code == 403
+    assert refused.json()["error"] == {
+        "status": 403, "code": "missing_scope",
+        "message": 'This token lacks the "workloads" scope.',
+    }
+    assert KUBECONFIG.encode() not in refused.content
+    assert not AuditEvent.objects.filter(action="workload.kubeconfig_download").exists()
+    allowed = download("workloads")
+    assert allowed.status_code == 200, allowed.content[:500]
+    assert allowed.content.decode() == KUBECONFIG
 
 
 def test_an_unreachable_cluster_is_a_503_and_nothing_is_audited(
