@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import MAXYEAR, UTC, date, datetime
 from decimal import Decimal
 
 from django.conf import settings
@@ -116,7 +116,11 @@ def _month_before(end: datetime) -> datetime:
 
 
 def month_range(first: date, last: date) -> tuple[datetime, datetime]:
-    """[first month's start, the start of the month after `last`), at most MAX_MONTHS months."""
+    """[first month's start, the start of the month after `last`), at most MAX_MONTHS months.
+    Raises RuleViolation for a range that cannot be one (and for December of the last year a
+    date holds: no month comes after it)."""
+    if (last.year, last.month) >= (MAXYEAR, 12):
+        raise RuleViolation(f"A breakdown ends by {MAXYEAR - 1}-12 at the latest.")
     start = datetime(first.year, first.month, 1, tzinfo=UTC)
     end = next_month(datetime(last.year, last.month, 1, tzinfo=UTC))
     months = (end.year - start.year) * 12 + end.month - start.month

@@ -23,6 +23,7 @@ from billing.calculations.breakdown import (
 from billing.services import invoicing
 from billing.services.accounts import billing_account_update
 from billing.services.cost_breakdown import By, cost_breakdown, month_range
+from core.errors import RuleViolation
 
 from .cost_data import H100, allocated, cost_month, cost_rates, people, utc, workload
 
@@ -166,6 +167,12 @@ def test_an_issued_invoice_is_broken_down_as_billed_even_if_usage_changes_later(
 
     invoice.refresh_from_db()
     assert result.total == invoice.total
+
+
+def test_a_range_ending_in_the_last_month_a_date_holds_is_refused_not_overflowed():
+    assert month_range(date(9998, 12, 1), date(9998, 12, 1))[1] == utc(9999, 1, 1)
+    with pytest.raises(RuleViolation):
+        month_range(date(9999, 12, 1), date(9999, 12, 1))
 
 
 def test_a_range_of_months_adds_up_each_months_invoice(tenant, january, rates):

@@ -153,3 +153,35 @@ def test_the_explorer_shows_the_card_for_the_tenant_it_is_filtered_on(login, fin
 
     assert 'id="cost-breakdown"' in html and "Ada L" in html
     assert "by=workload#cost-breakdown" in html and "tenant=acme" in html
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("query, field", [
+    ({"month": "9999-12"}, "month"),
+    ({"start": "9999-12", "end": "9999-12"}, "start"),
+    ({"start": "9999-01", "end": "9999-12"}, "end"),
+])
+def test_a_month_past_the_last_one_the_code_handles_is_a_field_error(
+        as_user, login, tenant_member, query, field):
+    for path in ("/api/v1/billing/spend/breakdown/", "/api/v1/billing/spend/breakdown.csv"):
+        response = as_user(tenant_member).get(path, {"tenant": "acme", **query})
+        assert response.status_code == 400, response.content[:300]
+        assert field in response.json()["error"]["fields"]
+    client = login(tenant_member)
+    page = client.get("/billing/t/acme/", query)
+    assert page.status_code == 200 and 'id="breakdown-error"' in page.content.decode()
+    assert client.get("/billing/t/acme/cost.csv", query).status_code == 400
+
+
+@pytest.mark.django_db
+def test_the_explorer_refuses_days_past_the_last_month_it_can_price(login, finance, tenant):
+    client = login(finance)
+    for query in ({"start": "9999-12-01", "end": "9999-12-30"},
+                  {"start": "9999-01-01", "end": "9999-12-31"}, {"start": "9999-12-31"}):
+        response = client.get("/billing/usage/", {**query, "tenant": "acme"})
+        assert response.status_code == 400
+        assert "Pick a date up to 9998-12-31." in response.content.decode()
+    # The last month it can price still shows its card (whose range ends in 9999).
+    last = client.get("/billing/usage/", {"start": "9998-12-01", "end": "9998-12-31",
+                                          "tenant": "acme"})
+    assert last.status_code == 200 and 'id="cost-breakdown"' in last.content.decode()

@@ -138,6 +138,9 @@ def test_only_finance_exports_and_a_bad_month_is_a_field_error(as_user, login, f
     assert login(tenant_owner).get("/billing/invoices/focus.csv").status_code == 403
     bad = as_user(finance).get("/api/v1/billing/invoices/focus.csv", {"month": "2026-1x"})
     assert bad.status_code == 400 and "month" in bad.json()["error"]["fields"]
+    # December of the last year a date holds has no month after it: a field error too.
+    late = as_user(finance).get("/api/v1/billing/invoices/focus.csv", {"month": "9999-12"})
+    assert late.status_code == 400 and "month" in late.json()["error"]["fields"]
     assert not AuditEvent.objects.filter(action="billing.focus_export").exists()
 
 
