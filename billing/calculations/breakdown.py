@@ -20,12 +20,22 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from enum import Enum
 from fractions import Fraction
 from math import floor
 from typing import NamedTuple
 
-UNATTRIBUTED = "__unattributed__"
-CREDIT = "__credit__"
+
+class Special(Enum):
+    """The keys of the rows no group explains: members of their own type, so that no workload
+    id, username or label (a person's text, which may read "__credit__") is ever equal to one."""
+
+    UNATTRIBUTED = "unattributed"
+    CREDIT = "credit"
+
+
+UNATTRIBUTED = Special.UNATTRIBUTED
+CREDIT = Special.CREDIT
 CENT = Decimal("0.01")
 
 

@@ -198,3 +198,19 @@ def test_another_tenants_usage_never_counts(tenant, other_tenant, january):
 
     assert result.total == invoice.total
     assert str(stranger.pk) not in {row.key for row in result.rows}
+
+
+def test_a_label_spelled_like_a_special_row_stays_a_group_of_its_own(tenant, january):
+    # A label may hold "_": one reading like the old special keys never merges into those rows.
+    for label in ("__credit__", "__unattributed__"):
+        allocated(tenant, workload(tenant, label, by=None, label=label), utc(2026, 1, 4, 4), 3600)
+    invoice = invoicing.invoice_compute(tenant=tenant, month=JAN)
+
+    result = cost_breakdown(tenant=tenant, by=By.LABEL, start=JANUARY[0], end=JANUARY[1])
+
+    rows = {(row.kind, row.key): row for row in result.rows}
+    assert {("group", "__credit__"), ("group", "__unattributed__"), ("credit", ""),
+            ("unattributed", "")} <= set(rows)
+    assert rows["group", "__credit__"].credit == 0 < rows["group", "__credit__"].usage
+    assert rows["credit", ""].usage == 0 > rows["credit", ""].credit
+    assert result.total == invoice.total
