@@ -19,6 +19,7 @@ from billing.calculations.breakdown import (
     GroupUsage,
     apportion,
     breakdown,
+    line_pieces,
 )
 from billing.services import invoicing
 from billing.services.accounts import billing_account_update
@@ -45,6 +46,30 @@ def test_apportion_of_a_negative_amount_and_of_nothing():
                                                               "b": Decimal("-0.02")}
     assert apportion(Decimal("1.00"), {}) == {UNATTRIBUTED: Decimal("1.00")}
     assert apportion(Decimal("0.00"), {"a": 0}) == {}
+
+
+def test_apportion_breaks_ties_by_key_whatever_order_the_weights_come_in():
+    # The weights come from a query in no set order: the same invoice shares out the same.
+    weights = {"b": 1, 7: 1, UNATTRIBUTED: 1, "a": 1, 3: 1, (0, "a"): 1}
+    shares = apportion(Decimal("0.04"), weights)
+    assert shares == apportion(Decimal("0.04"), dict(reversed(weights.items())))
+    assert list(shares) == [UNATTRIBUTED, 3, 7, "a", "b", (0, "a")]
+    assert [key for key, share in shares.items() if share] == [UNATTRIBUTED, 3, 7, "a"]
+
+
+def test_line_pieces_are_the_same_whatever_order_the_usage_comes_in():
+    start = utc(2026, 1, 1)
+    lines = [BilledLine("usage", H100, start, Decimal("10.00")),
+             BilledLine("usage", "gpu:b", start, Decimal("0.05")),
+             BilledLine("credit", H100, start, Decimal("-1.00"))]
+    usage = [GroupUsage(key, resource, start, 3600) for key in (9, 2, UNATTRIBUTED, 5)
+             for resource in (H100, "gpu:b")]
+
+    pieces = line_pieces(lines=lines, usage=usage, discount=Decimal("-0.07"))
+
+    assert pieces == line_pieces(lines=lines, usage=usage[::-1], discount=Decimal("-0.07"))
+    assert sum(piece.amount for piece in pieces) == Decimal("9.05")
+    assert sum(piece.discount for piece in pieces) == Decimal("-0.07")
 
 
 @given(
