@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import io
 import re
-from datetime import UTC, date, timedelta
+from datetime import MAXYEAR, UTC, date, timedelta
 
 from django import forms
 from django.http import HttpResponse
@@ -17,6 +17,9 @@ from core import csv_export
 from .services.cost_breakdown import MAX_MONTHS, By, CostBreakdown, month_range
 
 MONTH = re.compile(r"^(\d{4})-(\d{1,2})$")
+FIRST_YEAR = 2000
+# A month's end is the next month's start: December of the last year a date can hold has none.
+LAST_YEAR = MAXYEAR - 1
 
 
 class MonthField(forms.Field):
@@ -31,8 +34,11 @@ class MonthField(forms.Field):
         if not value:
             return None
         match = MONTH.match(value)
-        if not match or not 1 <= int(match[2]) <= 12 or int(match[1]) < 2000:
+        if not match or not 1 <= int(match[2]) <= 12:
             raise forms.ValidationError("Give a month as YYYY-MM, e.g. 2026-11.")
+        if not FIRST_YEAR <= int(match[1]) <= LAST_YEAR:
+            raise forms.ValidationError(
+                f"Give a month from {FIRST_YEAR}-01 to {LAST_YEAR}-12.")
         return date(int(match[1]), int(match[2]), 1)
 
 

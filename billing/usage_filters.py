@@ -5,9 +5,10 @@ slug), a GPU model or resource class, and a cost center. Bad input is a field er
 that is no date, an end before the start, a range longer than 366 days — never a 500.
 """
 
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import MAXYEAR, UTC, date, datetime, time, timedelta
 
 from django import forms
+from django.core.validators import MaxValueValidator
 from django.utils import timezone
 
 from inventory import resource_classes
@@ -42,11 +43,16 @@ def last_days(today: date | None = None) -> tuple[date, date]:
 
 
 DATE = forms.DateInput(attrs={"type": "date"})
+# The last day a range may touch: a range's end is the day after it and its cost card the month
+# after its last, and a date holds neither beyond the last year.
+LAST_DAY = date(MAXYEAR - 1, 12, 31)
+BEFORE_LAST_DAY = MaxValueValidator(LAST_DAY, f"Pick a date up to {LAST_DAY:%Y-%m-%d}.")
 
 
 class UsageFilterForm(forms.Form):
-    start = forms.DateField(required=False, label="From", widget=DATE)
-    end = forms.DateField(required=False, label="To", widget=DATE)
+    start = forms.DateField(required=False, label="From", widget=DATE,
+                            validators=[BEFORE_LAST_DAY])
+    end = forms.DateField(required=False, label="To", widget=DATE, validators=[BEFORE_LAST_DAY])
     tenant = forms.CharField(required=False, max_length=63, label="Tenant")
     resource = forms.ChoiceField(required=False, label="GPU model or class", choices=())
     cost_center = forms.CharField(required=False, max_length=50, label="Cost center")

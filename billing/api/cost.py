@@ -41,7 +41,10 @@ class CostRowSerializer(serializers.Serializer):
     tax = serializers.DecimalField(max_digits=14, decimal_places=2,
                                    help_text="Its share of the tax.")
     total = serializers.DecimalField(max_digits=14, decimal_places=2)
-    share_percent = serializers.DecimalField(max_digits=6, decimal_places=1)
+    share_percent = serializers.DecimalField(
+        max_digits=4, decimal_places=1, min_value=-100, max_value=100,
+        help_text="Its share of what the rows cost before the downtime credit (the sum of "
+        "the positive totals), -100.0 to 100.0: the credit's is negative.")
 
 
 class CostBreakdownSerializer(serializers.Serializer):

@@ -20,12 +20,22 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from enum import Enum
 from fractions import Fraction
 from math import floor
 from typing import NamedTuple
 
-UNATTRIBUTED = "__unattributed__"
-CREDIT = "__credit__"
+
+class Special(Enum):
+    """The keys of the rows no group explains: members of their own type, so that no workload
+    id, username or label (a person's text, which may read "__credit__") is ever equal to one."""
+
+    UNATTRIBUTED = "unattributed"
+    CREDIT = "credit"
+
+
+UNATTRIBUTED = Special.UNATTRIBUTED
+CREDIT = Special.CREDIT
 CENT = Decimal("0.01")
 
 
@@ -74,20 +84,37 @@ class BreakdownRow:
         self.unit_seconds += other.unit_seconds
 
 
+def key_order(key: Hashable) -> tuple:
+    """A total order over group keys of any kind (ids, usernames, labels, the special keys,
+    and (line, key) pairs): the weights come from a query in no set order, and the same
+    invoice must share out the same way, and list its pieces in the same order, every time."""
+    if isinstance(key, Special):
+        return (0, key.value)
+    if isinstance(key, int | Decimal | Fraction) and not isinstance(key, bool):
+        return (1, key)
+    if isinstance(key, str):
+        return (2, key)
+    if isinstance(key, tuple):
+        return (3, tuple(key_order(part) for part in key))
+    return (4, repr(key))
+
+
 def apportion(amount: Decimal, weights: Mapping[Hashable, Fraction | int | Decimal]
               ) -> dict[Hashable, Decimal]:
     """`amount` (whole cents) shared in proportion to `weights`, in whole cents adding up to
     `amount` exactly: each share's exact value rounded down, then the cents left over given
-    one each to the shares with the largest remainders (ties: in the weights' order). With no
-    weight at all, everything is UNATTRIBUTED's."""
+    one each to the shares with the largest remainders (ties: in `key_order`). With no weight
+    at all, everything is UNATTRIBUTED's. The shares come in `key_order`."""
     cents = int((amount / CENT).to_integral_value())
     total_weight = sum((Fraction(w) for w in weights.values()), Fraction(0))
     if not weights or total_weight == 0:
         return {UNATTRIBUTED: amount} if amount else {}
-    exact = {key: Fraction(cents) * Fraction(w) / total_weight for key, w in weights.items()}
+    keys = sorted(weights, key=key_order)
+    exact = {key: Fraction(cents) * Fraction(weights[key]) / total_weight for key in keys}
     shares = {key: floor(value) for key, value in exact.items()}
     left = cents - sum(shares.values())
-    order = sorted(exact, key=lambda key: exact[key] - shares[key], reverse=True)
+    # Stable: equal remainders keep `key_order`.
+    order = sorted(keys, key=lambda key: exact[key] - shares[key], reverse=True)
     for key in order[:left]:
         shares[key] += 1
     return {key: Decimal(share) * CENT for key, share in shares.items()}

@@ -1,21 +1,11 @@
-"""Usage records carry who launched their workload and its label (issue 35): existing allocated
-records take them from their workloads."""
+"""Usage records carry who launched their workload and its label (issue 35): the columns only.
+The records metered before take them from their workloads in 0011, in batches and outside
+this migration's transaction (adding the columns is quick; a backfill here held the usage
+table's ACCESS EXCLUSIVE lock until it had rewritten every record)."""
 
 import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
-from django.db.models import OuterRef, Subquery
-
-
-def copy_from_workloads(apps, schema_editor):
-    """Every record of a workload takes its launcher and label, in one UPDATE."""
-    UsageRecord = apps.get_model("billing", "UsageRecord")
-    Workload = apps.get_model("tenants", "Workload")
-    workload = Workload.objects.filter(pk=OuterRef("workload_id"))
-    UsageRecord.objects.filter(workload__isnull=False).update(
-        launched_by_id=Subquery(workload.values("launched_by_id")[:1]),
-        label=Subquery(workload.values("label")[:1]),
-    )
 
 
 class Migration(migrations.Migration):
@@ -37,5 +27,4 @@ class Migration(migrations.Migration):
             name='launched_by',
             field=models.ForeignKey(blank=True, db_index=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
         ),
-        migrations.RunPython(copy_from_workloads, migrations.RunPython.noop, elidable=True),
     ]

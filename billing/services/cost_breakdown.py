@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import MAXYEAR, UTC, date, datetime
 from decimal import Decimal
 
 from django.conf import settings
@@ -45,6 +45,7 @@ from ..models import BillingAccount, Invoice, InvoiceLine, InvoiceStatus, Rate, 
 from .invoicing_drafts import compute_drafts, month_usage
 
 MAX_MONTHS = 13  # the usage explorer's longest range (366 days) spans 13 months
+HUNDRED = Decimal(100)
 
 
 class By:
@@ -72,7 +73,7 @@ class CostRow:
     tax: Decimal
     total: Decimal
     unit_hours: Decimal
-    share_percent: Decimal
+    share_percent: Decimal  # of the positive rows' sum: -100.0 to 100.0
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,11 @@ def _month_before(end: datetime) -> datetime:
 
 
 def month_range(first: date, last: date) -> tuple[datetime, datetime]:
-    """[first month's start, the start of the month after `last`), at most MAX_MONTHS months."""
+    """[first month's start, the start of the month after `last`), at most MAX_MONTHS months.
+    Raises RuleViolation for a range that cannot be one (and for December of the last year a
+    date holds: no month comes after it)."""
+    if (last.year, last.month) >= (MAXYEAR, 12):
+        raise RuleViolation(f"A breakdown ends by {MAXYEAR - 1}-12 at the latest.")
     start = datetime(first.year, first.month, 1, tzinfo=UTC)
     end = next_month(datetime(last.year, last.month, 1, tzinfo=UTC))
     months = (end.year - start.year) * 12 + end.month - start.month
@@ -223,9 +228,20 @@ SPECIAL = {
 }
 
 
+def _share(total: Decimal, cost: Decimal) -> Decimal:
+    """`total` in per cent of `cost` (the positive rows' sum), within -100.0 to 100.0: a
+    positive row's is at most 100 by construction, a negative one's (a credit exceeding the
+    cost, as no invoice should hold) is bounded so that no reader's field overflows."""
+    if not cost:
+        return Decimal("0.0")
+    return max(min(total * 100 / cost, HUNDRED), -HUNDRED).quantize(Decimal("0.1"))
+
+
 def _rows(by: str, totals: dict[Hashable, BreakdownRow]) -> list[CostRow]:
     names = _names(by, set(totals))
-    grand = sum((row.total for row in totals.values()), Decimal("0.00"))
+    # Shares of what the rows cost before credits: the credit can bring the grand total near
+    # zero (a share of it would run to thousands of per cent); a credit's share is negative.
+    cost = sum((row.total for row in totals.values() if row.total > 0), Decimal("0.00"))
     rows = []
     for key, row in totals.items():
         if key in SPECIAL:
@@ -237,8 +253,7 @@ def _rows(by: str, totals: dict[Hashable, BreakdownRow]) -> list[CostRow]:
             key=shown, name=name, detail=detail, kind=kind, usage=row.usage, credit=row.credit,
             discount=row.discount, tax=row.tax, total=row.total,
             unit_hours=(Decimal(row.unit_seconds) / 3600).quantize(Decimal("0.01")),
-            share_percent=(row.total * 100 / grand).quantize(Decimal("0.1")) if grand else
-            Decimal("0.0"),
+            share_percent=_share(row.total, cost),
         ))
     order = {"group": 0, "unattributed": 1, "credit": 2}
     rows.sort(key=lambda r: (order[r.kind], -r.total, r.name.lower()))

@@ -126,7 +126,10 @@ def _workload_columns(key, workloads: dict[int, dict[str, Any]]) -> dict[str, An
 def _line_row(invoice: Invoice, line: InvoiceLine, piece, workloads) -> dict[str, Any]:
     billed = piece.amount + piece.discount
     usage = line.kind == InvoiceLine.Kind.USAGE
-    seconds = piece.unit_seconds if usage else line.unit_seconds
+    # A credit, or a usage line no workload's usage explains (it is unattributed whole), is
+    # the whole line: its quantity keeps ListCost = ListUnitPrice * PricingQuantity.
+    whole = not usage or (piece.key is UNATTRIBUTED and not piece.unit_seconds)
+    seconds = line.unit_seconds if whole else piece.unit_seconds
     share = Decimal(seconds) / line.unit_seconds if line.unit_seconds else Decimal(0)
     columns = _workload_columns(piece.key, workloads)
     name = columns["ResourceName"]

@@ -72,10 +72,14 @@ def explorer_card(request, usage: UsageFilter) -> dict:
     by = request.GET.get("by") if request.GET.get("by") in By.COLUMN else By.WORKLOAD
     first: date = usage.start.date()
     last: date = (usage.end - timedelta(seconds=1)).date()
-    period = month_range(first, last)
+    query = {"breakdown_query": _query_without(request, "by", "page")}
+    try:
+        period = month_range(first, last)
+    except RuleViolation as error:
+        return {"breakdown": None, "breakdown_error": str(error),
+                "breakdown_choices": By.CHOICES} | query
     csv_query = f"by={by}&start={first:%Y-%m}&end={last:%Y-%m}"
-    return _card(tenant, by=by, period=period, csv_query=csv_query) | {
-        "breakdown_query": _query_without(request, "by", "page")}
+    return _card(tenant, by=by, period=period, csv_query=csv_query) | query
 
 
 @login_required

@@ -19,10 +19,12 @@ from billing.calculations.breakdown import (
     GroupUsage,
     apportion,
     breakdown,
+    line_pieces,
 )
 from billing.services import invoicing
 from billing.services.accounts import billing_account_update
 from billing.services.cost_breakdown import By, cost_breakdown, month_range
+from core.errors import RuleViolation
 
 from .cost_data import H100, allocated, cost_month, cost_rates, people, utc, workload
 
@@ -44,6 +46,30 @@ def test_apportion_of_a_negative_amount_and_of_nothing():
                                                               "b": Decimal("-0.02")}
     assert apportion(Decimal("1.00"), {}) == {UNATTRIBUTED: Decimal("1.00")}
     assert apportion(Decimal("0.00"), {"a": 0}) == {}
+
+
+def test_apportion_breaks_ties_by_key_whatever_order_the_weights_come_in():
+    # The weights come from a query in no set order: the same invoice shares out the same.
+    weights = {"b": 1, 7: 1, UNATTRIBUTED: 1, "a": 1, 3: 1, (0, "a"): 1}
+    shares = apportion(Decimal("0.04"), weights)
+    assert shares == apportion(Decimal("0.04"), dict(reversed(weights.items())))
+    assert list(shares) == [UNATTRIBUTED, 3, 7, "a", "b", (0, "a")]
+    assert [key for key, share in shares.items() if share] == [UNATTRIBUTED, 3, 7, "a"]
+
+
+def test_line_pieces_are_the_same_whatever_order_the_usage_comes_in():
+    start = utc(2026, 1, 1)
+    lines = [BilledLine("usage", H100, start, Decimal("10.00")),
+             BilledLine("usage", "gpu:b", start, Decimal("0.05")),
+             BilledLine("credit", H100, start, Decimal("-1.00"))]
+    usage = [GroupUsage(key, resource, start, 3600) for key in (9, 2, UNATTRIBUTED, 5)
+             for resource in (H100, "gpu:b")]
+
+    pieces = line_pieces(lines=lines, usage=usage, discount=Decimal("-0.07"))
+
+    assert pieces == line_pieces(lines=lines, usage=usage[::-1], discount=Decimal("-0.07"))
+    assert sum(piece.amount for piece in pieces) == Decimal("9.05")
+    assert sum(piece.discount for piece in pieces) == Decimal("-0.07")
 
 
 @given(
@@ -168,6 +194,12 @@ def test_an_issued_invoice_is_broken_down_as_billed_even_if_usage_changes_later(
     assert result.total == invoice.total
 
 
+def test_a_range_ending_in_the_last_month_a_date_holds_is_refused_not_overflowed():
+    assert month_range(date(9998, 12, 1), date(9998, 12, 1))[1] == utc(9999, 1, 1)
+    with pytest.raises(RuleViolation):
+        month_range(date(9999, 12, 1), date(9999, 12, 1))
+
+
 def test_a_range_of_months_adds_up_each_months_invoice(tenant, january, rates):
     feb = allocated(tenant, january["chat"], utc(2026, 2, 3, 1), 5000)
     december = allocated(tenant, january["train"], utc(2025, 12, 31, 23), 3599)
@@ -191,3 +223,19 @@ def test_another_tenants_usage_never_counts(tenant, other_tenant, january):
 
     assert result.total == invoice.total
     assert str(stranger.pk) not in {row.key for row in result.rows}
+
+
+def test_a_label_spelled_like_a_special_row_stays_a_group_of_its_own(tenant, january):
+    # A label may hold "_": one reading like the old special keys never merges into those rows.
+    for label in ("__credit__", "__unattributed__"):
+        allocated(tenant, workload(tenant, label, by=None, label=label), utc(2026, 1, 4, 4), 3600)
+    invoice = invoicing.invoice_compute(tenant=tenant, month=JAN)
+
+    result = cost_breakdown(tenant=tenant, by=By.LABEL, start=JANUARY[0], end=JANUARY[1])
+
+    rows = {(row.kind, row.key): row for row in result.rows}
+    assert {("group", "__credit__"), ("group", "__unattributed__"), ("credit", ""),
+            ("unattributed", "")} <= set(rows)
+    assert rows["group", "__credit__"].credit == 0 < rows["group", "__credit__"].usage
+    assert rows["credit", ""].usage == 0 > rows["credit", ""].credit
+    assert result.total == invoice.total

@@ -9,10 +9,13 @@ from decimal import Decimal
 
 import pytest
 
+from billing.models import Rate, UsageRecord
 from billing.services import invoicing
 from core.models import AuditEvent
+from inventory.models import HealthEvent, Severity
+from tests.factories import NodeFactory
 
-from .cost_data import allocated, cost_month, cost_rates, people, utc, workload
+from .cost_data import H100, L40S, allocated, cost_month, cost_rates, people, utc, workload
 
 JAN = date(2026, 1, 1)
 
@@ -153,3 +156,61 @@ def test_the_explorer_shows_the_card_for_the_tenant_it_is_filtered_on(login, fin
 
     assert 'id="cost-breakdown"' in html and "Ada L" in html
     assert "by=workload#cost-breakdown" in html and "tenant=acme" in html
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("query, field", [
+    ({"month": "9999-12"}, "month"),
+    ({"start": "9999-12", "end": "9999-12"}, "start"),
+    ({"start": "9999-01", "end": "9999-12"}, "end"),
+])
+def test_a_month_past_the_last_one_the_code_handles_is_a_field_error(
+        as_user, login, tenant_member, query, field):
+    for path in ("/api/v1/billing/spend/breakdown/", "/api/v1/billing/spend/breakdown.csv"):
+        response = as_user(tenant_member).get(path, {"tenant": "acme", **query})
+        assert response.status_code == 400, response.content[:300]
+        assert field in response.json()["error"]["fields"]
+    client = login(tenant_member)
+    page = client.get("/billing/t/acme/", query)
+    assert page.status_code == 200 and 'id="breakdown-error"' in page.content.decode()
+    assert client.get("/billing/t/acme/cost.csv", query).status_code == 400
+
+
+@pytest.mark.django_db
+def test_the_explorer_refuses_days_past_the_last_month_it_can_price(login, finance, tenant):
+    client = login(finance)
+    for query in ({"start": "9999-12-01", "end": "9999-12-30"},
+                  {"start": "9999-01-01", "end": "9999-12-31"}, {"start": "9999-12-31"}):
+        response = client.get("/billing/usage/", {**query, "tenant": "acme"})
+        assert response.status_code == 400
+        assert "Pick a date up to 9998-12-31." in response.content.decode()
+    # The last month it can price still shows its card (whose range ends in 9999).
+    last = client.get("/billing/usage/", {"start": "9998-12-01", "end": "9998-12-31",
+                                          "tenant": "acme"})
+    assert last.status_code == 200 and 'id="cost-breakdown"' in last.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_credit_bringing_the_total_near_zero_keeps_shares_within_a_hundred_per_cent(
+        as_user, tenant, tenant_viewer):
+    Rate.objects.create(resource=H100, unit_price=Decimal("100.00"), valid_from=utc(2025, 1, 1))
+    Rate.objects.create(resource=L40S, unit_price=Decimal("1.07"), valid_from=utc(2025, 1, 1))
+    allocated(tenant, workload(tenant, "chat", by=None), utc(2026, 1, 10, 8), 3600)
+    allocated(tenant, workload(tenant, "tiny", by=None), utc(2026, 1, 10, 8), 36, resource=L40S)
+    # The chat's whole hour on a host under a critical event: credited back, 100.00.
+    node = NodeFactory(hostname="gpu-down")
+    HealthEvent.objects.create(node=node, kind=HealthEvent.Kind.XID, severity=Severity.CRITICAL,
+                               opened_at=utc(2026, 1, 10, 8), resolved_at=utc(2026, 1, 10, 9))
+    UsageRecord.objects.create(tenant=tenant, source=UsageRecord.Source.MEASURED, resource=H100,
+                               hour=utc(2026, 1, 10, 8), hostname=node.hostname,
+                               unit_seconds=3600)
+    invoice = invoicing.invoice_compute(tenant=tenant, month=JAN)
+    assert invoice.total == Decimal("0.01")
+
+    response = as_user(tenant_viewer).get("/api/v1/billing/spend/breakdown/", {
+        "tenant": "acme", "month": "2026-01"})
+
+    assert response.status_code == 200, response.content[:300]
+    shares = {row["name"]: Decimal(row["share_percent"]) for row in response.json()["rows"]}
+    assert shares == {"chat": Decimal("100.0"), "tiny": Decimal("0.0"),
+                      "Downtime credit": Decimal("-100.0")}

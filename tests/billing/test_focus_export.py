@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from billing.models import Invoice
+from billing.models import Invoice, InvoiceLine, UsageRecord
 from billing.services import invoicing
 from billing.services.accounts import billing_account_update
 from core.models import AuditEvent
 from tests.factories import TenantFactory
 
-from .cost_data import cost_month, cost_rates, people
+from .cost_data import L40S, cost_month, cost_rates, people
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 JAN = date(2026, 1, 1)
@@ -138,6 +138,9 @@ def test_only_finance_exports_and_a_bad_month_is_a_field_error(as_user, login, f
     assert login(tenant_owner).get("/billing/invoices/focus.csv").status_code == 403
     bad = as_user(finance).get("/api/v1/billing/invoices/focus.csv", {"month": "2026-1x"})
     assert bad.status_code == 400 and "month" in bad.json()["error"]["fields"]
+    # December of the last year a date holds has no month after it: a field error too.
+    late = as_user(finance).get("/api/v1/billing/invoices/focus.csv", {"month": "9999-12"})
+    assert late.status_code == 400 and "month" in late.json()["error"]["fields"]
     assert not AuditEvent.objects.filter(action="billing.focus_export").exists()
 
 
@@ -156,3 +159,26 @@ def test_the_invoice_list_offers_the_focus_export(login, finance, billed,
     _, rows = _rows(response)
     assert sum(Decimal(row["BilledCost"]) for row in rows) == sum(
         invoice.total for invoice in Invoice.objects.filter(status="issued"))
+
+
+@pytest.mark.django_db
+def test_a_line_no_workload_explains_keeps_its_quantity_and_list_cost(as_user, finance, billed):
+    # The L40S records have gone since the invoices were issued: their lines are unattributed
+    # whole, and still bill ListUnitPrice * PricingQuantity.
+    UsageRecord.objects.filter(resource=L40S).delete()
+    _, rows = _rows(as_user(finance).get("/api/v1/billing/invoices/focus.csv",
+                                         {"month": "2026-01"}))
+
+    lines = {line.invoice.number: line for line in InvoiceLine.objects.filter(
+        resource=L40S, kind="usage", invoice__status="issued").select_related("invoice")}
+    unattributed = [row for row in rows if row["SkuId"] == L40S]
+    assert len(unattributed) == len(lines) == 2
+    for row in unattributed:
+        line = lines[row["InvoiceId"]]
+        assert row["ResourceId"] == "" and Decimal(row["ListCost"]) == line.amount > 0
+        assert Decimal(row["PricingQuantity"]) == line.quantity
+        assert Decimal(row["ConsumedQuantity"]) == (Decimal(line.unit_seconds) / 3600).quantize(
+            Decimal("0.000001"))
+        assert (Decimal(row["ListUnitPrice"]) * Decimal(row["PricingQuantity"])).quantize(
+            Decimal("0.01")) == line.amount
+
