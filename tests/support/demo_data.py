@@ -9,7 +9,8 @@ the tables and copies the rows back, in a fraction of a second. It starts again 
 command whenever the starting state differs (rows a test made first, a test in a transaction
 whose after-commit work does not run), so what a test gets is what the command would have made
 there, only loaded earlier: the tests that depend on the moment of loading (coming up, queued,
-backdated) call the command themselves, as do the demo's own tests.
+backdated) or change a setting the load reads call the command themselves, as do the demo's
+own tests.
 """
 
 from __future__ import annotations

@@ -4,10 +4,8 @@ the nodes the tenant may use have left stays Pending with the scheduler's words,
 shows Degraded with that reason, it starts on its own once room frees up, and never are more
 GPUs placed than the nodes have."""
 
-from io import StringIO
 
 import pytest
-from django.core.management import call_command
 
 from core.fleet import get_gateway
 from core.models import SimulatedObject
@@ -16,6 +14,7 @@ from inventory.resource_classes import PASSTHROUGH_RESOURCES
 from inventory.services.sync import cluster_sync
 from tenants.workloads import services
 from tenants.workloads.models import VmImage, Workload, WorkloadStatus
+from tests.support.demo_data import demo_loaded
 
 from .conftest import H100, INFERENCE_SPEC, observed
 from .openssh_keys import ed25519_public
@@ -129,7 +128,7 @@ def test_a_vm_whose_gpus_no_node_has_left_waits_degraded_in_the_schedulers_words
 
 @pytest.mark.django_db
 def test_the_demo_never_runs_more_gpus_than_its_nodes_have():
-    call_command("load_demo", stdout=StringIO())
+    demo_loaded()
     for workload in Workload.objects.exclude(status=S.DELETED):  # as the sweep looks at them
         services.workload_observe(workload_id=workload.pk)
     cluster_sync(cluster="main")
