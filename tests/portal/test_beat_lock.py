@@ -122,8 +122,9 @@ def test_a_beat_stopped_cleanly_releases_the_lock_at_once(beats, redis_url):
 def test_a_beat_whose_lock_was_taken_over_stops_sending_and_exits(beats, redis_url):
     first = beats("first")
     wait_until(first.holds, timeout=20)
-    # As if it had stalled past the TTL and another beat had taken the lock meanwhile.
-    redis.Redis.from_url(redis_url).set(LOCK_KEY, "other-host:1:abcd", px=TTL * 1000)
+    # As if it had stalled past the TTL and another beat had taken the lock meanwhile (and kept
+    # renewing it: it outlives the test, however slowly a loaded machine lets this beat exit).
+    redis.Redis.from_url(redis_url).set(LOCK_KEY, "other-host:1:abcd", px=60_000)
 
     assert first.process.wait(timeout=15) == 0
     assert "held by other-host:1:abcd, not by this beat" in first.text()
